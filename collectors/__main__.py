@@ -1,0 +1,59 @@
+"""`python -m collectors snapshot|simulate ...` (interfaces fixed in DESIGN.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from .snapshot import read_host, to_dict
+    from .text import render_text
+
+    root = args.sysfs_root
+    if not os.path.isdir(root):
+        print(f"snapshot: sysfs root {root!r} is not a directory", file=sys.stderr)
+        return 2
+    snap = read_host(root, host=args.host, use_verbs=not args.no_verbs)
+    if args.format == "json":
+        json.dump(to_dict(snap), sys.stdout, indent=2 if args.pretty else None)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(snap))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m collectors", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    snap = sub.add_parser("snapshot", help="read this host's InfiniBand ports and print a snapshot")
+    snap.add_argument(
+        "--sysfs-root", default="/sys", help="directory that contains class/infiniband/ (default /sys)"
+    )
+    snap.add_argument("--format", choices=("json", "text"), default="text")
+    snap.add_argument("--host", default=None, help="host name to report (default: this machine's short name)")
+    snap.add_argument("--no-verbs", action="store_true", help="read sysfs only, even when pyverbs is installed")
+    snap.add_argument("--pretty", action="store_true", help="indent the JSON")
+    snap.set_defaults(func=_snapshot)
+
+    from . import simulate
+
+    sim = sub.add_parser("simulate", help="write simulated node trees and keep their counters moving")
+    simulate.add_arguments(sim)
+    sim.set_defaults(func=simulate.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # `snapshot | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
