@@ -155,9 +155,7 @@ def judge_link(actual: Rate, expected: Rate) -> LinkFinding | None:
     if narrow:
         what.append(f"{actual.lanes}X where {expected.lanes}X expected")
     kind = "speed and width downgrade" if slow and narrow else ("speed downgrade" if slow else "width downgrade")
-    message = (
-        f"trained at {actual.describe()}, expected {expected.describe()}: {kind} ({'; '.join(what)})"
-    )
+    message = f"trained at {actual.describe()}, expected {expected.describe()}: {kind} ({'; '.join(what)})"
     return LinkFinding(slow, narrow, message)
 
 

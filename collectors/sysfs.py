@@ -60,7 +60,7 @@ def _enum(text: str) -> Enum:
 
 def _counter(text: str) -> int:
     if text.startswith("N/A"):
-        raise Unparsable(f"{text[:40]} (the device has no performance management agent)")
+        raise Unparsable("N/A (no PMA): the device has no performance management agent for this counter")
     return _int(text)
 
 

@@ -1,0 +1,111 @@
+"""`snapshot --format text`: an ibstat-like summary a NOC engineer recognises."""
+
+from __future__ import annotations
+
+import os
+
+from . import pcie
+from .local import local_findings
+from .model import ReadError, Snapshot
+
+# ibstat's words for port states.
+_IBSTAT_STATE = {0: "NOP", 1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "Active (deferred)"}
+_ERROR_COUNTERS = (
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "port_xmit_discards",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+)
+
+
+def safe(value: object) -> str:
+    """Device strings (node_desc is settable by root) must not drive the terminal."""
+    text = "-" if value is None else str(value)
+    return "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _group_errors(errors: list[ReadError]) -> list[tuple[str, str]]:
+    """One line per directory and reason when many files fail alike (an iWARP port's 17 N/A counters)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for e in errors:
+        groups.setdefault((os.path.dirname(e.path), e.reason), []).append(e.path)
+    out = []
+    for (directory, reason), paths in groups.items():
+        if len(paths) > 3:
+            out.append((f"{directory}/* ({len(paths)} files)", reason))
+        else:
+            out.extend((path, reason) for path in paths)
+    return out
+
+
+def render_text(snap: Snapshot) -> str:
+    lines = [f"Host {safe(snap.host)} ({len(snap.devices)} RDMA devices, pyverbs: {snap.pyverbs})"]
+    if not snap.devices:
+        lines.append(f"No InfiniBand devices under {safe(snap.sysfs_root)}/class/infiniband")
+    for dev in snap.devices:
+        lines.append(f"CA '{safe(dev.name)}'")
+        lines.append(f"\tCA type: {safe(dev.hca_type)}")
+        lines.append(f"\tNumber of ports: {len(dev.ports)}")
+        lines.append(f"\tFirmware version: {safe(dev.fw_ver)}")
+        lines.append(f"\tHardware version: {safe(dev.hw_rev)}")
+        lines.append(f"\tNode GUID: {safe(dev.node_guid)}")
+        lines.append(f"\tSystem image GUID: {safe(dev.sys_image_guid)}")
+        lines.append(f"\tNode description: {safe(dev.node_desc)}")
+        if dev.pci is not None:
+            p = dev.pci
+            lines.append(
+                f"\tPCIe: {safe(p.address)} {pcie.describe(p.current_gts, p.current_width)}"
+                f" (max {pcie.describe(p.max_gts, p.max_width)}), NUMA node {safe(p.numa_node)}"
+            )
+        for port in dev.ports:
+            lines.append(f"\tPort {port.number}:")
+            state = _IBSTAT_STATE.get(port.state.id, port.state.name) if port.state else "-"
+            lines.append(f"\t\tState: {state}")
+            lines.append(f"\t\tPhysical state: {safe(port.phys_state.name if port.phys_state else None)}")
+            rate = port.rate
+            rate_text = "-" if rate is None else f"{rate.describe()}".replace("Gb/s", "Gb/sec")
+            lines.append(f"\t\tRate: {rate_text}")
+            lines.append(f"\t\tBase lid: {safe(port.lid)}")
+            lines.append(f"\t\tLMC: {safe(port.lmc)}")
+            lines.append(f"\t\tSM lid: {safe(port.sm_lid)}")
+            if port.cap_mask is not None:
+                lines.append(f"\t\tCapability mask: 0x{port.cap_mask:08x}")
+            lines.append(f"\t\tLink layer: {safe(port.link_layer)}")
+            if port.netdevs:
+                lines.append(f"\t\tNetdev: {', '.join(safe(n) for n in port.netdevs)}")
+            if port.verbs is not None and port.verbs.active_mtu:
+                lines.append(f"\t\tActive MTU: {port.verbs.active_mtu} (max {safe(port.verbs.max_mtu)})")
+            c = port.counters
+            data = [
+                f"{label} {_size(c[name])}"
+                for label, name in (("rx", "port_rcv_data"), ("tx", "port_xmit_data"))
+                if c.get(name) is not None
+            ]
+            if data:
+                lines.append(f"\t\tData: {', '.join(data)} since counters were last reset")
+            errors = [f"{name} {c[name]}" for name in _ERROR_COUNTERS if c.get(name)]
+            lines.append(f"\t\tError counters: {', '.join(errors) if errors else 'all zero'}")
+            for d in port.disagreements:
+                lines.append(f"\t\tsysfs and verbs disagree on {d.field}: sysfs {safe(d.sysfs)}, verbs {safe(d.verbs)}")
+    findings = local_findings(snap)
+    if findings:
+        lines.append("Degradation seen on this host:")
+        for f in findings:
+            where = f"{safe(f.device)}/{f.port}" if f.port is not None else safe(f.device)
+            lines.append(f"\t{where}: {f.message}")
+    if snap.errors:
+        lines.append(f"Unreadable files ({len(snap.errors)}):")
+        lines.extend(f"\t{safe(where)}: {safe(reason)}" for where, reason in _group_errors(snap.errors))
+    return "\n".join(lines) + "\n"
