@@ -73,6 +73,21 @@ class VerbsPort:
     max_mtu: int | None = field(default=None, metadata=src("verbs:max_mtu"))
     link_layer: str | None = field(default=None, metadata=src("verbs:link_layer"))
     lid: int | None = field(default=None, metadata=src("verbs:lid"))
+    sm_lid: int | None = field(default=None, metadata=src("verbs:sm_lid"))
+
+
+@dataclass(slots=True)
+class VerbsDevice:
+    """What libibverbs' ibv_query_device() says of a device (via pyverbs)."""
+
+    fw_ver: str | None = field(default=None, metadata=src("verbs:fw_version"))
+    # GUIDs formatted as sysfs prints them (0002:c903:00a1:b2c0), so the two compare.
+    node_guid: str | None = field(default=None, metadata=src("verbs:node_guid"))
+    sys_image_guid: str | None = field(default=None, metadata=src("verbs:sys_image_guid"))
+    vendor_id: int | None = field(default=None, metadata=src("verbs:vendor_id"))
+    vendor_part_id: int | None = field(default=None, metadata=src("verbs:vendor_part_id"))
+    hw_ver: int | None = field(default=None, metadata=src("verbs:hw_ver"))
+    phys_port_cnt: int | None = field(default=None, metadata=src("verbs:phys_port_cnt"))
 
 
 @dataclass(slots=True)
@@ -125,6 +140,8 @@ class Device:
     pci: PciLink | None = field(default=None, metadata=src("device/"))
     hw_counters: dict[str, int | None] = field(default_factory=dict, metadata=src("hw_counters/*"))
     ports: list[Port] = field(default_factory=list, metadata=src("ports/"))
+    verbs: VerbsDevice | None = field(default=None, metadata=src("pyverbs query_device"))
+    disagreements: list[Disagreement] = field(default_factory=list, metadata=src("sysfs vs verbs"))
 
 
 @dataclass(slots=True)

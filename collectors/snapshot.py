@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 
-from .model import SCHEMA_VERSION, Device, Disagreement, Port, Snapshot, VerbsPort
+from .model import SCHEMA_VERSION, Device, Disagreement, Port, Snapshot, VerbsDevice, VerbsPort
 from .sysfs import SysfsReader
 
 
@@ -37,14 +37,26 @@ def read_host(
 
         reading = verbs.read_verbs()
         snap.pyverbs = reading.status
-        if reading.ports:
-            merge_verbs(devices, reading.ports)
+        snap.errors.extend(reading.errors)
+        merge_verbs(devices, reading.ports, reading.devices)
     return snap
 
 
-def merge_verbs(devices: list[Device], verbs_ports: dict[tuple[str, int], VerbsPort]) -> None:
-    """Attach verbs' view of each port, and record where it disagrees with sysfs."""
+def merge_verbs(
+    devices: list[Device],
+    verbs_ports: dict[tuple[str, int], VerbsPort],
+    verbs_devices: dict[str, VerbsDevice] | None = None,
+) -> None:
+    """Attach verbs' view of each device and port, and record where it disagrees with sysfs.
+
+    Facts only verbs knows (MTU, vendor ids) travel in `verbs`; facts both report are
+    compared, and a difference becomes a Disagreement naming both values.
+    """
     for dev in devices:
+        vd = (verbs_devices or {}).get(dev.name)
+        if vd is not None:
+            dev.verbs = vd
+            dev.disagreements = _compare_device(dev, vd)
         for port in dev.ports:
             vp = verbs_ports.get((dev.name, port.number))
             if vp is None:
@@ -53,18 +65,47 @@ def merge_verbs(devices: list[Device], verbs_ports: dict[tuple[str, int], VerbsP
             port.disagreements = _compare(port, vp)
 
 
+def _differ(pairs) -> list[Disagreement]:
+    # A fact one side does not report is not a disagreement.
+    return [
+        Disagreement(name, s, v) for name, s, v, key in pairs if s is not None and v is not None and key(s) != key(v)
+    ]
+
+
+def _same(value):
+    return value
+
+
+def _fw_key(text: str):
+    # libibverbs and providers pad the last part differently ("1.27.0" in sysfs,
+    # "1.27.000" from ibv_query_device): compare the numbers, not the text.
+    parts = text.strip().split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else text.strip()
+
+
+def _compare_device(dev: Device, vd: VerbsDevice) -> list[Disagreement]:
+    return _differ(
+        (
+            ("fw_ver", dev.fw_ver, vd.fw_ver, _fw_key),
+            ("node_guid", dev.node_guid, vd.node_guid, str.lower),
+            ("sys_image_guid", dev.sys_image_guid, vd.sys_image_guid, str.lower),
+        )
+    )
+
+
 def _compare(port: Port, vp: VerbsPort) -> list[Disagreement]:
     rate = port.rate
-    pairs = (
-        ("state", port.state.id if port.state else None, vp.state),
-        ("phys_state", port.phys_state.id if port.phys_state else None, vp.phys_state),
-        ("speed", rate.speed if rate else None, vp.speed),
-        ("lanes", rate.lanes if rate else None, vp.lanes),
-        ("link_layer", port.link_layer, vp.link_layer),
-        ("lid", port.lid, vp.lid),
+    return _differ(
+        (
+            ("state", port.state.id if port.state else None, vp.state, _same),
+            ("phys_state", port.phys_state.id if port.phys_state else None, vp.phys_state, _same),
+            ("speed", rate.speed if rate else None, vp.speed, _same),
+            ("lanes", rate.lanes if rate else None, vp.lanes, _same),
+            ("link_layer", port.link_layer, vp.link_layer, _same),
+            ("lid", port.lid, vp.lid, _same),
+            ("sm_lid", port.sm_lid, vp.sm_lid, _same),
+        )
     )
-    # A fact one side does not report is not a disagreement.
-    return [Disagreement(f, s, v) for f, s, v in pairs if s is not None and v is not None and s != v]
 
 
 def iso_utc(ts: float) -> str:
@@ -112,6 +153,8 @@ def to_dict(snap: Snapshot) -> dict:
                 "node_desc": d.node_desc,
                 "pci": asdict(d.pci) if d.pci else None,
                 "hw_counters": dict(d.hw_counters),
+                "verbs": asdict(d.verbs) if d.verbs else None,
+                "disagreements": [asdict(x) for x in d.disagreements],
                 "ports": [_port_dict(p) for p in d.ports],
             }
         )
