@@ -1,4 +1,4 @@
-"""`python -m collectors snapshot|simulate ...` (interfaces fixed in DESIGN.md)."""
+"""`python -m collectors snapshot|simulate|fault ...` (interfaces fixed in DESIGN.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ def _snapshot(args: argparse.Namespace) -> int:
     if not os.path.isdir(root):
         print(f"snapshot: sysfs root {root!r} is not a directory", file=sys.stderr)
         return 2
-    snap = read_host(root, host=args.host, use_verbs=not args.no_verbs)
+    # Verbs describe this machine's devices: merging them into a fixture or simulated
+    # tree would report disagreements that are not there.
+    use_verbs = not args.no_verbs and os.path.realpath(root) == "/sys"
+    snap = read_host(root, host=args.host, use_verbs=use_verbs)
     if args.format == "json":
         json.dump(to_dict(snap), sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
@@ -30,12 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     snap = sub.add_parser("snapshot", help="read this host's InfiniBand ports and print a snapshot")
-    snap.add_argument(
-        "--sysfs-root", default="/sys", help="directory that contains class/infiniband/ (default /sys)"
-    )
+    snap.add_argument("--sysfs-root", default="/sys", help="directory that contains class/infiniband/ (default /sys)")
     snap.add_argument("--format", choices=("json", "text"), default="text")
     snap.add_argument("--host", default=None, help="host name to report (default: this machine's short name)")
-    snap.add_argument("--no-verbs", action="store_true", help="read sysfs only, even when pyverbs is installed")
+    snap.add_argument(
+        "--no-verbs",
+        action="store_true",
+        help="read sysfs only, even when pyverbs is installed (always so with --sysfs-root other than /sys)",
+    )
     snap.add_argument("--pretty", action="store_true", help="indent the JSON")
     snap.set_defaults(func=_snapshot)
 
@@ -44,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser("simulate", help="write simulated node trees and keep their counters moving")
     simulate.add_arguments(sim)
     sim.set_defaults(func=simulate.main)
+
+    fault = sub.add_parser("fault", help="add, remove or list the faults of a simulated fabric")
+    simulate.add_fault_arguments(fault)
+    fault.set_defaults(func=simulate.fault_main)
     return parser
 
 

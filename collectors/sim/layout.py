@@ -1,0 +1,175 @@
+"""The simulated fabric's hardware: which node has which HCAs, ports, GUIDs, LIDs, netdevs.
+
+Everything is a pure function of (seed, nodes, ports, hcas), so a fabric never has
+to store its layout: the state file stores those four and the layout is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+
+from .hardware import MODELS, HcaModel
+
+# PCI buses of the HCA slots, in order; NUMA node alternates with the slot.
+_BUSES = (0x3B, 0x86, 0xAF, 0xD8, 0x17, 0x5E, 0x18, 0x37)
+# GUID prefix (Mellanox OUI + 0x0300, as GUIDs derived from a MAC carry it).
+_OUI = {"mlx5": 0x0C42A1, "mlx4": 0x0002C9}
+_FIRST_LID = 0x10
+SM_LID = 0x1
+
+
+class LayoutError(ValueError):
+    """Options that cannot describe a fabric, or a name that is not in it."""
+
+
+def unit(seed: int, *parts: object) -> float:
+    """A deterministic float in [0, 1) for (seed, parts): stateless, so steps can be replayed."""
+    text = "|".join(map(str, (seed, *parts))).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") / 2**64
+
+
+def node_name(index: int) -> str:
+    return f"cn{index + 1:03d}"
+
+
+@dataclass(frozen=True, slots=True)
+class SimPort:
+    key: str  # "cn001/mlx5_0/1"
+    number: int
+    netdev: str
+    lid: int  # 0 on RoCE ports
+
+
+@dataclass(frozen=True, slots=True)
+class SimDevice:
+    key: str  # "cn001/mlx5_0"
+    name: str
+    model: HcaModel
+    speed: str  # native speed of its ports
+    pci_addr: str  # "0000:3b:00.0"
+    numa: int
+    guid: str
+    ports: tuple[SimPort, ...]
+
+    @property
+    def pci_rel(self) -> str:
+        return f"devices/pci0000:00/{self.pci_addr}"
+
+    @property
+    def dev_rel(self) -> str:
+        return f"{self.pci_rel}/infiniband/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SimNode:
+    name: str
+    kind: str
+    devices: tuple[SimDevice, ...]
+
+
+@dataclass(slots=True)
+class Layout:
+    seed: int
+    nodes: list[SimNode]
+    by_key: dict[str, object] = field(default_factory=dict)
+
+    def ports(self):
+        for node in self.nodes:
+            for dev in node.devices:
+                for port in dev.ports:
+                    yield node, dev, port
+
+    def resolve(self, node: str, device: str | None, port: int | None) -> object:
+        """The node, device or port a fault names; LayoutError saying what exists when it is not there."""
+        n = self.by_key.get(node)
+        if not isinstance(n, SimNode):
+            last = self.nodes[-1].name
+            raise LayoutError(f"no node {node!r} in this fabric (it has cn001..{last})")
+        if device is None:
+            return n
+        d = self.by_key.get(f"{node}/{device}")
+        if d is None:
+            have = ", ".join(x.name for x in n.devices)
+            raise LayoutError(f"{node} has no device {device!r} (it has {have})")
+        if port is None:
+            return d
+        p = self.by_key.get(f"{node}/{device}/{port}")
+        if p is None:
+            have = ", ".join(str(x.number) for x in d.ports)
+            raise LayoutError(f"{node}/{device} has no port {port} (it has {have})")
+        return p
+
+
+def node_kinds(nodes: int, seed: int) -> list[str]:
+    """Mostly ConnectX-6; every fabric of 4+ nodes has each kind. cn001 is always ConnectX-6."""
+    if nodes < 4:
+        return ["cx6", "cx3", "roce"][:nodes]
+    special = ["cx7"] * max(1, nodes * 15 // 100) + ["cx3"] * max(1, nodes // 20) + ["roce"] * max(1, nodes // 20)
+    kinds = ["cx6"] * nodes
+    for index, kind in zip(
+        random.Random(f"fabric-mix|{seed}").sample(range(1, nodes), len(special)), special, strict=True
+    ):
+        kinds[index] = kind
+    return kinds
+
+
+def _guid(oui: int, serial: int) -> str:
+    value = (oui << 40) | (0x0300 << 24) | (serial & 0xFFFFFF)
+    h = f"{value:016x}"
+    return ":".join(h[i : i + 4] for i in range(0, 16, 4))
+
+
+def build(seed: int, nodes: int, ports: int | None = None, hcas: int | None = None) -> Layout:
+    if nodes < 1:
+        raise LayoutError("--nodes must be at least 1")
+    if ports is not None and not 1 <= ports <= 4:
+        raise LayoutError("--ports must be between 1 and 4")
+    if hcas is not None and not 1 <= hcas <= len(_BUSES):
+        raise LayoutError(f"--hcas must be between 1 and {len(_BUSES)}")
+    layout = Layout(seed, [])
+    serial = int(unit(seed, "guid") * 0xFFFFFF)
+    lid = _FIRST_LID
+    for index, kind in enumerate(node_kinds(nodes, seed)):
+        model = MODELS[kind]
+        name = node_name(index)
+        speed = model.speed
+        if kind == "cx3" and unit(seed, name, "fdr10") < 0.5:
+            speed = "FDR10"
+        devices = []
+        ifindex = 0
+        n_hcas = hcas or model.default_hcas
+        for h in range(n_hcas):
+            dev_name = f"{model.driver}_{h}"
+            bus = _BUSES[h]
+            port_list = []
+            for number in range(1, (ports or model.default_ports) + 1):
+                if model.link_layer == "Ethernet":
+                    netdev, port_lid = f"enp{bus}s0f0np{number - 1}", 0
+                else:
+                    netdev, port_lid = f"ib{ifindex}", lid
+                    lid += 1
+                ifindex += 1
+                port_list.append(SimPort(f"{name}/{dev_name}/{number}", number, netdev, port_lid))
+            serial += 1
+            devices.append(
+                SimDevice(
+                    key=f"{name}/{dev_name}",
+                    name=dev_name,
+                    model=model,
+                    speed=speed,
+                    pci_addr=f"0000:{bus:02x}:00.0",
+                    numa=h % 2 if n_hcas > 1 else 0,
+                    guid=_guid(_OUI[model.driver], serial),
+                    ports=tuple(port_list),
+                )
+            )
+        node = SimNode(name, kind, tuple(devices))
+        layout.nodes.append(node)
+        layout.by_key[name] = node
+        for dev in devices:
+            layout.by_key[dev.key] = dev
+            for port in dev.ports:
+                layout.by_key[port.key] = port
+    return layout

@@ -1,0 +1,163 @@
+"""Simulated InfiniBand nodes: `python -m collectors simulate` and `python -m collectors fault`.
+
+simulate --out DIR --nodes N [--ports P] [--hcas H] [--seed S] [--fault SPEC ...]
+         [--once] [--interval SECONDS] [--step-seconds SECONDS] [--fresh]
+    Writes DIR/cn001 ... DIR/cnNNN, each a sysfs tree (point `snapshot --sysfs-root`
+    at one), and advances their counters by --step-seconds of simulated time every
+    --interval seconds until SIGINT/SIGTERM; --once advances one step and exits.
+    The state (simulated clock, counter totals) is kept in DIR/.simstate.json, so a
+    later run with the same options continues where the last one stopped.
+
+fault --out DIR add SPEC... | remove SPEC... | clear | list
+    Edits DIR/faults.json, which a running simulator re-reads every step.
+
+SPEC is NODE[/DEVICE[/PORT]]:KIND[=VALUE]; a fault on a node or device applies to
+all its ports. Kinds: down, disabled, speed=QDR, width=1X, symbol-errors=RATE
+(per second, or N/s, N/min, N/h), flap, reset, saturate, pcie=GEN3x8, vanish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import signal
+import sys
+import threading
+import time
+
+from .sim import Fabric, FaultError, SimError
+from .sim.layout import LayoutError
+
+_LOCK_FILE = ".simlock"
+_ERRORS = (SimError, FaultError, LayoutError)
+
+
+_GRAMMAR = """\
+fault SPEC: NODE[/DEVICE[/PORT]]:KIND[=VALUE], e.g. cn003/mlx5_0/1:speed=QDR, cn002:vanish,
+cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
+kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
+flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _GRAMMAR
+    parser.add_argument("--out", required=True, metavar="DIR", help="directory for the node trees and the state")
+    parser.add_argument("--nodes", required=True, type=int, metavar="N", help="number of nodes: cn001 ... cnNNN")
+    parser.add_argument(
+        "--ports", type=int, metavar="P", help="ports per HCA (default: 1 on ConnectX-6/7 and RoCE, 2 on ConnectX-3)"
+    )
+    parser.add_argument(
+        "--hcas", type=int, metavar="H", help="HCAs per node (default: 2 on ConnectX-6/7 and RoCE, 1 on ConnectX-3)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the same seed and steps give byte-identical trees")
+    parser.add_argument(
+        "--fault", action="append", default=[], metavar="SPEC", help="NODE[/DEVICE[/PORT]]:KIND[=VALUE]; repeatable"
+    )
+    parser.add_argument("--once", action="store_true", help="advance one step and exit")
+    parser.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="wall time between steps")
+    parser.add_argument(
+        "--step-seconds", type=float, metavar="SECONDS", help="simulated seconds per step (default: --interval)"
+    )
+    parser.add_argument("--fresh", action="store_true", help="start a new fabric even if DIR holds one")
+
+
+def main(args: argparse.Namespace) -> int:
+    step_seconds = args.step_seconds if args.step_seconds is not None else args.interval
+    if not (args.interval > 0 and step_seconds > 0):
+        print("simulate: --interval and --step-seconds must be more than 0", file=sys.stderr)
+        return 2
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        lock = _exclusive(args.out)
+        try:
+            fabric = Fabric.open(args.out, args.nodes, args.ports, args.seed, hcas=args.hcas, fresh=args.fresh)
+            if args.fault:
+                fabric.add_fault(*args.fault)
+            if args.once:
+                fabric.step(step_seconds)
+                _say(fabric.warning)
+                print(f"simulate: step {fabric.steps}, simulated clock {fabric.clock:g} s, {args.out}")
+                return 0
+            return _run(fabric, args.interval, step_seconds)
+        finally:
+            os.close(lock)
+    except _ERRORS as e:
+        print(f"simulate: {e}", file=sys.stderr)
+        return 2
+
+
+def _exclusive(out: str) -> int:
+    """Hold DIR/.simlock: two simulators stepping one directory would corrupt each other's state."""
+    fd = os.open(os.path.join(out, _LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SimError(f"another simulator is already running on {out}") from None
+    return fd
+
+
+def _say(warning: str | None) -> None:
+    if warning:
+        print(f"simulate: {warning}", file=sys.stderr, flush=True)
+
+
+def _run(fabric: Fabric, interval: float, step_seconds: float) -> int:
+    stop = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        fabric.render()  # faults given on the command line show at once, not after the first interval
+        print(
+            f"simulate: {len(fabric.layout.nodes)} nodes under {fabric.out}, {step_seconds:g} simulated s "
+            f"every {interval:g} s; faults in {os.path.join(fabric.out, 'faults.json')}",
+            file=sys.stderr,
+            flush=True,
+        )
+        warned = None
+        deadline = time.monotonic() + interval
+        # A signal only sets `stop`: the step in progress finishes and its state is saved.
+        while not stop.wait(max(0.0, deadline - time.monotonic())):
+            fabric.step(step_seconds)
+            if fabric.warning != warned:
+                _say(fabric.warning)
+                warned = fabric.warning
+            deadline = max(deadline + interval, time.monotonic())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"simulate: stopped at step {fabric.steps}, simulated clock {fabric.clock:g} s", file=sys.stderr)
+    return 0
+
+
+def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _GRAMMAR
+    parser.add_argument("--out", required=True, metavar="DIR", help="the simulator's directory")
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("add", help="add faults (one per node/device/port and kind: adding again replaces)").add_argument(
+        "specs", nargs="+", metavar="SPEC"
+    )
+    sub.add_parser("remove", help="remove faults; the =VALUE may be left out").add_argument(
+        "specs", nargs="+", metavar="SPEC"
+    )
+    sub.add_parser("clear", help="remove every fault")
+    sub.add_parser("list", help="print the active faults")
+
+
+def fault_main(args: argparse.Namespace) -> int:
+    try:
+        fabric = Fabric.load(args.out)
+        if args.action == "add":
+            fabric.add_fault(*args.specs)
+        elif args.action == "remove":
+            fabric.remove_fault(*args.specs)
+        elif args.action == "clear":
+            fabric.clear_faults()
+        for spec in fabric.faults():
+            print(spec)
+    except _ERRORS as e:
+        print(f"fault: {e}", file=sys.stderr)
+        return 2
+    return 0
