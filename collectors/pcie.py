@@ -6,11 +6,14 @@ InfiniBand link (shared/docs/infiniband.md §2b).
 
 from __future__ import annotations
 
+import math
+
 from .link import Rate, format_gbps
 from .model import PciLink
 
-# GT/s per lane -> (generation, usable Gb/s per lane after line encoding).
-_GENERATIONS = {
+# GT/s per lane -> (generation, usable Gb/s per lane after line encoding, before protocol
+# overhead). Gen1/2 use 8b/10b, Gen3-5 128b/130b; Gen6 is the doc's ~63 Gb/s.
+GENERATIONS: dict[float, tuple[int, float]] = {
     2.5: (1, 2.0),
     5.0: (2, 4.0),
     8.0: (3, 8.0 * 128 / 130),
@@ -20,24 +23,34 @@ _GENERATIONS = {
 }
 
 
+def _entry(gts: float | None) -> tuple[int, float] | None:
+    if not isinstance(gts, int | float) or not math.isfinite(gts):
+        return None
+    # Match the nearest known speed: values may come through JSON or arithmetic.
+    for known, entry in GENERATIONS.items():
+        if abs(known - gts) < 0.01:
+            return entry
+    return None
+
+
 def generation(gts: float | None) -> int | None:
-    entry = _GENERATIONS.get(gts) if gts is not None else None
+    entry = _entry(gts)
     return entry[0] if entry else None
 
 
 def usable_gbps(gts: float | None, width: int | None) -> float | None:
     """Usable Gb/s of a PCIe link before protocol overhead, or None if unknown."""
-    entry = _GENERATIONS.get(gts) if gts is not None else None
-    if entry is None or not width:
+    entry = _entry(gts)
+    if entry is None or not width or width <= 0:
         return None
     return entry[1] * width
 
 
 def describe(gts: float | None, width: int | None) -> str:
-    """`Gen4 x16`, falling back to `8.0 GT/s x16` for speeds outside the table."""
+    """`Gen4 x16`, as operators (and lspci's LnkSta) name a PCIe link."""
     gen = generation(gts)
-    speed = f"Gen{gen}" if gen else (f"{gts:g} GT/s" if gts else "unknown speed")
-    return f"{speed} x{width}" if width else speed
+    speed = f"Gen{gen}" if gen else (f"{gts:g} GT/s" if _entry(gts) is None and gts else "unknown speed")
+    return f"{speed} x{width}" if width else f"{speed} unknown width"
 
 
 def findings(pci: PciLink | None, port_rates: list[Rate]) -> list[str]:

@@ -1,0 +1,220 @@
+"""What link a port should run at, and who says so.
+
+A host sees only its own end of a link, so the expectation has to come from
+somewhere (shared/docs/infiniband.md §2). In order:
+
+1. An operator policy that matches the port. Policies are tried by `order`
+   (lower first), then by how specific their patterns are (more literal
+   characters first, so `cn042` beats `cn*`), then by name; the first match wins.
+   A policy may leave speed, width or both blank: the blank part is learned as
+   below (a policy with neither only says whether the port should be up).
+2. Otherwise the better (collectors.link.better_link) of
+   - the best link this port has held while ACTIVE, and
+   - the link most ACTIVE ports of the same HCA model run at, counted only when
+     at least `Thresholds.fabric_min_ports` (default 4) such ports are up and
+     more than half of them agree: with fewer, one odd port would set the norm.
+   The fabric majority is what catches a port that has been slow since its first poll.
+
+Accepting the current link as baseline (the operator action) stores an exact
+policy for that one port — `baseline_policy()` — with order 0, so it beats any
+broader policy, and the caller should reset the port's best-ever link to the
+current one, so that deleting the policy later does not bring back the old best.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from collectors.link import SPEED_RANK, WIDTHS, Rate, better_link, make_rate
+
+from .thresholds import DEFAULT
+
+DEFAULT_ORDER = 100
+BASELINE_ORDER = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LinkPolicy:
+    """An operator's word on a set of ports: globs on node, device and port number."""
+
+    name: str
+    node: str = "*"
+    device: str = "*"
+    port: str = "*"
+    speed: str | None = None  # `HDR`; None: learn it
+    lanes: int | None = None  # 4; None: learn it
+    expect_up: bool = True
+    order: int = DEFAULT_ORDER
+
+    @property
+    def expected(self) -> Rate | None:
+        """The whole link when the policy names both speed and width."""
+        if self.speed in SPEED_RANK and self.lanes in WIDTHS:
+            return make_rate(self.speed, self.lanes)
+        return None
+
+    def matches(self, node: str, device: str, port: int) -> bool:
+        # Host names are case-insensitive; device names are lower case anyway.
+        return (
+            fnmatchcase(node.lower(), self.node.lower())
+            and fnmatchcase(device.lower(), self.device.lower())
+            and fnmatchcase(str(port), self.port)
+        )
+
+    @property
+    def specificity(self) -> int:
+        return sum(_literal_chars(p) for p in (self.node, self.device, self.port))
+
+
+def _literal_chars(pattern: str) -> int:
+    return sum(1 for c in pattern if c not in "*?[]!")
+
+
+def policy_sort_key(policy: LinkPolicy) -> tuple[int, int, str]:
+    return (policy.order, -policy.specificity, policy.name)
+
+
+def match_policy(policies: Iterable[LinkPolicy], node: str, device: str, port: int) -> LinkPolicy | None:
+    """The policy that applies to this port (see the module docstring for the order), or None."""
+    for policy in sorted(policies, key=policy_sort_key):
+        if policy.matches(node, device, port):
+            return policy
+    return None
+
+
+def baseline_policy(node: str, device: str, port: int, link: Rate) -> LinkPolicy:
+    """What "accept current link as baseline" stores: this port, exactly, at its current link."""
+    return LinkPolicy(
+        name=f"baseline {node} {device}/{port}",
+        node=_escape(node),
+        device=_escape(device),
+        port=str(port),
+        speed=link.speed,
+        lanes=link.lanes,
+        expect_up=True,
+        order=BASELINE_ORDER,
+    )
+
+
+def _escape(text: str) -> str:
+    # A literal name must not act as a glob ("[" is legal in some names).
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def usable(link: Rate | None) -> Rate | None:
+    """`link` when its speed and width are ones we can rank, else None."""
+    if link is None or link.speed not in SPEED_RANK or link.lanes not in WIDTHS:
+        return None
+    return link
+
+
+def remember_best(best: Rate | None, link: Rate | None, active: bool) -> Rate | None:
+    """The port's best-ever link after this poll; only an ACTIVE port's link teaches anything."""
+    if not active:
+        return usable(best)
+    return better_link(usable(best), usable(link))
+
+
+@dataclass(frozen=True, slots=True)
+class Majority:
+    """The link most ACTIVE ports of one HCA model run at."""
+
+    hca_type: str
+    link: Rate
+    count: int  # ports at `link`
+    total: int  # ACTIVE ports of this model with a known link
+
+    def counts(self, min_ports: int) -> bool:
+        return self.total >= min_ports and self.count * 2 > self.total
+
+
+def fabric_majority(ports: Iterable[tuple[str | None, Rate | None]]) -> dict[str, Majority]:
+    """Per HCA model, the most common link among (hca_type, link) of ACTIVE InfiniBand ports.
+
+    Leave RoCE ports out: they run at their Ethernet switch's speed (the rules
+    ignore the majority for them anyway).
+
+    Ports without a model or a full link are left out. A tie goes to the slower
+    link: an expectation set too high cries wolf on every other port.
+    """
+    by_model: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
+    for hca_type, link in ports:
+        link = usable(link)
+        if hca_type and link is not None:
+            by_model[hca_type][(link.speed, link.lanes)] += 1
+    result = {}
+    for model, counts in by_model.items():
+        (speed, lanes), count = max(counts.items(), key=lambda kv: (kv[1], -SPEED_RANK[kv[0][0]], -kv[0][1]))
+        result[model] = Majority(model, make_rate(speed, lanes), count, sum(counts.values()))
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """The link a port should run at and, in words, who said so."""
+
+    link: Rate | None
+    source: str  # "policy 'cn-hdr'", "learned from this port's history", ...
+    origin: str  # "policy", "history", "fabric", "history+fabric" or "none"
+    policy: LinkPolicy | None = None
+
+    @property
+    def expect_up_by_policy(self) -> bool | None:
+        return None if self.policy is None else self.policy.expect_up
+
+
+HISTORY = "learned from this port's history"
+
+
+def fabric_source(majority: Majority) -> str:
+    return (
+        f"most {majority.hca_type} ports in the fabric ({majority.count} of {majority.total}) "
+        f"run {majority.link.link_name}"
+    )
+
+
+def expected_link(
+    policy: LinkPolicy | None,
+    best: Rate | None,
+    majority: Majority | None,
+    min_ports: int = DEFAULT.fabric_min_ports,
+) -> Expectation:
+    """The expectation for one port; see the module docstring for the rules."""
+    if policy is not None and policy.expected is not None:
+        return Expectation(policy.expected, f"policy {policy.name!r}", "policy", policy)
+    learned = _learned(best, majority, min_ports, policy)
+    if policy is None or learned.link is None:
+        return learned
+    # A policy that names only the speed or only the width overrides that part of what was learned.
+    speed = policy.speed if policy.speed in SPEED_RANK else None
+    lanes = policy.lanes if policy.lanes in WIDTHS else None
+    if speed is None and lanes is None:
+        return learned
+    link = make_rate(speed or learned.link.speed, lanes or learned.link.lanes)
+    pinned = speed or f"{lanes}X"
+    return Expectation(link, f"policy {policy.name!r} ({pinned}), the rest {learned.source}", "policy", policy)
+
+
+def _learned(best: Rate | None, majority: Majority | None, min_ports: int, policy: LinkPolicy | None) -> Expectation:
+    best = usable(best)
+    fabric = majority if majority is not None and majority.counts(min_ports) else None
+    fabric_link = fabric.link if fabric is not None else None
+    link = better_link(best, fabric_link)
+    if link is None:
+        return Expectation(None, "nothing known yet", "none", policy)
+    if fabric is None or _same(link, best):
+        return Expectation(link, HISTORY, "history", policy)
+    if best is None or _same(link, fabric_link):
+        return Expectation(link, fabric_source(fabric), "fabric", policy)
+    return Expectation(link, f"{HISTORY} ({best.link_name}) and {fabric_source(fabric)}", "history+fabric", policy)
+
+
+def _same(a: Rate | None, b: Rate | None) -> bool:
+    return a is not None and b is not None and (a.speed, a.lanes) == (b.speed, b.lanes)
+
+
+def majority_for(majorities: dict[str, Majority], hca_type: str | None) -> Majority | None:
+    return majorities.get(hca_type) if hca_type else None

@@ -1,0 +1,85 @@
+"""What a health rule says about a port, a device or a node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    # critical: page someone; warning: look today; info: on the record, never an alarm.
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
+
+
+class Kind(StrEnum):
+    DOWN = "down"
+    DEGRADED = "degraded"
+    NO_SM = "no_subnet_manager"
+    SYMBOL_ERRORS = "symbol_errors"
+    FLAPPING = "flapping"
+    RCV_ERRORS = "rcv_errors"
+    REMOTE_PHYSICAL_ERRORS = "remote_physical_errors"
+    XMIT_DISCARDS = "xmit_discards"
+    LINK_INTEGRITY = "link_integrity_errors"
+    BUFFER_OVERRUN = "buffer_overrun_errors"
+    CONGESTION = "congestion"
+    CAPPED = "capped_counters"
+    PCIE = "pcie"
+    STALE = "stale"
+    VANISHED = "vanished"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem, in an operator's words.
+
+    `key` names the thing and the kind of problem, never the poll: the same
+    problem seen again has the same key, so it stays one event.
+    `details` holds JSON-ready values only (str, int, float, bool, None, lists, dicts).
+    """
+
+    kind: Kind
+    severity: Severity
+    key: str
+    message: str
+    details: Mapping[str, object] = field(default_factory=dict)
+
+
+def port_label(node: str, device: str, port: int) -> str:
+    """`cn042 mlx5_0/1`, as operators write a port."""
+    return f"{node} {device}/{port}"
+
+
+def port_key(kind: Kind, node: str, device: str, port: int) -> str:
+    return f"{kind}:{node}/{device}/{port}"
+
+
+def device_key(kind: Kind, node: str, device: str) -> str:
+    return f"{kind}:{node}/{device}"
+
+
+def node_key(kind: Kind, node: str) -> str:
+    return f"{kind}:{node}"
+
+
+def merge_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """One finding per key, the most severe (first seen on a tie), in first-seen order.
+
+    Device- and node-level findings arrive once per port of that device or node.
+    """
+    best: dict[str, Finding] = {}
+    for f in findings:
+        seen = best.get(f.key)
+        if seen is None or f.severity.rank > seen.severity.rank:
+            best[f.key] = f
+    return list(best.values())

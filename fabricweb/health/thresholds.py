@@ -1,0 +1,118 @@
+"""Every number the health rules compare against, with its unit and where it comes from.
+
+Defaults follow shared/docs/infiniband.md §4 where an operator tool publishes one;
+the rest are our own choices, marked as such. Settings override any of them with
+`Thresholds.from_mapping({...})`, which rejects unknown names and bad values loudly
+(a typo in settings must not silently fall back to a default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+
+
+def _t(default: float, unit: str, source: str):
+    return field(default=default, metadata={"unit": unit, "source": source})
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    # Symbol errors: the main bad-cable signal.
+    symbol_errors_per_hour: int = _t(120, "symbol errors/h", "NVIDIA NIC health: above 120/h, BER worse than 1e-12")
+    symbol_errors_per_poll: int = _t(10, "symbol errors per poll", "ibqueryerrors error_thresholds: 10 per check")
+    # A poll longer than this (a gap after missed polls) is too long to call its errors "fast".
+    fast_window_max_s: float = _t(60.0, "s", "our choice")
+
+    # Flapping: the link retrains (link_error_recovery) or goes down (link_downed) and comes back.
+    link_error_recovery_per_minute: int = _t(5, "link error recoveries/min", "NVIDIA NIC health: above 5/min")
+    link_error_recovery_per_hour: int = _t(
+        10, "link error recoveries/h", "ibqueryerrors: 10 per check, applied per hour"
+    )
+    # One bounce is recorded as info; a second within the hour is flapping (critical).
+    link_downed_per_hour: int = _t(1, "link downs/h", "NVIDIA NIC health: any increase is serious")
+
+    # Packet errors (counts in the last hour).
+    port_rcv_errors_per_hour: int = _t(10, "receive errors/h", "ibqueryerrors: PortRcvErrors 10 per check")
+    remote_physical_errors_per_hour: int = _t(10, "remote physical errors/h", "our choice, as PortRcvErrors")
+    xmit_discards_per_hour: int = _t(100, "transmit discards/h", "our choice")
+    # Any increase is serious (NVIDIA NIC health): "more than 0".
+    local_link_integrity_errors_per_hour: int = _t(0, "link integrity errors/h", "NVIDIA NIC health: any increase")
+    buffer_overrun_errors_per_hour: int = _t(0, "buffer overrun errors/h", "NVIDIA NIC health: any increase")
+
+    # Congestion: share of time port_xmit_wait says the port had data but no credits.
+    # The tick is a multiple of the 4 ns SDR symbol time and hardware-specific
+    # (`perfquery -c` shows a port's Tick); set it per site when known.
+    xmit_wait_tick_ns: float = _t(4.0, "ns per port_xmit_wait tick", "IB spec base tick (1 SDR symbol time)")
+    congestion_share: float = _t(0.25, "share of time waiting (0-1)", "our choice")
+    congestion_window_s: float = _t(300.0, "s", "UFM keeps 5 minutes of counter history")
+
+    # States.
+    down_after_polls: int = _t(1, "polls", "DESIGN.md: say within one poll")
+    # opensm's default sweep is 10 s: INIT/ARMED on LinkUp for two polls means no SM answered.
+    no_sm_after_polls: int = _t(2, "polls", "our choice")
+    stale_after_polls: int = _t(3, "missed polls", "our choice: one late snapshot is not an outage")
+    vanished_after_polls: int = _t(2, "polls", "our choice; a driver reload takes a few seconds")
+
+    # Expectations and events.
+    fabric_min_ports: int = _t(4, "active ports of one HCA model", "our choice")
+    resolve_after_polls: int = _t(3, "clean polls", "our choice: hysteresis")
+
+    def __post_init__(self) -> None:
+        for name in _POSITIVE:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"health threshold {name}: must be above 0, got {getattr(self, name)!r}")
+        if self.congestion_share > 1:
+            raise ValueError(f"health threshold congestion_share: a share of time, 0-1, got {self.congestion_share!r}")
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, object]) -> Thresholds:
+        """Defaults overridden by `data` (e.g. a settings dict); numeric strings are accepted."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown health threshold(s): {', '.join(unknown)}")
+        changes: dict[str, float] = {}
+        for name, raw in data.items():
+            want_int = isinstance(known[name].default, int)
+            changes[name] = _number(name, raw, want_int)
+        return replace(cls(), **changes)
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, float, str, str]]:
+        """(name, default, unit, source) for every threshold: for docs and the settings page."""
+        return [(f.name, f.default, f.metadata["unit"], f.metadata["source"]) for f in fields(cls)]
+
+
+# Zero would make these meaningless (a window of 0 s, an event resolved before it is clear).
+_POSITIVE = (
+    "fast_window_max_s",
+    "xmit_wait_tick_ns",
+    "congestion_window_s",
+    "down_after_polls",
+    "no_sm_after_polls",
+    "stale_after_polls",
+    "vanished_after_polls",
+    "fabric_min_ports",
+    "resolve_after_polls",
+)
+
+
+def _number(name: str, raw: object, want_int: bool) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ValueError(f"health threshold {name}: expected a number, got {raw!r}")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"health threshold {name}: expected a number, got {raw!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"health threshold {name}: must be a finite number >= 0, got {raw!r}")
+    if want_int:
+        if value != int(value):
+            raise ValueError(f"health threshold {name}: expected a whole number, got {raw!r}")
+        return int(value)
+    return value
+
+
+DEFAULT = Thresholds()

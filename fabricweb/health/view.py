@@ -1,0 +1,78 @@
+"""Everything the health rules need to know about one port at one poll.
+
+Ingest builds a PortView from its stored state; the rules never look anything up.
+Unknown is None (or empty), never 0: a counter delta of None means the rate is
+unknown for that poll (the counter was reset or is capped), not that nothing happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from collectors.link import Rate
+from collectors.model import PHYS_STATES, PORT_STATES
+
+from .expectation import LinkPolicy, Majority
+
+# One earlier poll: (collected_at in epoch seconds, its interval in s, {counter: delta or None}).
+# Counters left out of the mapping count as 0 (ingest may store only non-zero deltas).
+Poll = tuple[float, float, Mapping[str, int | None]]
+
+ACTIVE_STATES = frozenset({4, 5})  # ACTIVE, ACTIVE_DEFER
+LINK_UP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class PcieView:
+    """The HCA's PCIe link (collectors.model.PciLink): GT/s per lane and lane counts."""
+
+    current_gts: float | None = None
+    current_width: int | None = None
+    max_gts: float | None = None
+    max_width: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PortView:
+    node: str
+    device: str
+    port: int
+    ts: float = 0.0  # this poll's collected_at, epoch seconds
+    interval_s: float = 10.0  # seconds since the previous poll of this port
+    hca_type: str | None = None
+    state_id: int | None = None
+    state_name: str | None = None
+    phys_state_id: int | None = None
+    phys_state_name: str | None = None
+    # Consecutive polls (this one included) in this state and physical state.
+    state_polls: int = 1
+    link: Rate | None = None
+    link_layer: str | None = None
+    ever_up: bool = False  # has been ACTIVE at some poll
+    policy: LinkPolicy | None = None  # expectation.match_policy(...)
+    best_link: Rate | None = None  # expectation.remember_best(...) over past polls
+    majority: Majority | None = None  # expectation.fabric_majority(...)[hca_type]
+    deltas: Mapping[str, int | None] = field(default_factory=dict)  # this poll
+    capped: frozenset[str] = frozenset()
+    # Earlier polls of the last hour, oldest first; a poll at or after `ts` is ignored
+    # so that passing this poll here too cannot count it twice.
+    recent: Sequence[Poll] = ()
+    pcie: PcieView | None = None
+    node_missed_polls: int = 0  # polls since the node last sent a snapshot
+    device_missing_polls: int = 0  # polls the device has been absent from its node's snapshots
+    port_missing_polls: int = 0  # polls the port has been absent from its device
+
+    @property
+    def is_active(self) -> bool:
+        return self.state_id in ACTIVE_STATES
+
+    @property
+    def state_text(self) -> str:
+        return self.state_name or PORT_STATES.get(self.state_id, "unknown")
+
+    @property
+    def phys_text(self) -> str | None:
+        if self.phys_state_name:
+            return self.phys_state_name
+        return PHYS_STATES.get(self.phys_state_id)

@@ -1,0 +1,88 @@
+"""Counter deltas summed over the last minute, five minutes or hour of polls.
+
+Counts are never extrapolated upwards: 3 symbol errors in the first 10 s of
+history are 3 in the last hour, not 1080/h. A poll that reaches back past the
+start of the window (a long poll after a gap) counts only for its share inside
+the window, assuming its events were spread evenly over it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .view import PortView
+
+HOUR_S = 3600.0
+MINUTE_S = 60.0
+
+
+def known_delta(value: object) -> int | None:
+    """A usable delta, or None: unknown, negative (a reset not caught upstream) or not a number."""
+    if type(value) is int:  # the common case, checked first: this runs for every counter of every poll
+        return value if value >= 0 else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return int(value)
+
+
+def _seconds(value: object) -> float:
+    if type(value) is float and 0.0 <= value < math.inf:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        return 0.0
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    total: float  # events in the window
+    span_s: float  # seconds of the window covered by polls in which the counter was known
+
+
+class Windows:
+    """Sums of each counter over trailing windows ending at this poll (this poll included)."""
+
+    def __init__(self, view: PortView, lengths: Iterable[float]) -> None:
+        # Longest first, so a poll too old for one window skips the shorter ones too.
+        self._lengths = sorted({float(x) for x in lengths}, reverse=True)
+        self._totals: dict[float, dict[str, float]] = {w: defaultdict(float) for w in self._lengths}
+        self._spans: dict[float, float] = dict.fromkeys(self._lengths, 0.0)
+        self._unknown: dict[float, dict[str, float]] = {w: defaultdict(float) for w in self._lengths}
+        now = _seconds(view.ts)
+        self._add(0.0, view.interval_s, view.deltas)
+        oldest = now - self._lengths[0] if self._lengths else now
+        for poll in view.recent:
+            try:
+                ts, interval, deltas = poll
+            except (TypeError, ValueError):
+                continue
+            ts = _seconds(ts)
+            if oldest < ts < now and isinstance(deltas, Mapping):
+                self._add(now - ts, interval, deltas)
+
+    def _add(self, age: float, interval: object, deltas: Mapping[str, object]) -> None:
+        seconds = _seconds(interval)
+        for w in self._lengths:
+            if age >= w:
+                break
+            inside = min(age + seconds, w) - age
+            share = inside / seconds if seconds > 0 else 1.0
+            self._spans[w] += inside
+            totals, unknown = self._totals[w], self._unknown[w]
+            for name, value in deltas.items():
+                d = known_delta(value)
+                if d is None:
+                    unknown[name] += inside
+                elif d:
+                    totals[name] += d * share
+
+    def count(self, name: str, seconds: float) -> Count:
+        w = float(seconds)
+        if w not in self._spans:
+            raise KeyError(f"no {seconds} s window was summed")
+        return Count(self._totals[w].get(name, 0.0), max(self._spans[w] - self._unknown[w].get(name, 0.0), 0.0))
