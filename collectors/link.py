@@ -79,7 +79,8 @@ class RateError(ValueError):
     """A `rate` file that does not follow `"%d%s Gb/sec (%dX%s)"`."""
 
 
-_RATE_RE = re.compile(r"^(\d+(?:\.\d+)?) (?:Gb|GB)/sec(?: \((\d+)X ?([A-Za-z0-9]*)\))?$")
+# re.ASCII: the kernel prints ASCII digits; \d would also take any Unicode digit.
+_RATE_RE = re.compile(r"^(\d+(?:\.\d+)?) (?:Gb|GB)/sec(?: \((\d+)X ?([A-Za-z0-9]*)\))?$", re.ASCII)
 
 
 def parse_rate(text: str) -> Rate:

@@ -123,7 +123,8 @@ class Port:
 
     @property
     def is_up(self) -> bool:
-        return self.state is not None and self.state.id == 4
+        # ACTIVE, or ACTIVE_DEFER (active, with a deferred transition pending)
+        return self.state is not None and self.state.id in (4, 5)
 
 
 @dataclass(slots=True)

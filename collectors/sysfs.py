@@ -12,15 +12,26 @@ from __future__ import annotations
 import errno
 import os
 import re
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from . import counters as pma
 from .link import RateError, parse_rate
 from .model import Device, Enum, PciLink, Port, ReadError
 
-_ENUM_RE = re.compile(r"^(\d+): ?(.*)$")
+# re.ASCII: \d would otherwise take any Unicode digit ('٤: ACTIVE'), which int() accepts.
+_ENUM_RE = re.compile(r"^(\d+): ?(.*)$", re.ASCII)
+_HEX_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
 _PCI_ADDR_RE = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_PCI_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?) ?GT/s(?: PCIe)?$")
+_PCI_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?) ?GT/s(?: PCIe)?$", re.ASCII)
+_NUMA_RE = re.compile(r"-?\d+", re.ASCII)
+_U64_MAX = (1 << 64) - 1
 _MAX_READ = 4096
+# O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever and hang the
+# whole poll; regular (sysfs) files ignore the flag.
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 _REASONS = {
     errno.EINVAL: "EINVAL (the driver refuses this attribute)",
     errno.EOPNOTSUPP: "EOPNOTSUPP (not supported by this device or firmware)",
@@ -39,23 +50,25 @@ def _int(text: str) -> int:
     # int() would also take '+5', ' 5', '5_000' and non-ASCII digits; sysfs never prints those.
     if not (text.isascii() and text.isdigit()):
         raise Unparsable(f"not a decimal number: {text[:40]!r}")
-    return int(text)
+    value = int(text)
+    if value > _U64_MAX:  # no sysfs value is wider; ingest stores 64-bit integers
+        raise Unparsable(f"out of range for a 64-bit value: {text[:40]!r}")
+    return value
 
 
 def _hex(text: str) -> int:
-    if not text.startswith("0x"):
-        raise Unparsable(f"not a hexadecimal number: {text[:40]!r}")
-    try:
-        return int(text, 16)
-    except ValueError:
-        raise Unparsable(f"not a hexadecimal number: {text[:40]!r}") from None
+    # int(text, 16) would take '0x_1' and any length: a 4 KiB hex number has more than
+    # 4300 decimal digits, which json.dumps refuses, losing the whole snapshot.
+    if _HEX_RE.fullmatch(text) is None:
+        raise Unparsable(f"not a 64-bit hexadecimal number: {text[:40]!r}")
+    return int(text, 16)
 
 
 def _enum(text: str) -> Enum:
     m = _ENUM_RE.match(text)
     if m is None:
         raise Unparsable(f"expected '<id>: <name>', got {text[:40]!r}")
-    return Enum(int(m.group(1)), m.group(2))
+    return Enum(_int(m.group(1)), m.group(2))
 
 
 def _counter(text: str) -> int:
@@ -74,7 +87,7 @@ def _pci_speed(text: str) -> float | None:
 
 
 def _numa(text: str) -> int | None:
-    value = int(text) if re.fullmatch(r"-?\d+", text) else None
+    value = int(text) if _NUMA_RE.fullmatch(text) else None
     if value is None:
         raise Unparsable(f"not a NUMA node number: {text[:40]!r}")
     return None if value < 0 else value
@@ -82,6 +95,10 @@ def _numa(text: str) -> int | None:
 
 def _text(text: str) -> str:
     return text
+
+
+def _join(dir_path: str, name: str) -> str:
+    return os.path.join(dir_path, name) if dir_path else name
 
 
 class SysfsReader:
@@ -93,37 +110,80 @@ class SysfsReader:
         self.errors: list[ReadError] = []
 
     # -- primitives -------------------------------------------------------
+    # Files are opened by name relative to their directory, opened once (dir_fd): the
+    # kernel then resolves one path component instead of the whole path, about a quarter
+    # of each read. The full path is only built to name a failure.
     def raw(self, path: str) -> str | None:
         """The stripped content of `path`; None if absent (silently) or unreadable (recorded)."""
+        return self._raw(path, None, "")
+
+    def value(self, path: str, parse):
+        return self._value(path, None, "", parse)
+
+    def _raw(self, name: str, dir_fd: int | None, dir_path: str) -> str | None:
+        """raw() of `name`, relative to the directory `dir_path` open as `dir_fd` when that is given."""
+        data = self._read(name, dir_fd, dir_path)
+        return None if data is None else self._decode(data, name, dir_path)
+
+    def _read(self, name: str, dir_fd: int | None, dir_path: str, listed: bool = False) -> bytes | None:
+        """Bytes of a file; None when absent (an error only if it was `listed` a moment ago) or unreadable."""
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
+            if listed:
+                self.errors.append(ReadError(_join(dir_path, name), "vanished while being read"))
             return None
         except OSError as e:
-            self._fail(path, e)
+            self._fail(_join(dir_path, name), e)
             return None
         try:
             data = os.read(fd, _MAX_READ)
+            if not data and not stat.S_ISREG(os.fstat(fd).st_mode):
+                self.errors.append(ReadError(_join(dir_path, name), "not a regular file (a FIFO, socket or device)"))
+                return None
         except OSError as e:
-            self._fail(path, e)
+            self._fail(_join(dir_path, name), e)
             return None
         finally:
             os.close(fd)
+        return data
+
+    def _decode(self, data: bytes, name: str, dir_path: str) -> str | None:
         text = data.decode("utf-8", "replace").strip()
         if not text:
-            self.errors.append(ReadError(path, "empty file"))
+            self.errors.append(ReadError(_join(dir_path, name), "empty file"))
             return None
         return text
 
-    def value(self, path: str, parse):
-        text = self.raw(path)
+    def _value(self, name: str, dir_fd: int | None, dir_path: str, parse):
+        data = self._read(name, dir_fd, dir_path)
+        return None if data is None else self._parse(data, name, dir_path, parse)
+
+    def _parse(self, data: bytes, name: str, dir_path: str, parse):
+        text = self._decode(data, name, dir_path)
         if text is None:
             return None
         try:
             return parse(text)
         except (Unparsable, RateError) as e:
-            self.errors.append(ReadError(path, str(e)))
+            self.errors.append(ReadError(_join(dir_path, name), str(e)))
             return None
+
+    @contextmanager
+    def _dir(self, path: str) -> Iterator[Callable]:
+        """Yields at(name, parse), the value() of path/name, with `path` opened once."""
+        try:
+            fd = os.open(path, _DIR_FLAGS)
+        except OSError:
+            fd = None
+        if fd is None:
+            # Read by full path instead, so each file reports its own failure as it would alone.
+            yield lambda name, parse: self._value(os.path.join(path, name), None, "", parse)
+            return
+        try:
+            yield lambda name, parse: self._value(name, fd, path, parse)
+        finally:
+            os.close(fd)
 
     def _fail(self, path: str, e: OSError) -> None:
         reason = _REASONS.get(e.errno) or (e.strerror or type(e).__name__)
@@ -145,30 +205,62 @@ class SysfsReader:
     # -- counters ---------------------------------------------------------
     def counter_dir(self, path: str, capped: list[str] | None) -> dict[str, int | None]:
         values: dict[str, int | None] = {}
-        for name in self._listdir(path):
-            if name == "lifespan":  # hw_counters cache time in ms, not a counter
-                continue
-            raw = self.value(os.path.join(path, name), _counter)
-            if raw is None:
-                values[name] = None
-                continue
-            if capped is not None and pma.is_capped(name, raw):
-                capped.append(name)
-            values[name] = pma.to_base_units(name, raw)
+        # Same outcomes as _listdir(path), with the directory kept open for the reads.
+        try:
+            dir_fd = os.open(path, _DIR_FLAGS)
+        except FileNotFoundError:
+            return values
+        except NotADirectoryError:
+            self.errors.append(ReadError(path, "a file where a directory should be"))
+            return values
+        except OSError as e:
+            self._fail(path, e)
+            return values
+        try:
+            try:
+                names = sorted(os.listdir(dir_fd))
+            except OSError as e:
+                self._fail(path, e)
+                return values
+            read = self._read
+            for name in names:
+                # lifespan: hw_counters cache time in ms, not a counter; dot-files: a writer's temp files
+                if name == "lifespan" or name.startswith("."):
+                    continue
+                data = read(name, dir_fd, path, listed=True)
+                if data is None:
+                    values[name] = None
+                    continue
+                # Most of a poll is plain decimal counters: take those straight from the bytes
+                # (bytes.isdigit() is ASCII only), exactly as _counter would; anything else,
+                # including leading zeros past 20 digits, goes the general way.
+                digits = data.strip()
+                raw = int(digits) if digits.isdigit() and len(digits) <= 20 else None
+                if raw is None or raw > _U64_MAX:
+                    raw = self._parse(data, name, path, _counter)
+                if raw is None:
+                    values[name] = None
+                    continue
+                if capped is not None and pma.is_capped(name, raw):
+                    capped.append(name)
+                values[name] = pma.to_base_units(name, raw)
+        finally:
+            os.close(dir_fd)
         return values
 
     # -- ports, devices ---------------------------------------------------
     def port(self, port_dir: str, number: int) -> Port:
         j = os.path.join
         p = Port(number)
-        p.state = self.value(j(port_dir, "state"), _enum)
-        p.phys_state = self.value(j(port_dir, "phys_state"), _enum)
-        p.rate = self.value(j(port_dir, "rate"), parse_rate)
-        p.link_layer = self.value(j(port_dir, "link_layer"), _text)
-        p.lid = self.value(j(port_dir, "lid"), _hex)
-        p.sm_lid = self.value(j(port_dir, "sm_lid"), _hex)
-        p.lmc = self.value(j(port_dir, "lid_mask_count"), _int)
-        p.cap_mask = self.value(j(port_dir, "cap_mask"), _hex)
+        with self._dir(port_dir) as at:
+            p.state = at("state", _enum)
+            p.phys_state = at("phys_state", _enum)
+            p.rate = at("rate", parse_rate)
+            p.link_layer = at("link_layer", _text)
+            p.lid = at("lid", _hex)
+            p.sm_lid = at("sm_lid", _hex)
+            p.lmc = at("lid_mask_count", _int)
+            p.cap_mask = at("cap_mask", _hex)
         p.counters = self.counter_dir(j(port_dir, "counters"), p.capped)
         p.counters_ext = self.counter_dir(j(port_dir, "counters_ext"), p.capped)
         p.hw_counters = self.counter_dir(j(port_dir, "hw_counters"), None)
@@ -179,15 +271,15 @@ class SysfsReader:
         if not os.path.isdir(link):
             return None  # software devices (rxe, siw) have no PCI function
         address = os.path.basename(os.path.realpath(link))
-        j = os.path.join
-        return PciLink(
-            address=address if _PCI_ADDR_RE.match(address) else None,
-            current_gts=self.value(j(link, "current_link_speed"), _pci_speed),
-            current_width=self.value(j(link, "current_link_width"), _int),
-            max_gts=self.value(j(link, "max_link_speed"), _pci_speed),
-            max_width=self.value(j(link, "max_link_width"), _int),
-            numa_node=self.value(j(link, "numa_node"), _numa),
-        )
+        with self._dir(link) as at:
+            return PciLink(
+                address=address if _PCI_ADDR_RE.match(address) else None,
+                current_gts=at("current_link_speed", _pci_speed),
+                current_width=at("current_link_width", _int),
+                max_gts=at("max_link_speed", _pci_speed),
+                max_width=at("max_link_width", _int),
+                numa_node=at("numa_node", _numa),
+            )
 
     def netdevs(self, dev_dir: str, ports: list[Port]) -> None:
         """Attach each network interface of the PCI function to its IB port (dev_port is 0-based)."""
@@ -199,18 +291,25 @@ class SysfsReader:
             if number in by_number:
                 by_number[number].netdevs.append(ifname)
 
-    def device(self, name: str) -> Device:
+    def device(self, name: str) -> Device | None:
         d = os.path.join(self.class_dir, name)
         j = os.path.join
         dev = Device(name)
-        dev.node_type = self.value(j(d, "node_type"), _enum)
-        for attr in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
-            setattr(dev, attr, self.value(j(d, attr), _text))
+        if not os.path.isdir(d):
+            # A class link whose device is gone (driver unloading as we read) has nothing to report.
+            self.errors.append(ReadError(d, "device link points nowhere (device removed while being read?)"))
+            return None
+        with self._dir(d) as at:
+            dev.node_type = at("node_type", _enum)
+            for attr in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
+                setattr(dev, attr, at(attr, _text))
         dev.pci = self.pci(d)
         dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None)
         ports_dir = j(d, "ports")
         for entry in self._listdir(ports_dir):
-            if not entry.isdigit():
+            if entry.startswith("."):
+                continue
+            if not (entry.isascii() and entry.isdigit()):  # int() would take '١' as port 1
                 self.errors.append(ReadError(j(ports_dir, entry), "not a port number"))
                 continue
             dev.ports.append(self.port(j(ports_dir, entry), int(entry)))
@@ -220,4 +319,5 @@ class SysfsReader:
 
     def devices(self) -> list[Device]:
         """Every device under class/infiniband; no such directory means no devices."""
-        return [self.device(name) for name in self._listdir(self.class_dir)]
+        devices = (self.device(name) for name in self._listdir(self.class_dir) if not name.startswith("."))
+        return [d for d in devices if d is not None]

@@ -101,3 +101,17 @@ def test_a_huge_node_desc_is_read_only_up_to_a_page(tree):
     (tree / "class" / "infiniband" / "mlx5_0" / "node_desc").write_text("x" * 100_000)
     snap = clean(tree)
     assert snap.devices[2].node_desc == "x" * 4096
+
+
+def test_a_writers_temp_files_are_not_counters(tree):
+    (port_dir(tree) / "counters" / ".symbol_error.tmp").write_text("7\n")
+    snap = clean(tree)
+    assert ".symbol_error.tmp" not in snap.devices[1].ports[0].counters
+    assert snap.errors == []
+
+
+def test_a_dangling_device_link_is_reported_not_a_ghost_device(tree):
+    (tree / "class" / "infiniband" / "mlx9_0").symlink_to("../../devices/gone/mlx9_0")
+    snap = clean(tree)
+    assert [d.name for d in snap.devices] == ["hfi1_0", "mlx4_0", "mlx5_0"]
+    assert [e.reason for e in snap.errors] == ["device link points nowhere (device removed while being read?)"]
