@@ -1,0 +1,265 @@
+"""Ingest throughput in port-samples per second, on SQLite and PostgreSQL, one ingest process.
+
+    eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
+    .venv/bin/python bench/bench_ingest.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6] [--batch 1,25,200]
+
+Snapshots come from the simulator (collectors.sim: --hcas x --ports per node) or,
+with --source fixtures, from the procfs fixture tree (4 ports per node) with counters
+advanced by hand. They are generated first, outside the timing, and every poll after
+the first is timed: the first registers the nodes, a one-time cost reported apart.
+`--batch` is how many snapshots go into one ingest_batch call (one transaction); 1 is
+what the per-snapshot Celery task does. Each database runs in a child process with a
+fresh database, migrated, under the project's own settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import cProfile
+import io
+import json
+import os
+import pstats
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+T0 = datetime(2026, 3, 1, tzinfo=UTC).timestamp()
+STEP = 10.0
+
+
+# -- snapshots --------------------------------------------------------------------------------
+def from_simulator(nodes: int, hcas: int, ports: int, polls: int) -> list[list[dict]]:
+    from collectors import read_host, to_dict
+    from collectors.sim import Fabric
+
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as out:
+        fabric = Fabric.open(out, nodes, ports, seed=1, hcas=hcas, fresh=True)
+        names = sorted(d for d in os.listdir(out) if d.startswith("cn"))
+        rounds = []
+        for _ in range(polls):
+            fabric.step(STEP)
+            now = T0 + fabric.clock
+            rounds.append([to_dict(read_host(os.path.join(out, n), host=n, use_verbs=False, now=now)) for n in names])
+    return rounds
+
+
+def from_fixtures(nodes: int, polls: int) -> list[list[dict]]:
+    from collectors import read_host, to_dict
+
+    fixtures = REPO.parent / "shared" / "fixtures" / "procfs" / "sys"
+    if not fixtures.is_dir():
+        fixtures = REPO / "shared" / "fixtures" / "procfs" / "sys"
+    base = to_dict(read_host(str(fixtures), host="x", use_verbs=False, now=T0))
+    rng = random.Random(1)
+    rounds = []
+    state = {f"cn{i + 1:04d}": copy.deepcopy(base) for i in range(nodes)}
+    for k in range(polls):
+        snaps = []
+        for name, snap in state.items():
+            snap["host"] = name
+            snap["collected_at"] = datetime.fromtimestamp(T0 + k * STEP, UTC).isoformat().replace("+00:00", "Z")
+            for dev in snap["devices"]:
+                for p in dev["ports"]:
+                    c = p["counters"]
+                    for key, step in (("port_xmit_data", 4 * 10**9), ("port_rcv_data", 4 * 10**9)):
+                        c[key] += rng.randrange(step)
+                    c["port_xmit_packets"] += rng.randrange(10**6)
+                    c["port_rcv_packets"] += rng.randrange(10**6)
+                    if rng.random() < 0.02:
+                        c["symbol_error"] += rng.randrange(1, 20)
+            snaps.append(copy.deepcopy(snap))
+        rounds.append(snaps)
+    return rounds
+
+
+# -- one database (child process) ------------------------------------------------------------
+def _setup_django(db: str, scratch: str) -> str:
+    from django.core.management.utils import get_random_secret_key
+
+    os.environ["SECRET_KEY"] = get_random_secret_key()
+    os.environ["DJANGO_SETTINGS_MODULE"] = "fabricweb.settings"
+    if db == "sqlite":
+        os.environ["DATABASE_URL"] = f"sqlite:///{os.path.join(scratch, 'bench.sqlite3')}"
+        label = "SQLite (WAL, synchronous=NORMAL)"
+    else:
+        import psycopg
+
+        base = os.environ.get("TEST_POSTGRES_URL")
+        if not base:
+            sys.exit('TEST_POSTGRES_URL is not set: eval "$(scripts/test-services start)"')
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS fabric_bench")
+            conn.execute("CREATE DATABASE fabric_bench")
+            version = conn.execute("SHOW server_version").fetchone()[0]
+            fsync = conn.execute("SHOW fsync").fetchone()[0]
+        os.environ["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/fabric_bench"
+        label = f"PostgreSQL {version.split()[0]} (fsync={fsync})"
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    return label
+
+
+class PhaseClock:
+    """Time spent in each step of ingest: wraps the module functions ingest calls, for this process only."""
+
+    PHASES = (
+        ("validate", "fabricweb.telemetry.ingest", "parse_snapshot"),
+        ("load rows", "fabricweb.telemetry.store", "load_nodes"),
+        ("deltas+state", "fabricweb.telemetry.ingest", "apply_snapshot"),
+        ("insert samples", "fabricweb.telemetry.store", "insert_samples"),
+        ("update rows", "fabricweb.telemetry.store", "update_rows"),
+    )
+
+    def __init__(self) -> None:
+        import importlib
+
+        self.seconds = dict.fromkeys((p for p, _, _ in self.PHASES), 0.0)
+        for phase, module, name in self.PHASES:
+            mod = importlib.import_module(module)
+            setattr(mod, name, self._wrap(phase, getattr(mod, name)))
+
+    def _wrap(self, phase, func):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.seconds[phase] += time.perf_counter() - start
+
+        return timed
+
+    def reset(self) -> None:
+        self.seconds = dict.fromkeys(self.seconds, 0.0)
+
+
+def run_one(db: str, rounds: list[list[dict]], batches: list[int], profile: bool) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
+        try:
+            return _run(db, scratch, rounds, batches, profile)
+        finally:
+            if db == "postgres":
+                _drop_postgres_database()
+
+
+def _drop_postgres_database() -> None:
+    import psycopg
+    from django.db import connections
+
+    connections.close_all()
+    with psycopg.connect(os.environ["TEST_POSTGRES_URL"], autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS fabric_bench")
+
+
+def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], profile: bool) -> list[dict]:
+    label = _setup_django(db, scratch)
+    from fabricweb.telemetry.ingest import ingest_batch
+
+    clock = PhaseClock()
+    out = []
+    for batch in batches:
+        # A fresh set of nodes per batch size, so every run starts from registered, empty nodes.
+        tag = f"b{batch}-"
+        renamed = [[{**s, "host": tag + s["host"]} for s in snaps] for snaps in rounds]
+        start = time.perf_counter()
+        for i in range(0, len(renamed[0]), batch):
+            ingest_batch(renamed[0][i : i + batch])
+        register = time.perf_counter() - start
+        clock.reset()
+        profiler = cProfile.Profile() if profile else None
+        samples = 0
+        if profiler:
+            profiler.enable()
+        start = time.perf_counter()
+        for snaps in renamed[1:]:
+            for i in range(0, len(snaps), batch):
+                samples += ingest_batch(snaps[i : i + batch]).samples_written
+        elapsed = time.perf_counter() - start
+        if profiler:
+            profiler.disable()
+        phases = {k: round(v / samples * 1e6, 1) for k, v in clock.seconds.items()}
+        phases["other (commit, hook, glue)"] = round((elapsed - sum(clock.seconds.values())) / samples * 1e6, 1)
+        row = {
+            "db": label,
+            "batch": batch,
+            "samples": samples,
+            "seconds": round(elapsed, 3),
+            "samples_per_s": round(samples / elapsed),
+            "register_s": round(register, 3),
+            "us_per_sample": phases,
+        }
+        if profiler:
+            text = io.StringIO()
+            sort = os.environ.get("BENCH_SORT", "tottime")
+            pstats.Stats(profiler, stream=text).sort_stats(sort).print_stats(int(os.environ.get("BENCH_LINES", "18")))
+            row["profile"] = text.getvalue()
+        out.append(row)
+    return out
+
+
+# -- driver ------------------------------------------------------------------------------------
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--hcas", type=int, default=2, help="HCAs per simulated node")
+    parser.add_argument("--ports", type=int, default=2, help="ports per simulated HCA")
+    parser.add_argument("--polls", type=int, default=6, help="polls per node (the first is not timed)")
+    parser.add_argument("--batch", default="1,25,200", help="snapshots per transaction, comma-separated")
+    parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
+    parser.add_argument("--profile", action="store_true", help="print where the time goes (cProfile, tottime)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    batches = [int(b) for b in args.batch.split(",")]
+
+    if args.child:  # snapshots file from the parent
+        rounds = json.loads(Path(args.child).read_text())
+        print(json.dumps(run_one(args.db, rounds, batches, args.profile)))
+        return 0
+
+    start = time.perf_counter()
+    if args.source == "sim":
+        rounds = from_simulator(args.nodes, args.hcas, args.ports, args.polls)
+    else:
+        rounds = from_fixtures(args.nodes, args.polls)
+    ports = sum(len(d["ports"]) for s in rounds[0] for d in s["devices"])
+    print(
+        f"{len(rounds[0])} nodes, {ports} ports, {len(rounds)} polls ({args.source}; "
+        f"generated in {time.perf_counter() - start:.1f} s)"
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(rounds, f)
+    try:
+        for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
+            cmd = [sys.executable, __file__, "--db", db, "--batch", args.batch, "--child", f.name]
+            if args.profile:
+                cmd.append("--profile")
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                print(done.stderr or done.stdout, file=sys.stderr)
+                return done.returncode
+            for row in json.loads(done.stdout.strip().splitlines()[-1]):
+                print(
+                    f"{row['db']:<34} batch {row['batch']:>4}: {row['samples_per_s']:>6} port-samples/s "
+                    f"({row['samples']} in {row['seconds']} s; first poll {row['register_s']} s)"
+                )
+                print("    µs per sample: " + ", ".join(f"{k} {v}" for k, v in row["us_per_sample"].items()))
+                if "profile" in row:
+                    print(row["profile"])
+    finally:
+        os.unlink(f.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

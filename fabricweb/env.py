@@ -1,0 +1,116 @@
+"""Strict readers of environment variables, used once by settings at start-up.
+
+A variable that is set but cannot be read as its type is an error naming the
+variable and the value, never a silent fall-back to the default: a typo in a
+unit file should stop the service, not quietly run it with other settings.
+An unset variable takes the default; a variable set to the empty string is an
+error for everything but lists (`ALLOWED_HOSTS=` means no hosts).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from django.core.exceptions import ImproperlyConfigured
+
+_REQUIRED = object()
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_DURATION_RE = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)?$")
+_UNIT_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def redact_url(url: str) -> str:
+    """The URL with any password replaced, for error messages and logs."""
+    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
+class Env:
+    """Typed access to one environment mapping (os.environ by default)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = os.environ if environ is None else environ
+
+    def _raw(self, name: str, default):
+        value = self.environ.get(name)
+        if value is None:
+            if default is _REQUIRED:
+                raise ImproperlyConfigured(f"{name} must be set")
+            return None
+        value = value.strip()
+        if not value:
+            raise ImproperlyConfigured(f"{name} is set but empty; unset it to use the default")
+        return value
+
+    def str(self, name: str, default=_REQUIRED) -> str | None:
+        value = self._raw(name, default)
+        return default if value is None else value
+
+    def choice(self, name: str, default: str | object = _REQUIRED, *, choices: tuple[str, ...]) -> str:
+        """One of `choices`, compared without regard to case; returned as spelled in `choices`."""
+        value = self.str(name, default)
+        for option in choices:
+            if value.lower() == option.lower():
+                return option
+        raise ImproperlyConfigured(f"{name}={value!r} is not one of {', '.join(choices)}")
+
+    def match(self, name: str, default: str | object | None = _REQUIRED, *, pattern: str, what: str) -> str | None:
+        """Text that must match `pattern` entirely (described as `what` in the error)."""
+        value = self.str(name, default)
+        if value is not None and not re.fullmatch(pattern, value):
+            raise ImproperlyConfigured(f"{name}={value!r} is not {what}")
+        return value
+
+    def bool(self, name: str, default: bool | object = _REQUIRED) -> bool:
+        value = self._raw(name, default)
+        if value is None:
+            return default
+        lowered = value.lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use one of 1/0, true/false, yes/no, on/off)")
+
+    def int(self, name: str, default: int | object = _REQUIRED, *, minimum: int | None = None) -> int:
+        value = self._raw(name, default)
+        if value is None:
+            return default
+        if not re.fullmatch(r"-?\d+", value):
+            raise ImproperlyConfigured(f"{name}={value!r} is not an integer")
+        number = int(value)
+        if minimum is not None and number < minimum:
+            raise ImproperlyConfigured(f"{name}={number} is below the minimum of {minimum}")
+        return number
+
+    def seconds(self, name: str, default: float | object = _REQUIRED, *, minimum: float = 0.0) -> float:
+        """A duration: plain seconds, or a number with one unit of s, m, h, d (`48h`, `30d`)."""
+        value = self._raw(name, default)
+        if value is None:
+            return default
+        m = _DURATION_RE.match(value.lower())
+        if m is None:
+            raise ImproperlyConfigured(f"{name}={value!r} is not a duration (e.g. 10, 10s, 5m, 48h, 30d)")
+        seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        if seconds <= minimum:
+            raise ImproperlyConfigured(f"{name}={value!r} must be longer than {minimum:g} s")
+        return seconds
+
+    def list(self, name: str, default: list[str] | object = _REQUIRED) -> list[str]:
+        """Comma-separated words; empty items are dropped, so `ALLOWED_HOSTS=` is an empty list."""
+        value = self.environ.get(name)
+        if value is None:
+            if default is _REQUIRED:
+                raise ImproperlyConfigured(f"{name} must be set")
+            return list(default)
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    def url(self, name: str, default: str | object = _REQUIRED, *, schemes: tuple[str, ...]) -> str:
+        value = self.str(name, default)
+        scheme = value.split("://", 1)[0] if "://" in value else None
+        if scheme not in schemes:
+            shown = redact_url(value)
+            raise ImproperlyConfigured(f"{name}={shown!r} is not a URL with a scheme of {', '.join(schemes)}")
+        return value

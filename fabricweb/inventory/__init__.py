@@ -1,0 +1,1 @@
+"""Nodes, their RDMA devices and ports, with each port's current state."""

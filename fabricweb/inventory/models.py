@@ -1,0 +1,133 @@
+"""What the fabric is made of, and the current state of every port.
+
+Rows are created and kept current by ingest (fabricweb.telemetry.ingest); history
+lives in telemetry's samples. Text limits match what ingest validation accepts
+(fabricweb.telemetry.schema), so a value that passed validation always fits.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+NAME_MAX = 64  # host, device names: short names, as in queue names and URLs
+TEXT_MAX = 256  # free text a node reports (board_id, node_desc, fw_ver...)
+
+
+class Node(models.Model):
+    """A host that runs the node agent. Created by its first snapshot (self-registration)."""
+
+    name = models.CharField(max_length=NAME_MAX, unique=True)
+    first_seen_at = models.DateTimeField()
+    last_collected_at = models.DateTimeField(
+        null=True, help_text="When the node read its last applied snapshot (the node's clock)."
+    )
+    last_ingested_at = models.DateTimeField(
+        null=True, help_text="When that snapshot was stored (this server's clock): staleness and /healthz."
+    )
+    read_errors = models.JSONField(default=list, help_text="Files the last snapshot could not read: path and reason.")
+    source = models.JSONField(default=dict, help_text="sysfs root and pyverbs status of the last snapshot.")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Device(models.Model):
+    """One RDMA device (HCA) of a node, e.g. mlx5_0, with its attributes and PCIe link."""
+
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="devices")
+    name = models.CharField(max_length=NAME_MAX)
+    node_type_id = models.SmallIntegerField(null=True)
+    node_type_name = models.CharField(max_length=32, null=True)
+    node_guid = models.CharField(max_length=TEXT_MAX, null=True)
+    sys_image_guid = models.CharField(max_length=TEXT_MAX, null=True)
+    fw_ver = models.CharField(max_length=TEXT_MAX, null=True)
+    hca_type = models.CharField(max_length=TEXT_MAX, null=True)
+    board_id = models.CharField(max_length=TEXT_MAX, null=True)
+    hw_rev = models.CharField(max_length=TEXT_MAX, null=True)
+    node_desc = models.CharField(max_length=TEXT_MAX, null=True, help_text="Settable by root on the node: untrusted.")
+    pci_address = models.CharField(max_length=TEXT_MAX, null=True)
+    pci_current_gts = models.FloatField(null=True)
+    pci_current_width = models.SmallIntegerField(null=True)
+    pci_max_gts = models.FloatField(null=True)
+    pci_max_width = models.SmallIntegerField(null=True)
+    numa_node = models.SmallIntegerField(null=True)
+    hw_counters = models.JSONField(default=dict)
+    verbs = models.JSONField(null=True)
+    disagreements = models.JSONField(default=list)
+    first_seen_at = models.DateTimeField()
+    vanished_at = models.DateTimeField(null=True, help_text="Set when a snapshot of its node lacked it.")
+    missed_polls = models.IntegerField(default=0, help_text="Consecutive snapshots of its node that lacked it.")
+
+    class Meta:
+        ordering = ["node__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["node", "name"], name="inventory_device_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.node.name} {self.name}"
+
+
+class Port(models.Model):
+    """One port and everything current about it: link, raw counters, history-derived facts."""
+
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="ports")
+    number = models.PositiveSmallIntegerField()
+
+    # Link as of the last applied snapshot.
+    state_id = models.SmallIntegerField(null=True, help_text="4 = ACTIVE")
+    state_name = models.CharField(max_length=32, null=True)
+    phys_state_id = models.SmallIntegerField(null=True, help_text="5 = LinkUp")
+    phys_state_name = models.CharField(max_length=32, null=True)
+    link_layer = models.CharField(max_length=32, null=True)
+    rate_gbps = models.FloatField(null=True)
+    lanes = models.SmallIntegerField(null=True)
+    speed = models.CharField(max_length=8, null=True)
+    lid = models.IntegerField(null=True)
+    sm_lid = models.IntegerField(null=True)
+    lmc = models.SmallIntegerField(null=True)
+    cap_mask = models.BigIntegerField(null=True)
+    netdevs = models.JSONField(default=list)
+    verbs = models.JSONField(null=True)
+    disagreements = models.JSONField(default=list)
+
+    # Raw counters in base units exactly as the snapshot carried them: the baseline for the next deltas.
+    counters = models.JSONField(default=dict)
+    counters_ext = models.JSONField(default=dict)
+    capped = models.JSONField(default=list, help_text="Counters stuck at all-ones: rate unknown until reset.")
+    hw_counters = models.JSONField(default=dict)
+    last_collected_at = models.DateTimeField(null=True)
+    last_reset_at = models.DateTimeField(null=True, help_text="Last time a counter went down (reboot, perfquery -R).")
+
+    # Facts from history, for the health rules.
+    state_polls = models.IntegerField(default=1, help_text="Consecutive polls in this state and physical state.")
+    best_speed = models.CharField(max_length=8, null=True, help_text="Fastest speed held while ACTIVE.")
+    best_lanes = models.SmallIntegerField(null=True, help_text="Widest width held while ACTIVE.")
+    ever_up = models.BooleanField(default=False)
+    expected_speed = models.CharField(max_length=8, null=True)
+    expected_lanes = models.SmallIntegerField(null=True)
+    expected_source = models.TextField(blank=True, default="", help_text="What set the expectation.")
+    recent = models.JSONField(
+        default=list,
+        help_text=(
+            "Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; "
+            "clean polls merged (see fabricweb.telemetry.ring)."
+        ),
+    )
+    missed_polls = models.IntegerField(
+        default=0, help_text="Consecutive snapshots of its node that lacked it (or its device)."
+    )
+    first_seen_at = models.DateTimeField()
+    vanished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        ordering = ["device__node__name", "device__name", "number"]
+        constraints = [models.UniqueConstraint(fields=["device", "number"], name="inventory_port_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.device.node.name} {self.device.name}/{self.number}"
+
+    @property
+    def is_up(self) -> bool:
+        return self.state_id == 4

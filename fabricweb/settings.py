@@ -1,0 +1,154 @@
+"""Django settings, read once from the environment (see fabricweb/env.py for the rules).
+
+Production (`manage.py check --deploy` is clean) needs at least:
+    SECRET_KEY (50+ random characters), ALLOWED_HOSTS, SECURE_HSTS_SECONDS (e.g. 31536000),
+    SECURE_HSTS_INCLUDE_SUBDOMAINS=true, SECURE_HSTS_PRELOAD=true,
+and DATABASE_URL / REDIS_URL for anything beyond one box. Behind a TLS-terminating
+proxy also set FABRIC_BEHIND_TLS_PROXY=true (and CSRF_TRUSTED_ORIGINS for its origin).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from fabricweb.env import Env, redact_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = Env()
+
+DEBUG = env.bool("DEBUG", False)
+# No secret in the repository: with DEBUG on a per-process random key is enough for local work.
+if DEBUG:
+    from django.core.management.utils import get_random_secret_key
+
+    SECRET_KEY = env.str("SECRET_KEY", None) or get_random_secret_key()
+else:
+    SECRET_KEY = env.str("SECRET_KEY")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "fabricweb.inventory",
+    "fabricweb.telemetry",
+    "fabricweb.health",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "fabricweb.urls"
+WSGI_APPLICATION = "fabricweb.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+# -- database ---------------------------------------------------------------
+def _database(url: str | None) -> dict:
+    if url is None:
+        var = BASE_DIR / "var"
+        var.mkdir(exist_ok=True)
+        url = f"sqlite:///{var / 'fabricweb.sqlite3'}"
+    try:
+        db = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except ValueError as e:
+        raise ImproperlyConfigured(f"DATABASE_URL={redact_url(url)!r}: {e}") from None
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        # Several Celery processes write: WAL lets readers run beside the one writer, IMMEDIATE
+        # takes the write lock when a transaction starts (no read-then-upgrade deadlock), and
+        # the timeout makes a writer wait for the lock instead of failing at once.
+        db["CONN_MAX_AGE"] = 0 if db["NAME"] == ":memory:" else db["CONN_MAX_AGE"]
+        db["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            **db.get("OPTIONS", {}),
+        }
+    return db
+
+
+DATABASES = {"default": _database(env.str("DATABASE_URL", None))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# -- security ---------------------------------------------------------------
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", not DEBUG)
+# Prometheus and load-balancer probes usually speak plain HTTP inside the site.
+SECURE_REDIRECT_EXEMPT = [r"^metrics$", r"^healthz$"]
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", False)
+if env.bool("FABRIC_BEHIND_TLS_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {
+        "handlers": ["console"],
+        "level": env.choice("LOG_LEVEL", "INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+    },
+}
+
+# -- fabric -----------------------------------------------------------------
+FABRIC_POLL_INTERVAL = env.seconds("FABRIC_POLL_INTERVAL", 10.0)
+# Node side: the queue this worker consumes (node.<name>) and the tree it reads.
+FABRIC_NODE_NAME = env.match(
+    "FABRIC_NODE_NAME", None, pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", what="a short host name (queue node.<name>)"
+)
+FABRIC_SYSFS_ROOT = env.str("FABRIC_SYSFS_ROOT", "/sys")
+FABRIC_RETAIN_RAW = env.seconds("FABRIC_RETAIN_RAW", 48 * 3600.0)
+FABRIC_RETAIN_5MIN = env.seconds("FABRIC_RETAIN_5MIN", 30 * 86400.0)
+FABRIC_RETAIN_1H = env.seconds("FABRIC_RETAIN_1H", 365 * 86400.0)
+
+# -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
+REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))
+CELERY_BROKER_URL = REDIS_URL

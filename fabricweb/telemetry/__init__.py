@@ -1,0 +1,1 @@
+"""Snapshot ingest, counter deltas, per-poll samples, rollups and retention."""

@@ -1,0 +1,269 @@
+"""Apply one validated snapshot to the loaded rows of its node, in memory, with no queries.
+
+`Changes` collects what must be written (new rows, updated rows, samples); the
+caller (fabricweb.telemetry.store) writes it all at the end of the transaction.
+Snapshots of one node must be applied in time order against the same NodeRows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from collectors.link import Rate, better_link, make_rate
+from fabricweb.inventory.models import Device, Node, Port
+
+from . import ring
+from .columns import COUNTER_NAMES
+from .deltas import Reading, port_deltas
+from .results import DUPLICATE, STALE, STORED, IngestResult, LinkState, PortObservation
+from .schema import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
+
+ACTIVE_STATES = frozenset({4, 5})  # ACTIVE, ACTIVE_DEFER: the link is up
+
+
+@dataclass(slots=True)
+class NodeRows:
+    """A node's stored rows, kept current as its snapshots are applied.
+
+    Each device has its `node` attached and each port its `device` (store.load_nodes),
+    so nothing here or in the health hook queries for them.
+    """
+
+    node: Node
+    devices: dict[str, Device] = field(default_factory=dict)
+    ports: dict[str, dict[int, Port]] = field(default_factory=dict)  # device name -> number -> port
+    new: bool = False
+
+
+@dataclass(slots=True)
+class Changes:
+    new_devices: list[Device] = field(default_factory=list)
+    new_ports: list[Port] = field(default_factory=list)
+    # (port, (ts, interval_s, state_id, phys_state_id, speed, lanes, reset, capped), deltas in DELTA_COLUMNS order)
+    samples: list[tuple[Port, tuple, tuple]] = field(default_factory=list)
+    # Existing rows to update, by id: nodes and devices whole; ports by what changed.
+    nodes: dict[int, Node] = field(default_factory=dict)
+    devices: dict[int, Device] = field(default_factory=dict)
+    ports: dict[int, Port] = field(default_factory=dict)  # seen this poll: raw counters, ring, timestamps
+    links: dict[int, Port] = field(default_factory=dict)  # ... and their link (state, rate, lid...) changed
+    gone: dict[int, Port] = field(default_factory=dict)  # absent from the snapshot
+
+
+def classify(snap: SnapshotIn, rows: NodeRows) -> tuple[str, bool]:
+    """(status, clock_backwards) of a snapshot against the node's last applied one.
+
+    Later than the last: stored. The same time: a duplicate. Earlier: either a late or
+    redelivered message, which must not move state back (stale), or the node's clock
+    stepped back; only counters can tell, so it is applied when some counter moved on
+    and none went down since the last snapshot.
+    """
+    last = rows.node.last_collected_at
+    if last is None or snap.collected_at > last:
+        return STORED, False
+    if snap.collected_at == last:
+        return DUPLICATE, False
+    return (STORED, True) if _counters_moved_on(snap, rows) else (STALE, False)
+
+
+def _counters_moved_on(snap: SnapshotIn, rows: NodeRows) -> bool:
+    forward = False
+    for d in snap.devices:
+        known = rows.ports.get(d.name, {})
+        for p in d.ports:
+            port = known.get(p.number)
+            if port is None:
+                continue
+            for new, old in ((p.counters, port.counters), (p.counters_ext, port.counters_ext)):
+                for name, value in new.items():
+                    before = old.get(name)
+                    if value is None or before is None:
+                        continue
+                    if value < before:
+                        return False
+                    forward = forward or value > before
+    return forward
+
+
+def _listing_failed(errors: list[dict[str, str]], suffix: str) -> bool:
+    """True when the node could not list a directory: absence from it then proves nothing."""
+    return any(e["path"].endswith(suffix) for e in errors)
+
+
+def apply_snapshot(snap: SnapshotIn, rows: NodeRows, changes: Changes, now: datetime) -> IngestResult:
+    status, clock_backwards = classify(snap, rows)
+    result = IngestResult(snap.host, snap.collected_at, status, new_node=rows.new, clock_backwards=clock_backwards)
+    if status != STORED:
+        return result
+    node = rows.node
+    node.last_collected_at = snap.collected_at
+    node.last_ingested_at = now
+    node.read_errors = snap.errors
+    node.source = snap.source
+    if node.pk is not None:
+        changes.nodes[node.pk] = node
+    rows.new = False
+
+    for d in snap.devices:
+        device = _device(d, rows, changes, snap, result)
+        known = rows.ports.setdefault(d.name, {})
+        for p in d.ports:
+            _port(p, device, known, changes, snap, result)
+        if len(known) > len(d.ports) and not _listing_failed(snap.errors, f"/class/infiniband/{d.name}/ports"):
+            present = {p.number for p in d.ports}
+            for number, port in known.items():
+                if number not in present:
+                    _missing_port(port, changes, snap, result, f"{d.name}/{number}")
+
+    if len(rows.devices) > len(snap.devices) and not _listing_failed(snap.errors, "/class/infiniband"):
+        present = {d.name for d in snap.devices}
+        for name, device in rows.devices.items():
+            if name in present:
+                continue
+            if device.vanished_at is None:
+                device.vanished_at = snap.collected_at
+                result.vanished.append(name)
+            device.missed_polls += 1
+            if device.pk is not None:  # else it is inserted as it is now
+                changes.devices[device.pk] = device
+            result.missing_devices.append(device)
+            for port in rows.ports.get(name, {}).values():
+                _missing_port(port, changes, snap, result, None)
+    return result
+
+
+def _device(d: DeviceIn, rows: NodeRows, changes: Changes, snap: SnapshotIn, result: IngestResult) -> Device:
+    device = rows.devices.get(d.name)
+    if device is None:
+        device = Device(node=rows.node, name=d.name, first_seen_at=snap.collected_at, **d.attrs)
+        rows.devices[d.name] = device
+        changes.new_devices.append(device)
+        return device
+    dirty = False
+    for key, value in d.attrs.items():
+        if getattr(device, key) != value:
+            setattr(device, key, value)
+            dirty = True
+    if device.vanished_at is not None or device.missed_polls:
+        if device.vanished_at is not None:
+            result.returned.append(d.name)
+        device.vanished_at = None
+        device.missed_polls = 0
+        dirty = True
+    if dirty and device.pk is not None:
+        changes.devices[device.pk] = device
+    return device
+
+
+def _port(
+    p: PortIn, device: Device, known: dict[int, Port], changes: Changes, snap: SnapshotIn, result: IngestResult
+) -> None:
+    port = known.get(p.number)
+    previous = prev_reading = interval = None
+    returned = False
+    if port is None:
+        port = Port(device=device, number=p.number, first_seen_at=snap.collected_at)
+        known[p.number] = port
+        changes.new_ports.append(port)
+    else:
+        previous = LinkState.of(port)
+        if port.last_collected_at is not None:
+            prev_reading = Reading(port.counters, port.counters_ext, port.capped)
+            interval = snap.ts - port.last_collected_at.timestamp()
+        returned = port.vanished_at is not None
+        if port.pk is not None:
+            changes.ports[port.pk] = port
+
+    d = port_deltas(prev_reading, Reading(p.counters, p.counters_ext, p.capped), interval)
+    same_state = previous is not None and (previous.state_id, previous.phys_state_id) == (p.state_id, p.phys_state_id)
+    port.state_polls = port.state_polls + 1 if same_state else 1
+    port.counters, port.counters_ext, port.capped, port.hw_counters = (
+        p.counters,
+        p.counters_ext,
+        p.capped,
+        p.hw_counters,
+    )
+    port.last_collected_at = snap.collected_at
+    port.missed_polls = 0
+    port.vanished_at = None
+    if d.resets:
+        port.last_reset_at = snap.collected_at
+    # The link rarely changes: its columns are written only when one did.
+    link_changed = False
+    for name in LINK_FIELDS:
+        value = getattr(p, name)
+        if getattr(port, name) != value:
+            setattr(port, name, value)
+            link_changed = True
+    if p.state_id in ACTIVE_STATES:
+        best_changed = _remember_best(port, p)
+        link_changed |= best_changed or not port.ever_up
+        port.ever_up = True
+    if link_changed and port.pk is not None:
+        changes.links[port.pk] = port
+
+    deltas = {COUNTER_NAMES[column]: value for column, value in d.values.items()}
+    resets = tuple(COUNTER_NAMES[c] for c in d.resets)
+    capped = tuple(COUNTER_NAMES[c] for c in d.capped)
+    if interval is not None:
+        unknown = deltas if d.clock_backwards else capped
+        port.recent = ring.push(port.recent, snap.ts, interval, ring.kept_deltas(deltas, unknown))
+    changes.samples.append(
+        (
+            port,
+            (
+                snap.collected_at,
+                interval,
+                p.state_id,
+                p.phys_state_id,
+                p.speed,
+                p.lanes,
+                bool(d.resets),
+                bool(d.capped),
+            ),
+            tuple(d.values.values()),
+        )
+    )
+    result.ports_ingested += 1
+    result.samples_written += 1
+    result.resets += len(d.resets)
+    result.capped += len(d.capped)
+    if returned:
+        result.returned.append(f"{device.name}/{p.number}")
+    result.observations.append(
+        PortObservation(
+            port=port,
+            current=LinkState.of(p),
+            previous=previous,
+            interval_s=interval,
+            deltas=deltas,
+            resets=resets,
+            capped=capped,
+            first_poll=prev_reading is None,
+            returned=returned,
+        )
+    )
+
+
+def _remember_best(port: Port, p: PortIn) -> bool:
+    """Keep the fastest speed and the widest width held while up (judged separately, as health does).
+
+    Returns whether the best link changed."""
+    if p.speed is None or p.lanes is None or (p.speed == port.best_speed and p.lanes == port.best_lanes):
+        return False
+    held = make_rate(port.best_speed, port.best_lanes) if port.best_speed and port.best_lanes else None
+    best = better_link(held, Rate(p.rate_gbps or 0.0, p.lanes, p.speed))
+    changed = (best.speed, best.lanes) != (port.best_speed, port.best_lanes)
+    port.best_speed, port.best_lanes = best.speed, best.lanes
+    return changed
+
+
+def _missing_port(port: Port, changes: Changes, snap: SnapshotIn, result: IngestResult, label: str | None) -> None:
+    if port.vanished_at is None:
+        port.vanished_at = snap.collected_at
+        if label is not None:  # a port of a vanished device is reported as the device
+            result.vanished.append(label)
+    port.missed_polls += 1
+    if port.pk is not None:
+        changes.gone[port.pk] = port
+    result.missing_ports.append(port)

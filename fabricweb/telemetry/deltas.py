@@ -1,0 +1,168 @@
+"""Counter arithmetic: from two raw readings of a port to per-poll deltas. Pure functions.
+
+PMA counters never wrap; they stop at all-ones for their width until someone resets
+them (shared/docs/infiniband.md §3). So:
+- a decrease is a reset (reboot, driver reload, perfquery -R): the delta is the value
+  counted since the reset, i.e. the current reading, never a negative or a modulo jump;
+- a counter at all-ones now, or at the previous poll, gives no delta ("rate unknown")
+  and a capped flag, so health can tell the operator to reset it or use 64-bit counters;
+- a missed poll needs nothing special: the delta covers the real interval, and rates
+  divide by that interval;
+- an interval <= 0 (the node's clock stepped back) gives no delta: the new reading
+  becomes the baseline;
+- a reading missing on either side gives no delta.
+Values are in base units as the snapshot carries them (data counters in bytes, ×4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+from collectors.counters import to_base_units, width_bits
+
+from .columns import SOURCES
+
+# Why a delta is unknown.
+MISSING = "missing"  # no reading now
+NO_BASELINE = "no baseline"  # no reading at the previous poll (first poll, file unreadable then)
+CLOCK = "clock went backwards"
+CAPPED = "capped"
+IMPLAUSIBLE = "implausible"  # larger than a signed 64-bit column holds: no real link counts that much
+
+MAX_DELTA = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    value: int | None  # increase over the interval; None when unknown
+    reset: bool = False  # the counter went down since the previous poll
+    capped: bool = False  # the counter is (or was) at all-ones: rate unknown until reset
+    unknown: str | None = None  # why value is None
+
+
+@cache
+def all_ones(name: str) -> int:
+    """The base-unit value a counter shows when it has stopped at its PMA maximum."""
+    return to_base_units(name, (1 << width_bits(name)) - 1)
+
+
+def counter_delta(
+    name: str,
+    prev: int | None,
+    cur: int | None,
+    interval: float | None,
+    *,
+    prev_capped: bool = False,
+    cur_capped: bool = False,
+) -> Delta:
+    """The increase of counter `name` from `prev` to `cur` over `interval` seconds.
+
+    `prev_capped` / `cur_capped` are the snapshot's own capped flags; a value at
+    all-ones for the counter's width counts as capped even without the flag.
+    """
+    if cur is None:
+        return Delta(None, unknown=MISSING)
+    cur_capped = cur_capped or cur == all_ones(name)
+    if prev is None:
+        return Delta(None, capped=cur_capped, unknown=NO_BASELINE)
+    if interval is not None and interval <= 0:
+        return Delta(None, capped=cur_capped, unknown=CLOCK)
+    reset = cur < prev
+    if cur_capped or prev_capped or prev == all_ones(name):
+        return Delta(None, reset=reset, capped=True, unknown=CAPPED)
+    value = cur if reset else cur - prev
+    if value > MAX_DELTA:
+        return Delta(None, reset=reset, unknown=IMPLAUSIBLE)
+    return Delta(value, reset=reset)
+
+
+def rate(delta: int | None, interval: float | None) -> float | None:
+    """Per-second rate of a delta, or None when either is unknown or the interval is not positive."""
+    if delta is None or interval is None or interval <= 0:
+        return None
+    return delta / interval
+
+
+@dataclass(slots=True)
+class Reading:
+    """One port's raw counters from one snapshot (base units)."""
+
+    counters: Mapping[str, int | None]
+    counters_ext: Mapping[str, int | None]
+    capped: Collection[str] = ()
+
+    def section(self, name: str) -> Mapping[str, int | None]:
+        return self.counters_ext if name == "counters_ext" else self.counters
+
+
+@dataclass(slots=True)
+class PortDeltas:
+    values: dict[str, int | None]  # sample column -> delta
+    resets: list[str] = field(default_factory=list)  # columns whose counter went down
+    capped: list[str] = field(default_factory=list)  # columns whose rate is unknown because of a cap
+    clock_backwards: bool = False
+
+
+# Per column: (column, ((is_ext, counter file, its all-ones value), ...)), resolved once.
+_PLAN = tuple(
+    (column, tuple((section == "counters_ext", name, all_ones(name)) for section, name in sources))
+    for column, sources in SOURCES.items()
+)
+
+
+def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> PortDeltas:
+    """Deltas of every sample column between two readings of a port.
+
+    A column is computed from the first source (section, file) that has a value in
+    both readings, so a port never mixes its 64-bit and 32-bit copy of a counter.
+    With no previous reading every delta is None (but a capped counter is still flagged).
+    This runs for every port at every poll: the common case (both readings known, no
+    cap, no reset, a positive interval) is done inline; everything else goes through
+    counter_delta, which holds the rules.
+    """
+    clock_ok = interval is None or interval > 0
+    out = PortDeltas(values={}, clock_backwards=prev is not None and not clock_ok)
+    values = out.values
+    cur_c, cur_x, cur_capped = cur.counters, cur.counters_ext, cur.capped
+    if prev is None:
+        prev_c = prev_x = {}
+        prev_capped = ()
+    else:
+        prev_c, prev_x, prev_capped = prev.counters, prev.counters_ext, prev.capped
+    for column, sources in _PLAN:
+        chosen = None
+        for is_ext, name, ones in sources:
+            now = (cur_x if is_ext else cur_c).get(name)
+            if now is None:
+                continue
+            before = (prev_x if is_ext else prev_c).get(name)
+            if before is not None:
+                chosen = (name, before, now, ones)
+                break
+            if chosen is None:
+                chosen = (name, None, now, ones)
+        if chosen is None:
+            values[column] = None
+            continue
+        name, before, now, ones = chosen
+        if (
+            before is not None
+            and clock_ok
+            and before <= now < ones
+            and now - before <= MAX_DELTA
+            and name not in cur_capped
+            and name not in prev_capped
+        ):
+            values[column] = now - before
+            continue
+        delta = counter_delta(
+            name, before, now, interval, prev_capped=name in prev_capped, cur_capped=name in cur_capped
+        )
+        values[column] = delta.value
+        if delta.reset:
+            out.resets.append(column)
+        if delta.capped:
+            out.capped.append(column)
+    return out

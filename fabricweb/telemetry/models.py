@@ -1,0 +1,86 @@
+"""Per-poll samples of every port, and their 5-minute and 1-hour rollups.
+
+Deltas are null when unknown (first poll, capped counter, clock step), never 0:
+a rate that cannot be known must not read as an idle link.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from fabricweb.inventory.models import Port
+
+
+class DeltaColumns(models.Model):
+    """One column per counter of fabricweb.telemetry.columns.SOURCES (bytes for data)."""
+
+    rcv_bytes = models.BigIntegerField(null=True)
+    xmit_bytes = models.BigIntegerField(null=True)
+    rcv_packets = models.BigIntegerField(null=True)
+    xmit_packets = models.BigIntegerField(null=True)
+    symbol_error = models.BigIntegerField(null=True)
+    link_error_recovery = models.BigIntegerField(null=True)
+    link_downed = models.BigIntegerField(null=True)
+    port_rcv_errors = models.BigIntegerField(null=True)
+    port_rcv_remote_physical_errors = models.BigIntegerField(null=True)
+    port_rcv_switch_relay_errors = models.BigIntegerField(null=True)
+    port_xmit_discards = models.BigIntegerField(null=True)
+    port_xmit_constraint_errors = models.BigIntegerField(null=True)
+    port_rcv_constraint_errors = models.BigIntegerField(null=True)
+    local_link_integrity_errors = models.BigIntegerField(null=True)
+    excessive_buffer_overrun_errors = models.BigIntegerField(null=True)
+    vl15_dropped = models.BigIntegerField(null=True)
+    xmit_wait = models.BigIntegerField(null=True)
+
+    class Meta:
+        abstract = True
+
+
+class PortSample(DeltaColumns):
+    """One port at one poll: its link and the counter deltas since its previous poll."""
+
+    # The (port, ts) index serves per-port history; a separate FK index would only slow inserts.
+    port = models.ForeignKey(Port, on_delete=models.CASCADE, related_name="samples", db_index=False)
+    ts = models.DateTimeField(help_text="collected_at of the snapshot (the node's clock).")
+    interval_s = models.FloatField(
+        null=True,
+        help_text="Seconds since the port's previous sample; null at the first; <= 0 if the clock stepped back.",
+    )
+    state_id = models.SmallIntegerField(null=True)
+    phys_state_id = models.SmallIntegerField(null=True)
+    speed = models.CharField(max_length=8, null=True)
+    lanes = models.SmallIntegerField(null=True)
+    reset = models.BooleanField(default=False, help_text="A counter went down since the previous poll.")
+    capped = models.BooleanField(default=False, help_text="A counter is at all-ones: its delta is unknown.")
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["port", "ts"], name="telemetry_sample_port_ts"),
+            models.Index(fields=["ts"], name="telemetry_sample_ts"),
+        ]
+
+
+class PortRollup(DeltaColumns):
+    """Samples of one port summed over a 5-minute or 1-hour bucket (delta columns are sums)."""
+
+    FIVE_MINUTES = 300
+    HOUR = 3600
+    PERIODS = ((FIVE_MINUTES, "5 minutes"), (HOUR, "1 hour"))
+
+    port = models.ForeignKey(Port, on_delete=models.CASCADE, related_name="rollups", db_index=False)
+    period_s = models.IntegerField(choices=PERIODS)
+    bucket = models.DateTimeField(help_text="Start of the bucket, aligned to the period in UTC.")
+    samples = models.IntegerField()
+    max_rcv_bps = models.FloatField(null=True, help_text="Highest receive rate of one poll, bytes/s.")
+    max_xmit_bps = models.FloatField(null=True, help_text="Highest transmit rate of one poll, bytes/s.")
+    worst_state_id = models.SmallIntegerField(null=True, help_text="Lowest port state seen (1 DOWN ... 4 ACTIVE).")
+    min_speed = models.CharField(max_length=8, null=True, help_text="Slowest link speed seen.")
+    min_lanes = models.SmallIntegerField(null=True, help_text="Narrowest link width seen.")
+    resets = models.IntegerField(default=0, help_text="Samples that saw a counter reset.")
+    capped_samples = models.IntegerField(default=0, help_text="Samples with a counter at all-ones.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["port", "period_s", "bucket"], name="telemetry_rollup_unique_bucket")
+        ]
+        indexes = [models.Index(fields=["period_s", "bucket"], name="telemetry_rollup_period_bucket")]

@@ -1,0 +1,96 @@
+"""What ingest reports: per snapshot a result, and per port the observation the health rules judge.
+
+Observations are handed to receivers of `fabricweb.telemetry.signals.snapshots_ingested`
+inside the ingest transaction, so events written there commit or roll back with the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from fabricweb.inventory.models import Device, Port
+
+STORED = "stored"
+DUPLICATE = "duplicate"  # the node's last applied snapshot again: nothing to do
+STALE = "stale"  # older than the node's last applied snapshot: not allowed to move state back
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    state_id: int | None
+    state_name: str | None
+    phys_state_id: int | None
+    phys_state_name: str | None
+    link_layer: str | None
+    rate_gbps: float | None
+    speed: str | None
+    lanes: int | None
+
+    @classmethod
+    def of(cls, port) -> LinkState:
+        """From a Port row or a schema.PortIn (same field names)."""
+        return cls(
+            port.state_id,
+            port.state_name,
+            port.phys_state_id,
+            port.phys_state_name,
+            port.link_layer,
+            port.rate_gbps,
+            port.speed,
+            port.lanes,
+        )
+
+
+@dataclass(slots=True)
+class PortObservation:
+    """One port at one poll, as the health rules need it.
+
+    `port` is the row as just updated (current link, raw counters, best link, `recent`
+    ring including this poll, state_polls); `port.device` and `port.device.node` are
+    attached, so reading them costs no query.
+    """
+
+    port: Port
+    current: LinkState
+    previous: LinkState | None  # None on the port's first poll
+    interval_s: float | None  # since the port's previous poll; None first; <= 0 if the clock stepped back
+    # Counter name (counters/ file name: symbol_error, port_xmit_wait, port_rcv_data...) -> delta
+    # in base units (bytes for data), None when unknown.
+    deltas: dict[str, int | None]
+    resets: tuple[str, ...] = ()  # counters that went down since the previous poll
+    capped: tuple[str, ...] = ()  # counters whose delta is unknown because they stopped at all-ones
+    first_poll: bool = False
+    returned: bool = False  # had vanished, and is back
+
+
+@dataclass(slots=True)
+class IngestResult:
+    node: str
+    collected_at: datetime
+    status: str = STORED
+    new_node: bool = False
+    clock_backwards: bool = False
+    ports_ingested: int = 0
+    samples_written: int = 0
+    resets: int = 0  # counters seen going down (summed over ports)
+    capped: int = 0  # counters whose delta is unknown because of a cap (summed over ports)
+    vanished: list[str] = field(default_factory=list)  # "mlx5_1" or "mlx5_0/2", newly absent this poll
+    returned: list[str] = field(default_factory=list)  # same, back after being absent
+    observations: list[PortObservation] = field(default_factory=list)
+    # Rows absent from this snapshot (vanished_at and missed_polls already updated).
+    missing_devices: list[Device] = field(default_factory=list)
+    missing_ports: list[Port] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if self.status != STORED:
+            return f"{self.node} {self.collected_at:%Y-%m-%dT%H:%M:%S}Z: {self.status}, nothing stored"
+        parts = [f"{self.ports_ingested} ports", f"{self.samples_written} samples"]
+        for label, n in (("resets", self.resets), ("capped", self.capped)):
+            if n:
+                parts.append(f"{n} {label}")
+        if self.vanished:
+            parts.append(f"vanished: {', '.join(self.vanished)}")
+        if self.clock_backwards:
+            parts.append("node clock stepped back")
+        return f"{self.node} {self.collected_at:%Y-%m-%dT%H:%M:%S}Z: " + ", ".join(parts)

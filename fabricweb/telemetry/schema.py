@@ -1,0 +1,197 @@
+"""Validation of a node's JSON snapshot (collectors.snapshot.to_dict, schema 1) into typed values.
+
+Everything a node sends is checked before anything is stored: the schema version,
+the type and range of every field ingest reads, and that every string can be stored
+(PostgreSQL refuses NUL characters and unpaired surrogates, in text and in jsonb).
+The first problem found raises SnapshotRejected naming where it is; nothing else
+escapes. Keys this server does not know are ignored, so a newer collector can add
+fields within the same schema version; a missing optional key reads as "unknown".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from collectors.link import SPEED_BY_NAME, WIDTHS
+from fabricweb.inventory.models import NAME_MAX
+
+from . import checks
+from .checks import SnapshotRejected
+
+__all__ = ["KNOWN_SCHEMAS", "DeviceIn", "PortIn", "SnapshotIn", "SnapshotRejected", "parse_snapshot"]
+
+KNOWN_SCHEMAS = frozenset({1})
+MAX_DEVICES = 256
+MAX_PORTS = 256
+MAX_ERRORS = 10_000
+_HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+@dataclass(slots=True)
+class PortIn:
+    # Field names match fabricweb.inventory.models.Port, so ingest copies them by name.
+    number: int
+    state_id: int | None
+    state_name: str | None
+    phys_state_id: int | None
+    phys_state_name: str | None
+    link_layer: str | None
+    rate_gbps: float | None
+    lanes: int | None
+    speed: str | None
+    lid: int | None
+    sm_lid: int | None
+    lmc: int | None
+    cap_mask: int | None
+    netdevs: list[str]
+    counters: dict[str, int | None]
+    counters_ext: dict[str, int | None]
+    capped: list[str]
+    hw_counters: dict[str, int | None]
+    verbs: dict | None
+    disagreements: list[dict]
+
+
+RAW_FIELDS = ("counters", "counters_ext", "capped", "hw_counters")  # change every poll
+LINK_FIELDS = tuple(f for f in PortIn.__slots__ if f not in ("number", *RAW_FIELDS))  # change rarely
+
+
+@dataclass(slots=True)
+class DeviceIn:
+    name: str
+    attrs: dict[str, object]  # fabricweb.inventory.models.Device field -> value
+    ports: list[PortIn]
+
+
+@dataclass(slots=True)
+class SnapshotIn:
+    schema: int
+    host: str
+    collected_at: datetime
+    ts: float  # collected_at in seconds since the epoch
+    devices: list[DeviceIn]
+    errors: list[dict[str, str]]
+    source: dict[str, str | None]
+
+
+def parse_snapshot(data, now: datetime) -> SnapshotIn:
+    """Check a decoded snapshot and return its typed form; raise SnapshotRejected on the first problem.
+
+    `now` is this server's clock, to refuse times from a node whose clock is far ahead.
+    """
+    if type(data) is not dict:
+        raise SnapshotRejected(f"expected a JSON object, got {type(data).__name__}")
+    # The host first, so that every rejection can say which node sent it.
+    host = data.get("host")
+    named = host if type(host) is str and len(host) <= NAME_MAX and _HOST_RE.fullmatch(host) else None
+    schema = data.get("schema")
+    if type(schema) is not int or schema not in KNOWN_SCHEMAS:
+        known = ", ".join(map(str, sorted(KNOWN_SCHEMAS)))
+        raise SnapshotRejected(f"unknown schema version {checks._show(schema)} (this server reads {known})", named)
+    if named is None:
+        checks.text(host, "host", NAME_MAX, optional=False)
+        raise SnapshotRejected(f"host {host!r} is not a host name (letters, digits, '-', '_', '.')")
+    try:
+        when = checks.collected_at(data.get("collected_at"), now)
+        devices = checks.sequence(data.get("devices"), "devices", MAX_DEVICES, optional=False)
+        parsed = [_device(d, f"devices[{i}]") for i, d in enumerate(devices)]
+        seen: set[str] = set()
+        for d in parsed:
+            if d.name in seen:
+                raise SnapshotRejected(f"device {d.name} appears twice")
+            seen.add(d.name)
+        errors = checks.sequence(data.get("errors"), "errors", MAX_ERRORS)
+        errors = [_error(e, f"errors[{i}]") for i, e in enumerate(errors)]
+        source = checks.mapping(data.get("source"), "source", optional=True)
+        src = {k: checks.text(source.get(k), f"source.{k}") for k in ("sysfs_root", "pyverbs")}
+    except SnapshotRejected as e:
+        e.host = host
+        raise
+    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src)
+
+
+def _error(value, where: str) -> dict[str, str]:
+    d = checks.mapping(value, where)
+    return {
+        "path": checks.text(d.get("path"), f"{where}.path", 4096, optional=False),
+        "reason": checks.text(d.get("reason"), f"{where}.reason", 1024, optional=False),
+    }
+
+
+def _device(value, where: str) -> DeviceIn:
+    d = checks.mapping(value, where)
+    name = checks.text(d.get("name"), f"{where}.name", NAME_MAX, optional=False)
+    if not _DEVICE_RE.fullmatch(name):
+        raise SnapshotRejected(f"{where}.name: {name!r} is not a device name")
+    where = f"device {name}"
+    node_type_id, node_type_name = checks.enum(d.get("node_type"), f"{where}.node_type")
+    attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
+    for key in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
+        attrs[key] = checks.text(d.get(key), f"{where}.{key}")
+    pci = d.get("pci")
+    pci = checks.mapping(pci, f"{where}.pci") if pci is not None else {}
+    attrs["pci_address"] = checks.text(pci.get("address"), f"{where}.pci.address")
+    for key in ("current_gts", "max_gts"):
+        attrs[f"pci_{key}"] = checks.number(pci.get(key), f"{where}.pci.{key}", 1024)
+    for key in ("current_width", "max_width"):
+        attrs[f"pci_{key}"] = checks.integer(pci.get(key), f"{where}.pci.{key}", 0, 64)
+    attrs["numa_node"] = checks.integer(pci.get("numa_node"), f"{where}.pci.numa_node", 0, 4095)
+    attrs["hw_counters"] = checks.counters(d.get("hw_counters"), f"{where}.hw_counters")
+    attrs["verbs"] = checks.scalars(d.get("verbs"), f"{where}.verbs")
+    attrs["disagreements"] = checks.disagreements(d.get("disagreements"), f"{where}.disagreements")
+    ports = checks.sequence(d.get("ports"), f"{where}.ports", MAX_PORTS, optional=False)
+    parsed = [_port(p, where, i) for i, p in enumerate(ports)]
+    if len({p.number for p in parsed}) != len(parsed):
+        raise SnapshotRejected(f"{where}: a port number appears twice")
+    return DeviceIn(name, attrs, parsed)
+
+
+def _port(value, device: str, index: int) -> PortIn:
+    where = f"{device} ports[{index}]"
+    d = checks.mapping(value, where)
+    number = checks.integer(d.get("port"), f"{where}.port", 0, 255, optional=False)
+    where = f"{device}/{number}"  # e.g. "device mlx5_0/1", as an operator names the port
+    state_id, state_name = checks.enum(d.get("state"), f"{where}.state")
+    phys_id, phys_name = checks.enum(d.get("phys_state"), f"{where}.phys_state")
+    gbps = lanes = speed = None
+    rate = d.get("rate")
+    if rate is not None:
+        rate = checks.mapping(rate, f"{where}.rate")
+        gbps = checks.number(rate.get("gbps"), f"{where}.rate.gbps", 100_000, optional=False)
+        lanes = rate.get("lanes")
+        if lanes is not None and (type(lanes) is not int or lanes not in WIDTHS):
+            raise checks._fail(f"{where}.rate.lanes", f"null or one of {WIDTHS}", lanes)
+        speed = rate.get("speed")
+        if speed is not None and (type(speed) is not str or speed not in SPEED_BY_NAME):
+            raise checks._fail(f"{where}.rate.speed", f"null or one of {', '.join(SPEED_BY_NAME)}", speed)
+    counters = checks.counters(d.get("counters"), f"{where}.counters")
+    counters_ext = checks.counters(d.get("counters_ext"), f"{where}.counters_ext")
+    capped = checks.names(d.get("capped"), f"{where}.capped", checks.MAX_COUNTERS)
+    for name in capped:
+        if name not in counters and name not in counters_ext:
+            raise SnapshotRejected(f"{where}.capped names {name!r}, which is not among its counters")
+    return PortIn(
+        number=number,
+        state_id=state_id,
+        state_name=state_name,
+        phys_state_id=phys_id,
+        phys_state_name=phys_name,
+        link_layer=checks.text(d.get("link_layer"), f"{where}.link_layer", 32),
+        rate_gbps=gbps,
+        lanes=lanes,
+        speed=speed,
+        lid=checks.integer(d.get("lid"), f"{where}.lid", 0, 0xFFFF),
+        sm_lid=checks.integer(d.get("sm_lid"), f"{where}.sm_lid", 0, 0xFFFF),
+        lmc=checks.integer(d.get("lmc"), f"{where}.lmc", 0, 7),
+        cap_mask=checks.integer(d.get("cap_mask"), f"{where}.cap_mask", 0, 0xFFFFFFFF),
+        netdevs=checks.names(d.get("netdevs"), f"{where}.netdevs"),
+        counters=counters,
+        counters_ext=counters_ext,
+        capped=capped,
+        hw_counters=checks.counters(d.get("hw_counters"), f"{where}.hw_counters"),
+        verbs=checks.scalars(d.get("verbs"), f"{where}.verbs"),
+        disagreements=checks.disagreements(d.get("disagreements"), f"{where}.disagreements"),
+    )

@@ -1,0 +1,63 @@
+"""Celery tasks of the telemetry app; all run on the `ingest` queue (fabricweb.celery routes)."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.db import OperationalError
+
+from . import ingest, retention, rollup
+from .results import STALE, STORED
+
+log = logging.getLogger(__name__)
+
+# SQLite's "database is locked" and a dropped PostgreSQL connection are worth another try;
+# ingest is idempotent, so a retried snapshot that did land is a harmless duplicate.
+_RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retries": 5}
+
+
+def _log_result(result) -> None:
+    if result.status == STALE:
+        log.warning("ingest: %s (older than the last applied snapshot of the node)", result.summary())
+    elif result.status == STORED and (result.new_node or result.vanished or result.clock_backwards):
+        log.info("ingest: %s%s", result.summary(), " (new node)" if result.new_node else "")
+    else:
+        log.debug("ingest: %s", result.summary())
+
+
+@shared_task(**_RETRY)
+def ingest_snapshot(snapshot: dict) -> dict:
+    """Store one node snapshot (collectors.snapshot.to_dict) in one transaction."""
+    try:
+        result = ingest.ingest_snapshot(snapshot)
+    except ingest.SnapshotRejected as e:
+        log.warning("ingest: %s", e)
+        return {"status": "rejected", "reason": e.reason}
+    _log_result(result)
+    return {"status": result.status, "node": result.node, "samples": result.samples_written}
+
+
+@shared_task(**_RETRY)
+def ingest_snapshots(snapshots: list) -> dict:
+    """Store many snapshots in one transaction: for relays or backfills that hold a batch at once."""
+    batch = ingest.ingest_batch(snapshots)
+    for rejection in batch.rejected:
+        log.warning("ingest: batch item %d: %s", rejection.index, rejection.error)
+    for result in batch.results:
+        _log_result(result)
+    return {"stored": len(batch.results), "rejected": len(batch.rejected), "samples": batch.samples_written}
+
+
+@shared_task(soft_time_limit=600, time_limit=900)
+def rollup_samples() -> dict:
+    """Roll raw samples into 5-minute and hourly buckets. Schedule every 5 minutes."""
+    written = rollup.rollup()
+    return {str(period): n for period, n in written.items()}
+
+
+@shared_task(soft_time_limit=1800, time_limit=2400)
+def prune_old() -> dict:
+    """Roll up what is due, then delete what is past retention. Schedule hourly."""
+    rollup.rollup()
+    return retention.prune()

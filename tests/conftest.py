@@ -1,0 +1,75 @@
+"""Project-wide test fixtures. Tests that touch the database take `each_db` and run on SQLite and PostgreSQL.
+
+PostgreSQL comes from TEST_POSTGRES_URL (scripts/test-services start). Without it the
+PostgreSQL half is skipped, or fails when the CI variable is set: CI must test both.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+PG_ALIAS = "postgres"
+BACKENDS = ("sqlite", PG_ALIAS)
+
+
+def pytest_configure(config):
+    # Until pyproject.toml names the settings (DJANGO_SETTINGS_MODULE = "tests.settings"),
+    # set them up here; pytest-django finishes the setup in its own pytest_configure.
+    if not os.environ.get("DJANGO_SETTINGS_MODULE"):
+        os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+        import django
+
+        django.setup()
+
+
+def _postgres_configured() -> bool:
+    from django.conf import settings
+
+    return PG_ALIAS in settings.DATABASES
+
+
+def pytest_generate_tests(metafunc):
+    if "each_db" in metafunc.fixturenames:
+        metafunc.parametrize("each_db", BACKENDS, indirect=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Give every `each_db` test the django_db mark for its backend (keeping its own options)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("each_db") if callspec else None
+        if backend is None or (backend == PG_ALIAS and not _postgres_configured()):
+            continue
+        own = item.get_closest_marker("django_db")
+        kwargs = dict(own.kwargs) if own else {}
+        if backend == PG_ALIAS:
+            kwargs["databases"] = [PG_ALIAS]
+        item.add_marker(pytest.mark.django_db(**kwargs), append=False)
+
+
+@pytest.fixture
+def each_db(request):
+    """The backend name; for PostgreSQL, the `default` connection is that database for the test.
+
+    Swapping the connection object (not settings) keeps code under test unaware of
+    aliases: it uses the default database, as it does in production.
+    """
+    backend = request.param
+    if backend != PG_ALIAS:
+        yield backend
+        return
+    if not _postgres_configured():
+        message = 'TEST_POSTGRES_URL is not set: run `eval "$(scripts/test-services start)"` first'
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from django.db import connections
+
+    sqlite = connections["default"]
+    connections["default"] = connections[PG_ALIAS]
+    try:
+        yield backend
+    finally:
+        connections["default"] = sqlite

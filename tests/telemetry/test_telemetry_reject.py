@@ -1,0 +1,178 @@
+"""Malformed snapshots are rejected with a reason, and nothing of them is stored."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import NODE_EXPORTER, later, port_of, snapshot
+
+from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
+from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry.schema import SnapshotRejected
+
+
+def stored() -> tuple[int, int, int, int]:
+    return Node.objects.count(), Device.objects.count(), Port.objects.count(), PortSample.objects.count()
+
+
+def _set(path, value):
+    def mutate(snap):
+        target = snap
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return mutate
+
+
+def _delete(path):
+    def mutate(snap):
+        target = snap
+        for key in path[:-1]:
+            target = target[key]
+        del target[path[-1]]
+
+    return mutate
+
+
+def _duplicate_device(snap):
+    snap["devices"].append(copy.deepcopy(snap["devices"][0]))
+
+
+P = ("devices", 1, "ports", 0)  # mlx4_0/1 of the node-exporter tree
+CASES = [
+    ("unknown schema", _set(("schema",), 2), "unknown schema version 2"),
+    ("schema as text", _set(("schema",), "1"), "unknown schema version '1'"),
+    ("no host", _delete(("host",)), "host: expected text"),
+    ("host with a slash", _set(("host",), "cn001/../x"), "is not a host name"),
+    ("collected_at without a zone", _set(("collected_at",), "2026-03-01T12:00:00"), "a time with a zone"),
+    ("collected_at not a time", _set(("collected_at",), "yesterday"), "ISO 8601"),
+    ("collected_at far ahead", _set(("collected_at",), "2999-01-01T00:00:00Z"), "not a plausible time"),
+    ("devices not a list", _set(("devices",), {}), "devices: expected a list"),
+    ("a device twice", _duplicate_device, "appears twice"),
+    ("port number as text", _set((*P, "port"), "1"), "port: expected an integer from 0 to 255"),
+    ("negative counter", _set((*P, "counters", "symbol_error"), -1), "null or a counter value"),
+    ("counter as float", _set((*P, "counters", "symbol_error"), 1.5), "null or a counter value"),
+    ("counter as bool", _set((*P, "counters", "link_downed"), True), "null or a counter value"),
+    ("counter past 4 x 2^64", _set((*P, "counters_ext", "port_xmit_data_64"), 1 << 70), "got 1180591620717411303424"),
+    ("counter of 1000 bits", _set((*P, "counters", "symbol_error"), 1 << 1000), "got an integer of 1001 bits"),
+    ("unknown speed", _set((*P, "rate", "speed"), "GDR"), "rate.speed"),
+    ("lanes not a width", _set((*P, "rate", "lanes"), 3), "rate.lanes"),
+    ("gbps infinite", _set((*P, "rate", "gbps"), float("inf")), "rate.gbps"),
+    ("state id as text", _set((*P, "state", "id"), "4"), "state.id"),
+    ("NUL in a string", _set(("devices", 1, "board_id"), "MT\x00"), "board_id"),
+    ("unpaired surrogate", _set(("devices", 1, "fw_ver"), "2.\ud800"), "fw_ver"),
+    ("capped names a counter the port lacks", _set((*P, "capped"), ["nope"]), "not among its counters"),
+    ("errors entry without a path", _set(("errors",), [{"reason": "x"}]), "errors[0].path"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "reason"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_malformed_snapshot_is_rejected_with_its_reason_and_nothing_stored(each_db, mutate, reason):
+    base = snapshot(NODE_EXPORTER, host="cn002")
+    ingest_snapshot(base)
+    before = stored()
+    bad = later(base, 10, {"symbol_error": 1})
+    mutate(bad)
+
+    with pytest.raises(SnapshotRejected) as err:
+        ingest_snapshot(bad)
+
+    assert reason in err.value.reason
+    assert stored() == before
+    assert Node.objects.get(name="cn002").last_collected_at.isoformat().startswith("2026-03-01T12:00:00")
+
+
+def test_a_rejection_names_the_host_when_it_is_known(each_db):
+    bad = snapshot(host="cn077")
+    port_of(bad, "mlx5_0", 1)["lid"] = "0x1a"
+    with pytest.raises(SnapshotRejected) as err:
+        ingest_snapshot(bad)
+    assert err.value.host == "cn077"
+    assert str(err.value) == (
+        "snapshot from cn077 rejected: device mlx5_0/1.lid: expected an integer from 0 to 65535, got '0x1a'"
+    )
+
+
+def test_a_rejected_snapshot_in_a_batch_does_not_stop_the_others(each_db):
+    good, bad = snapshot(host="cn001"), snapshot(host="cn002")
+    bad["schema"] = 99
+    batch = ingest_batch([bad, good])
+
+    assert [r.index for r in batch.rejected] == [1 - 1]
+    assert [r.node for r in batch.results] == ["cn001"]
+    assert not Node.objects.filter(name="cn002").exists()
+
+
+# -- random mutations of a valid snapshot -------------------------------------------------
+
+BASE = snapshot(NODE_EXPORTER, host="cn002")
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*prefix, i))
+
+
+PATHS = [p for p in _paths(BASE) if p]
+LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(1 << 70), max_value=1 << 70),
+    st.floats(),
+    st.text(max_size=300),
+    st.sampled_from(["", "\x00", "\ud800", "x" * 300, "4: ACTIVE", "EDR", "2026-03-01T12:00:00Z", "mlx5_0"]),
+)
+JSONISH = st.recursive(
+    LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+)
+MUTATION = st.tuples(st.sampled_from(PATHS), st.sampled_from(["set", "delete"]), JSONISH)
+
+
+def _apply(snap, path, op, value):
+    target = snap
+    for key in path[:-1]:
+        if not isinstance(target, dict | list):
+            return
+        try:
+            target = target[key]
+        except (KeyError, IndexError, TypeError):
+            return  # an earlier mutation removed this path
+    if not isinstance(target, dict | list):
+        return
+    try:
+        if op == "delete":
+            del target[path[-1]]
+        else:
+            target[path[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=st.lists(MUTATION, min_size=1, max_size=3), n=st.integers(min_value=0, max_value=10**6))
+def test_random_mutations_are_stored_whole_or_rejected_whole(each_db, mutations, n):
+    snap = later(BASE, n % 3600)
+    snap["host"] = f"fuzz{n}"  # a node of its own, so an accepted snapshot is written, not a duplicate
+    for path, op, value in mutations:
+        _apply(snap, path, op, value)
+    before = stored()
+    try:
+        result = ingest_snapshot(snap)
+    except SnapshotRejected as e:
+        assert e.reason
+        assert stored() == before
+    else:
+        if result.status == "stored":
+            ports = sum(len(d["ports"]) for d in snap["devices"])
+            assert PortSample.objects.count() == before[3] + ports

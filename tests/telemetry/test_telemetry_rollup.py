@@ -1,0 +1,101 @@
+"""Rollups into 5-minute and hourly buckets, and retention, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import Sum
+from support import T0, later, snapshot
+
+from fabricweb.telemetry.ingest import ingest_snapshot
+from fabricweb.telemetry.models import PortRollup, PortSample
+from fabricweb.telemetry.retention import prune
+from fabricweb.telemetry.rollup import rollup
+
+FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
+QDR = {"gbps": 40.0, "lanes": 4, "speed": "QDR"}
+DOWN = {"id": 1, "name": "DOWN"}
+
+
+def poll_every_minute(minutes: int, start: int = 0) -> None:
+    """One snapshot a minute from T0 + start; the hfi1_0 port drops to QDR at minute 7 and is DOWN at minute 8."""
+    base = snapshot()
+    for m in range(start, start + minutes):
+        changes = {"rate": QDR} if m == 7 else {"state": DOWN} if m == 8 else {}
+        ingest_snapshot(later(base, 60 * m, {"symbol_error": m, "port_xmit_data": 4_000 * m * m}, **changes))
+
+
+def rolled(period: int, device: str = "hfi1_0") -> list[PortRollup]:
+    return list(PortRollup.objects.filter(period_s=period, port__device__name=device).order_by("bucket"))
+
+
+def test_complete_five_minute_buckets_sum_their_samples(each_db):
+    poll_every_minute(17)
+    written = rollup(now=T0 + timedelta(minutes=19))  # less a minute of grace: 12:00-12:15 are complete
+
+    rows = rolled(FIVE)
+    assert [r.bucket for r in rows] == [T0 + timedelta(minutes=m) for m in (0, 5, 10)]
+    assert written[FIVE] == 3 * 4  # 3 buckets x 4 ports
+    for r in rows:
+        in_bucket = PortSample.objects.filter(
+            port=r.port, ts__gte=r.bucket, ts__lt=r.bucket + timedelta(minutes=5)
+        ).aggregate(s=Sum("symbol_error"), b=Sum("xmit_bytes"))
+        assert (r.symbol_error, r.xmit_bytes) == (in_bucket["s"], in_bucket["b"])
+        assert r.samples == 5
+    first, second, _ = rows
+    assert first.symbol_error == 4  # one a minute; the first poll has no delta
+    # Minute 4 moved 4000*(16-9) bytes in 60 s: the fastest poll of the first bucket.
+    assert first.max_xmit_bps == 4_000 * 7 / 60
+    assert (second.worst_state_id, second.min_speed, second.min_lanes) == (1, "QDR", 4)
+    assert (first.worst_state_id, first.min_speed) == (4, "EDR")
+
+
+def test_rollup_runs_are_idempotent_and_pick_up_late_samples(each_db):
+    poll_every_minute(9)
+    rollup(now=T0 + timedelta(minutes=11))
+    before = {(r.port_id, r.bucket): (r.samples, r.symbol_error) for r in PortRollup.objects.all()}
+    rollup(now=T0 + timedelta(minutes=11))
+    assert {(r.port_id, r.bucket): (r.samples, r.symbol_error) for r in PortRollup.objects.all()} == before
+
+    # A sample of the newest rolled bucket arrives late (minute 9, within 12:05-12:10)...
+    poll_every_minute(1, start=9)
+    rollup(now=T0 + timedelta(minutes=11, seconds=30))
+    assert rolled(FIVE)[-1].samples == 5
+
+
+def test_hours_roll_up_from_five_minute_buckets(each_db):
+    poll_every_minute(3, start=0)
+    poll_every_minute(3, start=58)  # 12:58-13:00
+    rollup(now=T0 + timedelta(hours=1, minutes=10))
+
+    hour = rolled(HOUR)
+    assert [r.bucket for r in hour] == [T0]
+    fives = rolled(FIVE)
+    assert hour[0].samples == sum(r.samples for r in fives if r.bucket < T0 + timedelta(hours=1))
+    assert hour[0].symbol_error == sum(r.symbol_error or 0 for r in fives if r.bucket < T0 + timedelta(hours=1))
+
+
+def test_nothing_to_roll_up_is_not_an_error(each_db):
+    assert rollup(now=T0) == {FIVE: 0, HOUR: 0}
+
+
+def test_prune_deletes_what_is_past_retention_and_keeps_the_rest(each_db, settings):
+    settings.FABRIC_RETAIN_RAW = 48 * 3600.0
+    settings.FABRIC_RETAIN_5MIN = 30 * 86400.0
+    settings.FABRIC_RETAIN_1H = 365 * 86400.0
+    poll_every_minute(12)
+    rollup(now=T0 + timedelta(hours=2))
+    samples, fives, hours = (
+        PortSample.objects.count(),
+        PortRollup.objects.filter(period_s=FIVE).count(),
+        PortRollup.objects.filter(period_s=HOUR).count(),
+    )
+    assert samples and fives and hours
+
+    assert prune(now=T0 + timedelta(hours=47)) == {"samples": 0, "rollups_5min": 0, "rollups_1h": 0}
+    assert prune(now=T0 + timedelta(hours=48, minutes=6))["samples"] == 4 * 6  # minutes 0-5
+    assert PortSample.objects.count() == samples - 24
+    deleted = prune(now=T0 + timedelta(days=31))
+    assert (deleted["rollups_5min"], deleted["rollups_1h"]) == (fives, 0)
+    assert prune(now=T0 + timedelta(days=366))["rollups_1h"] == hours
+    assert not PortRollup.objects.exists() and not PortSample.objects.exists()

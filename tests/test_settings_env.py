@@ -1,0 +1,133 @@
+"""Settings come from the environment through strict helpers: bad values stop start-up, naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
+
+from fabricweb.env import Env
+
+REPO = Path(__file__).resolve().parent.parent
+PRODUCTION = {
+    "SECRET_KEY": get_random_secret_key(),
+    "ALLOWED_HOSTS": "fabric.example.org",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
+    "SECURE_HSTS_PRELOAD": "true",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("1", True), ("true", True), ("Yes", True), ("on", True), ("0", False), ("off", False)]
+)
+def test_booleans_read_the_usual_spellings(text, expected):
+    assert Env({"DEBUG": text}).bool("DEBUG", False) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10", 10.0), ("2.5", 2.5), ("10s", 10.0), ("5m", 300.0), ("48h", 172800.0), ("30d", 2592000.0)],
+)
+def test_durations_take_a_unit(text, seconds):
+    assert Env({"FABRIC_POLL_INTERVAL": text}).seconds("FABRIC_POLL_INTERVAL", 10.0) == seconds
+
+
+@pytest.mark.parametrize(
+    ("read", "value", "words"),
+    [
+        (lambda e: e.bool("DEBUG", False), "maybe", "DEBUG='maybe' is not a boolean"),
+        (lambda e: e.int("SECURE_HSTS_SECONDS", 0, minimum=0), "1y", "SECURE_HSTS_SECONDS='1y' is not an integer"),
+        (lambda e: e.int("SECURE_HSTS_SECONDS", 0, minimum=0), "-5", "SECURE_HSTS_SECONDS=-5 is below the minimum"),
+        (lambda e: e.seconds("FABRIC_POLL_INTERVAL", 10.0), "fast", "FABRIC_POLL_INTERVAL='fast' is not a duration"),
+        (lambda e: e.seconds("FABRIC_POLL_INTERVAL", 10.0), "0", "FABRIC_POLL_INTERVAL='0' must be longer than 0 s"),
+        (lambda e: e.str("FABRIC_NODE_NAME", None), "  ", "FABRIC_NODE_NAME is set but empty"),
+        (lambda e: e.url("REDIS_URL", "redis://x", schemes=("redis",)), "localhost:6379", "REDIS_URL='localhost:6379'"),
+        (lambda e: e.choice("LOG_LEVEL", "INFO", choices=("INFO", "DEBUG")), "loud", "LOG_LEVEL='loud' is not one of"),
+        (
+            lambda e: e.match("FABRIC_NODE_NAME", None, pattern="[a-z]+", what="a name"),
+            "cn 1",
+            "FABRIC_NODE_NAME='cn 1'",
+        ),
+    ],
+)
+def test_a_bad_value_is_an_error_naming_the_variable(read, value, words):
+    name = words.split("=")[0].split(" ")[0]
+    with pytest.raises(ImproperlyConfigured, match=words.replace("(", r"\(")):
+        read(Env({name: value}))
+
+
+def test_an_unset_variable_takes_its_default_and_a_required_one_is_an_error():
+    env = Env({})
+    assert env.seconds("FABRIC_RETAIN_RAW", 48 * 3600.0) == 172800.0
+    assert env.list("ALLOWED_HOSTS", []) == []
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY must be set"):
+        env.str("SECRET_KEY")
+
+
+def test_errors_never_show_a_password():
+    with pytest.raises(ImproperlyConfigured) as err:
+        Env({"REDIS_URL": "http://:s3cret@redis:6379/0"}).url("REDIS_URL", schemes=("redis",))
+    assert "s3cret" not in str(err.value) and ":***@" in str(err.value)
+    done = manage("check", SECRET_KEY=PRODUCTION["SECRET_KEY"], DATABASE_URL="postgres://fabric:s3cret@db:port/x")
+    assert "DATABASE_URL='postgres://fabric:***@db:port/x'" in done.stderr and "s3cret" not in done.stderr
+
+
+def test_lists_are_comma_separated_and_may_be_empty():
+    assert Env({"ALLOWED_HOSTS": "a.example, b.example,,"}).list("ALLOWED_HOSTS", []) == ["a.example", "b.example"]
+    assert Env({"ALLOWED_HOSTS": ""}).list("ALLOWED_HOSTS", ["x"]) == []
+
+
+# -- the real settings module, in a fresh interpreter ----------------------------------------------------
+
+
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECRET", "DATABASE", "SECURE"))}
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=clean, capture_output=True, text=True, check=False
+    )
+
+
+def test_without_debug_the_secret_key_is_required():
+    done = manage("check")
+    assert done.returncode != 0
+    assert "SECRET_KEY must be set" in done.stderr
+
+
+def test_a_bad_value_stops_start_up():
+    done = manage("check", SECRET_KEY=PRODUCTION["SECRET_KEY"], FABRIC_POLL_INTERVAL="often")
+    assert done.returncode != 0
+    assert "FABRIC_POLL_INTERVAL='often' is not a duration" in done.stderr
+
+
+def test_check_deploy_is_clean_with_the_production_variables():
+    done = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert done.returncode == 0, done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_check_deploy_warns_without_them():
+    done = manage("check", "--deploy", SECRET_KEY=PRODUCTION["SECRET_KEY"])
+    assert "security.W004" in done.stderr  # no HSTS
+    assert "security.W020" in done.stderr  # no ALLOWED_HOSTS
+
+
+def test_the_default_database_is_sqlite_under_var_with_wal_and_a_busy_timeout(tmp_path):
+    code = (
+        "import django; django.setup(); from django.db import connection; from django.conf import settings;"
+        "c = connection.cursor(); print(settings.DATABASES['default']['NAME']);"
+        "print(c.execute('PRAGMA journal_mode').fetchone()[0], c.execute('PRAGMA busy_timeout').fetchone()[0])"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE"))}
+    env.update(SECRET_KEY=PRODUCTION["SECRET_KEY"], DJANGO_SETTINGS_MODULE="fabricweb.settings")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    name, pragmas = done.stdout.split("\n")[:2]
+    assert name == str(REPO / "var" / "fabricweb.sqlite3")
+    assert pragmas == "wal 20000"
