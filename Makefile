@@ -27,6 +27,11 @@ lint: $(VENV)/.installed
 test: setup lint
 	eval "$$(scripts/test-services start)" && $(BIN)/pytest
 
+# The whole pipeline on one machine: simulator, private Redis, ingest worker, beat, one node
+# agent for every simulated node, and the web server on http://127.0.0.1:8000/. Ctrl-C stops it all.
+demo: setup
+	DEBUG=1 $(BIN)/python -m fabricweb.runfabric --sim-dir $(SIM_DIR) --nodes $(SIM_NODES) --web --start-redis
+
 # An ibstat-like look at a simulated node.
 snapshot: $(VENV)/.installed
 	$(BIN)/python -m collectors simulate --out $(SIM_DIR) --nodes $(SIM_NODES) --once

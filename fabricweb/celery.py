@@ -3,6 +3,11 @@
 Messages are JSON only: a snapshot is a plain dict, and a broker reachable from
 every compute node must never be able to make the central side unpickle anything.
 The settings below are fixed here, after Django's, so no environment can loosen them.
+
+Configuration always comes from a Django settings module: the central one
+(fabricweb.settings), or on a compute node the agent's (fabricweb.agent.settings,
+selected by `python -m fabricweb.agent`), which has the broker URL and no database.
+The periodic schedule is fabricweb/scheduling.py.
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fabricweb.settings")
 
 INGEST_QUEUE = "ingest"
 ALERTS_QUEUE = "alerts"
+NODE_QUEUE_PREFIX = "node."
 
 
 def node_queue(node: str) -> str:
     """The queue one node's worker consumes (`celery worker -Q node.<name>`)."""
-    return f"node.{node}"
+    return f"{NODE_QUEUE_PREFIX}{node}"
 
 
 def route_per_node(name, args, kwargs, options, task=None, **kw):
@@ -32,7 +38,9 @@ def route_per_node(name, args, kwargs, options, task=None, **kw):
     return {"queue": node_queue(node)}
 
 
-app = Celery("fabricweb")
+# Not apps of the central settings, so not autodiscovered: the node agent's task (also
+# needed centrally, to route it) and the scheduling tasks.
+app = Celery("fabricweb", include=["fabricweb.agent.tasks", "fabricweb.scheduling"])
 # The broker URL and anything site-wide come from Django settings (CELERY_* names); the
 # update below comes after, so what it fixes cannot be loosened there.
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -54,6 +62,7 @@ app.conf.update(
         route_per_node,
         {
             "fabricweb.telemetry.tasks.*": {"queue": INGEST_QUEUE},
+            "fabricweb.scheduling.*": {"queue": INGEST_QUEUE},
             "fabricweb.health.tasks.*": {"queue": INGEST_QUEUE},
             "fabricweb.alerts.tasks.*": {"queue": ALERTS_QUEUE},
         },
@@ -63,3 +72,15 @@ app.conf.update(
     timezone="UTC",
 )
 app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _beat_schedule(sender, **kwargs):
+    from django.conf import settings
+
+    # The node agent's settings have no poll interval: a node runs no beat.
+    interval = getattr(settings, "FABRIC_POLL_INTERVAL", None)
+    if interval:
+        from fabricweb.scheduling import beat_schedule
+
+        sender.conf.beat_schedule = beat_schedule(interval)

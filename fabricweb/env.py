@@ -9,6 +9,7 @@ error for everything but lists (`ALLOWED_HOSTS=` means no hosts).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -114,3 +115,16 @@ class Env:
             shown = redact_url(value)
             raise ImproperlyConfigured(f"{name}={shown!r} is not a URL with a scheme of {', '.join(schemes)}")
         return value
+
+    def json_object(self, name: str, default: dict | object = _REQUIRED) -> dict:
+        """A JSON object (`{"symbol_errors_per_hour": 240}`); any other JSON value is an error."""
+        value = self._raw(name, default)
+        if value is None:
+            return dict(default)
+        try:
+            data = json.loads(value)
+        except ValueError as e:
+            raise ImproperlyConfigured(f"{name}={value!r} is not valid JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise ImproperlyConfigured(f'{name}={value!r} is not a JSON object ({{"name": value, ...}})')
+        return data

@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "fabricweb.inventory",
     "fabricweb.telemetry",
     "fabricweb.health",
+    "fabricweb.api",
 ]
 
 MIDDLEWARE = [
@@ -148,6 +149,26 @@ FABRIC_SYSFS_ROOT = env.str("FABRIC_SYSFS_ROOT", "/sys")
 FABRIC_RETAIN_RAW = env.seconds("FABRIC_RETAIN_RAW", 48 * 3600.0)
 FABRIC_RETAIN_5MIN = env.seconds("FABRIC_RETAIN_5MIN", 30 * 86400.0)
 FABRIC_RETAIN_1H = env.seconds("FABRIC_RETAIN_1H", 365 * 86400.0)
+
+
+def _health_thresholds(name: str) -> dict:
+    """Overrides of the health rules' thresholds (fabricweb/health/thresholds.py), checked at start-up."""
+    from fabricweb.health.thresholds import Thresholds  # a pure module: no Django, safe to import here
+
+    data = env.json_object(name, {})
+    if "resolve_after_polls" in data:
+        raise ImproperlyConfigured(f"{name}: set resolve_after_polls with FABRIC_RESOLVE_AFTER instead")
+    try:
+        Thresholds.from_mapping(data)
+    except ValueError as e:
+        raise ImproperlyConfigured(f"{name}: {e}") from None
+    return data
+
+
+# Health rules: e.g. FABRIC_THRESHOLDS='{"symbol_errors_per_hour": 240, "xmit_wait_tick_ns": 64}'.
+FABRIC_THRESHOLDS = _health_thresholds("FABRIC_THRESHOLDS")
+# Clean polls in a row before an event is resolved (hysteresis: a flapping link stays one event).
+FABRIC_RESOLVE_AFTER = env.int("FABRIC_RESOLVE_AFTER", 3, minimum=1)
 
 # -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))

@@ -1,8 +1,17 @@
-"""URL routes. The dashboard, API, /metrics and /healthz are added by their apps."""
+"""URL routes. The dashboard and /metrics are added by their apps."""
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
+
+from fabricweb.api.healthz import healthz
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("api/", include("fabricweb.api.urls")),
+    path("healthz", healthz, name="healthz"),
 ]
+
+# JSON under /api/ and /healthz, Django's pages elsewhere (fabricweb.api.errors).
+handler400 = "fabricweb.api.errors.bad_request"
+handler404 = "fabricweb.api.errors.not_found"
+handler500 = "fabricweb.api.errors.server_error"

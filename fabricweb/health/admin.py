@@ -5,15 +5,17 @@ from .models import Event, LinkPolicy
 
 @admin.register(Event)
 class EventAdmin(admin.ModelAdmin):
-    list_display = ["opened_at", "severity", "kind", "node", "device", "port", "message", "resolved_at"]
+    list_display = ["opened_at", "severity", "kind", "node", "device", "port", "message", "clean_polls", "resolved_at"]
     list_filter = ["severity", "kind", ("resolved_at", admin.EmptyFieldListFilter)]
     search_fields = ["key", "message", "node__name"]
     raw_id_fields = ["node", "device", "port"]
     date_hierarchy = "opened_at"
+    list_select_related = ["node", "device__node", "port__device__node"]
 
 
 @admin.register(LinkPolicy)
 class LinkPolicyAdmin(admin.ModelAdmin):
     list_display = ["name", "node_glob", "device_glob", "port_glob", "speed", "lanes", "expect_up", "order", "enabled"]
     list_editable = ["enabled"]
+    list_filter = ["enabled", "expect_up", "speed", "lanes"]
     search_fields = ["name", "node_glob", "device_glob"]

@@ -140,11 +140,16 @@ def fabric_majority(ports: Iterable[tuple[str | None, Rate | None]]) -> dict[str
     Ports without a model or a full link are left out. A tie goes to the slower
     link: an expectation set too high cries wolf on every other port.
     """
+    return counted_majority((hca_type, link, 1) for hca_type, link in ports)
+
+
+def counted_majority(groups: Iterable[tuple[str | None, Rate | None, int]]) -> dict[str, Majority]:
+    """`fabric_majority` of (hca_type, link, number of ports) groups, as a GROUP BY query returns them."""
     by_model: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
-    for hca_type, link in ports:
+    for hca_type, link, count in groups:
         link = usable(link)
-        if hca_type and link is not None:
-            by_model[hca_type][(link.speed, link.lanes)] += 1
+        if hca_type and link is not None and isinstance(count, int) and count > 0:
+            by_model[hca_type][(link.speed, link.lanes)] += count
     result = {}
     for model, counts in by_model.items():
         (speed, lanes), count = max(counts.items(), key=lambda kv: (kv[1], -SPEED_RANK[kv[0][0]], -kv[0][1]))

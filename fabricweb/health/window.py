@@ -55,15 +55,38 @@ class Windows:
         self._unknown: dict[float, dict[str, float]] = {w: defaultdict(float) for w in self._lengths}
         now = _seconds(view.ts)
         self._add(0.0, view.interval_s, view.deltas)
-        oldest = now - self._lengths[0] if self._lengths else now
+        if not self._lengths:
+            return
+        longest = self._lengths[0]
+        shorter = self._lengths[1] if len(self._lengths) > 1 else 0.0
+        oldest = now - longest
+        spans, totals, unknown = self._spans, self._totals[longest], self._unknown[longest]
         for poll in view.recent:
             try:
                 ts, interval, deltas = poll
             except (TypeError, ValueError):
                 continue
-            ts = _seconds(ts)
-            if oldest < ts < now and isinstance(deltas, Mapping):
-                self._add(now - ts, interval, deltas)
+            if type(ts) is not float or not 0.0 <= ts < math.inf:  # _seconds, inlined for speed
+                ts = _seconds(ts)
+            if not (oldest < ts < now) or (type(deltas) is not dict and not isinstance(deltas, Mapping)):
+                continue  # (the ABC check is slow: plain dicts, the stored form, skip it)
+            age = now - ts
+            seconds = interval if type(interval) is float and 0.0 <= interval < math.inf else _seconds(interval)
+            end = age + seconds
+            if age < shorter or end > longest or seconds <= 0:
+                self._add(age, interval, deltas)
+                continue
+            # Most of an hour's polls lie whole in the longest window and in no other: summed
+            # inline, with the same arithmetic as _add, since a port runs this for every poll.
+            inside = end - age
+            share = inside / seconds
+            spans[longest] += inside
+            for name, value in deltas.items():
+                d = value if type(value) is int and value >= 0 else known_delta(value)
+                if d is None:
+                    unknown[name] += inside
+                elif d:
+                    totals[name] += d * share
 
     def _add(self, age: float, interval: object, deltas: Mapping[str, object]) -> None:
         seconds = _seconds(interval)
@@ -75,7 +98,7 @@ class Windows:
             self._spans[w] += inside
             totals, unknown = self._totals[w], self._unknown[w]
             for name, value in deltas.items():
-                d = known_delta(value)
+                d = value if type(value) is int and value >= 0 else known_delta(value)
                 if d is None:
                     unknown[name] += inside
                 elif d:

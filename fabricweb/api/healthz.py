@@ -1,0 +1,89 @@
+"""GET /healthz: is this deployment alive? Database, broker and the age of the last ingest.
+
+No login: load balancers and probes call it. It names what failed but never the
+details (hosts, errors with credentials), which go to the log. Every check has a short
+timeout: a probe that hangs is worse than one that fails.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.models import Max
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from fabricweb.inventory.models import Node
+
+from .freshness import stale_after
+from .http import READ_METHODS, json_response, method_not_allowed
+from .serializers import iso
+
+log = logging.getLogger(__name__)
+
+BROKER_TIMEOUT_S = 1.0
+OK, ERROR, STALE, NO_DATA, NOT_CHECKED = "ok", "error", "stale", "no data", "not checked"
+HEALTHY = {OK, NO_DATA, NOT_CHECKED}  # a fresh install has no nodes yet; that is not an outage
+
+
+def check_database() -> dict:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as e:
+        log.warning("healthz: database unreachable: %s", e)
+        return {"status": ERROR, "error": f"database unreachable ({type(e).__name__})"}
+    return {"status": OK}
+
+
+def check_broker(url: str) -> dict:
+    if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+        return {"status": NOT_CHECKED, "detail": "the broker is not Redis"}
+    client = redis.Redis.from_url(url, socket_connect_timeout=BROKER_TIMEOUT_S, socket_timeout=BROKER_TIMEOUT_S)
+    try:
+        client.ping()
+    except redis.TimeoutError as e:
+        log.warning("healthz: broker timed out: %s", e)
+        return {"status": ERROR, "error": f"broker did not answer PING within {BROKER_TIMEOUT_S:g} s"}
+    except redis.RedisError as e:
+        log.warning("healthz: broker unreachable: %s", e)
+        return {"status": ERROR, "error": f"broker unreachable ({type(e).__name__})"}
+    finally:
+        client.close()
+    return {"status": OK}
+
+
+def check_ingest() -> dict:
+    limit = stale_after().total_seconds()
+    try:
+        newest = Node.objects.aggregate(newest=Max("last_ingested_at"))["newest"]
+    except DatabaseError:
+        return {"status": ERROR, "error": "database unreachable", "threshold_s": limit}
+    if newest is None:
+        return {"status": NO_DATA, "last_ingested_at": None, "age_s": None, "threshold_s": limit}
+    age = (timezone.now() - newest).total_seconds()
+    return {
+        "status": OK if age < limit else STALE,
+        "last_ingested_at": iso(newest),
+        "age_s": round(age, 3),
+        "threshold_s": limit,
+    }
+
+
+@csrf_exempt
+def healthz(request: HttpRequest) -> HttpResponse:
+    if request.method not in READ_METHODS:
+        return method_not_allowed(request)
+    checks = {"database": check_database(), "broker": check_broker(settings.CELERY_BROKER_URL)}
+    checks["last_ingest"] = (
+        check_ingest() if checks["database"]["status"] == OK else {"status": ERROR, "error": "database unreachable"}
+    )
+    failing = [name for name, result in checks.items() if result["status"] not in HEALTHY]
+    body = {"status": "fail" if failing else "ok", "failing": failing, "checks": checks}
+    return json_response(body, status=503 if failing else 200)

@@ -1,0 +1,201 @@
+"""Rows to JSON-able dicts. Plain functions; the views choose the rows and the queries.
+
+Conventions: times ISO 8601 in UTC with `Z`; units in field names (`_gbps`, `_s`,
+`_bytes`, `_per_second`); unknown is null, never 0.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from collectors import pcie
+from collectors.link import SPEED_BY_NAME, make_rate
+from collectors.model import NODE_TYPES, PHYS_STATES
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.telemetry.columns import DELTA_COLUMNS, TRAFFIC
+from fabricweb.telemetry.models import PortSample
+
+# ibstat's words for port states (ibstatus and sysfs say `4: ACTIVE`; operators read `Active`).
+IBSTAT_STATES = {0: "NOP", 1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "Active (deferred)"}
+SEVERITIES = tuple(Event.Severity.values)
+
+
+def iso(when: datetime | None) -> str | None:
+    return None if when is None else when.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _named(ident: int | None, stored: str | None, words: dict[int, str]) -> dict | None:
+    if ident is None and stored is None:
+        return None
+    return {"id": ident, "name": words.get(ident, stored)}
+
+
+def link(speed: str | None, lanes: int | None, gbps: float | None = None) -> dict | None:
+    """A link as `4X HDR`: total Gb/s, lanes, speed. Gb/s is derived when only speed and lanes are known."""
+    if speed is None and lanes is None and gbps is None:
+        return None
+    known = speed in SPEED_BY_NAME and lanes is not None
+    if gbps is None and known:
+        gbps = make_rate(speed, lanes).gbps
+    return {
+        "gbps": gbps,
+        "lanes": lanes,
+        "speed": speed,
+        "name": f"{lanes}X {speed}" if known else None,
+        "bytes_per_second": None if gbps is None else gbps * 1e9 / 8,
+    }
+
+
+def pcie_link(device: Device) -> dict | None:
+    d = device
+    if d.pci_address is None and d.pci_current_gts is None and d.pci_current_width is None:
+        return None
+    current, top = (d.pci_current_gts, d.pci_current_width), (d.pci_max_gts, d.pci_max_width)
+    both_known = None not in current and None not in top
+    return {
+        "address": d.pci_address,
+        "current_gts": d.pci_current_gts,
+        "current_width": d.pci_current_width,
+        "max_gts": d.pci_max_gts,
+        "max_width": d.pci_max_width,
+        "name": pcie.describe(*current) if None not in current else None,  # `Gen4 x16`
+        "max_name": pcie.describe(*top) if None not in top else None,
+        "usable_gbps": pcie.usable_gbps(*current),
+        "trained_low": (current[0] < top[0] or current[1] < top[1]) if both_known else None,
+        "numa_node": d.numa_node,
+    }
+
+
+def port_url(node: str, device: str, number: int) -> str:
+    return f"/api/v1/ports/{node}/{device}/{number}"
+
+
+def port_summary(port: Port) -> dict:
+    """One port in lists. Needs `port.device.node` and the linkstate annotations."""
+    device, node = port.device, port.device.node
+    return {
+        "node": node.name,
+        "device": device.name,
+        "port": port.number,
+        "url": port_url(node.name, device.name, port.number),
+        "hca_type": device.hca_type,
+        "link_layer": port.link_layer,
+        "state": _named(port.state_id, port.state_name, IBSTAT_STATES),
+        "phys_state": _named(port.phys_state_id, port.phys_state_name, PHYS_STATES),
+        "up": port.api_up,
+        "degraded": port.api_degraded,
+        "link": link(port.speed, port.lanes, port.rate_gbps),
+        "expected_link": link(port.expected_speed, port.expected_lanes),
+        "expected_source": port.expected_source or None,
+        "last_collected_at": iso(port.last_collected_at),
+        "vanished_at": iso(port.vanished_at),
+    }
+
+
+def port_detail(port: Port, open_events: list[Event], last_sample: PortSample | None) -> dict:
+    return {
+        **port_summary(port),
+        "lid": port.lid,
+        "sm_lid": port.sm_lid,
+        "lmc": port.lmc,
+        "cap_mask": port.cap_mask,
+        "netdevs": port.netdevs,
+        "pcie": pcie_link(port.device),
+        "best_link": link(port.best_speed, port.best_lanes),
+        "ever_up": port.ever_up,
+        "state_polls": port.state_polls,
+        "missed_polls": port.missed_polls,
+        "first_seen_at": iso(port.first_seen_at),
+        "last_reset_at": iso(port.last_reset_at),
+        # Raw, as the node read them: data counters in bytes (the snapshot's x4 applied), null when unreadable.
+        "counters": port.counters,
+        "counters_ext": port.counters_ext,
+        "hw_counters": port.hw_counters,
+        "capped": port.capped,
+        "last_sample": None if last_sample is None else sample(last_sample),
+        "disagreements": port.disagreements,
+        "open_events": [event(e) for e in open_events],
+    }
+
+
+def sample(s: PortSample) -> dict:
+    """One poll of one port: deltas over `interval_s` (bytes, packets, counts; xmit_wait in ticks) and rates."""
+    out = {
+        "ts": iso(s.ts),
+        "interval_s": s.interval_s,
+        "state_id": s.state_id,
+        "phys_state_id": s.phys_state_id,
+        "link": link(s.speed, s.lanes),
+        "reset": s.reset,
+        "capped": s.capped,
+    }
+    out.update((column, getattr(s, column)) for column in DELTA_COLUMNS)
+    usable = s.interval_s is not None and s.interval_s > 0
+    for column in TRAFFIC:  # rcv_bytes -> rcv_bytes_per_second
+        delta = getattr(s, column)
+        out[f"{column}_per_second"] = delta / s.interval_s if usable and delta is not None else None
+    return out
+
+
+def event(e: Event) -> dict:
+    """Needs `e.node`, `e.device` and `e.port` loaded (select_related)."""
+    device = e.device.name if e.device is not None else None
+    number = e.port.number if e.port is not None else None
+    return {
+        "id": e.pk,
+        "url": f"/api/v1/events/{e.pk}",
+        "open": e.is_open,
+        "severity": e.severity,
+        "kind": e.kind,
+        "node": e.node.name,
+        "device": device,
+        "port": number,
+        "port_url": port_url(e.node.name, device, number) if device and number is not None else None,
+        "message": e.message,
+        "reason": e.reason or None,
+        "opened_at": iso(e.opened_at),
+        "updated_at": iso(e.updated_at),
+        "resolved_at": iso(e.resolved_at),
+        "clean_polls": e.clean_polls,
+        "details": e.details,
+    }
+
+
+def severity_counts(counts: dict[str, int]) -> dict[str, int]:
+    # Every severity present: here 0 is a real count, not an unknown.
+    return {s: counts.get(s, 0) for s in SEVERITIES}
+
+
+def node_summary(node: Node, ports: dict[str, int], events: dict[str, int], stale: bool) -> dict:
+    return {
+        "name": node.name,
+        "url": f"/api/v1/nodes/{node.name}",
+        "first_seen_at": iso(node.first_seen_at),
+        "last_collected_at": iso(node.last_collected_at),
+        "last_ingested_at": iso(node.last_ingested_at),
+        "stale": stale,
+        "ports": {k: ports.get(k, 0) for k in ("total", "up", "down", "degraded")},
+        "open_events": severity_counts(events),
+        "read_error_count": len(node.read_errors),
+    }
+
+
+def device(d: Device, ports: list[Port]) -> dict:
+    return {
+        "name": d.name,
+        "node_type": _named(d.node_type_id, d.node_type_name, NODE_TYPES),
+        "hca_type": d.hca_type,
+        "fw_ver": d.fw_ver,
+        "board_id": d.board_id,
+        "hw_rev": d.hw_rev,
+        "node_guid": d.node_guid,
+        "sys_image_guid": d.sys_image_guid,
+        "node_desc": d.node_desc,  # set by root on the node: untrusted text, served as a JSON string
+        "pcie": pcie_link(d),
+        "first_seen_at": iso(d.first_seen_at),
+        "vanished_at": iso(d.vanished_at),
+        "missed_polls": d.missed_polls,
+        "disagreements": d.disagreements,
+        "ports": [port_summary(p) for p in ports],
+    }

@@ -1,0 +1,19 @@
+"""/api/v1/ routes. Anything else under /api/ is a JSON 404, never an HTML page."""
+
+from django.urls import path, re_path
+
+from .errors import api_not_found
+from .views import events, nodes, ports, samples
+
+app_name = "api"
+
+urlpatterns = [
+    path("v1/nodes", nodes.node_list, name="nodes"),
+    path("v1/nodes/<str:name>", nodes.node_detail, name="node"),
+    path("v1/ports", ports.port_list, name="ports"),
+    path("v1/ports/<str:node>/<str:device>/<int:port>", ports.port_detail, name="port"),
+    path("v1/ports/<str:node>/<str:device>/<int:port>/samples", samples.sample_list, name="samples"),
+    path("v1/events", events.event_list, name="events"),
+    path("v1/events/<int:pk>", events.event_detail, name="event"),
+    re_path(r"^", api_not_found),
+]

@@ -1,0 +1,86 @@
+"""GET /api/v1/nodes and /api/v1/nodes/<name>."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node, Port
+
+from .. import linkstate, params, serializers
+from ..freshness import is_stale
+from ..http import api_view, not_found
+from ..pagination import offset_page, offset_parsers
+
+PAGE, MAX_PAGE = 1000, 5000
+
+
+def _port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per node: ports in total, up, down and degraded, in one grouped query."""
+    rows = (
+        linkstate.annotate(Port.objects.filter(device__node_id__in=node_ids))
+        .values("device__node_id")
+        .annotate(
+            total=Count("id"), up=Count("id", filter=Q(api_up=True)), degraded=Count("id", filter=Q(api_degraded=True))
+        )
+    )
+    out = {}
+    for row in rows:
+        out[row["device__node_id"]] = {**row, "down": row["total"] - row["up"]}
+    return out
+
+
+def _open_event_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
+    rows = (
+        Event.objects.filter(node_id__in=node_ids, resolved_at__isnull=True)
+        .values("node_id", "severity")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in rows:
+        out[row["node_id"]][row["severity"]] = row["n"]
+    return out
+
+
+@api_view
+def node_list(request):
+    given = params.read(request, offset_parsers(MAX_PAGE))
+    nodes, next_link = offset_page(request, Node.objects.order_by("name"), given, PAGE)
+    ids = [n.pk for n in nodes]
+    ports, events, now = _port_counts(ids), _open_event_counts(ids), timezone.now()
+    summaries = [
+        serializers.node_summary(n, ports.get(n.pk, {}), events.get(n.pk, {}), is_stale(n.last_ingested_at, now))
+        for n in nodes
+    ]
+    return {"nodes": summaries, "next": next_link}
+
+
+@api_view
+def node_detail(request, name: str):
+    params.read(request, {})
+    node = Node.objects.filter(name=name).first()
+    if node is None:
+        raise not_found(f"node {name!r}")
+    ports = list(
+        linkstate.annotate(Port.objects.filter(device__node=node).select_related("device__node")).order_by(
+            "device__name", "number"
+        )
+    )
+    by_device = defaultdict(list)
+    for port in ports:
+        by_device[port.device_id].append(port)
+    # The ports are loaded anyway: count them here rather than in another query.
+    up = sum(p.api_up for p in ports)
+    counts = {"total": len(ports), "up": up, "down": len(ports) - up, "degraded": sum(p.api_degraded for p in ports)}
+    events = _open_event_counts([node.pk]).get(node.pk, {})
+    summary = serializers.node_summary(node, counts, events, is_stale(node.last_ingested_at, timezone.now()))
+    return {
+        **summary,
+        "source": node.source,
+        "read_errors": node.read_errors,
+        "devices": [serializers.device(d, by_device[d.pk]) for d in node.devices.order_by("name")],
+    }

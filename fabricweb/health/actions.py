@@ -1,0 +1,95 @@
+"""Operator actions on expectations: accept a port's current link as its baseline.
+
+A baseline is stored as a LinkPolicy row (expectation.baseline_policy): one exact
+policy per port, order 0, named `baseline <node> <device>/<port>`. Chosen over a
+field on Port because a policy is what the rules already read, shows in the admin
+next to the site's other policies, travels with export_policies/import_policies,
+and is undone by deleting one row. The port's best-ever link is also set to the
+current one, so that deleting the policy later does not bring back the old best
+and with it the old alarm.
+
+The degraded event is not resolved here: the next polls judge the port against the
+new expectation and resolve it after FABRIC_RESOLVE_AFTER clean polls, as any event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from fabricweb.inventory.models import Device, Node, Port
+
+from . import context
+from .expectation import baseline_policy
+from .findings import port_label
+from .models import LinkPolicy
+from .view import ACTIVE_STATES
+
+
+class BaselineError(ValueError):
+    """A port whose current link cannot be a baseline (down, or its speed or width unknown)."""
+
+
+@dataclass(slots=True)
+class Baseline:
+    policies: list[LinkPolicy] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "cn042 mlx5_1/1: port is DOWN"
+
+
+def accept_baseline(target: Port | Device | Node) -> Baseline:
+    """Accept the current link of a port, or of every port of a device or node, as what it should run at.
+
+    A port named on its own must be up with a known link (BaselineError otherwise);
+    for a device or node such ports are skipped and listed in `skipped`.
+    """
+    if isinstance(target, Port):
+        node_id, ports = target.device.node_id, Port.objects.filter(pk=target.pk)
+    elif isinstance(target, Device):
+        node_id, ports = target.node_id, Port.objects.filter(device=target)
+    elif isinstance(target, Node):
+        node_id, ports = target.pk, Port.objects.filter(device__node=target)
+    else:
+        raise TypeError(f"accept_baseline takes a Port, Device or Node, not {type(target).__name__}")
+    done = Baseline()
+    with transaction.atomic():
+        # Ingest of this node waits (and vice versa), so it cannot write back the old best link.
+        Node.objects.select_for_update().filter(pk=node_id).first()
+        for port in ports.select_related("device__node").order_by("device__name", "number"):
+            label = port_label(port.device.node.name, port.device.name, port.number)
+            link = context.rate(port.speed, port.lanes)
+            why = _not_baseline(port, link)
+            if why:
+                if isinstance(target, Port):
+                    raise BaselineError(f"{label}: cannot accept the current link as baseline: {why}")
+                done.skipped.append(f"{label}: {why}")
+                continue
+            spec = baseline_policy(port.device.node.name, port.device.name, port.number, link)
+            policy, _ = LinkPolicy.objects.update_or_create(
+                name=spec.name,
+                defaults={
+                    "node_glob": spec.node,
+                    "device_glob": spec.device,
+                    "port_glob": spec.port,
+                    "speed": spec.speed,
+                    "lanes": spec.lanes,
+                    "expect_up": spec.expect_up,
+                    "order": spec.order,
+                    "enabled": True,
+                },
+            )
+            port.best_speed, port.best_lanes = link.speed, link.lanes
+            port.expected_speed, port.expected_lanes = link.speed, link.lanes
+            port.expected_source = f"policy {policy.name!r}"
+            port.save(update_fields=["best_speed", "best_lanes", "expected_speed", "expected_lanes", "expected_source"])
+            done.policies.append(policy)
+    context.forget()  # this process; ingest workers read policies again within one poll interval
+    return done
+
+
+def _not_baseline(port: Port, link) -> str:
+    if port.state_id not in ACTIVE_STATES:
+        return f"the port is {port.state_name or 'not ACTIVE'}, not up"
+    if link is None:
+        return "its speed or width is unknown"
+    return ""

@@ -1,0 +1,301 @@
+"""Judge every stored snapshot inside the ingest transaction: findings -> events, expectations -> ports.
+
+Connected to `fabricweb.telemetry.signals.snapshots_ingested` (HealthConfig.ready).
+Per batch: the thresholds, policies and fabric majority (context), the open events
+of the batch's nodes (one query), then per snapshot in time order a PortView per
+port seen or missing, rules.judge_port on each, lifecycle.step against the node's
+open events about what was judged, and finally one INSERT/UPDATE for events and
+one UPDATE for ports whose expected link changed. Healthy ports cost no writes.
+
+A batch holding several snapshots of one node (a backfill) shares one Port row per
+port, as it was after the last of them; each snapshot is still judged on its own
+link state, deltas and time, and its state_polls and missing counts are worked
+back from the last.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import DatabaseError
+from django.utils import timezone
+
+from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
+from fabricweb.telemetry.store import update_rows
+
+from . import context, lifecycle
+from .events import EventBook, Target
+from .expectation import Expectation
+from .findings import Finding, merge_findings
+from .rules import judge_port
+from .view import PcieView, PortView
+
+log = logging.getLogger(__name__)
+
+EXPECTED_FIELDS = ["expected_speed", "expected_lanes", "expected_source"]
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one batch did, for logs and for measuring the engine."""
+
+    snapshots: int = 0
+    ports: int = 0
+    events: dict[str, int] = field(default_factory=dict)
+    alarms: list[str] = field(default_factory=list)  # warning/critical events opened or updated: "critical key"
+    expected_written: int = 0
+    seconds: float = 0.0
+
+
+LAST: Outcome | None = None  # the last batch's outcome in this process (tests and benchmarks read it)
+
+
+def on_snapshots_ingested(sender, results: list[IngestResult], **kwargs) -> None:
+    """The receiver. A database error rolls the batch back (ingest retries it); any other failure is
+    a bug in judging, and must not cost the samples: logged, and the batch is stored unjudged."""
+    global LAST
+    try:
+        LAST = judge_batch(results)  # every write is at its end: a failure before them leaves nothing
+    except DatabaseError:
+        raise
+    except Exception:
+        log.exception("health: judging %d snapshot(s) failed; they are stored but not judged", len(results))
+
+
+def judge_batch(results: list[IngestResult]) -> Outcome:
+    started = time.perf_counter()
+    out = Outcome()
+    nodes = _nodes(results)
+    if not nodes:
+        return out
+    now = _server_time(nodes.values())
+    norms = context.norms(now)
+    book = EventBook.for_nodes(n.pk for n in nodes.values())
+    expected: dict[int, Port] = {}
+    for result, state_polls, missing in _per_snapshot(results):
+        node = nodes.get(result.node)
+        if node is None:
+            continue
+        at = min(result.collected_at, now)  # a node clock ahead of ours must not date events in the future
+        views, targets, ports = _views(result, node, norms, state_polls, missing)
+        findings, unknown, judged = _judge(views, ports, norms)
+        actions = lifecycle.step(book.open_for(targets), findings, unknown, norms.resolve_after)
+        book.apply(actions, node, targets, at)
+        out.snapshots += 1
+        out.ports += len(result.observations)
+        for port, exp in judged:
+            if _set_expected(port, exp) and port.pk is not None:
+                expected[port.pk] = port
+    book.write()
+    if expected:
+        update_rows(Port, expected.values(), EXPECTED_FIELDS)
+    out.events, out.alarms = book.tally.as_dict(), book.tally.alarms
+    out.expected_written = len(expected)
+    out.seconds = time.perf_counter() - started
+    log.debug("health: %d snapshots, %d ports judged in %.1f ms", out.snapshots, out.ports, out.seconds * 1e3)
+    return out
+
+
+# --- rows of the batch -----------------------------------------------------------
+
+
+def _nodes(results: list[IngestResult]) -> dict[str, Node]:
+    """The node row of each result, as ingest attached it to the ports; queried only when none is attached."""
+    nodes: dict[str, Node] = {}
+    for r in results:
+        for obs in r.observations:
+            nodes[r.node] = obs.port.device.node
+            break
+        else:
+            for device in r.missing_devices or [p.device for p in r.missing_ports]:
+                nodes[r.node] = device.node
+                break
+    lacking = {r.node for r in results} - set(nodes)
+    if lacking:  # a node that reported no device at all still reported: its stale event counts a clean poll
+        nodes.update((n.name, n) for n in Node.objects.filter(name__in=lacking))
+    return nodes
+
+
+def _server_time(nodes: Iterable[Node]) -> datetime:
+    """Ingest's clock for this batch: it stored it as every node's last_ingested_at."""
+    stamps = [n.last_ingested_at for n in nodes if n.last_ingested_at is not None]
+    return max(stamps) if stamps else timezone.now()
+
+
+def _same_state(obs: PortObservation) -> bool:
+    prev, cur = obs.previous, obs.current
+    return prev is not None and (prev.state_id, prev.phys_state_id) == (cur.state_id, cur.phys_state_id)
+
+
+def _per_snapshot(results: list[IngestResult]):
+    """(result, state_polls by port id(), missed polls by row id()) for each result, in order.
+
+    The rows hold the values after the batch's last snapshot of their node. For an
+    earlier snapshot, state_polls is worked back from the last (counted forward within
+    the batch where a state change lies between), and so is a missing count; where
+    the row came back later in the batch it is counted forward from the batch's start
+    (a lower bound only when it was already missing before the batch).
+    """
+    chains: dict[int, list[PortObservation]] = defaultdict(list)
+    order: dict[str, int] = defaultdict(int)  # node -> its results so far
+    missing: dict[int, tuple[object, str, list[int]]] = {}  # row id() -> (row, node, its positions missing)
+    positions = []
+    for r in results:
+        k = order[r.node]
+        order[r.node] += 1
+        positions.append(k)
+        for obs in r.observations:
+            chains[id(obs.port)].append(obs)
+        for row in (*r.missing_devices, *r.missing_ports):
+            missing.setdefault(id(row), (row, r.node, []))[2].append(k)
+    polls: dict[int, int] = {}  # id(observation) -> state_polls
+    for chain in chains.values():
+        last = chain[-1]
+        polls[id(last)] = last.port.state_polls
+        run = [1] * len(chain)
+        for k in range(1, len(chain)):
+            run[k] = run[k - 1] + 1 if _same_state(chain[k]) else 1
+        for k in range(len(chain) - 2, -1, -1):
+            later = polls[id(chain[k + 1])]
+            polls[id(chain[k])] = later - 1 if _same_state(chain[k + 1]) and later > 1 else run[k]
+    missed: dict[tuple[int, int], int] = {}  # (row id(), position) -> polls missing
+    for key, (row, node, ks) in missing.items():
+        start = 0
+        for j, k in enumerate(ks):
+            if j and ks[j - 1] != k - 1:
+                start = j
+            missed[key, k] = k - ks[start] + 1
+        run_start = ks[start]
+        if ks[-1] == order[node] - 1:  # still missing at the node's last snapshot: the row's count is exact
+            for k in ks[start:]:
+                missed[key, k] = max(row.missed_polls - (ks[-1] - k), k - run_start + 1)
+    for r, k in zip(results, positions, strict=True):
+        rows = (*r.missing_devices, *r.missing_ports)
+        yield r, {id(o.port): polls[id(o)] for o in r.observations}, {id(x): missed[id(x), k] for x in rows}
+
+
+# --- views and judgement ------------------------------------------------------------
+
+
+def _pcie(device: Device, cache: dict[int, PcieView]) -> PcieView:
+    view = cache.get(id(device))
+    if view is None:
+        view = cache[id(device)] = PcieView(
+            device.pci_current_gts, device.pci_current_width, device.pci_max_gts, device.pci_max_width
+        )
+    return view
+
+
+def _view(port: Port, link: LinkState, node: str, ts: float, norms: context.Norms, pcie: dict, **changes) -> PortView:
+    device = port.device
+    return PortView(
+        node=node,
+        device=device.name,
+        port=port.number,
+        ts=ts,
+        hca_type=device.hca_type,
+        state_id=link.state_id,
+        state_name=link.state_name,
+        phys_state_id=link.phys_state_id,
+        phys_state_name=link.phys_state_name,
+        link=context.rate(link.speed, link.lanes),
+        link_layer=link.link_layer,
+        ever_up=port.ever_up,
+        policy=norms.policies.match(node, device.name, port.number),
+        best_link=context.rate(port.best_speed, port.best_lanes),
+        majority=norms.majorities.get(device.hca_type) if device.hca_type else None,
+        recent=port.recent or (),
+        pcie=_pcie(device, pcie),
+        **changes,
+    )
+
+
+def _views(
+    result: IngestResult, node: Node, norms: context.Norms, state_polls: dict[int, int], missed: dict[int, int]
+) -> tuple[list[PortView], dict[str, Target], list[Port | None]]:
+    """The views of one snapshot, the things they judge (event targets), and the port of each view
+    (None for a missing one: no expectation is worked out for what is not there)."""
+    name, ts = node.name, result.collected_at.timestamp()
+    targets: dict[str, Target] = {name: (None, None)}
+    views: list[PortView] = []
+    ports: list[Port | None] = []
+    pcie: dict[int, PcieView] = {}
+    for obs in result.observations:
+        port = obs.port
+        views.append(
+            _view(
+                port,
+                obs.current,
+                name,
+                ts,
+                norms,
+                pcie,
+                interval_s=obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0,
+                state_polls=state_polls.get(id(port), port.state_polls),
+                deltas=obs.deltas,
+                # Counters whose rate is unknown for the cap, not every capped file: a 32-bit counters/
+                # file at all-ones says nothing when ingest read its 64-bit counters_ext/ copy.
+                capped=frozenset(obs.capped),
+            )
+        )
+        ports.append(port)
+        _target(targets, name, port)
+    gone_devices = {id(d) for d in result.missing_devices}
+    for port in result.missing_ports:
+        device = port.device
+        views.append(
+            _view(
+                port,
+                LinkState.of(port),  # as last seen
+                name,
+                ts,
+                norms,
+                pcie,
+                interval_s=0.0,
+                deltas={},
+                device_missing_polls=missed.get(id(device), 1) if id(device) in gone_devices else 0,
+                port_missing_polls=missed.get(id(port), 1),
+            )
+        )
+        ports.append(None)
+        _target(targets, name, port)
+    return views, targets, ports
+
+
+def _target(targets: dict[str, Target], node: str, port: Port) -> None:
+    device = port.device
+    targets[f"{node}/{device.name}/{port.number}"] = (device, port)
+    targets.setdefault(f"{node}/{device.name}", (device, None))
+
+
+def _judge(
+    views: list[PortView], ports: list[Port | None], norms: context.Norms
+) -> tuple[list[Finding], frozenset[str], list[tuple[Port, Expectation]]]:
+    """rules.judge_ports, keeping each port's expectation to store on its row."""
+    findings: list[Finding] = []
+    unknown: set[str] = set()
+    judged = []
+    for view, port in zip(views, ports, strict=True):
+        j = judge_port(view, norms.thresholds)
+        findings.extend(j.findings)
+        unknown |= j.unknown
+        if port is not None and j.expectation is not None:
+            judged.append((port, j.expectation))
+    merged = merge_findings(findings)
+    return merged, frozenset(unknown - {f.key for f in merged}), judged
+
+
+def _set_expected(port: Port, exp: Expectation) -> bool:
+    """Store what the port should run at and who says so; True when that changed."""
+    link = exp.link
+    value = (link.speed, link.lanes, exp.source) if link is not None else (None, None, exp.source)
+    if (port.expected_speed, port.expected_lanes, port.expected_source) == value:
+        return False
+    port.expected_speed, port.expected_lanes, port.expected_source = value
+    return True

@@ -1,0 +1,131 @@
+"""Event rows as lifecycle's state: load the open ones, apply lifecycle's actions, write back in bulk.
+
+One EventBook serves a whole batch: actions change the rows in memory (so a second
+snapshot of the same node in the batch sees the first one's events), and `write`
+ends with one INSERT for the new events and one UPDATE for the changed ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
+
+from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.telemetry.store import update_rows
+
+from .findings import Severity
+from .lifecycle import Action, Op, OpenEvent
+from .models import Event
+
+log = logging.getLogger(__name__)
+
+# (device, port) an event is about; (None, None) for the node itself.
+Target = tuple[Device | None, Port | None]
+CHANGED_FIELDS = ["severity", "message", "reason", "updated_at", "resolved_at", "clean_polls", "details"]
+
+
+def open_events(node_ids: list[int], kind: str | None = None) -> list[Event]:
+    """The open events of these nodes. Raw SQL: this runs once per ingested batch, and compiling the
+    ORM query cost several times what running it does (~0.3 ms against ~0.05 ms on SQLite)."""
+    if not node_ids:
+        return []
+    qn = connection.ops.quote_name
+    sql = (
+        f"SELECT * FROM {qn(Event._meta.db_table)} WHERE {qn('resolved_at')} IS NULL "
+        f"AND {qn('node_id')} IN ({', '.join(['%s'] * len(node_ids))})"
+    )
+    params: list[object] = list(node_ids)
+    if kind is not None:
+        sql += f" AND {qn('kind')} = %s"
+        params.append(str(kind))
+    return list(Event.objects.raw(sql, params))
+
+
+def target_of(key: str) -> str:
+    """`cn042/mlx5_0/1` of `degraded:cn042/mlx5_0/1` (findings.port_key and friends)."""
+    return key.partition(":")[2]
+
+
+@dataclass(slots=True)
+class Tally:
+    opened: int = 0
+    updated: int = 0
+    resolved: int = 0
+    alarms: list[str] = field(default_factory=list)  # "critical down:cn042/mlx5_0/1" opened or updated
+
+    def as_dict(self) -> dict[str, int]:
+        return {"opened": self.opened, "updated": self.updated, "resolved": self.resolved}
+
+
+class EventBook:
+    def __init__(self, open_rows: Iterable[Event]) -> None:
+        self.open: dict[str, Event] = {e.key: e for e in open_rows}
+        self.new: list[Event] = []
+        self.dirty: dict[int, Event] = {}
+        self.tally = Tally()
+
+    @classmethod
+    def for_nodes(cls, node_ids: Iterable[int], kind: str | None = None) -> EventBook:
+        return cls(open_events(list(node_ids), kind))
+
+    def open_for(self, targets: Mapping[str, Target]) -> dict[str, OpenEvent]:
+        """lifecycle's view of the open events about the things in `targets`, and only those."""
+        return {
+            key: OpenEvent(key, e.kind, e.severity, e.message, e.clean_polls, e.details)
+            for key, e in self.open.items()
+            if target_of(key) in targets
+        }
+
+    def apply(self, actions: Iterable[Action], node: Node, targets: Mapping[str, Target], at: datetime) -> None:
+        for a in actions:
+            if a.op in (Op.OPEN, Op.UPDATE) and a.severity is not Severity.INFO:
+                self.tally.alarms.append(f"{a.severity} {a.key}")
+            if a.op is Op.OPEN:
+                device, port = targets.get(target_of(a.key), (None, None))
+                event = Event(
+                    node=node,
+                    device=device,
+                    port=port,
+                    kind=str(a.kind),
+                    severity=str(a.severity),
+                    key=a.key,
+                    message=a.message,
+                    reason=a.reason,
+                    opened_at=at,
+                    updated_at=at,
+                    clean_polls=0,
+                    details=dict(a.details),
+                )
+                self.open[a.key] = event
+                self.new.append(event)
+                self.tally.opened += 1
+                log.info("health: %s: %s", a.severity, a.message)
+                continue
+            event = self.open[a.key]
+            event.clean_polls = a.clean_polls
+            if a.op is Op.UPDATE:
+                event.severity, event.message, event.details = str(a.severity), a.message, dict(a.details)
+                event.reason = a.reason
+                if a.previous_severity is not None:
+                    event.reason = f"was {a.previous_severity}, now {a.severity}: {a.reason}"
+                    log.info("health: %s (was %s): %s", a.severity, a.previous_severity, a.message)
+                event.updated_at = at
+                self.tally.updated += 1
+            elif a.op is Op.RESOLVE:
+                event.resolved_at = event.updated_at = at
+                event.reason = a.reason
+                del self.open[a.key]
+                self.tally.resolved += 1
+                log.info("health: resolved, %s: %s", a.reason, a.message)
+            if event.pk is not None:  # a new one is inserted as it ends up
+                self.dirty[event.pk] = event
+
+    def write(self) -> None:
+        if self.new:
+            Event.objects.bulk_create(self.new)
+        if self.dirty:
+            update_rows(Event, self.dirty.values(), CHANGED_FIELDS)

@@ -1,0 +1,154 @@
+"""Link policies as YAML, for configuration management: `manage.py import_policies` / `export_policies`.
+
+    policies:
+      - name: cn-hdr            # unique; an import updates the policy of the same name
+        node: "cn*"             # shell patterns on node, device and port number (default "*")
+        device: "mlx5_*"
+        port: "*"
+        speed: HDR              # SDR ... XDR, or null: learn it
+        width: 4X               # 1X, 2X, 4X, 8X, 12X, or null: learn it
+        expect_up: true         # false for ports meant to be down or unused
+        order: 100              # lower is tried first when several match
+        enabled: true
+
+Everything is checked before anything is stored; the first problem is reported with
+the entry's position and name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import yaml
+
+from collectors.link import SPEED_BY_NAME, WIDTHS
+
+from .expectation import DEFAULT_ORDER
+from .models import LinkPolicy
+
+FIELDS = ("name", "node", "device", "port", "speed", "width", "expect_up", "order", "enabled")
+_GLOBS = {"node": ("node_glob", 100), "device": ("device_glob", 100), "port": ("port_glob", 20)}
+
+
+class PolicyFileError(ValueError):
+    pass
+
+
+def parse(text: str) -> list[dict]:
+    """The policies of a YAML document as LinkPolicy field values; PolicyFileError on the first problem."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise PolicyFileError(f"not valid YAML: {e}") from None
+    if isinstance(doc, dict):
+        extra = sorted(set(doc) - {"policies"})
+        if extra:
+            raise PolicyFileError(f"unknown top-level key(s) {', '.join(map(str, extra))}: expected only 'policies'")
+        doc = doc.get("policies")
+    if doc is None:
+        doc = []
+    if not isinstance(doc, list):
+        raise PolicyFileError("expected a list of policies under 'policies'")
+    out, names = [], set()
+    for i, entry in enumerate(doc, 1):
+        row = _entry(entry, i)
+        if row["name"] in names:
+            raise PolicyFileError(f"policy {i} ({row['name']!r}): the name is used by an earlier entry")
+        names.add(row["name"])
+        out.append(row)
+    return out
+
+
+def _entry(entry: object, i: int) -> dict:
+    if not isinstance(entry, dict):
+        raise PolicyFileError(f"policy {i}: expected a mapping of {', '.join(FIELDS)}, got {entry!r}")
+    name = entry.get("name")
+    where = f"policy {i} ({name!r})" if isinstance(name, str) else f"policy {i}"
+    extra = sorted(map(str, set(entry) - set(FIELDS)))
+    if extra:
+        raise PolicyFileError(f"{where}: unknown key(s) {', '.join(extra)} (known: {', '.join(FIELDS)})")
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise PolicyFileError(f"{where}: 'name' must be text of 1 to 100 characters")
+    row: dict[str, object] = {"name": name.strip()}
+    for key, (column, longest) in _GLOBS.items():
+        value = entry.get(key, "*")
+        if key == "port" and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # `port: 1` in YAML is a number
+        if not isinstance(value, str) or not value or len(value) > longest:
+            raise PolicyFileError(f"{where}: {key!r} must be a shell pattern of 1 to {longest} characters")
+        row[column] = value
+    row["speed"] = _speed(entry.get("speed"), where)
+    row["lanes"] = _width(entry.get("width"), where)
+    for key, default in (("expect_up", True), ("enabled", True)):
+        value = entry.get(key, default)
+        if not isinstance(value, bool):
+            raise PolicyFileError(f"{where}: {key!r} must be true or false, got {value!r}")
+        row[key] = value
+    order = entry.get("order", DEFAULT_ORDER)
+    if isinstance(order, bool) or not isinstance(order, int) or abs(order) > 2**31 - 1:
+        raise PolicyFileError(f"{where}: 'order' must be a whole number, got {order!r}")
+    row["order"] = order
+    return row
+
+
+def _speed(value: object, where: str) -> str | None:
+    if value is None:
+        return None
+    name = str(value).upper()
+    if name not in SPEED_BY_NAME:
+        raise PolicyFileError(
+            f"{where}: speed {value!r} is not an InfiniBand speed (one of {', '.join(SPEED_BY_NAME)}, or null)"
+        )
+    return name
+
+
+def _width(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    text = str(value).upper().removesuffix("X")
+    if isinstance(value, bool) or not text.isdigit() or int(text) not in WIDTHS:
+        known = ", ".join(f"{w}X" for w in WIDTHS)
+        raise PolicyFileError(f"{where}: width {value!r} is not an InfiniBand width (one of {known}, or null)")
+    return int(text)
+
+
+def dump(policies: Iterable[LinkPolicy]) -> str:
+    entries = [
+        {
+            "name": p.name,
+            "node": p.node_glob,
+            "device": p.device_glob,
+            "port": p.port_glob,
+            "speed": p.speed or None,
+            "width": f"{p.lanes}X" if p.lanes else None,
+            "expect_up": p.expect_up,
+            "order": p.order,
+            "enabled": p.enabled,
+        }
+        for p in policies
+    ]
+    header = "# fabricweb link policies: manage.py import_policies FILE to load (see fabricweb/health/policyfile.py)\n"
+    return header + yaml.safe_dump({"policies": entries}, sort_keys=False, allow_unicode=True)
+
+
+def store(rows: list[dict], replace: bool = False) -> tuple[int, int, int]:
+    """Create or update each policy by name (and with `replace`, delete the others): (created, updated, deleted).
+
+    Call inside a transaction: all of it or none."""
+    existing = {p.name: p for p in LinkPolicy.objects.all()}
+    created = updated = 0
+    for row in rows:
+        policy = existing.get(row["name"])
+        if policy is None:
+            LinkPolicy.objects.create(**row)
+            created += 1
+            continue
+        if any(getattr(policy, k) != v for k, v in row.items()):
+            for k, v in row.items():
+                setattr(policy, k, v)
+            policy.save()
+            updated += 1
+    deleted = 0
+    if replace:
+        deleted, _ = LinkPolicy.objects.exclude(name__in=[r["name"] for r in rows]).delete()
+    return created, updated, deleted

@@ -1,0 +1,117 @@
+"""Central scheduling, all in one place: what beat sends, how often, and the fan-out of polls.
+
+Every poll interval (FABRIC_POLL_INTERVAL) beat sends `dispatch_collect` to the ingest
+queue; it sends one `collect` per Node row to that node's queue, node.<name>, with
+`expires` of one interval, so a dead node's worker that comes back discards stale polls
+instead of running them. A node whose queue still holds a message has not taken the
+last poll and gets no other: a dead node's queue keeps the poll its worker held when it
+died (returned to the queue: acks_late) and at most one more, not one per interval.
+
+Periodic jobs never overlap: each is sent with `expires` of its period (a backlog
+drops it rather than piling up copies), and every job but the dispatch goes through
+`run_exclusive`, which holds a Redis lock for as long as the job may run.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cache
+
+import redis
+from celery import shared_task
+from django.conf import settings
+
+from fabricweb.agent.tasks import collect
+from fabricweb.celery import app, node_queue
+
+log = logging.getLogger(__name__)
+
+DISPATCH = "fabricweb.scheduling.dispatch_collect"
+EXCLUSIVE = "fabricweb.scheduling.run_exclusive"
+CHECK_STALE = "fabricweb.health.tasks.check_stale"
+ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
+PRUNE = "fabricweb.telemetry.tasks.prune_old"
+ROLLUP_EVERY = 300.0
+PRUNE_EVERY = 3600.0
+
+# The time limits a guarded job runs under are its own (fabricweb/telemetry/tasks.py; a
+# test keeps them equal): run inline by run_exclusive, it takes on the wrapper's message's.
+LIMITS = {ROLLUP: (600, 900), PRUNE: (1800, 2400)}
+
+
+def _exclusive(task: str, every: float) -> dict:
+    soft, hard = LIMITS.get(task, (None, None))
+    limits = {"soft_time_limit": soft, "time_limit": hard} if hard else {}
+    return {"task": EXCLUSIVE, "args": [task], "schedule": every, "options": {"expires": every, **limits}}
+
+
+def beat_schedule(interval: float) -> dict:
+    """The whole periodic schedule (app.conf.beat_schedule) for a poll interval in seconds."""
+    return {
+        "dispatch-collect": {"task": DISPATCH, "schedule": interval, "options": {"expires": interval}},
+        "check-stale": _exclusive(CHECK_STALE, interval),
+        "rollup-samples": _exclusive(ROLLUP, ROLLUP_EVERY),
+        "prune-old": _exclusive(PRUNE, PRUNE_EVERY),
+    }
+
+
+@cache
+def broker_redis(url: str) -> redis.Redis:
+    """A client of the broker's Redis: the locks and the queue lengths live there."""
+    return redis.Redis.from_url(url)
+
+
+def waiting(names: list[str]) -> set[str]:
+    """The nodes whose queue still holds a message (kombu's Redis transport: one list per queue)."""
+    if not names:
+        return set()
+    pipe = broker_redis(app.conf.broker_url).pipeline(transaction=False)
+    for name in names:
+        pipe.llen(node_queue(name))
+    return {name for name, length in zip(names, pipe.execute(), strict=True) if length}
+
+
+@shared_task(name=DISPATCH)
+def dispatch_collect() -> dict:
+    """Send one `collect` to every registered node that has taken its last one."""
+    from fabricweb.inventory.models import Node  # central only: the node agent has no models
+
+    interval = settings.FABRIC_POLL_INTERVAL
+    names = list(Node.objects.values_list("name", flat=True))
+    busy = waiting(names)
+    with app.producer_or_acquire() as producer:
+        for name in names:
+            if name not in busy:
+                collect.apply_async(kwargs={"node": name}, expires=interval, producer=producer)
+    if busy:
+        log.info("dispatch: %d node(s) have not taken the last poll: %s", len(busy), ", ".join(sorted(busy)))
+    return {"sent": len(names) - len(busy), "waiting": len(busy)}
+
+
+_unregistered: set[str] = set()
+
+
+@shared_task(bind=True, name=EXCLUSIVE)
+def run_exclusive(self, task: str):
+    """Run the task named `task` here, unless a run of it still holds its lock (then skip this one).
+
+    The lock expires with this message's hard time limit: a worker killed mid-run frees it.
+    """
+    job = self.app.tasks.get(task)
+    if job is None:
+        if task not in _unregistered:  # e.g. an app not deployed yet; say so once per process
+            log.warning("scheduling: %s is not a registered task; skipping it", task)
+            _unregistered.add(task)
+        return {"skipped": "not registered"}
+    hard = (self.request.timelimit or (None, None))[0] or self.app.conf.task_time_limit
+    lock = broker_redis(self.app.conf.broker_url).lock(f"fabricweb:lock:{task}", timeout=hard)
+    if not lock.acquire(blocking=False):
+        log.info("scheduling: %s is still running; skipping this run", task)
+        return {"skipped": "running"}
+    try:
+        return job()
+    finally:
+        try:
+            lock.release()
+        except redis.exceptions.LockError:  # outlived its lock: another run may already hold it
+            log.warning("scheduling: %s ran longer than its lock", task)

@@ -1,0 +1,129 @@
+"""GET /healthz: database, broker (Redis) and last-ingest age, with real services and real failures."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import timedelta
+
+import pytest
+from api_support import snapshot
+from django.db import connections
+from django.utils import timezone
+
+from fabricweb.telemetry.ingest import ingest_snapshot
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL")
+
+
+@pytest.fixture
+def redis_up(settings):
+    if not REDIS_URL:
+        message = 'TEST_REDIS_URL is not set: run `eval "$(scripts/test-services start)"` first'
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    settings.CELERY_BROKER_URL = REDIS_URL
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on: connecting is refused at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def silent_server():
+    """A loopback port that accepts connections and never answers: a hung broker."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)
+        yield s.getsockname()[1]
+
+
+@pytest.fixture
+def database_gone(each_db, tmp_path):
+    """Point the default connection at a database that is not there (a directory that does not exist,
+    or a PostgreSQL port nothing listens on), as a real outage looks to Django."""
+    good = connections["default"]
+    broken_settings = dict(good.settings_dict)
+    if good.vendor == "sqlite":
+        broken_settings["NAME"] = str(tmp_path / "no-such-dir" / "db.sqlite3")
+    else:
+        broken_settings.update(HOST="127.0.0.1", PORT=str(closed_port()))
+    broken = type(good)(broken_settings, alias=good.alias)  # the alias this test may use
+    connections["default"] = broken
+    try:
+        yield
+    finally:
+        connections["default"] = good
+        broken.close()
+
+
+def get(client, path="/healthz", **kw):
+    return client.get(path, secure=True, **kw)
+
+
+def test_healthy_with_fresh_ingest(each_db, client, redis_up):
+    ingest_snapshot(snapshot())
+    response = get(client)
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    body = response.json()
+    assert body["status"] == "ok" and body["failing"] == []
+    assert body["checks"]["database"] == {"status": "ok"} and body["checks"]["broker"] == {"status": "ok"}
+    ingest = body["checks"]["last_ingest"]
+    assert ingest["status"] == "ok" and 0 <= ingest["age_s"] < 5 and ingest["last_ingested_at"].endswith("Z")
+
+
+def test_no_nodes_yet_is_no_data_and_still_healthy(each_db, client, redis_up):
+    response = get(client)
+    assert response.status_code == 200
+    assert response.json()["checks"]["last_ingest"]["status"] == "no data"
+
+
+def test_stale_ingest_is_a_503_naming_it(each_db, client, redis_up, settings):
+    settings.FABRIC_POLL_INTERVAL = 10.0
+    ingest_snapshot(snapshot(), now=timezone.now() - timedelta(minutes=5))
+    response = get(client)
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "fail" and body["failing"] == ["last_ingest"]
+    ingest = body["checks"]["last_ingest"]
+    assert ingest["status"] == "stale" and ingest["age_s"] >= 300 and ingest["threshold_s"] == 30.0
+
+
+def test_redis_down_is_a_503_naming_the_broker(each_db, client, settings):
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    started = time.monotonic()
+    response = get(client)
+    assert time.monotonic() - started < 3
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["broker"]
+    assert body["checks"]["broker"]["status"] == "error"
+    assert "127.0.0.1" not in response.content.decode()  # details go to the log, not to anonymous callers
+
+
+def test_a_hung_redis_times_out_instead_of_hanging_the_probe(each_db, client, settings, silent_server):
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{silent_server}/0"
+    started = time.monotonic()
+    response = get(client)
+    assert time.monotonic() - started < 3
+    assert response.status_code == 503
+    assert "did not answer" in response.json()["checks"]["broker"]["error"]
+
+
+def test_database_down_is_a_503_naming_the_database(each_db, client, redis_up, database_gone):
+    response = get(client)
+    assert response.status_code == 503
+    body = response.json()
+    assert body["failing"] == ["database", "last_ingest"]
+    assert body["checks"]["database"]["status"] == "error"
+    assert "unreachable" in body["checks"]["database"]["error"]
+
+
+def test_healthz_needs_no_login_answers_plain_http_and_refuses_writes(each_db, client, redis_up):
+    assert client.get("/healthz").status_code == 200  # no HTTPS redirect: probes speak plain HTTP
+    response = client.post("/healthz", secure=True)
+    assert response.status_code == 405 and response.json()["error"]
+    assert get(client)["Cache-Control"] == "no-store"

@@ -1,0 +1,213 @@
+"""A simulated fabric run as real processes (runfabric): node → ingest → rows → events, on SQLite and PostgreSQL.
+
+The tests of this module share one running fabric per backend and run in file order:
+the newcomer node is started by one test and stopped by the next.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pytest
+from celery import Celery
+from django.db.models import Count
+from django.utils import timezone
+from e2e_harness import INTERVAL, NODES, STARTUP_S
+from e2e_probe import PROBE
+
+from collectors.sim import Fabric
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node, Port
+from fabricweb.telemetry.models import PortSample
+
+SIM_NODES = [f"cn{i:03d}" for i in range(1, NODES + 1)]
+NEWCOMER = "cn901"
+SLACK_S = 1.5  # scheduling and process wake-ups on a busy 2-core machine
+
+
+def node_rows(fabric, names) -> dict[str, Node]:
+    return {n.name: n for n in Node.objects.using(fabric.db).filter(name__in=names)}
+
+
+def samples(fabric, node: str) -> int:
+    return PortSample.objects.using(fabric.db).filter(port__device__node__name=node).count()
+
+
+@pytest.fixture(scope="module")
+def newcomer(fabric, tmp_path_factory):
+    """A node agent started after the fabric, as on a new compute node: cn901 reading a tree of its own."""
+    trees = tmp_path_factory.mktemp("newcomer")
+    Fabric.create(str(trees), 1)
+    return fabric.start_agent(NEWCOMER, trees / "cn001", "-I", "e2e_probe")
+
+
+def test_every_node_registers_itself_and_each_poll_is_stored_within_one_poll(fabric):
+    # Beat polls Node rows only, so rows for every node can only come from each worker's hello.
+    fabric.wait("every simulated node registered", lambda: len(node_rows(fabric, SIM_NODES)) == NODES, STARTUP_S)
+    start = timezone.now()
+
+    def polled_since_start():
+        rows = node_rows(fabric, SIM_NODES)
+        return all(n.last_collected_at and n.last_collected_at > start for n in rows.values()) and rows
+
+    rows = fabric.wait("a poll of every node stored", polled_since_start, 2 * INTERVAL + SLACK_S)
+    for node in rows.values():
+        lag = (node.last_ingested_at - node.last_collected_at).total_seconds()
+        assert 0 <= lag < INTERVAL, f"{node.name}: stored {lag:.2f} s after it was read"
+
+    ports = Port.objects.using(fabric.db).filter(device__node__name__in=SIM_NODES)
+    counts = lambda: ports.annotate(n=Count("samples")).values_list("n", flat=True)  # noqa: E731
+    fabric.wait("4 samples of every port", lambda: min(counts()) >= 4, 4 * INTERVAL + SLACK_S)
+    # One collect per node per interval: no poll sent twice, none skipped while the node keeps up.
+    gaps = PortSample.objects.using(fabric.db).filter(port__in=ports, interval_s__isnull=False)
+    median = statistics.median(gaps.values_list("interval_s", flat=True))
+    assert 0.8 * INTERVAL <= median <= 1.25 * INTERVAL
+
+
+def test_a_new_node_worker_registers_itself_and_runs_without_a_database(fabric, newcomer):
+    fabric.wait(f"{NEWCOMER} registered by its hello", lambda: node_rows(fabric, [NEWCOMER]), 30)
+    fabric.wait(f"{NEWCOMER} polled by beat", lambda: samples(fabric, NEWCOMER) >= 6, 3 * INTERVAL + SLACK_S)
+
+    report_to = f"e2e:probe:{uuid.uuid4().hex[:8]}"
+    # Not the current app: the suite's own tasks must keep sending to the suite's broker.
+    client = Celery("e2e-client", broker=fabric.redis_url, set_as_current=False)
+    client.conf.update(task_serializer="json", accept_content=["json"])
+    try:
+        client.send_task(PROBE, args=[report_to], queue=f"node.{NEWCOMER}")
+    finally:
+        client.close()
+    popped = fabric.redis.blpop([report_to], timeout=15)
+    assert popped, f"the probe did not run on {NEWCOMER}\n{newcomer.tail()}"
+    seen = json.loads(popped[1])
+    assert seen["settings"] == "fabricweb.agent.settings"
+    assert "DATABASE_URL" not in seen["env"] and "SECRET_KEY" not in seen["env"]
+    assert seen["connect"].startswith("ImproperlyConfigured: settings.DATABASES is improperly configured")
+    assert seen["models"].startswith("RuntimeError: Model class fabricweb.inventory.models.Node")
+
+
+def test_a_dead_nodes_queue_does_not_pile_up(fabric, newcomer):
+    assert newcomer.stop() == 0, newcomer.tail()
+    before = samples(fabric, NEWCOMER)
+    queue = f"node.{NEWCOMER}"
+    time.sleep(3 * INTERVAL)
+    # The poll the worker held when it stopped went back to the queue (acks_late), and the
+    # dispatcher sent at most one more while the queue was empty; then it sends none.
+    held = fabric.redis.llen(queue)
+    assert 1 <= held <= 2
+    time.sleep(3 * INTERVAL)
+    assert fabric.redis.llen(queue) == held
+    assert samples(fabric, NEWCOMER) == before
+
+
+def test_a_node_whose_worker_stopped_is_flagged_stale_after_three_missed_polls(fabric, newcomer):
+    try:
+        importlib.import_module("fabricweb.health.tasks").check_stale  # noqa: B018
+    except (ImportError, AttributeError):
+        pytest.skip("fabricweb.health.tasks.check_stale is not written yet")
+    assert newcomer.stop() == 0
+    node = node_rows(fabric, [NEWCOMER])[NEWCOMER]
+    stale = Event.objects.using(fabric.db).filter(node=node, kind="stale", resolved_at__isnull=True)
+    event = fabric.wait(f"a stale event for {NEWCOMER}", stale.first, 4 * INTERVAL + SLACK_S)
+    # check_stale runs every interval: flagged at the first check after the third missed poll.
+    silent = (event.opened_at - node.last_ingested_at).total_seconds()
+    assert 3 * INTERVAL <= silent <= 4 * INTERVAL + SLACK_S
+    assert NEWCOMER in event.message and "worker" in event.message
+
+
+@dataclass(frozen=True)
+class Case:
+    spec: str
+    kind: str | None  # the event kind expected; None: no event at all
+    words: tuple[str, ...] = ()  # in the event's reason
+    polls: int = 1  # polls the rule needs by its own definition before it speaks
+    resolves: bool = True  # within the test, once the fault is removed
+
+    @property
+    def target(self) -> tuple[str, str, int | None]:
+        node, device, *port = self.spec.split(":")[0].split("/")
+        return node, device, int(port[0]) if port else None
+
+
+CASES = [
+    Case("cn001/mlx5_0/1:speed=QDR", "degraded", ("4X HDR", "4X QDR")),
+    Case("cn001/mlx5_1/1:width=1X", "degraded", ("1X HDR",)),
+    Case("cn002/mlx4_0/1:down", "down", ("port down", "Polling")),
+    Case("cn002/mlx4_0/2:disabled", "down", ("port down", "Disabled")),
+    Case("cn003/mlx5_0/1:symbol-errors=100/s", "symbol_errors", ("symbol errors in",)),
+    # Two downs make flapping; the rule judges the last hour, so the event outlives the test.
+    Case("cn003/mlx5_1/1:flap", "flapping", ("link",), polls=4, resolves=False),
+    Case("cn004/mlx5_0/1:saturate", "congestion", ("congested",), polls=3),
+    Case("cn004/mlx5_1/1:reset", None),  # a counter reset is not a problem: no event, a reset sample
+    Case("cn005/mlx5_0:pcie=GEN3x8", "pcie", ("PCIe",)),
+    Case("cn005/mlx5_1:vanish", "vanished", ("device vanished",), polls=2),
+]
+
+
+def events_of(fabric, case: Case, since: datetime):
+    node, device, port = case.target
+    found = Event.objects.using(fabric.db).filter(node__name=node, device__name=device, opened_at__gte=since)
+    return found.filter(port__number=port) if port else found.filter(port__isnull=True)
+
+
+def fault_cli(fabric, *args: str) -> None:
+    cmd = [sys.executable, "-m", "collectors", "fault", "--out", str(fabric.sim_dir), *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, f"fault {' '.join(args)}: {done.stderr}"
+
+
+def test_every_fault_kind_opens_its_event_within_one_poll_and_resolves_when_removed(fabric):
+    assert sorted({c.spec.split(":")[1].split("=")[0] for c in CASES}) == sorted(
+        ["down", "disabled", "speed", "width", "symbol-errors", "flap", "reset", "saturate", "pcie", "vanish"]
+    ), "one case per fault kind of the simulator"
+    fabric.wait("every simulated node polled", lambda: len(node_rows(fabric, SIM_NODES)) == NODES, STARTUP_S)
+    time.sleep(3 * INTERVAL)  # every port has a history (a best link held) before its faults
+    added = timezone.now()
+    fault_cli(fabric, "add", *(c.spec for c in CASES))
+
+    def opened(case: Case):
+        return events_of(fabric, case, added - timedelta(seconds=1)).filter(kind=case.kind).first()
+
+    alarms = [c for c in CASES if c.kind]
+    deadline = max(c.polls for c in alarms) * INTERVAL + INTERVAL + 2 * SLACK_S
+    fabric.wait("an event for every fault", lambda: all(opened(c) for c in alarms), deadline)
+    problems = []
+    for case in alarms:
+        event = opened(case)
+        # One simulator step for the fault to reach the tree, then the polls the rule needs.
+        allowed = INTERVAL + case.polls * INTERVAL + SLACK_S
+        took = (event.opened_at - added).total_seconds()
+        if took > allowed:
+            problems.append(f"{case.spec}: opened {took:.1f} s after the fault (allowed {allowed:.1f} s)")
+        missing = [w for w in case.words if w not in event.reason]
+        if missing:
+            problems.append(f"{case.spec}: reason {event.reason!r} lacks {missing}")
+    reset = next(c for c in CASES if c.kind is None)
+    node, device, port = reset.target
+    reset_port = Port.objects.using(fabric.db).get(device__node__name=node, device__name=device, number=port)
+    fabric.wait("a reset sample", reset_port.samples.filter(ts__gte=added, reset=True).exists, 2 * INTERVAL + SLACK_S)
+    alarms_on_reset = events_of(fabric, reset, added).exclude(severity=Event.Severity.INFO)
+    problems += [f"{reset.spec}: unexpected event {e.kind}: {e.message}" for e in alarms_on_reset]
+    assert not problems, "\n".join(problems)
+
+    removed = timezone.now()
+    fault_cli(fabric, "clear")
+    resolvable = [opened(c) for c in alarms if c.resolves]
+
+    def all_resolved():
+        return all(Event.objects.using(fabric.db).get(pk=e.pk).resolved_at for e in resolvable)
+
+    fabric.wait("every event resolved after its fault was removed", all_resolved, 8 * INTERVAL + 2 * SLACK_S)
+    for event in resolvable:
+        event = Event.objects.using(fabric.db).get(pk=event.pk)
+        assert event.resolved_at > removed and event.reason.startswith("clear for 3 polls"), event.reason
+    for case in CASES:
+        if case.kind and not case.resolves:
+            assert opened(case).resolved_at is None  # judged over the last hour: still open, by design

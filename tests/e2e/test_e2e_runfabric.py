@@ -1,0 +1,55 @@
+"""runfabric itself: trees written by someone else, a private Redis, the web server, and no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import urllib.request
+from pathlib import Path
+
+from e2e_harness import RunningFabric, database_alias, fresh_database
+
+from collectors.sim import Fabric
+from fabricweb.inventory.models import Port
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_runfabric_serves_any_trees_and_stops_everything_when_one_process_dies(tmp_path, django_db_blocker):
+    trees = tmp_path / "trees"
+    Fabric.create(str(trees), 2)  # written once by someone else; runfabric starts no simulator
+    web = f"127.0.0.1:{free_port()}"
+    options = ["--no-sim", "--start-redis", "--web", web, "--ingest-concurrency", "1"]
+    with (
+        fresh_database("sqlite", tmp_path) as db_url,
+        django_db_blocker.unblock(),
+        database_alias("e2e_runfabric", db_url) as db,
+    ):
+        fabric = RunningFabric(tmp_path, db, db_url, None, options, sim_dir=trees, ALLOWED_HOSTS="127.0.0.1")
+        try:
+            ports = Port.objects.using(db)
+            fabric.wait("polls of both nodes stored", lambda: ports.filter(samples__isnull=False).count() >= 4, 60)
+            with urllib.request.urlopen(f"http://{web}/healthz", timeout=10) as response:
+                health = json.loads(response.read())
+            assert response.status == 200 and health["status"] == "ok", health
+
+            fabric.runner.watch()
+            agent = next(p for p in fabric.runner.seen if "fabricweb.agent" in cmdline(p))
+            os.killpg(os.getpgid(agent), signal.SIGKILL)
+            assert fabric.runner.proc.wait(30) == 1
+            assert "node agent exited with status -9; stopping the rest" in fabric.runner.log.read_text()
+        finally:
+            fabric.stop(expect_status=1)

@@ -1,0 +1,41 @@
+"""Fixtures of the health tests that run on the databases: a simulated fabric, and a fresh health cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+from health_db_fabric import SimFabric
+
+from fabricweb.health import context
+
+
+@pytest.fixture(autouse=True)
+def fresh_norms():
+    """Policies and the fabric majority are cached per process: never carry them from one test to the next."""
+    context.forget()
+    yield
+    context.forget()
+
+
+@pytest.fixture
+def sim_dir(tmp_path):
+    """Where the simulator writes its node trees: memory when there is some (it rewrites ~100 files a step,
+    about 20 times slower on a disk-backed overlay), else pytest's tmp_path."""
+    if os.access("/dev/shm", os.W_OK):
+        path = tempfile.mkdtemp(prefix="fabricweb-sim-", dir="/dev/shm")
+        yield path
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        yield str(tmp_path)
+
+
+@pytest.fixture
+def fabric(sim_dir):
+    """Six nodes, so every simulated HCA kind is there and six ConnectX-6 ports make a fabric majority."""
+    fab = SimFabric(sim_dir, 6)
+    kinds = {"cn001": "cx6", "cn002": "cx3", "cn003": "cx6", "cn004": "cx7", "cn005": "cx6", "cn006": "roce"}
+    assert fab.kinds == kinds
+    return fab

@@ -1,0 +1,48 @@
+"""Snapshots that arrive together (a relay's batch, a backfill) are judged as if they had come one by one."""
+
+from __future__ import annotations
+
+from health_db_fabric import SimFabric
+
+from fabricweb.health import context, engine
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node
+from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
+
+SCRIPT = {  # poll -> faults added (+) or removed (-)
+    2: ("+cn001/mlx5_0/1:down", "+cn002/mlx4_0/2:vanish"),
+    5: ("-cn001/mlx5_0/1:down", "-cn002/mlx4_0/2:vanish", "+cn001/mlx5_1/1:width=2X"),
+    8: ("-cn001/mlx5_1/1:width",),
+}
+
+
+def record(sim_dir) -> list[tuple]:
+    fab = SimFabric(sim_dir, 2)
+    polls = []
+    for i in range(12):
+        for spec in SCRIPT.get(i, ()):
+            (fab.fault if spec[0] == "+" else fab.clear)(spec[1:])
+        fab.sim.step(10.0)
+        polls.append((fab.now, [fab.snapshot(n) for n in fab.nodes]))
+    return polls
+
+
+def events() -> list[tuple]:
+    return sorted(
+        Event.objects.values_list("key", "severity", "message", "opened_at", "updated_at", "resolved_at", "clean_polls")
+    )
+
+
+def test_a_batch_of_many_polls_opens_and_resolves_the_same_events_as_the_polls_one_by_one(each_db, sim_dir):
+    polls = record(sim_dir)
+    for now, snaps in polls:
+        for snap in snaps:
+            ingest_snapshot(snap, now=now)
+    one_by_one = events()
+    assert {e[0] for e in one_by_one} >= {"down:cn001/mlx5_0/1", "vanished:cn002/mlx4_0/2", "degraded:cn001/mlx5_1/1"}
+
+    Node.objects.all().delete()
+    context.forget()
+    ingest_batch([snap for _, snaps in polls for snap in snaps], now=polls[-1][0])
+    assert engine.LAST.snapshots == 24
+    assert events() == one_by_one

@@ -1,0 +1,79 @@
+"""Nodes that stop sending snapshots: stale after three missed polls, resolved once they report again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from health_db_fabric import open_events
+
+from fabricweb.health import tasks
+from fabricweb.health.models import Event
+from fabricweb.health.staleness import check_stale
+
+BEAT_LAG = timedelta(seconds=1)  # beat runs the check a moment after the polls land
+
+
+def poll_and_check(fabric, n: int = 1):
+    for _ in range(n):
+        fabric.poll()
+        report = check_stale(now=fabric.now + BEAT_LAG)
+        fabric.note_alarms()
+    return report
+
+
+def test_a_node_that_stops_reporting_is_stale_after_three_missed_polls_and_clear_once_it_reports(each_db, fabric):
+    poll_and_check(fabric, 2)
+    fabric.silent.add("cn003")  # its worker died; the node itself may be fine
+    poll_and_check(fabric, 2)
+    assert "stale:cn003" not in open_events()
+    report = poll_and_check(fabric)
+    assert report.stale == ["cn003"] and report.opened == 1
+
+    event = open_events()["stale:cn003"]
+    assert (event.severity, event.kind, event.device_id, event.port_id) == ("warning", "stale", None, None)
+    assert event.message == "cn003: no snapshot for 3 polls (~30 s): the node or its fabricweb worker is down"
+    poll_and_check(fabric)
+    assert open_events()["stale:cn003"].message.startswith("cn003: no snapshot for 4 polls (~40 s)")
+    # Its ports' own events are held, not resolved, while nothing is known of them.
+    assert not Event.objects.filter(node__name="cn003").exclude(kind="stale").exists()
+
+    fabric.silent.clear()
+    poll_and_check(fabric, 2)
+    assert open_events()["stale:cn003"].clean_polls == 2
+    poll_and_check(fabric)
+    assert "stale:cn003" not in open_events()
+    assert Event.objects.get(key="stale:cn003").reason == "clear for 3 polls"
+    assert fabric.alarms == {"stale:cn003": "warning"}
+
+
+def test_a_vanished_node_is_stale_and_comes_back_as_after_a_reboot(each_db, fabric):
+    poll_and_check(fabric, 2)
+    fabric.fault("cn004:vanish")  # the whole tree is gone: no worker sends anything for it
+    poll_and_check(fabric, 3)
+    assert open_events()["stale:cn004"].message.startswith("cn004: no snapshot for 3 polls")
+    fabric.clear("cn004:vanish")
+    poll_and_check(fabric, 3)
+    assert "stale:cn004" not in open_events()
+    assert fabric.alarms == {"stale:cn004": "warning"}  # counters back at zero: a reset, not an alarm
+
+
+def test_a_node_held_stale_by_a_worker_that_reports_now_and_then_stays_one_event(each_db, fabric):
+    poll_and_check(fabric, 2)
+    fabric.silent.add("cn005")
+    poll_and_check(fabric, 3)
+    first = open_events()["stale:cn005"]
+    for _ in range(2):  # one snapshot, then silence again
+        fabric.silent.discard("cn005")
+        poll_and_check(fabric)
+        fabric.silent.add("cn005")
+        poll_and_check(fabric, 3)
+    assert open_events()["stale:cn005"].pk == first.pk
+    assert Event.objects.filter(key="stale:cn005").count() == 1
+
+
+def test_the_celery_task_checks_every_node_against_the_server_clock(each_db, fabric):
+    poll_and_check(fabric, 1)
+    # The simulated fabric last reported in March 2026 by its own clock: long ago for the real one.
+    result = tasks.check_stale.apply().get()
+    assert result["stale"] == fabric.nodes and result["opened"] == len(fabric.nodes)
+    assert tasks.check_stale.apply().get()["opened"] == 0  # the next run updates them
