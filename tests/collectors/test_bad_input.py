@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
+from sysfs_fixtures import FIXTURES
 
 from collectors import read_host
 from collectors.link import Rate
-
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 
 
 @pytest.fixture

@@ -6,14 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from sysfs_fixtures import NODE_EXPORTER, PROCFS
 
 from collectors import read_host, to_dict
 from collectors.link import Rate
 from collectors.model import Enum
-
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-PROCFS = FIXTURES / "procfs" / "sys"
-NODE_EXPORTER = FIXTURES / "node-exporter" / "sys"
 
 ACTIVE = Enum(4, "ACTIVE")
 LINK_UP = Enum(5, "LinkUp")

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 U64_MAX = (1 << 64) - 1
 PAGE = 4096  # the reader reads one page, the most a sysfs attribute holds
 
@@ -85,20 +85,6 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _read(root: Path) -> dict:
     return to_dict(read_host(str(root), host="fuzz", use_verbs=False, now=0.0))
-
-
-def _flat(d: object, path: tuple = ()) -> dict[tuple, object]:
-    """Leaves of a snapshot dict, devices keyed by name and ports by number."""
-    out: dict[tuple, object] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out.update(_flat(v, (*path, k)))
-    elif isinstance(d, list) and path and path[-1] in ("devices", "ports"):
-        for item in d:
-            out.update(_flat(item, (*path, item.get("name", item.get("port")))))
-    else:
-        out[path] = d
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -334,7 +320,7 @@ def put(tree: Path) -> Iterator[Callable[[str, bytes], None]]:
 def _read_checked(tree: Path) -> tuple[dict, dict[tuple, object], list[dict]]:
     snap = _read(tree)  # must not raise, whatever the bytes
     json.loads(json.dumps(snap, allow_nan=False))
-    return snap, _flat({k: v for k, v in snap.items() if k != "errors"}), snap["errors"]
+    return snap, flat({k: v for k, v in snap.items() if k != "errors"}), snap["errors"]
 
 
 def _named(tree: Path, rel: str, errors: list[dict]) -> bool:
@@ -363,7 +349,7 @@ def _always(test):
 def test_any_bytes_cost_at_most_that_value(tree: Path, clean: dict, put, kind: Kind, data: bytes) -> None:
     put(kind.rel, data)
     snap, now, errors = _read_checked(tree)
-    base = _flat({k: v for k, v in clean.items() if k != "errors"})
+    base = flat({k: v for k, v in clean.items() if k != "errors"})
 
     stray = {k for k in _changed(base, now) if not _starts(k, (kind.key, *kind.also))}
     assert not stray, f"{kind.rel} = {data[:60]!r} changed other values: {sorted(stray)}"
@@ -400,7 +386,7 @@ def _ports_of(snap: dict[tuple, object], ifname: str) -> list[int]:
 def test_any_dev_port_attaches_the_netdev_right_or_not_at_all(tree: Path, clean: dict, put, data: bytes) -> None:
     put(DEV_PORT, data)
     _, now, errors = _read_checked(tree)
-    base = _flat({k: v for k, v in clean.items() if k != "errors"})
+    base = flat({k: v for k, v in clean.items() if k != "errors"})
     netdevs = (("devices", "mlx5_0", "ports", 1, "netdevs"), ("devices", "mlx5_0", "ports", 2, "netdevs"))
     assert all(_starts(k, netdevs) for k in _changed(base, now))
 
@@ -471,8 +457,8 @@ def test_a_non_file_costs_only_that_value_and_is_named(tree: Path, clean: dict, 
         else (("devices", "mlx5_0", "ports", 1, "netdevs"), ("devices", "mlx5_0", "ports", 2, "netdevs"))
     )
     base, now = (
-        _flat({k: v for k, v in clean.items() if k != "errors"}),
-        _flat({k: v for k, v in snap.items() if k != "errors"}),
+        flat({k: v for k, v in clean.items() if k != "errors"}),
+        flat({k: v for k, v in snap.items() if k != "errors"}),
     )
     changed = _changed(base, now)
     assert changed and all(_starts(k, allowed) for k in changed), sorted(changed)
@@ -490,7 +476,7 @@ def test_a_missing_file_is_none_and_no_error(tree: Path, clean: dict, rel: str) 
         path.write_bytes(data)
     assert snap["errors"] == []
     base, now = (
-        _flat({k: v for k, v in clean.items() if k != "errors"}),
-        _flat({k: v for k, v in snap.items() if k != "errors"}),
+        flat({k: v for k, v in clean.items() if k != "errors"}),
+        flat({k: v for k, v in snap.items() if k != "errors"}),
     )
     assert all(now.get(k) in (None, []) for k in _changed(base, now))

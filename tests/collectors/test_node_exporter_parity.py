@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
 NE_TREE = FIXTURES / "node-exporter" / "sys"
 PROCFS_TREE = FIXTURES / "procfs" / "sys"
 GOLDEN = FIXTURES / "node-exporter" / "expected-node_exporter.prom"
@@ -338,26 +338,11 @@ BREAKS = [
 MISSING = [f"{P1}/rate", f"{P1}/state", f"{P1}/phys_state", "mlx4_0/fw_ver", "mlx4_0/board_id"]
 
 
-def _flat(d: object, path: tuple = ()) -> dict[tuple, object]:
-    """Leaves of a snapshot dict; devices keyed by name and ports by number so that
-    one lost port or value shows as exactly its own keys."""
-    out: dict[tuple, object] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            out.update(_flat(v, (*path, k)))
-    elif isinstance(d, list) and path and path[-1] in ("devices", "ports"):
-        for item in d:
-            out.update(_flat(item, (*path, item.get("name", item.get("port")))))
-    else:
-        out[path] = d
-    return out
-
-
 def _values(root: Path) -> tuple[dict[tuple, object], list[dict]]:
     snap = to_dict(read_host(str(root), host="parity", use_verbs=False, now=0.0))
     errors = snap.pop("errors")
     snap.pop("source")  # names the sysfs root, which differs between the copies
-    return _flat(snap), errors
+    return flat(snap), errors
 
 
 def _owner(ib_rel: str) -> tuple:
