@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 import itertools
 import os
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from django.test import Client
@@ -14,38 +13,9 @@ from collectors import read_host, to_dict
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Port
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.fixture_trees import NODE_EXPORTER, T0, later, snapshot
 
-
-def _fixtures() -> Path:
-    repo = Path(__file__).resolve().parents[2]
-    for candidate in (repo / "shared" / "fixtures", repo.parent / "shared" / "fixtures"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("shared/fixtures not found next to or inside the repository")
-
-
-FIXTURES = _fixtures()
-PROCFS = FIXTURES / "procfs" / "sys"  # hfi1_0, mlx4_0 (2 ports, 4X QDR), mlx5_0 (1X EDR: a 4X link on one lane)
-NODE_EXPORTER = FIXTURES / "node-exporter" / "sys"  # i40iw0 (N/A counters), mlx4_0 (capped port_xmit_wait)
-T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-def snapshot(root: Path = PROCFS, host: str = "cn001", at: datetime = T0) -> dict:
-    return to_dict(read_host(str(root), host=host, use_verbs=False, now=at.timestamp()))
-
-
-def later(snap: dict, seconds: float, bump: dict[str, int]) -> dict:
-    """`snap` taken `seconds` later with counters raised by `bump` (where present and known)."""
-    out = copy.deepcopy(snap)
-    when = datetime.fromisoformat(snap["collected_at"]) + timedelta(seconds=seconds)
-    out["collected_at"] = when.isoformat().replace("+00:00", "Z")
-    for dev in out["devices"]:
-        for port in dev["ports"]:
-            for section in ("counters", "counters_ext"):
-                for name, amount in bump.items():
-                    if port[section].get(name) is not None:
-                        port[section][name] += amount
-    return out
+__all__ = ["NODE_EXPORTER", "T0", "later", "snapshot"]  # re-exported for the API tests
 
 
 def port(node: str, device: str, number: int) -> Port:

@@ -1,12 +1,10 @@
-"""Where the real sysfs trees are (shared/fixtures beside the checkout), and a snapshot flattener."""
+"""The real sysfs trees, and a snapshot flattener for comparing reads."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.fixture_trees import FIXTURES, NODE_EXPORTER, PROCFS
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
-PROCFS = FIXTURES / "procfs" / "sys"
-NODE_EXPORTER = FIXTURES / "node-exporter" / "sys"
+__all__ = ["FIXTURES", "NODE_EXPORTER", "PROCFS", "flat"]
 
 
 def flat(d: object, path: tuple = ()) -> dict[tuple, object]:
