@@ -487,17 +487,16 @@ def _vanished(view: PortView, t: Thresholds, device: bool) -> list[Finding]:
     if polls < t.vanished_after_polls:
         return []
     severity = CRITICAL if _expect_up(view) else INFO
+    missing = "the last snapshot" if polls == 1 else f"the last {polls} snapshots"
     if device:
         key = device_key(Kind.VANISHED, view.node, view.device)
         text = (
-            f"{view.node} {view.device}: device vanished, missing from the last {polls} snapshots "
+            f"{view.node} {view.device}: device vanished, missing from {missing} "
             "(the HCA fell off the PCIe bus or its driver was unloaded)"
         )
     else:
         key = port_key(Kind.VANISHED, view.node, view.device, view.port)
-        text = (
-            f"{port_label(view.node, view.device, view.port)}: port vanished, missing from the last {polls} snapshots"
-        )
+        text = f"{port_label(view.node, view.device, view.port)}: port vanished, missing from {missing}"
     return [Finding(Kind.VANISHED, severity, key, text, {"missing_polls": polls})]
 
 

@@ -53,7 +53,9 @@ class Thresholds:
     # opensm's default sweep is 10 s: INIT/ARMED on LinkUp for two polls means no SM answered.
     no_sm_after_polls: int = _t(2, "polls", "our choice")
     stale_after_polls: int = _t(3, "missed polls", "our choice: one late snapshot is not an outage")
-    vanished_after_polls: int = _t(2, "polls", "our choice; a driver reload takes a few seconds")
+    vanished_after_polls: int = _t(
+        1, "polls", "sysfs lists a device only while its driver holds it: gone means gone now"
+    )
 
     # Expectations and events.
     fabric_min_ports: int = _t(4, "active ports of one HCA model", "our choice")

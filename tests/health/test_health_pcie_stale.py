@@ -130,7 +130,15 @@ def test_a_vanished_port_nobody_expected_up_is_info():
     assert only(j, Kind.VANISHED).severity is Severity.INFO
 
 
-def test_one_missing_poll_is_not_yet_vanished_but_holds_the_ports_events():
-    j = judge_port(port_view(device_missing_polls=1))
+def test_it_calls_a_device_missing_from_one_snapshot_vanished():
+    f = only(judge_port(port_view(device_missing_polls=1)), Kind.VANISHED)
+    assert f.message == (
+        "cn042 mlx5_0: device vanished, missing from the last snapshot "
+        "(the HCA fell off the PCIe bus or its driver was unloaded)"
+    )
+
+
+def test_a_site_that_waits_a_poll_holds_the_ports_events_meanwhile():
+    j = judge_port(port_view(device_missing_polls=1), t=Thresholds(vanished_after_polls=2))
     assert j.findings == []
     assert "symbol_errors:cn042/mlx5_0/1" in j.unknown
