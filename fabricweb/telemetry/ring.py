@@ -12,6 +12,14 @@ Port.counters: no PMA, an unreadable file), which the rules can tell from the ro
 Clean polls before the last one are merged into one entry covering them all, so a
 healthy port's ring is two short entries, yet the intervals still add up to the time
 observed: rates and shares over a window stay exact.
+
+On a busy port port_xmit_wait moves at every poll, so no poll is clean and the ring would
+keep one entry per poll (~360 an hour, 15-20 kB of JSON rewritten at every poll). Polls
+older than FINE_S in which nothing but port_xmit_wait moved ("quiet": no error counter, no
+unknown) are therefore merged into entries of up to COARSE_S seconds, their waits summed.
+The last FINE_S (longer than the 1- and 5-minute windows the rules read) stay one entry per
+poll, and errors and unknowns are never merged: only the hour window's oldest, partly
+covered entry of port_xmit_wait is shared out over a minute instead of one poll.
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ from collections.abc import Iterable, Mapping
 from .columns import RING_COUNTERS
 
 WINDOW_S = 3600.0
+FINE_S = 600.0  # polls this recent stay whole
+COARSE_S = 60.0  # longest merged entry of quiet polls
+XMIT_WAIT = "port_xmit_wait"
 _RING = frozenset(RING_COUNTERS)
 
 
@@ -38,4 +49,33 @@ def push(ring: list, ts: float, interval: float, deltas: dict, window: float = W
         run, last = out[-2], out[-1]
         out[-2:] = [[last[0], min(run[1] + last[1], window), {}]]
     out.append([ts, interval, deltas])
+    return _coarsen(out, ts - FINE_S)
+
+
+def _quiet(entry: list) -> bool:
+    """A poll in which no counter but port_xmit_wait moved and none was unknown, over a known interval."""
+    deltas, interval = entry[2], entry[1]
+    if not (type(interval) in (int, float) and 0 < interval <= COARSE_S):
+        return False
+    return not deltas or (len(deltas) == 1 and type(deltas.get(XMIT_WAIT)) is int and deltas[XMIT_WAIT] > 0)
+
+
+def _coarsen(ring: list, before: float) -> list:
+    """Merge consecutive quiet entries that ended by `before` into entries of at most COARSE_S seconds."""
+    if len(ring) < 2 or not ring[1][0] <= before:
+        return ring
+    out = [ring[0]]
+    for entry in ring[1:]:
+        last = out[-1]
+        if (
+            entry[0] <= before
+            and _quiet(entry)
+            and _quiet(last)
+            and last[1] + entry[1] <= COARSE_S
+            and (last[2] or entry[2])  # runs of clean polls are merged by push already
+        ):
+            wait = last[2].get(XMIT_WAIT, 0) + entry[2].get(XMIT_WAIT, 0)
+            out[-1] = [entry[0], last[1] + entry[1], {XMIT_WAIT: wait} if wait else {}]
+        else:
+            out.append(entry)
     return out

@@ -60,6 +60,7 @@ PORT_POLL_FIELDS = [
 ]
 PORT_LINK_FIELDS = [*LINK_FIELDS, "best_speed", "best_lanes", "ever_up"]
 PORT_GONE_FIELDS = ["vanished_at", "missed_polls"]
+PORT_UNREAD_FIELDS = ["hw_counters"]  # written at every poll, read by neither ingest nor health
 SAMPLE_COLUMNS = [
     "port_id",
     "ts",
@@ -86,16 +87,24 @@ def load_nodes(first_seen: dict[str, datetime]) -> dict[str, NodeRows]:
         nodes.update({n.name: n for n in Node.objects.select_for_update().filter(name__in=created).order_by("name")})
     rows = {name: NodeRows(node, new=name in created) for name, node in nodes.items()}
     by_id = {r.node.pk: r for r in rows.values()}
-    for device in Device.objects.filter(node_id__in=by_id):
+    # No ORDER BY in SQL: the models' default orderings join node (and device) rows only to sort.
+    # Sorted here instead, so the dicts hold devices by name and ports by number as before.
+    for device in sorted(Device.objects.filter(node_id__in=by_id).order_by(), key=_by_name):
         node_rows = by_id[device.node_id]
         device.node = node_rows.node
         node_rows.devices[device.name] = device
     devices = {d.pk: d for r in rows.values() for d in r.devices.values()}
-    for port in Port.objects.filter(device_id__in=devices):
+    # Port.hw_counters is only ever overwritten by ingest, never read: not loaded.
+    ports = Port.objects.filter(device_id__in=devices).order_by().defer(*PORT_UNREAD_FIELDS)
+    for port in sorted(ports, key=lambda p: (devices[p.device_id].name, p.number)):
         device = devices[port.device_id]
         port.device = device
         by_id[device.node_id].ports.setdefault(device.name, {})[port.number] = port
     return rows
+
+
+def _by_name(row: Device) -> str:
+    return row.name
 
 
 def write(changes: Changes) -> None:
