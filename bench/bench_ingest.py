@@ -163,6 +163,8 @@ def _drop_postgres_database() -> None:
 
 def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], profile: bool) -> list[dict]:
     label = _setup_django(db, scratch)
+    from fabricweb.health import engine
+    from fabricweb.telemetry import rowcache
     from fabricweb.telemetry.ingest import ingest_batch
 
     clock = PhaseClock()
@@ -176,6 +178,7 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
             ingest_batch(renamed[0][i : i + batch])
         register = time.perf_counter() - start
         clock.reset()
+        hits_before = engine.quiet_hits
         profiler = cProfile.Profile() if profile else None
         samples = 0
         if profiler:
@@ -197,6 +200,8 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
             "samples_per_s": round(samples / elapsed),
             "register_s": round(register, 3),
             "us_per_sample": phases,
+            "quiet_reused": round((engine.quiet_hits - hits_before) / samples, 3),
+            "row_cache": f"{rowcache.CACHE.hits} hits / {rowcache.CACHE.misses} misses",
         }
         if profiler:
             text = io.StringIO()
@@ -254,6 +259,7 @@ def main() -> int:
                     f"({row['samples']} in {row['seconds']} s; first poll {row['register_s']} s)"
                 )
                 print("    µs per sample: " + ", ".join(f"{k} {v}" for k, v in row["us_per_sample"].items()))
+                print(f"    quiet ports' judgements reused: {row['quiet_reused']:.0%}; rows in memory: {row['row_cache']}")
                 if "profile" in row:
                     print(row["profile"])
     finally:

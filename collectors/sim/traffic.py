@@ -18,9 +18,10 @@ from .layout import unit
 
 DAY = 86400.0
 MAX_UTILISATION = 0.9  # normal traffic stays below the link rate
-# port_xmit_wait ticks per second: a trickle normally, heavy when saturated (caps 32 bits in ~2 min).
+# port_xmit_wait ticks per second: a trickle normally; saturated, waiting for credits ~60% of the
+# time at the usual ~4 ns tick (over the 25% congestion default), capping 32 bits in ~30 s.
 WAIT_TICKS_NORMAL = 2000.0
-WAIT_TICKS_SATURATED = 4.0e7
+WAIT_TICKS_SATURATED = 1.5e8
 # Flapping: link_error_recovery 6 per minute, above the 5/min "flapping" threshold operators use.
 FLAP_RECOVERIES_PER_S = 0.1
 

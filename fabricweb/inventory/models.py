@@ -26,6 +26,14 @@ class Node(models.Model):
     )
     read_errors = models.JSONField(default=list, help_text="Files the last snapshot could not read: path and reason.")
     source = models.JSONField(default=dict, help_text="sysfs root and pyverbs status of the last snapshot.")
+    ingest_token = models.BigIntegerField(
+        null=True,
+        editable=False,
+        help_text=(
+            "Random, new at every write by ingest; cleared when anything else writes the node's devices or ports. "
+            "An ingest process reuses the rows it holds in memory only while this still matches."
+        ),
+    )
 
     class Meta:
         ordering = ["name"]

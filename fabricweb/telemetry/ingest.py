@@ -19,7 +19,7 @@ from datetime import datetime
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from . import store
+from . import rowcache, store
 from .apply import Changes, apply_snapshot
 from .results import STORED, IngestResult
 from .schema import SnapshotIn, SnapshotRejected, parse_snapshot
@@ -99,12 +99,16 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
     first_seen: dict[str, datetime] = {}
     for _, snap in ordered:
         first_seen.setdefault(snap.host, snap.collected_at)
+    # Rows are reused between batches only when this is the outermost transaction (see rowcache).
+    cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
     with transaction.atomic():
-        rows = store.load_nodes(first_seen)
+        rows = store.load_nodes(first_seen, cache)
         changes = Changes()
         results = {i: apply_snapshot(snap, rows[snap.host], changes, now) for i, snap in ordered}
         store.write(changes)
         stored = [r for r in results.values() if r.status == STORED]
         if stored:
             snapshots_ingested.send(sender=IngestResult, results=stored)
+    if cache is not None:
+        cache.keep(rows.values())  # committed: as this process wrote them
     return results

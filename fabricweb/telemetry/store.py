@@ -16,12 +16,13 @@ from django.db import connection, models
 
 from fabricweb.inventory.models import Device, Node, Port
 
+from . import rowcache
 from .apply import Changes, NodeRows
 from .columns import DELTA_COLUMNS
 from .models import PortSample
 from .schema import LINK_FIELDS
 
-NODE_FIELDS = ["last_collected_at", "last_ingested_at", "read_errors", "source"]
+NODE_FIELDS = ["last_collected_at", "last_ingested_at", "read_errors", "source", "ingest_token"]
 DEVICE_FIELDS = [
     "node_type_id",
     "node_type_name",
@@ -75,9 +76,13 @@ SAMPLE_COLUMNS = [
 ]
 
 
-def load_nodes(first_seen: dict[str, datetime]) -> dict[str, NodeRows]:
+def load_nodes(first_seen: dict[str, datetime], cache: rowcache.RowCache | None = None) -> dict[str, NodeRows]:
     """Lock (PostgreSQL: FOR UPDATE, in name order so two workers cannot deadlock) and load the named
-    nodes with their devices and ports; a node not yet known is created: it registers itself."""
+    nodes with their devices and ports; a node not yet known is created: it registers itself.
+
+    With a `cache`, a node whose rows this process wrote last (rowcache) reuses them and
+    only its node row is read; the rows are out of the cache until `cache.keep` puts them back.
+    """
     names = sorted(first_seen)
     nodes = {n.name: n for n in Node.objects.select_for_update().filter(name__in=names).order_by("name")}
     created = [name for name in names if name not in nodes]
@@ -85,22 +90,36 @@ def load_nodes(first_seen: dict[str, datetime]) -> dict[str, NodeRows]:
         # Another worker may register the same node at the same moment: let its row win.
         Node.objects.bulk_create([Node(name=n, first_seen_at=first_seen[n]) for n in created], ignore_conflicts=True)
         nodes.update({n.name: n for n in Node.objects.select_for_update().filter(name__in=created).order_by("name")})
-    rows = {name: NodeRows(node, new=name in created) for name, node in nodes.items()}
-    by_id = {r.node.pk: r for r in rows.values()}
+    rows: dict[str, NodeRows] = {}
+    unloaded: dict[int, NodeRows] = {}
+    for name, node in nodes.items():
+        held = cache.take(name, node.pk, node.ingest_token) if cache is not None else None
+        if held is None:
+            rows[name] = unloaded[node.pk] = NodeRows(node, new=name in created)
+            continue
+        held.node = node  # the row as locked now; everything below it is as this process wrote it
+        for device in held.devices.values():
+            device.node = node
+        rows[name] = held
+    if unloaded:
+        _load_devices_and_ports(unloaded)
+    return rows
+
+
+def _load_devices_and_ports(by_id: dict[int, NodeRows]) -> None:
     # No ORDER BY in SQL: the models' default orderings join node (and device) rows only to sort.
     # Sorted here instead, so the dicts hold devices by name and ports by number as before.
     for device in sorted(Device.objects.filter(node_id__in=by_id).order_by(), key=_by_name):
         node_rows = by_id[device.node_id]
         device.node = node_rows.node
         node_rows.devices[device.name] = device
-    devices = {d.pk: d for r in rows.values() for d in r.devices.values()}
+    devices = {d.pk: d for r in by_id.values() for d in r.devices.values()}
     # Port.hw_counters is only ever overwritten by ingest, never read: not loaded.
     ports = Port.objects.filter(device_id__in=devices).order_by().defer(*PORT_UNREAD_FIELDS)
     for port in sorted(ports, key=lambda p: (devices[p.device_id].name, p.number)):
         device = devices[port.device_id]
         port.device = device
         by_id[device.node_id].ports.setdefault(device.name, {})[port.number] = port
-    return rows
 
 
 def _by_name(row: Device) -> str:
@@ -116,6 +135,8 @@ def write(changes: Changes) -> None:
     if changes.samples:
         insert_samples([(port.pk, *head, *deltas) for port, head, deltas in changes.samples])
     if changes.nodes:
+        for node in changes.nodes.values():
+            node.ingest_token = rowcache.new_token()
         update_rows(Node, changes.nodes.values(), NODE_FIELDS)
     if changes.devices:
         update_rows(Device, changes.devices.values(), DEVICE_FIELDS)

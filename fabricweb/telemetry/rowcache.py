@@ -1,0 +1,99 @@
+"""The rows of recently ingested nodes, kept in the ingest process between batches.
+
+Loading a node's devices and ports (with their raw counters and `recent` ring as JSON)
+was the largest single cost of ingest. An ingest process that stored a node's last
+snapshot already holds those rows, exactly as it wrote them, so it may reuse them,
+provided nobody else wrote them since. That is what `Node.ingest_token` tells:
+
+- ingest writes a new random token with every node it stores (store.write);
+- any other write of a node's devices or ports through the ORM (the admin, accept
+  baseline, a delete) clears the token (`invalidate`, connected in TelemetryConfig);
+- ingest takes the node row's lock before anything else (store.load_nodes), so the
+  token it reads cannot change under it; rows are reused only when the token read
+  there is the one this process wrote last.
+
+Rows are taken out of the cache for the length of a batch and put back only after its
+transaction committed (`keep`): a rolled-back batch leaves nothing of itself here.
+Inside an enclosing transaction (tests) nothing is kept: its commit is not ours to see.
+A writer that bypasses the ORM (queryset.update, raw SQL) on devices or ports must call
+`invalidate` itself.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .apply import NodeRows
+
+MAX_NODES = 50_000  # ~10-40 kB per 4-port node: a bound on memory, far above one ingest worker's share
+
+
+def new_token() -> int:
+    return secrets.randbits(62) + 1  # never 0 and never NULL: both would look like "no token"
+
+
+class RowCache:
+    def __init__(self, limit: int = MAX_NODES) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._rows: dict[str, NodeRows] = {}
+        self.hits = self.misses = 0
+
+    def take(self, name: str, node_pk: int, token: int | None) -> NodeRows | None:
+        """This node's rows if this process holds them as of `token`; removed from the cache either way."""
+        with self._lock:
+            rows = self._rows.pop(name, None)
+        if rows is not None and token is not None and rows.node.pk == node_pk and rows.node.ingest_token == token:
+            self.hits += 1
+            return rows
+        self.misses += 1
+        return None
+
+    def keep(self, rows: Iterable[NodeRows]) -> None:
+        """Hold these rows for the next batch (call after their transaction committed)."""
+        with self._lock:
+            for r in rows:
+                if r.node.pk is None or r.node.ingest_token is None:
+                    continue
+                self._rows.pop(r.node.name, None)  # re-inserted last: the oldest go first when full
+                self._rows[r.node.name] = r
+            while len(self._rows) > self.limit:
+                del self._rows[next(iter(self._rows))]
+
+    def drop(self, names: Iterable[str] | None = None) -> None:
+        with self._lock:
+            if names is None:
+                self._rows.clear()
+            else:
+                for name in names:
+                    self._rows.pop(name, None)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+CACHE = RowCache()
+
+
+def invalidate(node_ids: Iterable[int]) -> None:
+    """Tell every ingest process that these nodes' rows changed outside ingest."""
+    from fabricweb.inventory.models import Node
+
+    ids = [i for i in node_ids if i is not None]
+    if ids:
+        Node.objects.filter(pk__in=ids).update(ingest_token=None)
+
+
+def on_row_changed(sender, instance, **kwargs) -> None:
+    """post_save / post_delete of a Device or Port (not ingest's own writes, which bypass the ORM)."""
+    from fabricweb.inventory.models import Device, Port
+
+    if isinstance(instance, Port):
+        device = Device.objects.filter(pk=instance.device_id).values_list("node_id", flat=True).first()
+        invalidate([device] if device is not None else [])
+    elif isinstance(instance, Device):
+        invalidate([instance.node_id])
