@@ -259,7 +259,8 @@ def main() -> int:
                     f"({row['samples']} in {row['seconds']} s; first poll {row['register_s']} s)"
                 )
                 print("    µs per sample: " + ", ".join(f"{k} {v}" for k, v in row["us_per_sample"].items()))
-                print(f"    quiet ports' judgements reused: {row['quiet_reused']:.0%}; rows in memory: {row['row_cache']}")
+                reused = f"{row['quiet_reused']:.0%}"
+                print(f"    quiet ports' judgements reused: {reused}; rows in memory: {row['row_cache']}")
                 if "profile" in row:
                     print(row["profile"])
     finally:

@@ -29,7 +29,7 @@ STILL: tuple[str, ...] = tuple(sorted({c for names in KIND_COUNTERS.values() for
 
 
 def inputs(view: PortView, t: Thresholds) -> tuple | None:
-    """What judge_port's result depends on for a quiet port (congestion aside), comparable with ==; None if not quiet."""
+    """What judge_port's result depends on for a quiet port (congestion aside), comparable with ==; else None."""
     if view.node_missed_polls or view.device_missing_polls or view.port_missing_polls or view.capped:
         return None
     if not view.is_active and not _unused(view):

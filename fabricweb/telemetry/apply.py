@@ -46,6 +46,7 @@ class Changes:
     nodes: dict[int, Node] = field(default_factory=dict)
     devices: dict[int, Device] = field(default_factory=dict)
     ports: dict[int, Port] = field(default_factory=dict)  # seen this poll: raw counters, ring, timestamps
+    rare: dict[int, Port] = field(default_factory=dict)  # ... and their 64-bit copies, caps, reset or absence changed
     links: dict[int, Port] = field(default_factory=dict)  # ... and their link (state, rate, lid...) changed
     gone: dict[int, Port] = field(default_factory=dict)  # absent from the snapshot
 
@@ -175,6 +176,14 @@ def _port(
             changes.ports[port.pk] = port
 
     d = port_deltas(prev_reading, Reading(p.counters, p.counters_ext, p.capped), interval)
+    if port.pk is not None and (
+        d.resets
+        or port.missed_polls
+        or port.vanished_at is not None
+        or port.capped != p.capped
+        or port.counters_ext != p.counters_ext
+    ):
+        changes.rare[port.pk] = port
     same_state = previous is not None and (previous.state_id, previous.phys_state_id) == (p.state_id, p.phys_state_id)
     port.state_polls = port.state_polls + 1 if same_state else 1
     port.counters, port.counters_ext, port.capped, port.hw_counters = (

@@ -47,18 +47,8 @@ DEVICE_FIELDS = [
 ]
 # What ingest owns of a port, by how often it changes. expected_* belong to the health rules,
 # which may write them in the same transaction: never written here.
-PORT_POLL_FIELDS = [
-    "counters",
-    "counters_ext",
-    "capped",
-    "hw_counters",
-    "last_collected_at",
-    "last_reset_at",
-    "state_polls",
-    "recent",
-    "missed_polls",
-    "vanished_at",
-]
+PORT_POLL_FIELDS = ["counters", "hw_counters", "last_collected_at", "state_polls", "recent"]  # every poll
+PORT_RARE_FIELDS = ["counters_ext", "capped", "last_reset_at", "missed_polls", "vanished_at"]  # when they change
 PORT_LINK_FIELDS = [*LINK_FIELDS, "best_speed", "best_lanes", "ever_up"]
 PORT_GONE_FIELDS = ["vanished_at", "missed_polls"]
 PORT_UNREAD_FIELDS = ["hw_counters"]  # written at every poll, read by neither ingest nor health
@@ -142,6 +132,8 @@ def write(changes: Changes) -> None:
         update_rows(Device, changes.devices.values(), DEVICE_FIELDS)
     if changes.ports:
         update_rows(Port, changes.ports.values(), PORT_POLL_FIELDS)
+    if changes.rare:
+        update_rows(Port, changes.rare.values(), PORT_RARE_FIELDS)
     if changes.links:
         update_rows(Port, changes.links.values(), PORT_LINK_FIELDS)
     if changes.gone:

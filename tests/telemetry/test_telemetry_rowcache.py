@@ -1,0 +1,116 @@
+"""Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/rowcache.py).
+
+These tests commit for real (transaction=True): the cache only keeps rows after a commit.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import DatabaseError
+from support import PROCFS, T0, later, snapshot
+
+from fabricweb.health.actions import accept_baseline
+from fabricweb.inventory.models import Node, Port
+from fabricweb.telemetry import rowcache
+from fabricweb.telemetry.ingest import ingest_snapshot
+from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry.signals import snapshots_ingested
+
+pytestmark = pytest.mark.django_db(transaction=True)
+STEP = {"port_xmit_data": 4000, "symbol_error": 0}
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    rowcache.CACHE.drop()
+    rowcache.CACHE.hits = rowcache.CACHE.misses = 0
+    yield rowcache.CACHE
+    rowcache.CACHE.drop()
+
+
+def xmit_deltas() -> list[int | None]:
+    port = Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1)
+    return list(PortSample.objects.filter(port=port).order_by("id").values_list("xmit_bytes", flat=True))
+
+
+def test_it_reuses_the_rows_it_wrote_and_computes_the_same_deltas(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    assert len(fresh_cache) == 1
+    second = later(first, 10, STEP)
+    ingest_snapshot(second)
+    ingest_snapshot(later(second, 10, STEP))
+    assert (fresh_cache.hits, fresh_cache.misses) == (2, 1)
+    assert xmit_deltas() == [None, 4000, 4000]
+    token = Node.objects.get(name="cn001").ingest_token
+    assert token is not None and fresh_cache.take("cn001", Node.objects.get(name="cn001").pk, token) is not None
+
+
+def test_another_ingest_process_writing_the_node_makes_it_read_the_rows_again(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    held = fresh_cache.take("cn001", Node.objects.get(name="cn001").pk, Node.objects.get(name="cn001").ingest_token)
+    # Another process (its own cache, here none) stores the next snapshot; this one still holds the old rows.
+    second = later(first, 10, STEP)
+    ingest_snapshot(second)
+    fresh_cache.drop()
+    fresh_cache.keep([held])
+    ingest_snapshot(later(second, 10, {"port_xmit_data": 1000}))
+    assert fresh_cache.misses >= 2
+    # With the old rows it would have counted the second poll's traffic twice (5000).
+    assert xmit_deltas() == [None, 4000, 1000]
+
+
+def test_an_edit_outside_ingest_is_seen_at_the_next_snapshot(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    port = Port.objects.select_related("device__node").get(device__node__name="cn001", device__name="mlx5_0", number=1)
+    port.best_speed, port.best_lanes = "HDR", 4
+    port.save(update_fields=["best_speed", "best_lanes"])  # e.g. the admin
+    assert Node.objects.get(name="cn001").ingest_token is None
+    ingest_snapshot(later(first, 10, STEP))
+    assert fresh_cache.misses == 2 and fresh_cache.hits == 0
+    port.refresh_from_db()
+    assert (port.best_speed, port.best_lanes) == ("HDR", 4)  # not written back from memory
+
+
+def test_accepting_a_baseline_clears_the_token(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    accept_baseline(Node.objects.get(name="cn001"))
+    assert Node.objects.get(name="cn001").ingest_token is None
+    ingest_snapshot(later(first, 10, STEP))
+    assert fresh_cache.hits == 0
+
+
+def test_a_rolled_back_batch_leaves_nothing_of_itself_in_memory(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    second = later(first, 10, STEP)
+
+    def fail(sender, **kwargs):
+        raise DatabaseError("the database went away")
+
+    snapshots_ingested.connect(fail, dispatch_uid="test-rowcache-fail")
+    try:
+        with pytest.raises(DatabaseError):
+            ingest_snapshot(second)
+    finally:
+        snapshots_ingested.disconnect(dispatch_uid="test-rowcache-fail")
+    assert len(fresh_cache) == 0
+    ingest_snapshot(second)  # redelivered: stored once, against the committed rows
+    assert xmit_deltas() == [None, 4000]
+
+
+def test_it_keeps_at_most_its_limit_of_nodes(each_db):
+    cache = rowcache.RowCache(limit=2)
+    for name in ("cn001", "cn002", "cn003"):
+        ingest_snapshot(snapshot(PROCFS, host=name, at=T0))
+    cache.keep(
+        [
+            rowcache.CACHE.take(n, Node.objects.get(name=n).pk, Node.objects.get(name=n).ingest_token)
+            for n in ("cn001", "cn002", "cn003")
+        ]
+    )
+    assert len(cache) == 2
+    assert cache.take("cn001", 0, 0) is None  # the oldest went first
