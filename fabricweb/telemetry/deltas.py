@@ -150,7 +150,9 @@ def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> P
         if (
             before is not None
             and clock_ok
-            and before <= now < ones
+            and before <= now
+            and now != ones  # (64-bit values in counters/, as mlx5 gives, run past the 32-bit all-ones)
+            and before != ones
             and now - before <= MAX_DELTA
             and name not in cur_capped
             and name not in prev_capped
