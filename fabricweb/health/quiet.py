@@ -81,7 +81,7 @@ def _unused(view: PortView) -> bool:
 
 def rejudge(view: PortView, t: Thresholds, last: Judgement) -> Judgement:
     """judge_port(view, t), given `last`: its judgement of a view with the same `inputs`."""
-    congested = _congestion(view, Windows(view, (t.congestion_window_s,)), t)
+    congested = _congestion(view, Windows(view, (t.congestion_window_s,), (WAIT,)), t)
     key = port_key(Kind.CONGESTION, view.node, view.device, view.port)
     findings = [f for f in last.findings if f.kind is not Kind.CONGESTION]
     unknown = last.unknown - {key}

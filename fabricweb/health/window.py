@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from .view import PortView
@@ -47,7 +47,9 @@ class Count:
 class Windows:
     """Sums of each counter over trailing windows ending at this poll (this poll included)."""
 
-    def __init__(self, view: PortView, lengths: Iterable[float]) -> None:
+    def __init__(self, view: PortView, lengths: Iterable[float], counters: Collection[str] | None = None) -> None:
+        """`counters`: sum only these (the sums of each are the same either way); None: all."""
+        self._only = None if counters is None else tuple(counters)
         # Longest first, so a poll too old for one window skips the shorter ones too.
         self._lengths = sorted({float(x) for x in lengths}, reverse=True)
         self._totals: dict[float, dict[str, float]] = {w: defaultdict(float) for w in self._lengths}
@@ -81,7 +83,7 @@ class Windows:
             inside = end - age
             share = inside / seconds
             spans[longest] += inside
-            for name, value in deltas.items():
+            for name, value in self._items(deltas):
                 d = value if type(value) is int and value >= 0 else known_delta(value)
                 if d is None:
                     unknown[name] += inside
@@ -97,15 +99,22 @@ class Windows:
             share = inside / seconds if seconds > 0 else 1.0
             self._spans[w] += inside
             totals, unknown = self._totals[w], self._unknown[w]
-            for name, value in deltas.items():
+            for name, value in self._items(deltas):
                 d = value if type(value) is int and value >= 0 else known_delta(value)
                 if d is None:
                     unknown[name] += inside
                 elif d:
                     totals[name] += d * share
 
+    def _items(self, deltas: Mapping[str, object]) -> Iterable[tuple[str, object]]:
+        if self._only is None:
+            return deltas.items()
+        return [(name, deltas[name]) for name in self._only if name in deltas]
+
     def count(self, name: str, seconds: float) -> Count:
         w = float(seconds)
         if w not in self._spans:
             raise KeyError(f"no {seconds} s window was summed")
+        if self._only is not None and name not in self._only:
+            raise KeyError(f"{name} was not summed")
         return Count(self._totals[w].get(name, 0.0), max(self._spans[w] - self._unknown[w].get(name, 0.0), 0.0))
