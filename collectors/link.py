@@ -153,11 +153,22 @@ def judge_link(actual: Rate, expected: Rate) -> LinkFinding | None:
     what = []
     if slow:
         what.append(f"{actual.speed} where {expected.speed} expected")
+        if actual.gbps == expected.gbps and actual.speed in _8B10B and expected.speed not in _8B10B:
+            # The one pair whose totals match (4X QDR and 4X FDR10 both print 40 Gb/s): say what is lost.
+            data = actual.gbps * 0.8
+            what[-1] += f", the same {_num(actual.gbps)} Gb/s total but 8b/10b encoding leaves {_num(data)} for data"
     if narrow:
         what.append(f"{actual.lanes}X where {expected.lanes}X expected")
     kind = "speed and width downgrade" if slow and narrow else ("speed downgrade" if slow else "width downgrade")
     message = f"trained at {actual.describe()}, expected {expected.describe()}: {kind} ({'; '.join(what)})"
     return LinkFinding(slow, narrow, message)
+
+
+_8B10B = frozenset({"SDR", "DDR", "QDR"})  # line encoding of these speeds; FDR10 and later use 64b/66b or better
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
 
 
 def better_link(a: Rate | None, b: Rate | None) -> Rate | None:

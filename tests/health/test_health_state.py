@@ -167,7 +167,11 @@ def test_it_flags_width_downgrade():
 
 def test_it_tells_qdr_from_fdr10_though_both_print_40_gbs():
     j = judge_port(port_view(link=QDR, best_link=make_rate("FDR10", 4)))
-    assert "QDR where FDR10 expected" in only(j, Kind.DEGRADED).message
+    assert only(j, Kind.DEGRADED).message == (
+        "cn042 mlx5_0/1: trained at 40 Gb/s (4X QDR), expected 40 Gb/s (4X FDR10): speed downgrade "
+        "(QDR where FDR10 expected, the same 40 Gb/s total but 8b/10b encoding leaves 32 for data) "
+        "— learned from this port's history"
+    )
 
 
 def test_it_flags_a_port_slow_since_its_first_poll_from_the_fabric_majority_as_a_warning():
