@@ -19,6 +19,9 @@ from celery import Celery
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fabricweb.settings")
 
 INGEST_QUEUE = "ingest"
+# Node snapshots: read in batches by `manage.py ingest` (fabricweb/telemetry/consumer.py),
+# not by a Celery worker, so many snapshots share one database transaction.
+SNAPSHOT_QUEUE = "snapshots"
 ALERTS_QUEUE = "alerts"
 NODE_QUEUE_PREFIX = "node."
 
@@ -61,6 +64,9 @@ app.conf.update(
     task_routes=[
         route_per_node,
         {
+            # Exact names win over the wildcard below, which keeps rollups and prune on `ingest`.
+            "fabricweb.telemetry.tasks.ingest_snapshot": {"queue": SNAPSHOT_QUEUE},
+            "fabricweb.telemetry.tasks.ingest_snapshots": {"queue": SNAPSHOT_QUEUE},
             "fabricweb.telemetry.tasks.*": {"queue": INGEST_QUEUE},
             "fabricweb.scheduling.*": {"queue": INGEST_QUEUE},
             "fabricweb.health.tasks.*": {"queue": INGEST_QUEUE},

@@ -2,8 +2,10 @@
 
 Starts, in order: the database migrations (and waits for them), optionally a private
 redis-server, the simulator writing DIR/<node>/class/infiniband/... (unless --no-sim:
-then any trees of that layout are read, whoever writes them), the ingest worker, celery
-beat, one node agent serving every tree in DIR, and with --web Django's development server.
+then any trees of that layout are read, whoever writes them), the ingest consumer
+(`manage.py ingest`: snapshots, in batches), the ingest worker (Celery: rollups, prune,
+stale checks, dispatch), celery beat, one node agent serving every tree in DIR, and with
+--web Django's development server.
 Each child runs in a process group of its own; Ctrl-C or SIGTERM stops every group,
 and if any child exits on its own the rest are stopped and the exit status is 1.
 
@@ -128,7 +130,7 @@ def start_private_redis(children: Children, env: dict[str, str]) -> None:
 
 
 def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str) -> None:
-    """Everything but the database and Redis: simulator, ingest worker, beat, node agent, web."""
+    """Everything but the database and Redis: simulator, ingest consumer and worker, beat, node agent, web."""
     sim_dir, interval = args.sim_dir, env["FABRIC_POLL_INTERVAL"]
     if not args.no_sim:
         simulate = ["-m", "collectors", "simulate", "--out", str(sim_dir), "--nodes", str(args.nodes)]
@@ -136,6 +138,7 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     want = 1 if args.no_sim else args.nodes
     children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
 
+    children.start("ingest consumer", [PY, MANAGE, "ingest"], env)
     quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", args.log_level]
     ingest = ["worker", "-Q", "ingest", "-n", "ingest@%h", "-c", str(args.ingest_concurrency), *quiet]
     children.start("ingest worker", [*CELERY, *ingest], env)
@@ -194,7 +197,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-sim", action="store_true", help="read the trees in DIR as they are; start no simulator")
     p.add_argument("--web", nargs="?", const="127.0.0.1:8000", metavar="ADDR", help="also run manage.py runserver")
     p.add_argument("--start-redis", action="store_true", help="start a private redis-server instead of REDIS_URL's")
-    p.add_argument("--ingest-concurrency", type=int, default=2, metavar="C", help="ingest worker processes")
+    p.add_argument(
+        "--ingest-concurrency",
+        type=int,
+        default=1,
+        metavar="C",
+        help="Celery ingest worker processes (rollups, prune, checks; default 1)",
+    )
     p.add_argument(
         "--log-level",
         default="WARNING",

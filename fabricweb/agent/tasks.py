@@ -1,8 +1,9 @@
 """The node side of polling: `collect`, sent by central beat to node.<name>, and the hello at start.
 
-Both read a node's tree with collectors and send the JSON snapshot to the ingest queue by
-task name, so nothing here needs the database or the central apps. The module is also
-imported centrally (fabricweb.celery `include`), where it only names the task for routing.
+Both read a node's tree with collectors and send the JSON snapshot to the snapshots queue
+(read in batches by `manage.py ingest`) by task name, so nothing here needs the database
+or the central apps. The module is also imported centrally (fabricweb.celery `include`),
+where it only names the task for routing.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from collectors import read_host, to_dict
-from fabricweb.celery import INGEST_QUEUE, NODE_QUEUE_PREFIX, app
+from fabricweb.celery import NODE_QUEUE_PREFIX, SNAPSHOT_QUEUE, app
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +65,12 @@ def snapshot(node: str) -> dict:
 
 
 def deliver(snap: dict) -> None:
-    app.send_task(INGEST_TASK, args=[snap], queue=INGEST_QUEUE)
+    app.send_task(INGEST_TASK, args=[snap], queue=SNAPSHOT_QUEUE)
 
 
 @shared_task(per_node=True)
 def collect(node: str) -> dict:
-    """Read `node` and send its snapshot to ingest. Beat sends it with `expires` of one poll interval."""
+    """Read `node` and send its snapshot to the snapshots queue. Beat sends it with `expires` of one poll interval."""
     snap = snapshot(node)
     deliver(snap)
     return {"node": node, "devices": len(snap["devices"]), "errors": len(snap["errors"])}

@@ -1,4 +1,10 @@
-"""Celery tasks of the telemetry app; all run on the `ingest` queue (fabricweb.celery routes)."""
+"""Celery tasks of the telemetry app.
+
+The ingest tasks are routed to the `snapshots` queue, which `manage.py ingest` reads in
+batches (consumer.py) without running these functions; they stay registered so that a
+message on the `ingest` queue (an older agent) is still stored by the Celery worker.
+Rollups and prune run on the `ingest` queue (fabricweb.celery routes).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ log = logging.getLogger(__name__)
 _RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retries": 5}
 
 
-def _log_result(result) -> None:
+def log_result(result) -> None:
     if result.status == STALE:
         log.warning("ingest: %s (older than the last applied snapshot of the node)", result.summary())
     elif result.status == STORED and (result.new_node or result.vanished or result.clock_backwards):
@@ -34,7 +40,7 @@ def ingest_snapshot(snapshot: dict) -> dict:
     except ingest.SnapshotRejected as e:
         log.warning("ingest: %s", e)
         return {"status": "rejected", "reason": e.reason}
-    _log_result(result)
+    log_result(result)
     return {"status": result.status, "node": result.node, "samples": result.samples_written}
 
 
@@ -45,7 +51,7 @@ def ingest_snapshots(snapshots: list) -> dict:
     for rejection in batch.rejected:
         log.warning("ingest: batch item %d: %s", rejection.index, rejection.error)
     for result in batch.results:
-        _log_result(result)
+        log_result(result)
     return {"stored": len(batch.results), "rejected": len(batch.rejected), "samples": batch.samples_written}
 
 

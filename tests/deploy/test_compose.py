@@ -46,9 +46,26 @@ def test_every_role_runs_from_the_one_image_and_nodes_get_no_database():
     )
     assert result.returncode == 0, result.stderr
     services = yaml.safe_load(result.stdout)["services"]
-    assert set(services) == {"postgres", "redis", "migrate", "web", "beat", "ingest", "agent", "simulator", "sim-agent"}
+    assert set(services) == {
+        "postgres",
+        "redis",
+        "migrate",
+        "web",
+        "beat",
+        "ingest",
+        "ingest-consumer",
+        "agent",
+        "simulator",
+        "sim-agent",
+    }
     assert services["ingest"]["command"][:4] == ["celery", "-A", "fabricweb", "worker"]
     assert "ingest" in services["ingest"]["command"]
+    # Snapshots go to the batch consumer, which runs like the worker: same image, same environment.
+    consumer = services["ingest-consumer"]
+    assert consumer["command"] == ["python", "manage.py", "ingest"]
+    assert consumer["image"] == services["ingest"]["image"]
+    assert consumer["environment"] == services["ingest"]["environment"]
+    assert set(consumer["depends_on"]) == {"postgres", "redis", "migrate"}
     assert services["beat"]["command"][:4] == ["celery", "-A", "fabricweb", "beat"]
     for node_role in ("agent", "sim-agent"):
         assert services[node_role]["command"] == ["python", "-m", "fabricweb.agent"]

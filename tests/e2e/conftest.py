@@ -1,8 +1,8 @@
 """End-to-end fixtures: `fabric`, a whole fabric as real processes, once per database backend.
 
 `fabric` (one per module and backend) runs `python -m fabricweb.runfabric`: migrations,
-the simulator, beat, the ingest worker and a node agent, each a subprocess; the test
-reads what they stored through an extra Django database alias. Every backend gets a
+the simulator, beat, the ingest consumer, the ingest worker and a node agent, each a
+subprocess; the test reads what they stored through an extra Django database alias. Every backend gets a
 database of its own (a SQLite file, or a fresh PostgreSQL database) and a Redis
 database number leased on the test Redis, so runs in parallel do not share queues.
 Every wait has a deadline, and teardown stops every process (SIGKILL as a last resort).

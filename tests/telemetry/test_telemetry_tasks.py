@@ -43,8 +43,10 @@ def test_a_pickled_message_is_refused():
         loads(pickle.dumps({"x": 1}), "application/x-python-serialize", "binary", accept=app.conf.accept_content)
 
 
-def test_telemetry_tasks_go_to_the_ingest_queue_and_node_tasks_to_their_node():
-    for task in (tasks.ingest_snapshot, tasks.ingest_snapshots, tasks.rollup_samples, tasks.prune_old):
+def test_snapshots_go_to_the_snapshot_queue_other_telemetry_tasks_to_ingest_and_node_tasks_to_their_node():
+    for task in (tasks.ingest_snapshot, tasks.ingest_snapshots):
+        assert route(task.name) == "snapshots"
+    for task in (tasks.rollup_samples, tasks.prune_old):
         assert route(task.name) == "ingest"
     assert route("fabricweb.alerts.tasks.notify") == "alerts"
     assert route("tests.collect_here", node="cn042") == node_queue("cn042") == "node.cn042"

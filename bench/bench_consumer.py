@@ -1,0 +1,198 @@
+"""End-to-end ingest throughput through Redis: the batch consumer against one snapshot per transaction.
+
+    eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
+    .venv/bin/python bench/bench_consumer.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6]
+                                             [--batch 100] [--max-wait 0.2] [--source sim|fixtures]
+
+Snapshots are made as bench_ingest.py makes them (its functions). For each run, the first
+poll of every node is stored directly (registration, not timed); the other polls are
+published, as node agents send them (send_task ingest_snapshot, JSON), to the snapshots
+queue of a private redis-server started for the benchmark; then the clock runs from
+starting the consumer until every message is stored and acked.
+
+The old path reads the same messages as the Celery ingest worker did: prefetch 1, the
+ingest_snapshot task's body for each (one transaction), ack. It is the loop alone, without
+Celery's worker (pool, tracing), so it flatters the old path a little. Every run gets node
+names of its own, so each starts from registered nodes with the same history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# bench_ingest puts the repository on sys.path: the fabricweb imports below come after it.
+from bench_ingest import _drop_postgres_database, _setup_django, from_fixtures, from_simulator
+
+
+def publish(rounds: list[list[dict]]) -> float:
+    from fabricweb.agent.tasks import INGEST_TASK
+    from fabricweb.celery import SNAPSHOT_QUEUE, app
+
+    start = time.perf_counter()
+    with app.producer_or_acquire() as producer:
+        for snaps in rounds:
+            for snap in snaps:
+                app.send_task(INGEST_TASK, args=[snap], queue=SNAPSHOT_QUEUE, producer=producer)
+    return time.perf_counter() - start
+
+
+def consumer_run(n: int, batch: int, max_wait: float) -> tuple[int, int, float]:
+    """(snapshots, samples, when the last was acked): the consumer's shutdown is not timed."""
+    from fabricweb.telemetry.consumer import BatchConsumer
+
+    consumer = BatchConsumer(batch, max_wait)
+    finished = []
+
+    def all_stored() -> bool:
+        if consumer.totals["snapshots"] + consumer.totals["rejected"] < n:
+            return False
+        finished.append(time.perf_counter())
+        return True
+
+    consumer.run(until=all_stored)
+    return consumer.totals["snapshots"], consumer.totals["samples"], finished[0]
+
+
+def one_per_transaction(n: int) -> tuple[int, int, float]:
+    """As the Celery ingest worker: one message at a time, the task's body, then the ack."""
+    from django.db import close_old_connections
+
+    from fabricweb.celery import SNAPSHOT_QUEUE, app
+    from fabricweb.telemetry import tasks
+
+    done = {"snapshots": 0, "samples": 0}
+
+    def on_message(message) -> None:
+        args, kwargs, _ = message.decode()
+        close_old_connections()  # Celery's Django fixup does this around every task
+        out = tasks.ingest_snapshot(*args, **kwargs)
+        message.ack()
+        done["snapshots"] += 1
+        done["samples"] += out.get("samples", 0)
+
+    with app.connection_for_read() as conn:
+        queue = app.amqp.queues[SNAPSHOT_QUEUE]
+        with conn.Consumer(queue, on_message=on_message, accept=["json"], prefetch_count=1):
+            while done["snapshots"] < n:
+                with contextlib.suppress(TimeoutError):
+                    conn.drain_events(timeout=1)
+            finished = time.perf_counter()
+    return done["snapshots"], done["samples"], finished
+
+
+def run_child(db: str, rounds: list[list[dict]], batch: int, max_wait: float) -> list[dict]:
+    with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
+        label = _setup_django(db, scratch)
+        try:
+            from fabricweb.telemetry.ingest import ingest_batch
+
+            out = []
+            for mode in (f"batch {batch}", "one per transaction"):
+                tag = "b-" if mode.startswith("batch") else "o-"
+                renamed = [[{**s, "host": tag + s["host"]} for s in snaps] for snaps in rounds]
+                for i in range(0, len(renamed[0]), 200):
+                    ingest_batch(renamed[0][i : i + 200])
+                published_s = publish(renamed[1:])
+                n = sum(len(snaps) for snaps in renamed[1:])
+                start = time.perf_counter()
+                if mode.startswith("batch"):
+                    snapshots, samples, finished = consumer_run(n, batch, max_wait)
+                else:
+                    snapshots, samples, finished = one_per_transaction(n)
+                elapsed = finished - start
+                out.append(
+                    {
+                        "db": label,
+                        "mode": mode,
+                        "messages": n,
+                        "snapshots": snapshots,
+                        "samples": samples,
+                        "seconds": round(elapsed, 3),
+                        "snapshots_per_s": round(snapshots / elapsed),
+                        "samples_per_s": round(samples / elapsed),
+                        "published_per_s": round(n / published_s),
+                    }
+                )
+            return out
+        finally:
+            if db == "postgres":
+                _drop_postgres_database()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--hcas", type=int, default=2, help="HCAs per simulated node")
+    parser.add_argument("--ports", type=int, default=2, help="ports per simulated HCA")
+    parser.add_argument("--polls", type=int, default=6, help="polls per node (the first registers, not timed)")
+    parser.add_argument("--batch", type=int, default=100, help="the consumer's --batch")
+    parser.add_argument("--max-wait", type=float, default=0.2, help="the consumer's --max-wait")
+    parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.child:  # snapshots file from the parent; REDIS_URL is the parent's private redis-server
+        rounds = json.loads(Path(args.child).read_text())
+        print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait)))
+        return 0
+
+    start = time.perf_counter()
+    if args.source == "sim":
+        rounds = from_simulator(args.nodes, args.hcas, args.ports, args.polls)
+    else:
+        rounds = from_fixtures(args.nodes, args.polls)
+    ports = sum(len(d["ports"]) for s in rounds[0] for d in s["devices"])
+    print(
+        f"{len(rounds[0])} nodes, {ports} ports, {len(rounds)} polls ({args.source}; generated in "
+        f"{time.perf_counter() - start:.1f} s); {len(rounds[0]) * (len(rounds) - 1)} messages timed per run"
+    )
+    port = free_port()
+    redis_server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{port}/0", "LOG_LEVEL": "WARNING"}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(rounds, f)
+    try:
+        time.sleep(0.3)  # redis-server binding its port; the consumer would retry anyway
+        for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
+            cmd = [sys.executable, __file__, "--db", db, "--batch", str(args.batch), "--max-wait", str(args.max_wait)]
+            done = subprocess.run([*cmd, "--child", f.name], capture_output=True, text=True, env=env, check=False)
+            if done.returncode != 0:
+                print(done.stderr or done.stdout, file=sys.stderr)
+                return done.returncode
+            rows = json.loads(done.stdout.strip().splitlines()[-1])
+            for row in rows:
+                print(
+                    f"{row['db']:<34} {row['mode']:<20}: {row['samples_per_s']:>6} port-samples/s, "
+                    f"{row['snapshots_per_s']:>5} snapshots/s ({row['snapshots']} snapshots, {row['samples']} samples "
+                    f"in {row['seconds']} s; published at {row['published_per_s']}/s)"
+                )
+            batched, single = rows
+            print(f"{'':<34} the consumer is {batched['samples_per_s'] / single['samples_per_s']:.1f}x the old path")
+    finally:
+        redis_server.terminate()
+        redis_server.wait(10)
+        os.unlink(f.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

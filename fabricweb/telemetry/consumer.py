@@ -1,0 +1,301 @@
+"""Store node snapshots from the `snapshots` queue in batches: `python manage.py ingest`.
+
+Node agents send each snapshot as a Celery task message (`ingest_snapshot`, protocol 2,
+JSON). A Celery worker would store each in a transaction of its own; this reads the
+queue with kombu, through the project's Celery app, and stores the snapshots of up to
+`batch` messages with one ingest_batch call: one transaction, several times cheaper per
+snapshot on PostgreSQL.
+
+Delivery is at least once. A message is acked only after the transaction holding its
+snapshot committed; one that is not (database down: requeued; process killed: kombu
+puts it back after the broker's visibility timeout) is delivered again, and ingest is
+idempotent, so a snapshot stored twice is a harmless duplicate. Only JSON is decoded:
+every compute node can reach the broker, and nothing it sends may get unpickled here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from django.db import DatabaseError, close_old_connections, connection
+from kombu.exceptions import OperationalError as BrokerUnreachable
+
+from fabricweb.celery import SNAPSHOT_QUEUE, app
+
+from .ingest import ingest_batch
+from .tasks import log_result
+
+log = logging.getLogger(__name__)
+
+ONE = "fabricweb.telemetry.tasks.ingest_snapshot"
+MANY = "fabricweb.telemetry.tasks.ingest_snapshots"
+JSON = "application/json"
+IDLE_WAIT_S = 1.0  # the longest one wait for a message blocks: a signal does not cut it short
+MAX_BACKOFF_S = 30.0
+REPORT_EVERY_S = 60.0
+
+
+MAX_ATTEMPTS = 3  # database errors with the database up before a message is given up
+
+
+def _database_answers() -> bool:
+    """Whether the database takes a query now: an outage is waited out, a failing snapshot is not."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except DatabaseError:
+        with contextlib.suppress(DatabaseError):
+            connection.close()
+        return False
+
+
+class Dropped(ValueError):
+    """A message that can never be stored: acked at once, the reason logged."""
+
+
+def message_id(message) -> str:
+    return str((message.headers or {}).get("id") or message.delivery_tag)
+
+
+def snapshots_of(message) -> list:
+    """The snapshots in a Celery protocol 2 message of ingest_snapshot(s); raise Dropped for anything else."""
+    # The content type first: a body that is not JSON is never decoded, so never unpickled.
+    if message.content_type != JSON:
+        raise Dropped(f"content type {message.content_type!r}: only {JSON} is read")
+    task = (message.headers or {}).get("task")
+    if task not in (ONE, MANY):
+        raise Dropped(f"task {task!r} is not an ingest task")
+    try:
+        body = message.decode()
+    except Exception as e:  # bad JSON, bad encoding: kombu raises several kinds
+        raise Dropped(f"undecodable body ({type(e).__name__}: {e})") from None
+    if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list) and isinstance(body[1], dict)):
+        raise Dropped("body is not [args, kwargs, embed]")
+    args, kwargs = body[0], body[1]
+    name = "snapshot" if task == ONE else "snapshots"
+    if len(args) + len(kwargs) != 1 or (kwargs and name not in kwargs):
+        raise Dropped(f"{task} takes one argument, {name}")
+    value = args[0] if args else kwargs[name]
+    if task == ONE:
+        return [value]
+    if not isinstance(value, list):
+        raise Dropped("snapshots is not a list")
+    return value
+
+
+class BatchConsumer:
+    """Reads the snapshots queue and stores its messages in batches, until stop()."""
+
+    def __init__(self, batch: int = 100, max_wait: float = 0.2, *, broker_url: str | None = None) -> None:
+        if batch < 1 or max_wait < 0:
+            raise ValueError("batch must be 1 or more and max_wait 0 or more")
+        self.batch, self.max_wait, self.broker_url = batch, max_wait, broker_url
+        self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
+        self.oldest_at = 0.0
+        self.stopping = False
+        self.db_backoff = 0.0
+        self.failures: dict[str, int] = {}  # message id -> database errors while the database answered
+        # Since start: batches, snapshots, samples, rejected, dropped, requeued (messages).
+        self.totals: Counter[str] = Counter()
+        self._reported, self._reported_at = Counter(), time.monotonic()
+
+    def stop(self, *args) -> None:
+        """Finish (or requeue) the batch in hand, then return from run(). Also a signal handler."""
+        self.stopping = True
+
+    def run(self, until: Callable[[], bool] | None = None) -> None:
+        """Consume until stop(), or until `until()` is true (asked between batches); never give up on the broker."""
+        backoff = 0.0
+        while not self._done(until):
+            conn = app.connection_for_read(self.broker_url)
+            try:
+                conn.ensure_connection(max_retries=0)
+                if backoff:
+                    log.warning("ingest: connected to the broker %s again", conn.as_uri())
+                backoff = 0.0
+                self._consume(conn, until)
+            except (*conn.connection_errors, BrokerUnreachable) as e:
+                # Not acked, so the broker still has them and delivers them again.
+                held, self.pending = len(self.pending), []
+                if self.stopping:  # e.g. runfabric stopping the broker at the same time
+                    log.warning("ingest: lost the broker %s while stopping (%s)", conn.as_uri(), e)
+                    continue
+                backoff = min(MAX_BACKOFF_S, 2 * backoff or 1.0)
+                log.error(
+                    "ingest: lost the broker %s (%s); %d message(s) in hand left to it; connecting again in %g s",
+                    conn.as_uri(),
+                    e or type(e).__name__,
+                    held,
+                    backoff,
+                )
+                self._sleep(backoff)
+            finally:
+                with contextlib.suppress(Exception):  # a lost connection may not close cleanly
+                    conn.release()
+
+    def _consume(self, conn, until) -> None:
+        # As Celery declares it (a direct exchange and routing key named like the queue), so
+        # agents' send_task(queue=SNAPSHOT_QUEUE) and this agree whichever side declares it first.
+        queue = app.amqp.queues[SNAPSHOT_QUEUE]
+        with conn.Consumer(queue, on_message=self._receive, accept=["json"], prefetch_count=self.batch):
+            log.info(
+                "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
+                SNAPSHOT_QUEUE,
+                conn.as_uri(),
+                self.batch,
+                self.max_wait,
+            )
+            while not self._done(until):
+                if len(self.pending) < self.batch:
+                    with contextlib.suppress(socket.timeout):
+                        conn.drain_events(timeout=self._wait_s())
+                full = len(self.pending) >= self.batch
+                if self.pending and (full or time.monotonic() - self.oldest_at >= self.max_wait or self.stopping):
+                    self.flush()
+                self._report()
+            self.flush()
+
+    def _receive(self, message) -> None:
+        try:
+            snaps = snapshots_of(message)
+        except Dropped as e:
+            log.warning("ingest: dropped message %s: %s", message_id(message), e)
+            self.totals["dropped"] += 1
+            message.ack()
+            return
+        if not self.pending:
+            self.oldest_at = time.monotonic()
+        self.pending.append((message, snaps))
+
+    def flush(self) -> None:
+        """Store the batch in hand and ack it; on a database error requeue it and back off."""
+        batch, self.pending = self.pending, []
+        if batch and not self._store(batch):
+            self._sleep(self.db_backoff)
+
+    def _store(self, batch: list[tuple[object, list]]) -> bool:
+        """Store and ack `batch`; False if a database error had it requeued."""
+        snaps = [s for _, ss in batch for s in ss]
+        owner = [message for message, ss in batch for _ in ss]
+        started = time.monotonic()
+        try:
+            close_old_connections()  # as Django does per request: drop a connection too old or broken
+            out = ingest_batch(snaps)
+        except DatabaseError as e:
+            with contextlib.suppress(DatabaseError):
+                connection.close()  # the next batch starts on a fresh connection
+            if _database_answers():
+                # Not an outage: something in this batch fails in the database. Alone, each message is
+                # acked or fails on its own; one that keeps failing is given up, or it would loop forever.
+                if len(batch) > 1:
+                    return all([self._store([item]) for item in batch])
+                batch = self._give_up_on(batch)
+                self.db_backoff = 1.0
+            else:
+                self.db_backoff = min(MAX_BACKOFF_S, 2 * self.db_backoff or 1.0)
+            for message, _ in batch:
+                message.requeue()
+            self.totals["requeued"] += len(batch)
+            log.error(
+                "ingest: database error (%s: %s); %d message(s) requeued, trying again in %g s",
+                type(e).__name__,
+                str(e).strip(),
+                len(batch),
+                self.db_backoff,
+            )
+            return False
+        except Exception:
+            # Not the database: a snapshot ingest cannot handle. Find it rather than hold back the rest.
+            if len(batch) > 1:
+                log.exception("ingest: a batch of %d messages failed; storing them one by one", len(batch))
+                for i, item in enumerate(batch):
+                    if not self._store([item]):
+                        for message, _ in batch[i + 1 :]:
+                            message.requeue()
+                        self.totals["requeued"] += len(batch) - i - 1
+                        return False
+                return True
+            log.exception("ingest: message %s failed; dropped", message_id(batch[0][0]))
+            self.totals["dropped"] += 1
+            batch[0][0].ack()
+            return True
+        self.db_backoff = 0.0
+        for rejection in out.rejected:
+            log.warning("ingest: %s (message %s)", rejection.error, message_id(owner[rejection.index]))
+        for result in out.results:
+            log_result(result)
+        # Only now, with the transaction committed: a message acked earlier could be lost with it.
+        for message, _ in batch:
+            message.ack()
+        self.totals.update(
+            batches=1, snapshots=len(out.results), samples=out.samples_written, rejected=len(out.rejected)
+        )
+        log.debug(
+            "ingest: batch of %d messages: %d snapshots stored, %d rejected, %d port-samples in %.3f s",
+            len(batch),
+            len(out.results),
+            len(out.rejected),
+            out.samples_written,
+            time.monotonic() - started,
+        )
+        return True
+
+    def _give_up_on(self, batch: list[tuple[object, list]]) -> list[tuple[object, list]]:
+        """Count a failure for each message; ack (drop) those at MAX_ATTEMPTS, return the others."""
+        keep = []
+        for message, snaps in batch:
+            key = message_id(message)
+            attempts = self.failures.pop(key, 0) + 1
+            if attempts < MAX_ATTEMPTS:
+                if len(self.failures) >= 10_000:  # ids of messages that later went through: forget them
+                    self.failures.clear()
+                self.failures[key] = attempts
+                keep.append((message, snaps))
+                continue
+            log.error(
+                "ingest: message %s failed in the database %d times while the database answered; dropped",
+                key,
+                attempts,
+            )
+            self.totals["dropped"] += 1
+            message.ack()
+        return keep
+
+    def _done(self, until) -> bool:
+        return self.stopping or (until is not None and not self.pending and until())
+
+    def _wait_s(self) -> float:
+        if not self.pending:
+            return IDLE_WAIT_S
+        return max(0.0, min(IDLE_WAIT_S, self.oldest_at + self.max_wait - time.monotonic()))
+
+    def _sleep(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while not self.stopping and time.monotonic() < end:
+            time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+
+    def _report(self) -> None:
+        now = time.monotonic()
+        span = now - self._reported_at
+        if span < REPORT_EVERY_S:
+            return
+        done = self.totals - self._reported
+        self._reported, self._reported_at = self.totals.copy(), now
+        if done:
+            log.info(
+                "ingest: %.1f snapshots/s, %.0f port-samples/s over %.0f s "
+                "(%d batches; %d rejected, %d dropped, %d requeued)",
+                done["snapshots"] / span,
+                done["samples"] / span,
+                span,
+                done["batches"],
+                done["rejected"],
+                done["dropped"],
+                done["requeued"],
+            )

@@ -1,0 +1,48 @@
+"""manage.py ingest [--batch N] [--max-wait S]: store node snapshots from the `snapshots` queue in batches."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+
+from django.core.management.base import BaseCommand
+
+from fabricweb.telemetry.consumer import BatchConsumer
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError("must be 0 or more seconds")
+    return value
+
+
+class Command(BaseCommand):
+    help = (
+        "Read node snapshots from the `snapshots` queue and store up to --batch messages in one "
+        "transaction, waiting at most --max-wait seconds for a batch to fill. Messages are acked "
+        "after the commit. SIGTERM or Ctrl-C: finish the batch in hand and exit."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch", type=_positive_int, default=100, metavar="N", help="messages per batch (100)")
+        parser.add_argument(
+            "--max-wait",
+            type=_seconds,
+            default=0.2,
+            metavar="S",
+            help="the longest a message waits for its batch (0.2)",
+        )
+
+    def handle(self, *args, batch: int, max_wait: float, **options):
+        consumer = BatchConsumer(batch, max_wait)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, consumer.stop)
+        consumer.run()

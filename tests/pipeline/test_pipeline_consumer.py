@@ -1,0 +1,392 @@
+"""The batch consumer of the snapshots queue (`manage.py ingest`), on a real Redis and real databases.
+
+Every test leases a Redis database of the test Redis (as the e2e tests do), or starts a
+redis-server of its own, so parallel runs never share the `snapshots` queue. The data is committed for real
+(transaction=True): acks must follow commits, and other processes read what was stored.
+The consumer runs in the test's thread (so it uses the test's database connection), or as
+`manage.py ingest` in a process of its own where killing or signalling it is the point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+from django.db import IntegrityError, connections
+
+from fabricweb.celery import SNAPSHOT_QUEUE, app
+from fabricweb.health import context
+from fabricweb.inventory.models import Node
+from fabricweb.telemetry import rowcache
+from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer
+from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry.signals import snapshots_ingested
+from tests.e2e.e2e_harness import SECRET, Process, clean_env, leased_redis_db
+from tests.fixture_trees import later, snapshot
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
+needs_postgres = pytest.mark.skipif(
+    not os.environ.get("TEST_POSTGRES_URL") and not os.environ.get("CI"), reason="TEST_POSTGRES_URL is not set"
+)
+# Other processes must see the data: the PostgreSQL test database, committed for real.
+postgres_only = pytest.mark.django_db(transaction=True, databases=["postgres"])
+
+
+@dataclass
+class Broker:
+    url: str
+    redis: redis.Redis
+    conn: object  # a kombu connection for sending
+
+    def send(self, task: str = ONE, *args, **kwargs) -> None:
+        """As the node agent sends a snapshot: send_task by name, to the snapshots queue."""
+        app.send_task(task, args=list(args), kwargs=kwargs, queue=SNAPSHOT_QUEUE, connection=self.conn)
+
+    def publish(self, body, serializer: str, task: str = ONE, message_id: str = "raw") -> None:
+        """A message no Celery client would send: any body, any serializer."""
+        headers = {"task": task, "id": message_id}
+        self.conn.Producer().publish(
+            body, exchange="", routing_key=SNAPSHOT_QUEUE, serializer=serializer, headers=headers
+        )
+
+    def left(self) -> tuple[int, int]:
+        """(messages waiting on the queue, messages delivered and not yet acked)."""
+        return self.redis.llen(SNAPSHOT_QUEUE), self.redis.hlen("unacked")
+
+
+@pytest.fixture
+def broker():
+    with leased_redis_db() as url, app.connection_for_write(url) as conn:
+        yield Broker(url, redis.Redis.from_url(url), conn)
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    """Rows and health norms are cached per process; the tables are emptied between these tests."""
+    rowcache.CACHE.drop()
+    context.forget()
+    yield
+    rowcache.CACHE.drop()
+    context.forget()
+
+
+@pytest.fixture
+def transactions():
+    """The size of every ingest transaction that stored something (snapshots_ingested: once per transaction)."""
+    sizes: list[int] = []
+
+    def receiver(sender, results, **kwargs):
+        sizes.append(len(results))
+
+    snapshots_ingested.connect(receiver, weak=False)
+    yield sizes
+    snapshots_ingested.disconnect(receiver)
+
+
+@pytest.fixture
+def postgres():
+    """The PostgreSQL test database as the default connection (as each_db does); its URL for other processes."""
+    sqlite = connections["default"]
+    connections["default"] = connections["postgres"]
+    try:
+        name = connections["postgres"].settings_dict["NAME"]
+        yield f"{os.environ['TEST_POSTGRES_URL'].rsplit('/', 1)[0]}/{name}"
+    finally:
+        connections["default"] = sqlite
+
+
+def consume(url: str, done, batch: int = 100, max_wait: float = 0.2, timeout: float = 20) -> BatchConsumer:
+    """Run a consumer of the broker at `url` in this thread until done(consumer), or give up after `timeout` s."""
+    consumer = BatchConsumer(batch, max_wait, broker_url=url)
+    deadline = time.monotonic() + timeout
+    consumer.run(until=lambda: done(consumer) or time.monotonic() > deadline)
+    return consumer
+
+
+def polls(nodes: int, each: int) -> list[dict]:
+    """`each` consecutive polls of `nodes` nodes, in the order the agents would send them."""
+    first = [snapshot(host=f"cn{n:03d}") for n in range(1, nodes + 1)]
+    return [later(s, 10 * k) for k in range(each) for s in first]
+
+
+def stored() -> dict[str, int]:
+    return {n.name: PortSample.objects.filter(port__device__node=n).count() for n in Node.objects.all()}
+
+
+def manage_ingest(tmp: Path, db_url: str, broker: Broker, *options: str) -> Process:
+    env = clean_env(DATABASE_URL=db_url, SECRET_KEY=SECRET, REDIS_URL=broker.url, LOG_LEVEL="INFO")
+    return Process([sys.executable, "manage.py", "ingest", *options], env, tmp / "ingest.log")
+
+
+def wait_for(what: str, check, process: Process, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if process.proc.poll() is not None:
+            raise AssertionError(
+                f"manage.py ingest exited ({process.proc.returncode}) before: {what}\n{process.tail()}"
+            )
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what}\n{process.tail()}")
+        time.sleep(0.05)
+
+
+def test_snapshots_are_routed_to_the_snapshot_queue_and_maintenance_stays_on_ingest():
+    def route(name: str) -> str:
+        return app.amqp.router.route({}, name, args=(), kwargs={}, task_type=app.tasks.get(name))["queue"].name
+
+    assert route(ONE) == route(MANY) == SNAPSHOT_QUEUE
+    assert route("fabricweb.telemetry.tasks.rollup_samples") == route("fabricweb.telemetry.tasks.prune_old") == "ingest"
+    # Still registered: a snapshot an older agent sent to `ingest` is stored by the Celery worker.
+    assert ONE in app.tasks and MANY in app.tasks
+
+
+def test_it_stores_a_burst_of_snapshots_in_few_transactions(each_db, broker, transactions):
+    for snap in polls(8, 5):
+        broker.send(ONE, snap)
+    two_polls = [{**s, "host": "cn009"} for s in polls(1, 2)]
+    broker.send(MANY, snapshots=two_polls)  # the batch task, its argument by name
+
+    consume(broker.url, lambda c: c.totals["snapshots"] >= 42, batch=25, max_wait=1.0)
+    # A full batch of 25 messages at once, then the 16 left when the oldest had waited max_wait.
+    assert transactions == [25, 17]
+    assert stored() == {f"cn{n:03d}": (2 if n == 9 else 5) * PORTS for n in range(1, 10)}
+    assert broker.left() == (0, 0)
+
+
+def test_it_stores_the_good_snapshots_of_a_batch_and_logs_the_malformed_one(each_db, broker, transactions, caplog):
+    good1, bad, good2 = polls(3, 1)
+    bad["schema"] = 7
+    for snap in (good1, bad, good2):
+        broker.send(ONE, snap)
+    broker.send(ONE, snapshot="not a snapshot")  # by name, as Task.delay(snapshot=...) sends it
+
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["batches"] >= 1)
+    assert "snapshot from cn002 rejected: unknown schema version 7 (this server reads 1)" in caplog.text
+    assert caplog.text.count("rejected:") == 2
+    assert consumer.totals["rejected"] == 2 and transactions == [2]
+    assert stored() == {"cn001": PORTS, "cn003": PORTS}
+    assert broker.left() == (0, 0)  # rejected ones are acked: they would be rejected again
+
+
+def test_it_drops_a_pickle_message_without_unpickling_it(each_db, broker, tmp_path, caplog):
+    class Trap:
+        """Unpickling it creates a file: the proof that something was unpickled."""
+
+        def __init__(self, path: Path) -> None:
+            self.path = str(path)
+
+        def __reduce__(self):
+            return (open, (self.path, "w"))
+
+    pickle.loads(pickle.dumps(Trap(tmp_path / "armed")))  # the trap works...
+    assert (tmp_path / "armed").exists()
+    broker.publish(Trap(tmp_path / "sprung"), serializer="pickle", message_id="pickled-1")
+    broker.send(ONE, snapshot())
+
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
+    assert not (tmp_path / "sprung").exists()  # ...and the consumer never sprang it
+    assert "dropped message pickled-1: content type 'application/x-python-serialize'" in caplog.text
+    assert consumer.totals["dropped"] == 1 and stored() == {"cn001": PORTS}
+    assert broker.left() == (0, 0)
+
+
+def test_it_drops_other_tasks_and_bodies_of_the_wrong_shape_with_the_reason(each_db, broker, caplog):
+    broker.send("fabricweb.telemetry.tasks.prune_old")
+    broker.publish({"host": "cn001"}, serializer="json", message_id="no-envelope")
+    broker.send(ONE, snapshot(), snapshot())
+    broker.send(MANY, snapshot())
+    broker.send(ONE, snapshot(host="cn005"))
+
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
+    assert "task 'fabricweb.telemetry.tasks.prune_old' is not an ingest task" in caplog.text
+    assert "dropped message no-envelope: body is not [args, kwargs, embed]" in caplog.text
+    assert f"{ONE} takes one argument, snapshot" in caplog.text
+    assert "snapshots is not a list" in caplog.text
+    assert consumer.totals["dropped"] == 4 and stored() == {"cn005": PORTS}
+    assert broker.left() == (0, 0)
+
+
+def test_a_snapshot_that_makes_ingest_fail_is_dropped_and_the_rest_of_its_batch_stored(each_db, broker, caplog):
+    def choke_on_cn002(sender, results, **kwargs):
+        if any(r.node == "cn002" for r in results):
+            raise ValueError("cannot judge cn002")  # not a database error: ingest_batch lets it through
+
+    for snap in polls(3, 1):
+        broker.send(ONE, snap)
+    snapshots_ingested.connect(choke_on_cn002, weak=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+            consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["dropped"] >= 3)
+    finally:
+        snapshots_ingested.disconnect(choke_on_cn002)
+    assert "a batch of 3 messages failed; storing them one by one" in caplog.text
+    assert "ValueError: cannot judge cn002" in caplog.text and consumer.totals["dropped"] == 1
+    assert stored() == {"cn001": PORTS, "cn003": PORTS}
+    assert broker.left() == (0, 0)
+
+
+def test_a_snapshot_that_fails_in_the_database_every_time_is_given_up_while_the_rest_is_stored(each_db, broker, caplog):
+    def refuse_cn002(sender, results, **kwargs):
+        if any(r.node == "cn002" for r in results):
+            raise IntegrityError("cn002 violates a constraint")  # a database error, but not an outage
+
+    for snap in polls(3, 1):
+        broker.send(ONE, snap)
+    snapshots_ingested.connect(refuse_cn002, weak=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+            consumer = consume(broker.url, lambda c: c.totals["dropped"] >= 1)
+    finally:
+        snapshots_ingested.disconnect(refuse_cn002)
+    assert "failed in the database 3 times while the database answered; dropped" in caplog.text
+    assert consumer.totals["dropped"] == 1 and consumer.totals["snapshots"] == 2
+    assert stored() == {"cn001": PORTS, "cn003": PORTS}
+    assert broker.left() == (0, 0)
+
+
+@pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")
+def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"redis://127.0.0.1:{port}/0"
+
+    def start_redis() -> subprocess.Popen:
+        argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=tmp_path)
+        client, deadline = redis.Redis.from_url(url), time.monotonic() + 10
+        while True:
+            with contextlib.suppress(redis.ConnectionError):
+                client.ping()
+                return server
+            assert time.monotonic() < deadline, "redis-server did not answer"
+            time.sleep(0.05)
+
+    def send(snap: dict) -> None:
+        with app.connection_for_write(url) as conn:
+            app.send_task(ONE, args=[snap], queue=SNAPSHOT_QUEUE, connection=conn)
+
+    first, second = polls(1, 2)
+    servers: list[subprocess.Popen | None] = []
+
+    def outage(consumer) -> bool:
+        if consumer.totals["snapshots"] == 1 and len(servers) == 1:
+            servers[0].terminate()  # the broker goes away under a connected consumer...
+            servers[0].wait(10)
+            servers.append(None)
+        elif servers[-1] is None and "lost the broker" in caplog.text:
+            servers[-1] = start_redis()  # ...and comes back, empty
+            send(second)
+        return consumer.totals["snapshots"] >= 2
+
+    try:
+        servers.append(start_redis())
+        send(first)
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+            consume(url, outage)
+    finally:
+        for server in filter(None, servers):
+            server.terminate()
+            server.wait(10)
+    assert f"127.0.0.1:{port}/0 again" in caplog.text  # "connected to the broker ... again"
+    assert stored() == {"cn001": 2 * PORTS}
+
+
+@needs_postgres
+@postgres_only
+def test_a_database_outage_requeues_the_batch_and_it_is_stored_when_the_database_is_back(
+    postgres, broker, transactions, caplog
+):
+    name = connections["postgres"].settings_dict["NAME"]
+    admin = psycopg.connect(os.environ["TEST_POSTGRES_URL"], autocommit=True)
+    away, back = f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false', f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'
+    for snap in polls(5, 1):
+        broker.send(ONE, snap)
+    try:
+        # Nobody may connect, and whoever was connected (this test's own connection) is cut off.
+        admin.execute(away)
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [name],
+        )
+        outage = {"over": False}
+
+        def done(consumer) -> bool:
+            if consumer.totals["requeued"] and not outage["over"]:
+                admin.execute(back)  # the database is back once a batch has been requeued
+                outage["over"] = True
+            return consumer.totals["snapshots"] >= 5
+
+        with caplog.at_level(logging.ERROR, logger="fabricweb.telemetry.consumer"):
+            consumer = consume(broker.url, done)
+    finally:
+        admin.execute(back)
+        admin.close()
+    assert "ingest: database error (OperationalError" in caplog.text
+    assert "5 message(s) requeued, trying again in 1 s" in caplog.text
+    assert consumer.totals["requeued"] >= 5 and transactions == [5]
+    assert stored() == {f"cn{n:03d}": PORTS for n in range(1, 6)}
+    assert broker.left() == (0, 0)
+
+
+@needs_postgres
+@postgres_only
+def test_sigterm_makes_manage_py_ingest_finish_the_batch_in_hand_and_exit_0(postgres, broker, tmp_path):
+    for snap in polls(3, 2):
+        broker.send(ONE, snap)
+    ingest = manage_ingest(tmp_path, postgres, broker, "--max-wait", "60")  # holds what it fetched
+    try:
+        wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6), ingest)
+        assert not Node.objects.exists()  # not stored yet: the batch waits for more
+        sent = time.monotonic()
+        assert ingest.stop(signal.SIGTERM, timeout=10) == 0, ingest.tail()
+    finally:
+        ingest.kill_all()
+    assert time.monotonic() - sent < 5
+    assert stored() == {f"cn{n:03d}": 2 * PORTS for n in range(1, 4)}
+    assert broker.left() == (0, 0)
+
+
+@needs_postgres
+@postgres_only
+def test_a_consumer_killed_before_its_batch_was_stored_leaves_every_message_to_the_broker(postgres, broker, tmp_path):
+    for snap in polls(3, 2):
+        broker.send(ONE, snap)
+    ingest = manage_ingest(tmp_path, postgres, broker, "--max-wait", "60")
+    try:
+        wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6), ingest)
+        assert ingest.stop(signal.SIGKILL) == -signal.SIGKILL
+    finally:
+        ingest.kill_all()
+    # Not acked before a commit, so still at the broker: nothing stored, nothing lost.
+    assert broker.left() == (0, 6) and not Node.objects.exists()
+    # What kombu does for any consumer once the visibility timeout (1 h by default) has passed.
+    with app.connection_for_read(broker.url, transport_options={"visibility_timeout": 0}) as conn:
+        conn.default_channel.qos.restore_visible(num=100)
+    assert broker.left() == (6, 0)
+
+    again = manage_ingest(tmp_path, postgres, broker)
+    try:
+        wait_for("the 6 snapshots stored", lambda: PortSample.objects.count() == 6 * PORTS, again)
+        assert again.stop(signal.SIGTERM, timeout=10) == 0, again.tail()
+    finally:
+        again.kill_all()
+    assert stored() == {f"cn{n:03d}": 2 * PORTS for n in range(1, 4)}
+    assert broker.left() == (0, 0)
