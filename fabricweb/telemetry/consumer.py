@@ -27,6 +27,7 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 
+from .broker import transport_for
 from .ingest import ingest_batch
 from .tasks import log_result
 
@@ -113,7 +114,8 @@ class BatchConsumer:
         """Consume until stop(), or until `until()` is true (asked between batches); never give up on the broker."""
         backoff = 0.0
         while not self._done(until):
-            conn = app.connection_for_read(self.broker_url)
+            url = self.broker_url or app.conf.broker_read_url or app.conf.broker_url
+            conn = app.connection_for_read(url, transport=transport_for(url))
             try:
                 conn.ensure_connection(max_retries=0)
                 if backoff:

@@ -31,6 +31,8 @@ from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.health import context
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry import rowcache
+from fabricweb.telemetry.broker import TRANSPORT, transport_for
+from fabricweb.telemetry.broker import Channel as BrokerChannel
 from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer
 from fabricweb.telemetry.models import PortSample
 from fabricweb.telemetry.signals import snapshots_ingested
@@ -259,6 +261,21 @@ def test_a_snapshot_that_fails_in_the_database_every_time_is_given_up_while_the_
     assert consumer.totals["dropped"] == 1 and consumer.totals["snapshots"] == 2
     assert stored() == {"cn001": PORTS, "cn003": PORTS}
     assert broker.left() == (0, 0)
+
+
+def test_it_reads_plain_redis_with_one_client_per_channel_and_other_brokers_as_they_are(broker):
+    assert transport_for("redis://127.0.0.1:6379/0") == TRANSPORT
+    for url in ("rediss://h:6380/0", "sentinel://h:26379", "memory://", "amqp://h//", ""):
+        assert transport_for(url) is None
+    with app.connection_for_read(broker.url, transport=TRANSPORT) as conn:
+        channel = conn.default_channel
+        assert isinstance(channel, BrokerChannel)
+        assert channel._create_client() is channel._create_client()  # kombu's own builds one per pipeline
+        assert channel._create_client(asynchronous=True) is not channel._create_client()
+    for snap in polls(2, 1):
+        broker.send(ONE, snap)
+    consume(broker.url, lambda c: c.totals["snapshots"] >= 2)
+    assert broker.left() == (0, 0)  # delivered, stored and acked through it
 
 
 @pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")
