@@ -167,7 +167,7 @@ def judge_port(view: PortView, t: Thresholds = DEFAULT) -> Judgement:
     # A RoCE port runs at whatever its Ethernet switch does: InfiniBand peers of the same model set no norm.
     majority = None if _ethernet(view) else view.majority
     exp = expected_link(view.policy, view.best_link, majority, t.fabric_min_ports)
-    windows = Windows(view, (MINUTE_S, t.congestion_window_s, HOUR_S))
+    windows = Windows(view, (MINUTE_S, t.congestion_window_s, t.flapping_quiet_s, HOUR_S))
     found = [
         _state(view, exp, windows, t),
         _symbol_errors(view, windows, t),
@@ -201,10 +201,16 @@ def _unknown_keys(view: PortView, w: Windows, t: Thresholds) -> set[str]:
 
 
 def _down_while_flapping(view: PortView, w: Windows, t: Thresholds) -> bool:
-    """Down now and down before within the hour: the flapping finding speaks, not a new DOWN."""
+    """Down now and down before within the hour, still bouncing: the flapping finding speaks, not a new DOWN."""
     if view.state_id is None or view.is_active or not _expect_up(view):
         return False
-    return w.count("link_downed", HOUR_S).total > t.link_downed_per_hour
+    return w.count("link_downed", HOUR_S).total > t.link_downed_per_hour and _bounced_lately(w, t)
+
+
+def _bounced_lately(w: Windows, t: Thresholds) -> bool:
+    """The link went down or retrained within flapping_quiet_s: a link quiet for longer has stopped flapping."""
+    quiet = t.flapping_quiet_s
+    return w.count("link_downed", quiet).total > 0 or w.count("link_error_recovery", quiet).total > 0
 
 
 def _ethernet(view: PortView) -> bool:
@@ -334,6 +340,8 @@ def _symbol_errors(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
 
 
 def _flapping(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
+    if not _bounced_lately(w, t):
+        return None
     downs = w.count("link_downed", HOUR_S).total
     retrains_h = w.count("link_error_recovery", HOUR_S).total
     retrains_min = w.count("link_error_recovery", MINUTE_S).total

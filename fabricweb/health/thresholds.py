@@ -32,6 +32,9 @@ class Thresholds:
     )
     # One bounce is recorded as info; a second within the hour is flapping (critical).
     link_downed_per_hour: int = _t(1, "link downs/h", "NVIDIA NIC health: any increase is serious")
+    # A link that has neither gone down nor retrained for this long has stopped flapping: its event
+    # clears (after the usual clean polls) though the hour still counts the bounces.
+    flapping_quiet_s: float = _t(900.0, "s without a bounce", "our choice: 15 minutes stable")
 
     # Packet errors (counts in the last hour).
     port_rcv_errors_per_hour: int = _t(10, "receive errors/h", "ibqueryerrors: PortRcvErrors 10 per check")
@@ -92,6 +95,7 @@ _POSITIVE = (
     "fast_window_max_s",
     "xmit_wait_tick_ns",
     "congestion_window_s",
+    "flapping_quiet_s",
     "down_after_polls",
     "no_sm_after_polls",
     "stale_after_polls",

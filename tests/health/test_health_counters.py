@@ -17,8 +17,11 @@ def only(judgement, kind):
 
 
 def spread(counter: str, total: int, polls: int = 359) -> tuple:
-    """`total` events of `counter` spread one per poll over the last hour's earlier polls."""
-    return history(*({counter: 1} if i < total else {} for i in range(polls)))
+    """`total` events of `counter`, one per poll, spread evenly over the last hour's earlier polls,
+    the last of them in the newest (so a bouncing link is still bouncing)."""
+    step = max(polls // max(total, 1), 1)
+    marked = {polls - 1 - k * step for k in range(total)}
+    return history(*({counter: 1} if i in marked else {} for i in range(polls)))
 
 
 # --- symbol errors --------------------------------------------------------------------
@@ -94,6 +97,20 @@ def test_it_flags_a_flapping_link_from_link_downs():
     )
     assert f.severity is Severity.CRITICAL
     assert f.key == "flapping:cn042/mlx5_0/1"
+
+
+def test_a_link_quiet_for_fifteen_minutes_has_stopped_flapping():
+    downs = history(*({"link_downed": 1} if i in (0, 5, 10) else {} for i in range(100)))  # ~16 min ago
+    assert "flapping" not in kinds(judge_port(port_view(recent=downs)))
+    assert "flapping" in kinds(judge_port(port_view(recent=downs), Thresholds(flapping_quiet_s=1200)))
+
+
+def test_a_link_that_flapped_and_stays_down_is_down_once_it_stopped_bouncing():
+    downs = history(*({"link_downed": 1} if i in (0, 5, 10) else {} for i in range(100)))
+    bouncing = history(*({"link_downed": 1} if i in (0, 5, 99) else {} for i in range(100)))
+    down = dict(state_id=1, state_name="DOWN", phys_state_id=2, phys_state_name="Polling")
+    assert kinds(judge_port(port_view(recent=bouncing, **down))) == {"flapping"}
+    assert kinds(judge_port(port_view(recent=downs, **down))) == {"down"}
 
 
 def test_a_second_link_down_within_the_hour_is_flapping():

@@ -116,8 +116,9 @@ def test_a_flapping_link_is_one_event_for_the_whole_episode():
     first, last = flapping_open.index(True), len(flapping_open) - 1 - flapping_open[::-1].index(True)
     assert all(flapping_open[first : last + 1])
     assert first == 1  # the first bounce is on record at once (as info)
-    # Open while the last down (poll 356) is in the hour (359 more polls), then 2 quiet polls; the 3rd resolves.
-    assert last == 356 + 359 + 2
+    # Open until the link has been quiet for flapping_quiet_s (15 min: the last down, at poll 356, is within
+    # it for 89 more polls), then 2 clean polls; the 3rd resolves. The hour still counts its downs.
+    assert last == 356 + 89 + 2
 
 
 def test_events_of_kinds_not_judged_are_left_alone_when_not_passed():
