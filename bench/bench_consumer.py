@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 # bench_ingest puts the repository on sys.path: the fabricweb imports below come after it.
-from bench_ingest import _drop_postgres_database, _setup_django, from_fixtures, from_simulator
+from bench_ingest import _drop_postgres_database, _setup_django, generate
 
 
 def publish(rounds: list[list[dict]]) -> float:
@@ -152,16 +152,8 @@ def main() -> int:
         print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait)))
         return 0
 
-    start = time.perf_counter()
-    if args.source == "sim":
-        rounds = from_simulator(args.nodes, args.hcas, args.ports, args.polls)
-    else:
-        rounds = from_fixtures(args.nodes, args.polls)
-    ports = sum(len(d["ports"]) for s in rounds[0] for d in s["devices"])
-    print(
-        f"{len(rounds[0])} nodes, {ports} ports, {len(rounds)} polls ({args.source}; generated in "
-        f"{time.perf_counter() - start:.1f} s); {len(rounds[0]) * (len(rounds) - 1)} messages timed per run"
-    )
+    rounds, what = generate(args)
+    print(f"{what}; {len(rounds[0]) * (len(rounds) - 1)} messages timed per run")
     port = free_port()
     redis_server = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],

@@ -80,6 +80,21 @@ def from_fixtures(nodes: int, polls: int) -> list[list[dict]]:
     return rounds
 
 
+def generate(args: argparse.Namespace) -> tuple[list[list[dict]], str]:
+    """The snapshots the --source, --nodes, --polls, --hcas and --ports options ask for, and what they are."""
+    start = time.perf_counter()
+    if args.source == "sim":
+        rounds = from_simulator(args.nodes, args.hcas, args.ports, args.polls)
+    else:
+        rounds = from_fixtures(args.nodes, args.polls)
+    ports = sum(len(d["ports"]) for s in rounds[0] for d in s["devices"])
+    what = (
+        f"{len(rounds[0])} nodes, {ports} ports, {len(rounds)} polls ({args.source}; "
+        f"generated in {time.perf_counter() - start:.1f} s)"
+    )
+    return rounds, what
+
+
 # -- one database (child process) ------------------------------------------------------------
 def _setup_django(db: str, scratch: str) -> str:
     from django.core.management.utils import get_random_secret_key
@@ -232,16 +247,8 @@ def main() -> int:
         print(json.dumps(run_one(args.db, rounds, batches, args.profile)))
         return 0
 
-    start = time.perf_counter()
-    if args.source == "sim":
-        rounds = from_simulator(args.nodes, args.hcas, args.ports, args.polls)
-    else:
-        rounds = from_fixtures(args.nodes, args.polls)
-    ports = sum(len(d["ports"]) for s in rounds[0] for d in s["devices"])
-    print(
-        f"{len(rounds[0])} nodes, {ports} ports, {len(rounds)} polls ({args.source}; "
-        f"generated in {time.perf_counter() - start:.1f} s)"
-    )
+    rounds, what = generate(args)
+    print(what)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(rounds, f)
     try:

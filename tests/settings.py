@@ -22,7 +22,8 @@ DATABASES = {"default": _database(f"sqlite:///{BASE_DIR / 'var' / 'test.sqlite3'
 if os.environ.get("TEST_POSTGRES_URL"):
     DATABASES["postgres"] = dj_database_url.parse(os.environ["TEST_POSTGRES_URL"])
     # One test database per run, so two runs (a helper's and yours) never share or drop each other's.
-    DATABASES["postgres"]["TEST"] = {"NAME": f"test_{DATABASES['postgres']['NAME']}_{os.getpid()}"}
+    # No dependency on `default`: a run of PostgreSQL-only tests creates it alone.
+    DATABASES["postgres"]["TEST"] = {"NAME": f"test_{DATABASES['postgres']['NAME']}_{os.getpid()}", "DEPENDENCIES": []}
 
 CELERY_BROKER_URL = os.environ.get("TEST_REDIS_URL", "memory://")
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # speed; tests store no real passwords

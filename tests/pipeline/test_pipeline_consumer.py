@@ -363,14 +363,24 @@ def test_a_database_outage_requeues_the_batch_and_it_is_stored_when_the_database
     assert broker.left() == (0, 0)
 
 
+def holding_six(tmp_path, postgres, broker):
+    """`manage.py ingest` holding 6 delivered messages unstored (its batch waits up to 60 s for more)."""
+    for snap in polls(3, 2):
+        broker.send(ONE, snap)
+    ingest = manage_ingest(tmp_path, postgres, broker, "--max-wait", "60")
+    try:
+        wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6), ingest)
+    except BaseException:
+        ingest.kill_all()
+        raise
+    return ingest
+
+
 @needs_postgres
 @postgres_only
 def test_sigterm_makes_manage_py_ingest_finish_the_batch_in_hand_and_exit_0(postgres, broker, tmp_path):
-    for snap in polls(3, 2):
-        broker.send(ONE, snap)
-    ingest = manage_ingest(tmp_path, postgres, broker, "--max-wait", "60")  # holds what it fetched
+    ingest = holding_six(tmp_path, postgres, broker)
     try:
-        wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6), ingest)
         assert not Node.objects.exists()  # not stored yet: the batch waits for more
         sent = time.monotonic()
         assert ingest.stop(signal.SIGTERM, timeout=10) == 0, ingest.tail()
@@ -384,11 +394,8 @@ def test_sigterm_makes_manage_py_ingest_finish_the_batch_in_hand_and_exit_0(post
 @needs_postgres
 @postgres_only
 def test_a_consumer_killed_before_its_batch_was_stored_leaves_every_message_to_the_broker(postgres, broker, tmp_path):
-    for snap in polls(3, 2):
-        broker.send(ONE, snap)
-    ingest = manage_ingest(tmp_path, postgres, broker, "--max-wait", "60")
+    ingest = holding_six(tmp_path, postgres, broker)
     try:
-        wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6), ingest)
         assert ingest.stop(signal.SIGKILL) == -signal.SIGKILL
     finally:
         ingest.kill_all()
