@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from django.db import DatabaseError, close_old_connections, connection
 from kombu.exceptions import OperationalError as BrokerUnreachable
+from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 
@@ -100,6 +101,7 @@ class BatchConsumer:
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
         self.oldest_at = 0.0
         self.stopping = False
+        self.shown = ""  # the broker, for logs
         self.db_backoff = 0.0
         self.failures: dict[str, int] = {}  # message id -> database errors while the database answered
         # Since start: batches, snapshots, samples, rejected, dropped, requeued (messages).
@@ -116,22 +118,23 @@ class BatchConsumer:
         while not self._done(until):
             url = self.broker_url or app.conf.broker_read_url or app.conf.broker_url
             conn = app.connection_for_read(url, transport=transport_for(url))
+            self.shown = maybe_sanitize_url(url) if url else conn.as_uri()  # the URL as configured, no password
             try:
                 conn.ensure_connection(max_retries=0)
                 if backoff:
-                    log.warning("ingest: connected to the broker %s again", conn.as_uri())
+                    log.warning("ingest: connected to the broker %s again", self.shown)
                 backoff = 0.0
                 self._consume(conn, until)
             except (*conn.connection_errors, BrokerUnreachable) as e:
                 # Not acked, so the broker still has them and delivers them again.
                 held, self.pending = len(self.pending), []
                 if self.stopping:  # e.g. runfabric stopping the broker at the same time
-                    log.warning("ingest: lost the broker %s while stopping (%s)", conn.as_uri(), e)
+                    log.warning("ingest: lost the broker %s while stopping (%s)", self.shown, e)
                     continue
                 backoff = min(MAX_BACKOFF_S, 2 * backoff or 1.0)
                 log.error(
                     "ingest: lost the broker %s (%s); %d message(s) in hand left to it; connecting again in %g s",
-                    conn.as_uri(),
+                    self.shown,
                     e or type(e).__name__,
                     held,
                     backoff,
@@ -149,7 +152,7 @@ class BatchConsumer:
             log.info(
                 "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
                 SNAPSHOT_QUEUE,
-                conn.as_uri(),
+                self.shown,
                 self.batch,
                 self.max_wait,
             )

@@ -322,7 +322,8 @@ def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
         for server in filter(None, servers):
             server.terminate()
             server.wait(10)
-    assert f"127.0.0.1:{port}/0 again" in caplog.text  # "connected to the broker ... again"
+    assert f"lost the broker {url} (" in caplog.text  # named as configured, whatever transport reads it
+    assert f"connected to the broker {url} again" in caplog.text
     assert stored() == {"cn001": 2 * PORTS}
 
 
