@@ -157,12 +157,17 @@ def insert_samples(rows: list[tuple]) -> None:
         cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
 
 
+# Compact, and without the cycle check (decoded JSON has no cycles): half the time of json.dumps
+# for a port's counters, hw_counters and ring, which are encoded at every poll.
+_to_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
 def _adapter(field: models.Field):
     """How a value of `field` is passed to the driver in raw SQL, or None when it passes as it is."""
     kind = field.get_internal_type()
     if kind == "JSONField":
         # NULL for None in a nullable column, as the ORM does; JSON text otherwise.
-        return lambda v: None if v is None else json.dumps(v)
+        return lambda v: None if v is None else _to_json(v)
     if kind == "DateTimeField" and connection.vendor != "postgresql":
         return connection.ops.adapt_datetimefield_value
     return None
