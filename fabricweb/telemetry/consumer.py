@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import DatabaseError, OperationalError, close_old_connections, connection
 from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
@@ -195,9 +195,11 @@ class BatchConsumer:
         except DatabaseError as e:
             with contextlib.suppress(DatabaseError):
                 connection.close()  # the next batch starts on a fresh connection
-            if _database_answers():
-                # Not an outage: something in this batch fails in the database. Alone, each message is
-                # acked or fails on its own; one that keeps failing is given up, or it would loop forever.
+            # OperationalError is the database's state, not the data: down, a lock held past the busy
+            # timeout (SQLite under a long prune), a deadlock. Waited out, never counted against a message.
+            if not isinstance(e, OperationalError) and _database_answers():
+                # Something in this batch fails in the database (a constraint, a value it refuses). Alone,
+                # each message is acked or fails on its own; one that keeps failing is given up, or it loops.
                 if len(batch) > 1:
                     return all([self._store([item]) for item in batch])
                 batch = self._give_up_on(batch)

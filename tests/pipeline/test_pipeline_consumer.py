@@ -25,7 +25,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import redis
-from django.db import IntegrityError, connections
+from django.db import IntegrityError, OperationalError, connections
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.health import context
@@ -276,6 +276,28 @@ def test_it_reads_plain_redis_with_one_client_per_channel_and_other_brokers_as_t
         broker.send(ONE, snap)
     consume(broker.url, lambda c: c.totals["snapshots"] >= 2)
     assert broker.left() == (0, 0)  # delivered, stored and acked through it
+
+
+def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_snapshots(each_db, broker, caplog):
+    busy = {"left": 4}  # the database refuses the first four attempts, then takes them
+
+    def locked(sender, results, **kwargs):
+        if busy["left"]:
+            busy["left"] -= 1
+            raise OperationalError("database is locked")
+
+    for snap in polls(3, 1):
+        broker.send(ONE, snap)
+    snapshots_ingested.connect(locked, weak=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+            consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 3, timeout=60)
+    finally:
+        snapshots_ingested.disconnect(locked)
+    assert "database error (OperationalError: database is locked); 3 message(s) requeued" in caplog.text
+    assert consumer.totals["dropped"] == 0 and not consumer.failures
+    assert stored() == {f"cn{n:03d}": PORTS for n in range(1, 4)}
+    assert broker.left() == (0, 0)
 
 
 @pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")
