@@ -18,7 +18,6 @@ names of its own, so each starts from registered nodes with the same history.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 
 # bench_ingest puts the repository on sys.path: the fabricweb imports below come after it.
-from bench_ingest import _drop_postgres_database, _setup_django, generate
+from bench_ingest import _drop_postgres_database, _setup_django, generate, snapshot_args
 
 
 def publish(rounds: list[list[dict]]) -> float:
@@ -135,16 +134,9 @@ def free_port() -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
-    parser.add_argument("--nodes", type=int, default=200)
-    parser.add_argument("--hcas", type=int, default=2, help="HCAs per simulated node")
-    parser.add_argument("--ports", type=int, default=2, help="ports per simulated HCA")
-    parser.add_argument("--polls", type=int, default=6, help="polls per node (the first registers, not timed)")
+    parser = snapshot_args(__doc__)
     parser.add_argument("--batch", type=int, default=100, help="the consumer's --batch")
     parser.add_argument("--max-wait", type=float, default=0.2, help="the consumer's --max-wait")
-    parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.child:  # snapshots file from the parent; REDIS_URL is the parent's private redis-server

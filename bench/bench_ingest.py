@@ -80,6 +80,19 @@ def from_fixtures(nodes: int, polls: int) -> list[list[dict]]:
     return rounds
 
 
+def snapshot_args(doc: str) -> argparse.ArgumentParser:
+    """The options of both ingest benchmarks: databases, the snapshots (see `generate`), the child's file."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--hcas", type=int, default=2, help="HCAs per simulated node")
+    parser.add_argument("--ports", type=int, default=2, help="ports per simulated HCA")
+    parser.add_argument("--polls", type=int, default=6, help="polls per node (the first registers, not timed)")
+    parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser
+
+
 def generate(args: argparse.Namespace) -> tuple[list[list[dict]], str]:
     """The snapshots the --source, --nodes, --polls, --hcas and --ports options ask for, and what they are."""
     start = time.perf_counter()
@@ -229,16 +242,9 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
 
 # -- driver ------------------------------------------------------------------------------------
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
-    parser.add_argument("--nodes", type=int, default=200)
-    parser.add_argument("--hcas", type=int, default=2, help="HCAs per simulated node")
-    parser.add_argument("--ports", type=int, default=2, help="ports per simulated HCA")
-    parser.add_argument("--polls", type=int, default=6, help="polls per node (the first is not timed)")
+    parser = snapshot_args(__doc__)
     parser.add_argument("--batch", default="1,25,200", help="snapshots per transaction, comma-separated")
-    parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
     parser.add_argument("--profile", action="store_true", help="print where the time goes (cProfile, tottime)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     batches = [int(b) for b in args.batch.split(",")]
 
