@@ -9,23 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .facts import NODE_TYPES, PHYS_STATES, PORT_STATES, SCHEMA_VERSION, is_up
 from .link import Rate
 
-SCHEMA_VERSION = 1
-
-# Names the kernel prints; used when only an id is known (pyverbs, simulator).
-PORT_STATES = {0: "NOP", 1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE", 5: "ACTIVE_DEFER"}
-PHYS_STATES = {
-    0: "NoChange",
-    1: "Sleep",
-    2: "Polling",
-    3: "Disabled",
-    4: "PortConfigurationTraining",
-    5: "LinkUp",
-    6: "LinkErrorRecovery",
-    7: "Phy Test",
-}
-NODE_TYPES = {1: "CA", 2: "switch", 3: "router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP"}
+# Re-exported: the reader and the simulator name states by id through these (collectors/facts.py).
+__all__ = ["NODE_TYPES", "PHYS_STATES", "PORT_STATES", "SCHEMA_VERSION"]
 
 
 def src(path: str) -> dict[str, str]:
@@ -123,8 +111,7 @@ class Port:
 
     @property
     def is_up(self) -> bool:
-        # ACTIVE, or ACTIVE_DEFER (active, with a deferred transition pending)
-        return self.state is not None and self.state.id in (4, 5)
+        return self.state is not None and is_up(self.state.id)
 
 
 @dataclass(slots=True)

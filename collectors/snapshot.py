@@ -11,7 +11,8 @@ import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 
-from .model import SCHEMA_VERSION, Device, Disagreement, Port, Snapshot, VerbsDevice, VerbsPort
+from .facts import SCHEMA_VERSION
+from .model import Device, Disagreement, Port, Snapshot, VerbsDevice, VerbsPort
 from .sysfs import SysfsReader
 
 

@@ -5,21 +5,9 @@ from __future__ import annotations
 import os
 
 from . import pcie
+from .facts import ERROR_COUNTERS, IBSTAT_STATES
 from .local import local_findings
 from .model import ReadError, Snapshot
-
-# ibstat's words for port states.
-_IBSTAT_STATE = {0: "NOP", 1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "Active (deferred)"}
-_ERROR_COUNTERS = (
-    "symbol_error",
-    "link_error_recovery",
-    "link_downed",
-    "port_rcv_errors",
-    "port_rcv_remote_physical_errors",
-    "port_xmit_discards",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-)
 
 
 def safe(value: object) -> str:
@@ -73,7 +61,7 @@ def render_text(snap: Snapshot) -> str:
             )
         for port in dev.ports:
             lines.append(f"\tPort {port.number}:")
-            state = _IBSTAT_STATE.get(port.state.id, port.state.name) if port.state else "-"
+            state = IBSTAT_STATES.get(port.state.id, port.state.name) if port.state else "-"
             lines.append(f"\t\tState: {state}")
             lines.append(f"\t\tPhysical state: {safe(port.phys_state.name if port.phys_state else None)}")
             rate = port.rate
@@ -97,7 +85,7 @@ def render_text(snap: Snapshot) -> str:
             ]
             if data:
                 lines.append(f"\t\tData: {', '.join(data)} since counters were last reset")
-            errors = [f"{name} {c[name]}" for name in _ERROR_COUNTERS if c.get(name)]
+            errors = [f"{name} {c[name]}" for name in ERROR_COUNTERS if c.get(name)]
             lines.append(f"\t\tError counters: {', '.join(errors) if errors else 'all zero'}")
             for d in port.disagreements:
                 lines.append(f"\t\tsysfs and verbs disagree on {d.field}: sysfs {safe(d.sysfs)}, verbs {safe(d.verbs)}")

@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.env import Env, redact_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -143,7 +144,7 @@ LOGGING = {
 FABRIC_POLL_INTERVAL = env.seconds("FABRIC_POLL_INTERVAL", 10.0)
 # Node side: the queue this worker consumes (node.<name>) and the tree it reads.
 FABRIC_NODE_NAME = env.match(
-    "FABRIC_NODE_NAME", None, pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", what="a short host name (queue node.<name>)"
+    "FABRIC_NODE_NAME", None, pattern=NODE_NAME_PATTERN, what="a short host name (queue node.<name>)"
 )
 FABRIC_SYSFS_ROOT = env.str("FABRIC_SYSFS_ROOT", "/sys")
 FABRIC_RETAIN_RAW = env.seconds("FABRIC_RETAIN_RAW", 48 * 3600.0)

@@ -12,6 +12,7 @@ the strict environment helpers of fabricweb/env.py apply here as well.
 
 from __future__ import annotations
 
+from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.env import Env
 
 env = Env()
@@ -31,8 +32,7 @@ LOGGING = {
 }
 
 # Queue names are node.<name>, and a simulated node's tree is FABRIC_SIM_DIR/<name>:
-# the name must be short and must not be able to climb out of the directory.
-NODE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+# the name must be short and must not be able to climb out of the directory (collectors/facts.py).
 # This node's name (default: its short host name, as in its snapshots) and the tree it reads.
 FABRIC_NODE_NAME = env.match("FABRIC_NODE_NAME", None, pattern=NODE_NAME_PATTERN, what="a short host name")
 FABRIC_SYSFS_ROOT = env.str("FABRIC_SYSFS_ROOT", "/sys")

@@ -18,6 +18,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from collectors import read_host, to_dict
+from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.celery import NODE_QUEUE_PREFIX, SNAPSHOT_QUEUE, app
 
 log = logging.getLogger(__name__)
@@ -41,8 +42,7 @@ def served_nodes() -> list[str]:
     return sorted(
         name
         for name in os.listdir(sim_dir)
-        if re.fullmatch(settings.NODE_NAME_PATTERN, name)
-        and os.path.isdir(os.path.join(sim_dir, name, "class", "infiniband"))
+        if re.fullmatch(NODE_NAME_PATTERN, name) and os.path.isdir(os.path.join(sim_dir, name, "class", "infiniband"))
     )
 
 
@@ -50,7 +50,7 @@ def sysfs_root(node: str) -> str:
     sim_dir = settings.FABRIC_SIM_DIR
     if sim_dir:
         # A simulated node keeps its name when its tree vanishes: that is a fault to report.
-        if not re.fullmatch(settings.NODE_NAME_PATTERN, node):
+        if not re.fullmatch(NODE_NAME_PATTERN, node):
             raise NotServed(f"{node!r} is not a node name")
         return os.path.join(sim_dir, node)
     if node != this_node():

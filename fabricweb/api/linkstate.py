@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from django.db.models import BooleanField, Case, F, IntegerField, Q, QuerySet, Value, When
 
+from collectors.facts import UP_STATE_IDS
 from collectors.link import SPEEDS
 from fabricweb.inventory.models import Port
 
-ACTIVE_STATE_IDS = (4, 5)  # ACTIVE, ACTIVE_DEFER
-
-UP = Q(state_id__in=ACTIVE_STATE_IDS, vanished_at__isnull=True)
+UP = Q(state_id__in=sorted(UP_STATE_IDS), vanished_at__isnull=True)
 
 
 def _rank(field: str) -> Case:
@@ -39,7 +38,7 @@ DEGRADED = (
 def annotate(ports: QuerySet[Port]) -> QuerySet[Port]:
     """`ports` with `api_up` and `api_degraded`, booleans for filtering, counting and output.
 
-    Prefixed names: Port.is_up exists and means ACTIVE only, without the vanished check.
+    Prefixed names: Port.is_up exists and judges the state alone, without the vanished check.
     """
     return ports.annotate(
         api_speed_rank=_rank("speed"),

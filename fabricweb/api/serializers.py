@@ -9,15 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from collectors import pcie
+from collectors.facts import IBSTAT_STATES, NODE_TYPES, PHYS_STATES
 from collectors.link import SPEED_BY_NAME, make_rate
-from collectors.model import NODE_TYPES, PHYS_STATES
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.columns import DELTA_COLUMNS, TRAFFIC
 from fabricweb.telemetry.models import PortSample
 
-# ibstat's words for port states (ibstatus and sysfs say `4: ACTIVE`; operators read `Active`).
-IBSTAT_STATES = {0: "NOP", 1: "Down", 2: "Initializing", 3: "Armed", 4: "Active", 5: "Active (deferred)"}
 SEVERITIES = tuple(Event.Severity.values)
 
 

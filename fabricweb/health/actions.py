@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from collectors.facts import UP_STATE_IDS
 from fabricweb.inventory.models import Device, Node, Port
 
 from . import context
 from .expectation import baseline_policy
 from .findings import port_label
 from .models import LinkPolicy
-from .view import ACTIVE_STATES
 
 
 class BaselineError(ValueError):
@@ -88,7 +88,7 @@ def accept_baseline(target: Port | Device | Node) -> Baseline:
 
 
 def _not_baseline(port: Port, link) -> str:
-    if port.state_id not in ACTIVE_STATES:
+    if port.state_id not in UP_STATE_IDS:
         return f"the port is {port.state_name or 'not ACTIVE'}, not up"
     if link is None:
         return "its speed or width is unknown"

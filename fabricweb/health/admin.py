@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Event, LinkPolicy
+from .models import Acknowledgement, Event, LinkPolicy, Silence
 
 
 @admin.register(Event)
@@ -19,3 +19,27 @@ class LinkPolicyAdmin(admin.ModelAdmin):
     list_editable = ["enabled"]
     list_filter = ["enabled", "expect_up", "speed", "lanes"]
     search_fields = ["name", "node_glob", "device_glob"]
+
+
+@admin.register(Acknowledgement)
+class AcknowledgementAdmin(admin.ModelAdmin):
+    list_display = ["at", "event", "by_name", "note"]
+    raw_id_fields = ["event", "by"]
+    list_select_related = ["event"]
+
+
+@admin.register(Silence)
+class SilenceAdmin(admin.ModelAdmin):
+    list_display = [
+        "created_at",
+        "node_glob",
+        "device_glob",
+        "port_glob",
+        "kind_glob",
+        "starts_at",
+        "ends_at",
+        "lifted_at",
+    ]
+    list_filter = [("lifted_at", admin.EmptyFieldListFilter)]
+    search_fields = ["node_glob", "reason", "created_by_name"]
+    raw_id_fields = ["created_by"]

@@ -20,13 +20,13 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
+from collectors.facts import UP_STATE_IDS
 from collectors.link import Rate, make_rate
 from fabricweb.inventory.models import Port
 
 from . import models
 from .expectation import LinkPolicy, Majority, counted_majority, policy_sort_key, usable
 from .thresholds import Thresholds
-from .view import ACTIVE_STATES
 
 REFRESH_S = 30.0
 
@@ -128,7 +128,7 @@ def load_majorities() -> dict[str, Majority]:
     """One GROUP BY over ACTIVE InfiniBand ports still present: (HCA model, speed, width) -> ports."""
     groups = (
         Port.objects.filter(
-            state_id__in=ACTIVE_STATES,
+            state_id__in=UP_STATE_IDS,
             vanished_at__isnull=True,
             device__vanished_at__isnull=True,
             speed__isnull=False,

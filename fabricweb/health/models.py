@@ -1,11 +1,18 @@
-"""Stored state of link health: events (what the rules found, open or resolved) and operator link policies.
+"""Stored state of link health: events (what the rules found, open or resolved), operator link
+policies, and what operators said about events: acknowledgements and silences.
 
 The rules themselves are pure (fabricweb.health.rules); these tables hold their state
-between polls and the operator's expectations.
+between polls and the operator's expectations. The dashboard writes acknowledgements
+and silences; notifications (fabricweb.alerts) honour them: an acknowledged event is
+not repeated, a silenced one is not delivered, and both stay recorded and visible.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+from fnmatch import fnmatchcase
+
+from django.conf import settings
 from django.db import models
 
 from collectors.link import SPEEDS, WIDTHS
@@ -45,6 +52,8 @@ class Event(models.Model):
             models.Index(fields=["resolved_at", "severity"], name="health_event_open_severity"),
             models.Index(fields=["node", "opened_at"], name="health_event_node_opened"),
         ]
+        # The operator role (dashboard): acknowledge, silence, accept a baseline, edit link policies.
+        permissions = [("operate", "Can acknowledge and silence events and accept link baselines")]
 
     def __str__(self) -> str:
         return f"{self.severity} {self.key}"
@@ -77,3 +86,98 @@ class LinkPolicy(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Acknowledgement(models.Model):
+    """An operator has seen an open event and is on it: repeats of its notification stop.
+
+    One per event; acknowledging again replaces the note. The event itself is unchanged:
+    it still resolves only when the rules find it clear.
+    """
+
+    event = models.OneToOneField(Event, on_delete=models.CASCADE, related_name="acknowledgement")
+    by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    by_name = models.CharField(max_length=150, help_text="Who, kept when the user is deleted.")
+    note = models.TextField(blank=True, default="", max_length=2000)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.event.key} acknowledged by {self.by_name}"
+
+
+class SilenceQuerySet(models.QuerySet):
+    def active(self, now: datetime) -> SilenceQuerySet:
+        """Silences in force at `now`: started, not ended, not lifted."""
+        return self.filter(starts_at__lte=now, ends_at__gt=now, lifted_at__isnull=True)
+
+
+class Silence(models.Model):
+    """No notification for matching events until `ends_at`. Matching events are still opened,
+    recorded and shown (marked silenced); only delivery stops. Globs are shell patterns
+    (fnmatch, case-sensitive) on the node name, device name, port number and event kind;
+    `*` matches anything, including events about a whole node or device."""
+
+    node_glob = models.CharField(max_length=100, default="*", help_text="e.g. cn0* or cn042")
+    device_glob = models.CharField(max_length=100, default="*", help_text="e.g. mlx5_*")
+    port_glob = models.CharField(max_length=20, default="*", help_text="e.g. 1 or *")
+    kind_glob = models.CharField(max_length=64, default="*", help_text="e.g. symbol_errors, or * for every kind")
+    reason = models.TextField(max_length=2000, help_text="Why, for whoever wonders where the pages went.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_by_name = models.CharField(max_length=150)
+    created_at = models.DateTimeField()
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    lifted_at = models.DateTimeField(null=True, blank=True, help_text="Set when an operator ends it early.")
+    lifted_by_name = models.CharField(max_length=150, blank=True, default="")
+
+    objects = SilenceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["ends_at"], name="health_silence_ends")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(ends_at__gt=models.F("starts_at")), name="health_silence_ends_later"
+            )
+        ]
+
+    def __str__(self) -> str:
+        where = f"{self.node_glob} {self.device_glob}/{self.port_glob} {self.kind_glob}"
+        return f"{where} until {self.ends_at:%Y-%m-%d %H:%M}Z"
+
+    def matches(self, node: str, device: str | None, port: int | None, kind: str) -> bool:
+        return silence_matches(
+            (self.node_glob, self.device_glob, self.port_glob, self.kind_glob), node, device, port, kind
+        )
+
+
+def silence_matches(
+    globs: tuple[str, str, str, str], node: str, device: str | None, port: int | None, kind: str
+) -> bool:
+    """Whether (node, device, port, kind) falls under these four globs. An event about a whole node
+    or device (device or port None) is matched only by `*` in the parts it lacks."""
+    node_glob, device_glob, port_glob, kind_glob = globs
+    parts = (
+        (node_glob, node),
+        (device_glob, device),
+        (port_glob, None if port is None else str(port)),
+        (kind_glob, kind),
+    )
+    for glob, value in parts:
+        if value is None:
+            if glob != "*":
+                return False
+        elif not fnmatchcase(value, glob):
+            return False
+    return True
+
+
+def silencing(event: Event, silences) -> Silence | None:
+    """The first of `silences` (already filtered to those in force) that covers `event`; needs
+    `event.node`, `event.device` and `event.port` loaded."""
+    device = event.device.name if event.device_id is not None else None
+    port = event.port.number if event.port_id is not None else None
+    for silence in silences:
+        if silence.matches(event.node.name, device, port, event.kind):
+            return silence
+    return None

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from collectors.facts import LINK_UP, PHYS_STATES, PORT_STATES, UP_STATE_IDS
 from collectors.link import Rate
-from collectors.model import PHYS_STATES, PORT_STATES
 
 from .expectation import LinkPolicy, Majority
 
@@ -19,8 +19,8 @@ from .expectation import LinkPolicy, Majority
 # Counters left out of the mapping count as 0 (ingest may store only non-zero deltas).
 Poll = tuple[float, float, Mapping[str, int | None]]
 
-ACTIVE_STATES = frozenset({4, 5})  # ACTIVE, ACTIVE_DEFER
-LINK_UP = 5
+# Re-exported for the rules (collectors/facts.py is their one home).
+__all__ = ["LINK_UP", "PHYS_STATES", "PORT_STATES", "UP_STATE_IDS", "PcieView", "Poll", "PortView"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,7 @@ class PortView:
 
     @property
     def is_active(self) -> bool:
-        return self.state_id in ACTIVE_STATES
+        return self.state_id in UP_STATE_IDS
 
     @property
     def state_text(self) -> str:

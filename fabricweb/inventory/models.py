@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from collectors.facts import is_up
+
 NAME_MAX = 64  # host, device names: short names, as in queue names and URLs
 TEXT_MAX = 256  # free text a node reports (board_id, node_desc, fw_ver...)
 
@@ -138,4 +140,4 @@ class Port(models.Model):
 
     @property
     def is_up(self) -> bool:
-        return self.state_id == 4
+        return is_up(self.state_id)

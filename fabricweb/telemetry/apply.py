@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
 
+from collectors.facts import UP_STATE_IDS
 from collectors.link import Rate, better_link, make_rate
 from fabricweb.inventory.models import Device, Node, Port
 
@@ -20,7 +21,6 @@ from .deltas import Reading, port_deltas
 from .results import DUPLICATE, STALE, STORED, IngestResult, LinkState, PortObservation
 from .schema import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 
-ACTIVE_STATES = frozenset({4, 5})  # ACTIVE, ACTIVE_DEFER: the link is up
 _LINK = attrgetter(*LINK_FIELDS)  # one C call per side instead of a getattr per field, at every port and poll
 
 
@@ -204,7 +204,7 @@ def _port(
     if link_changed:
         for name in LINK_FIELDS:
             setattr(port, name, getattr(p, name))
-    if p.state_id in ACTIVE_STATES:
+    if p.state_id in UP_STATE_IDS:
         best_changed = _remember_best(port, p)
         link_changed |= best_changed or not port.ever_up
         port.ever_up = True

@@ -7,6 +7,8 @@ like their `counters/` twins; everything else exists only in `counters/`.
 
 from __future__ import annotations
 
+from collectors.facts import ERROR_COUNTERS, XMIT_WAIT
+
 # column -> (section, counter file) candidates, best first.
 TRAFFIC: dict[str, tuple[tuple[str, str], ...]] = {
     "rcv_bytes": (("counters_ext", "port_rcv_data_64"), ("counters", "port_rcv_data")),
@@ -16,26 +18,10 @@ TRAFFIC: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 # Error counters of §3, column -> counter file. The sample column is the lower-case file name.
-ERRORS: dict[str, str] = {
-    name.lower(): name
-    for name in (
-        "symbol_error",
-        "link_error_recovery",
-        "link_downed",
-        "port_rcv_errors",
-        "port_rcv_remote_physical_errors",
-        "port_rcv_switch_relay_errors",
-        "port_xmit_discards",
-        "port_xmit_constraint_errors",
-        "port_rcv_constraint_errors",
-        "local_link_integrity_errors",
-        "excessive_buffer_overrun_errors",
-        "VL15_dropped",
-    )
-}
+ERRORS: dict[str, str] = {name.lower(): name for name in ERROR_COUNTERS}
 
 # Ticks the port had data to send but no credits: congestion, judged like the errors.
-CONGESTION: dict[str, str] = {"xmit_wait": "port_xmit_wait"}
+CONGESTION: dict[str, str] = {"xmit_wait": XMIT_WAIT}
 
 SOURCES: dict[str, tuple[tuple[str, str], ...]] = {
     **TRAFFIC,

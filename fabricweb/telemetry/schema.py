@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from collectors.facts import KNOWN_SCHEMAS, NODE_NAME_PATTERN
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX
 
@@ -22,11 +23,10 @@ from .checks import SnapshotRejected
 
 __all__ = ["KNOWN_SCHEMAS", "DeviceIn", "PortIn", "SnapshotIn", "SnapshotRejected", "parse_snapshot"]
 
-KNOWN_SCHEMAS = frozenset({1})
 MAX_DEVICES = 256
 MAX_PORTS = 256
 MAX_ERRORS = 10_000
-_HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_HOST_RE = re.compile(NODE_NAME_PATTERN)
 _DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
 

@@ -26,7 +26,6 @@ def sim_dir(tmp_path, settings):
     Fabric.create(str(tmp_path), 3)
     (tmp_path / "not-a-node").mkdir()  # no class/infiniband: not served
     settings.FABRIC_SIM_DIR = str(tmp_path)
-    settings.NODE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
     return tmp_path
 
 
