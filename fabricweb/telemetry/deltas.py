@@ -10,7 +10,11 @@ them (shared/docs/infiniband.md §3). So:
   divide by that interval;
 - an interval <= 0 (the node's clock stepped back) gives no delta: the new reading
   becomes the baseline;
-- a reading missing on either side gives no delta.
+- a reading missing on either side gives no delta;
+- a delta larger than the fastest link there is (12X XDR, 300 GB/s) could carry in
+  the interval (counted as at most a day) is implausible and gives no delta: a broken
+  or hostile node cannot store a number that no link counts, nor one whose sums in
+  the rollups overflow a 64-bit column (a 5-minute bucket then holds at most ~2.6e16).
 Values are in base units as the snapshot carries them (data counters in bytes, ×4).
 """
 
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from collectors.counters import to_base_units, width_bits
+from collectors.link import SPEEDS, WIDTHS
 
 from .columns import SOURCES
 
@@ -29,9 +34,19 @@ MISSING = "missing"  # no reading now
 NO_BASELINE = "no baseline"  # no reading at the previous poll (first poll, file unreadable then)
 CLOCK = "clock went backwards"
 CAPPED = "capped"
-IMPLAUSIBLE = "implausible"  # larger than a signed 64-bit column holds: no real link counts that much
+IMPLAUSIBLE = "implausible"  # more than any link could carry in the interval
 
 MAX_DELTA = (1 << 63) - 1
+# Bytes per second of the fastest link (every other counter counts fewer events than bytes on the wire).
+PEAK_BYTES_PER_S = max(s.lane_gbps for s in SPEEDS) * max(WIDTHS) * 1e9 / 8
+# Longer gaps are judged as a day: the bound must stay far below MAX_DELTA once summed in a rollup.
+PLAUSIBLE_INTERVAL_CAP_S = 86_400.0
+
+
+def plausible_max(interval: float | None) -> int:
+    """The largest delta any counter can show over `interval` seconds (unknown interval: a day's worth)."""
+    seconds = PLAUSIBLE_INTERVAL_CAP_S if interval is None else min(max(interval, 1.0), PLAUSIBLE_INTERVAL_CAP_S)
+    return int(PEAK_BYTES_PER_S * seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +88,7 @@ def counter_delta(
     if cur_capped or prev_capped or prev == all_ones(name):
         return Delta(None, reset=reset, capped=True, unknown=CAPPED)
     value = cur if reset else cur - prev
-    if value > MAX_DELTA:
+    if value > plausible_max(interval):
         return Delta(None, reset=reset, unknown=IMPLAUSIBLE)
     return Delta(value, reset=reset)
 
@@ -123,6 +138,7 @@ def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> P
     counter_delta, which holds the rules.
     """
     clock_ok = interval is None or interval > 0
+    limit = plausible_max(interval)
     out = PortDeltas(values={}, clock_backwards=prev is not None and not clock_ok)
     values = out.values
     cur_c, cur_x, cur_capped = cur.counters, cur.counters_ext, cur.capped
@@ -153,7 +169,7 @@ def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> P
             and before <= now
             and now != ones  # (64-bit values in counters/, as mlx5 gives, run past the 32-bit all-ones)
             and before != ones
-            and now - before <= MAX_DELTA
+            and now - before <= limit
             and name not in cur_capped
             and name not in prev_capped
         ):

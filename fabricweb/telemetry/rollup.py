@@ -3,6 +3,9 @@
 Each run recomputes the newest bucket already rolled (samples may arrive late, up to
 the grace period) and every complete bucket after it, and upserts them, so a run can
 be repeated or skipped without harm. Buckets are aligned to the period in UTC.
+Stretches without data are jumped over, not walked: one snapshot dated years back
+(a node whose clock was reset) costs one query, not a bucket per 5 minutes since.
+Each bucket is committed as it is written, so a run cut short keeps its progress.
 """
 
 from __future__ import annotations
@@ -135,5 +138,10 @@ def _roll(period: int, source, time_field: str, aggregates: dict, end: datetime)
                 update_fields=UPDATE_FIELDS,
             )
             written += len(objs)
-        bucket += step
+            bucket += step
+            continue
+        following = source.filter(**{f"{time_field}__gte": bucket + step}).aggregate(t=Min(time_field))["t"]
+        if following is None:
+            break
+        bucket = max(bucket + step, _floor(following, period))
     return written

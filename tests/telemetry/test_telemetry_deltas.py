@@ -11,12 +11,15 @@ from fabricweb.telemetry.deltas import (
     CAPPED,
     CLOCK,
     IMPLAUSIBLE,
+    MAX_DELTA,
     MISSING,
     NO_BASELINE,
+    PEAK_BYTES_PER_S,
     Delta,
     Reading,
     all_ones,
     counter_delta,
+    plausible_max,
     port_deltas,
     rate,
 )
@@ -53,6 +56,27 @@ CASES = [
         F,
         F,
         Delta(None, unknown=IMPLAUSIBLE),
+    ),
+    (
+        "more bytes than 12X XDR carries in 10 s",
+        "port_rcv_data",
+        0,
+        4 * 10**12,
+        10.0,
+        F,
+        F,
+        Delta(None, unknown=IMPLAUSIBLE),
+    ),
+    ("12X XDR at full rate for 10 s is plausible", "port_rcv_data", 0, 3 * 10**12, 10.0, F, F, Delta(3 * 10**12)),
+    (
+        "a reset cannot count more than the interval allows",
+        "symbol_error",
+        10**15,
+        10**14,
+        10.0,
+        F,
+        F,
+        Delta(None, reset=True, unknown=IMPLAUSIBLE),
     ),
     ("clock went backwards", "symbol_error", 10, 12, -5.0, F, F, Delta(None, unknown=CLOCK)),
     ("zero interval", "symbol_error", 10, 12, 0.0, F, F, Delta(None, unknown=CLOCK)),
@@ -197,3 +221,18 @@ def reference(prev: Reading | None, cur: Reading, interval):
 def test_port_deltas_match_the_per_counter_rules(prev, cur, interval):
     got = port_deltas(prev, cur, interval)
     assert (got.values, got.resets, got.capped) == reference(prev, cur, interval)
+
+
+def test_a_bound_summed_over_a_day_of_polls_stays_far_below_a_64_bit_column():
+    # The worst a rollup bucket can hold: a day-long first interval plus the bucket, at 300 GB/s.
+    assert PEAK_BYTES_PER_S == 300e9
+    assert plausible_max(None) == plausible_max(10**9) == 300e9 * 86_400
+    assert 12 * (plausible_max(None) + plausible_max(300.0)) < MAX_DELTA // 25
+
+
+def test_port_deltas_refuse_an_implausible_jump_on_the_fast_path_too():
+    prev = Reading({"port_xmit_data": 0, "symbol_error": 0}, {})
+    cur = Reading({"port_xmit_data": MAX_DELTA, "symbol_error": 3}, {})
+    d = port_deltas(prev, cur, 10.0)
+    assert d.values["xmit_bytes"] is None
+    assert d.values["symbol_error"] == 3

@@ -99,3 +99,28 @@ def test_prune_deletes_what_is_past_retention_and_keeps_the_rest(each_db, settin
     assert (deleted["rollups_5min"], deleted["rollups_1h"]) == (fives, 0)
     assert prune(now=T0 + timedelta(days=366))["rollups_1h"] == hours
     assert not PortRollup.objects.exists() and not PortSample.objects.exists()
+
+
+def test_deltas_no_link_could_carry_never_overflow_the_rollup(each_db):
+    # Two polls claiming 2^63-1 bytes each in one 5-minute bucket: stored as unknown, not summed.
+    huge = (1 << 63) - 1
+    base = snapshot()
+    ingest_snapshot(base)
+    ingest_snapshot(later(base, 60, {"port_xmit_data": huge}))
+    ingest_snapshot(later(base, 120, {"port_xmit_data": 2 * huge}))
+    ingest_snapshot(later(base, 180, {"port_xmit_data": 2 * huge + 4_000}))
+    written = rollup(now=T0 + timedelta(minutes=10))
+    assert written[FIVE] > 0
+    row = rolled(FIVE)[0]
+    assert row.xmit_bytes == 4_000  # only the plausible poll
+
+
+def test_a_sample_from_years_back_costs_one_jump_not_a_walk_of_every_bucket(each_db, django_assert_max_num_queries):
+    # A node whose clock was reset sent one snapshot dated 2000; the fabric's real polls follow.
+    ingest_snapshot(snapshot(at=T0.replace(year=2000)))
+    poll_every_minute(11)
+    with django_assert_max_num_queries(20):
+        written = rollup(now=T0 + timedelta(minutes=13))
+    buckets = sorted({r.bucket for r in PortRollup.objects.filter(period_s=FIVE)})
+    assert buckets == [T0.replace(year=2000), T0, T0 + timedelta(minutes=5)]
+    assert written[FIVE] == 3 * 4
