@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
-# A node clock this far ahead is wrong, and its samples would outlive retention.
-FUTURE_TOLERANCE = timedelta(days=1)
+# A node clock this far ahead is wrong: accepted, its snapshot would make every real poll after
+# it "older, nothing stored" until the real time catches up. A few minutes of skew is still stored.
+FUTURE_TOLERANCE = timedelta(minutes=10)
 EPOCH_FLOOR = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_COUNTER = 4 * ((1 << 64) - 1)  # a 64-bit data counter in bytes
 MAX_COUNTERS = 512
@@ -153,13 +154,16 @@ def _scalar(v, where: str) -> None:
 
 
 def disagreements(value, where: str) -> list[dict]:
+    """Rebuilt from the three keys a disagreement has: anything else a node adds is not stored."""
     items = sequence(value, where, MAX_LIST)
+    out = []
     for i, item in enumerate(items):
         d = mapping(item, f"{where}[{i}]")
-        text(d.get("field"), f"{where}[{i}].field", NAME_MAX, optional=False)
+        field = text(d.get("field"), f"{where}[{i}].field", NAME_MAX, optional=False)
         _scalar(d.get("sysfs"), f"{where}[{i}].sysfs")
         _scalar(d.get("verbs"), f"{where}[{i}].verbs")
-    return items
+        out.append({"field": field, "sysfs": d.get("sysfs"), "verbs": d.get("verbs")})
+    return out
 
 
 def names(value, where: str, limit: int = MAX_LIST) -> list[str]:
@@ -181,8 +185,20 @@ def collected_at(value, now: datetime) -> datetime:
         when = when.astimezone(UTC)
     except OverflowError:  # a year-1 or year-9999 time shifted out of range by its offset
         raise _fail("collected_at", "a time between the years 2000 and 9999", value) from None
-    if when < EPOCH_FLOOR or when > now + FUTURE_TOLERANCE:
+    if when < EPOCH_FLOOR:
+        raise SnapshotRejected(f"collected_at {value} is not a plausible time (before {EPOCH_FLOOR:%Y})")
+    if when > now + FUTURE_TOLERANCE:
+        ahead = (when - now).total_seconds()
         raise SnapshotRejected(
-            f"collected_at {value} is not a plausible time (this server's clock: {now:%Y-%m-%dT%H:%M:%SZ})"
+            f"collected_at {value} is {_duration(ahead)} ahead of this server's clock "
+            f"({now:%Y-%m-%dT%H:%M:%SZ}; at most {_duration(FUTURE_TOLERANCE.total_seconds())} is accepted): "
+            "check the node's clock (NTP)"
         )
     return when
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"

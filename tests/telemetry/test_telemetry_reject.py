@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -51,7 +52,11 @@ CASES = [
     ("host with a slash", _set(("host",), "cn001/../x"), "is not a host name"),
     ("collected_at without a zone", _set(("collected_at",), "2026-03-01T12:00:00"), "a time with a zone"),
     ("collected_at not a time", _set(("collected_at",), "yesterday"), "ISO 8601"),
-    ("collected_at far ahead", _set(("collected_at",), "2999-01-01T00:00:00Z"), "not a plausible time"),
+    ("collected_at far ahead", _set(("collected_at",), "2999-01-01T00:00:00Z"), "ahead of this server's clock"),
+    ("collected_at before 2000", _set(("collected_at",), "1999-12-31T23:59:59Z"), "not a plausible time"),
+    ("NaN in a disagreement", _set(("devices", 1, "disagreements"), [{"field": "x", "sysfs": float("nan")}]), "sysfs"),
+    ("NUL in a disagreement", _set(("devices", 1, "disagreements"), [{"field": "x", "verbs": "a\x00"}]), "verbs"),
+    ("nested disagreement", _set(("devices", 1, "disagreements"), [{"field": "x", "sysfs": [[1]]}]), "sysfs"),
     ("devices not a list", _set(("devices",), {}), "devices: expected a list"),
     ("a device twice", _duplicate_device, "appears twice"),
     ("port number as text", _set((*P, "port"), "1"), "port: expected an integer from 0 to 255"),
@@ -176,3 +181,29 @@ def test_random_mutations_are_stored_whole_or_rejected_whole(each_db, mutations,
         if result.status == "stored":
             ports = sum(len(d["ports"]) for d in snap["devices"])
             assert PortSample.objects.count() == before[3] + ports
+
+
+def test_a_snapshot_from_a_clock_23_hours_ahead_is_refused_and_the_node_keeps_being_stored(each_db):
+    now = datetime.now(UTC).replace(microsecond=0)
+    ingest_snapshot(snapshot(NODE_EXPORTER, host="cn003", at=now - timedelta(seconds=30)))
+    with pytest.raises(SnapshotRejected) as err:
+        ingest_snapshot(snapshot(NODE_EXPORTER, host="cn003", at=now + timedelta(hours=23)))
+    assert "23 h ahead of this server's clock" in err.value.reason
+    assert "check the node's clock (NTP)" in err.value.reason
+    # The next real poll is stored: the node is not frozen behind a date from tomorrow.
+    ingest_snapshot(snapshot(NODE_EXPORTER, host="cn003", at=now))
+    assert Node.objects.get(name="cn003").last_collected_at == now
+
+
+def test_a_node_clock_five_minutes_ahead_is_still_stored(each_db):
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=5)
+    ingest_snapshot(snapshot(NODE_EXPORTER, host="cn004", at=at))
+    assert Node.objects.get(name="cn004").last_collected_at == at
+
+
+def test_keys_a_disagreement_does_not_have_are_not_stored(each_db):
+    snap = snapshot(NODE_EXPORTER, host="cn005")
+    snap["devices"][1]["disagreements"] = [{"field": "fw_ver", "sysfs": "1", "verbs": "2", "extra": "x" * 10**6}]
+    ingest_snapshot(snap)
+    device = Device.objects.get(node__name="cn005", name=snap["devices"][1]["name"])
+    assert device.disagreements == [{"field": "fw_ver", "sysfs": "1", "verbs": "2"}]
