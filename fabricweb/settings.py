@@ -28,6 +28,12 @@ if DEBUG:
     SECRET_KEY = env.str("SECRET_KEY", None) or get_random_secret_key()
 else:
     SECRET_KEY = env.str("SECRET_KEY")
+    # Django's own deploy check only warns about a weak key; a production process refuses to start with one.
+    if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-"):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is too weak: use 50 or more random characters, e.g. from "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(50))'`"
+        )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -128,6 +134,9 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", False)
 if env.bool("FABRIC_BEHIND_TLS_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
+# Error reports (DEBUG pages, mailed 500s) hide URL settings and variables too: REDIS_URL and
+# DATABASE_URL carry passwords, and the request's META holds the server's environment.
+DEFAULT_EXCEPTION_REPORTER_FILTER = "fabricweb.errorreports.RedactingReporterFilter"
 
 LOGGING = {
     "version": 1,

@@ -131,3 +131,33 @@ def test_the_default_database_is_sqlite_under_var_with_wal_and_a_busy_timeout(tm
     name, pragmas = done.stdout.split("\n")[:2]
     assert name == str(REPO / "var" / "fabricweb.sqlite3")
     assert pragmas == "wal 20000"
+
+
+@pytest.mark.parametrize("weak", ["changeme", "x" * 60, "django-insecure-" + get_random_secret_key()])
+def test_a_weak_secret_key_stops_start_up_when_debug_is_off(weak):
+    done = manage("check", SECRET_KEY=weak)
+    assert done.returncode != 0
+    assert "SECRET_KEY is too weak" in done.stderr
+
+
+def _with_passwords(settings, rf):
+    """DEBUG on, a broker URL with a password in settings and in the server's environment (the request's META).
+    Built here so that no frame of the traceback holds the password in a local variable."""
+    url = "redis://:" + "-".join(["hunter2", "broker"]) + "@10.0.0.5:6379/0"
+    settings.DEBUG = True
+    settings.REDIS_URL = settings.CELERY_BROKER_URL = url
+    return rf.get("/nodes/cn001/", REDIS_URL=url)
+
+
+def test_a_debug_error_page_never_shows_the_broker_or_database_password(settings, rf):
+    import sys as _sys
+
+    from django.views.debug import technical_500_response
+
+    request = _with_passwords(settings, rf)
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        page = technical_500_response(request, *_sys.exc_info()).content.decode()
+    assert "RuntimeError" in page and "REDIS_URL" in page
+    assert "-".join(["hunter2", "broker"]) not in page

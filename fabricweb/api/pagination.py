@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
@@ -50,9 +50,10 @@ def cursor(name: str, raw: str) -> tuple[datetime, int]:
         text = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode("ascii")
         when_text, _, pk_text = text.partition("|")
         when, pk = datetime.fromisoformat(when_text), int(pk_text)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+        when = when.astimezone(UTC) if when.tzinfo is not None else when
+    except (ValueError, OverflowError, binascii.Error, UnicodeDecodeError):
         raise bad_param(name, "not a cursor this API gave out (take it from a `next` link)") from None
-    if when.tzinfo is None or pk < 0:
+    if when.tzinfo is None or pk < 0 or pk > 2**63 - 1 or not params.in_range(when):
         raise bad_param(name, "not a cursor this API gave out (take it from a `next` link)")
     return when, pk
 

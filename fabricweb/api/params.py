@@ -65,20 +65,35 @@ def text(max_length: int) -> Parser:
     def parse(name: str, raw: str) -> str:
         if not raw or len(raw) > max_length:
             raise bad_param(name, f"expected 1 to {max_length} characters")
+        # NUL and other control characters name nothing here (and PostgreSQL refuses NUL outright).
+        if not raw.isprintable():
+            raise bad_param(name, "must not contain control characters")
         return raw
 
     return parse
 
 
+# Times the API can compute with: windows are subtracted and added without leaving datetime's range.
+EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def in_range(value: datetime) -> bool:
+    return EARLIEST <= value < LATEST
+
+
 def timestamp(name: str, raw: str) -> datetime:
-    """ISO 8601; a time without an offset is taken as UTC (the API speaks UTC)."""
+    """ISO 8601 between 1970 and 2200; a time without an offset is taken as UTC (the API speaks UTC)."""
     try:
         value = parse_datetime(raw.strip())
-    except ValueError:
+        if value is not None:
+            value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except (ValueError, OverflowError):
         value = None
     if value is None:
         raise bad_param(name, f"expected an ISO 8601 time such as 2026-03-01T12:00:00Z, got {_show(raw)}")
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+    if not in_range(value):
+        raise bad_param(name, f"expected a time from {EARLIEST:%Y} to {LATEST:%Y}, got {_show(raw)}")
+    return value
 
 
 def _show(raw: str) -> str:
