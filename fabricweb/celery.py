@@ -74,6 +74,9 @@ app.conf.update(
         },
     ],
     broker_connection_retry_on_startup=True,
+    # No remote control (shutdown, pool changes, rate limits) over the broker: every compute node can
+    # write to it, and none may stop the central workers or another node's agent.
+    worker_enable_remote_control=False,
     enable_utc=True,
     timezone="UTC",
 )

@@ -207,3 +207,17 @@ def test_every_fault_kind_opens_its_event_within_one_poll_and_resolves_when_remo
     for event in resolvable:
         event = Event.objects.using(fabric.db).get(pk=event.pk)
         assert event.resolved_at > removed and event.reason.startswith("clear for 3 polls"), event.reason
+
+
+def test_a_broadcast_shutdown_from_anyone_on_the_broker_changes_nothing(fabric):
+    # What any compute node could send: the broker is reachable from every one of them.
+    client = Celery("e2e-attacker", broker=fabric.redis_url, set_as_current=False)
+    try:
+        client.control.broadcast("shutdown")
+    finally:
+        client.close()
+    since = timezone.now()
+    time.sleep(3 * INTERVAL)
+    assert fabric.runner.proc.poll() is None, fabric.tail()
+    fresh = Node.objects.using(fabric.db).filter(name__in=SIM_NODES, last_ingested_at__gt=since).count()
+    assert fresh == NODES, f"only {fresh} of {NODES} nodes still polled after the broadcast\n{fabric.tail()}"
