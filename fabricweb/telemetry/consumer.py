@@ -39,6 +39,8 @@ MANY = "fabricweb.telemetry.tasks.ingest_snapshots"
 JSON = "application/json"
 IDLE_WAIT_S = 1.0  # the longest one wait for a message blocks: a signal does not cut it short
 MAX_BACKOFF_S = 30.0
+# A real node's snapshot is 10-100 kB of JSON; a message of ingest_snapshots holds a few hundred at most.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 REPORT_EVERY_S = 60.0
 
 
@@ -73,6 +75,9 @@ def snapshots_of(message) -> list:
     task = (message.headers or {}).get("task")
     if task not in (ONE, MANY):
         raise Dropped(f"task {task!r} is not an ingest task")
+    size = len(message.body or b"")
+    if size > MAX_MESSAGE_BYTES:  # before decoding: a 143 MB message must not cost a gigabyte and a stall
+        raise Dropped(f"{size} bytes, more than the {MAX_MESSAGE_BYTES} a node's snapshots take")
     try:
         body = message.decode()
     except Exception as e:  # bad JSON, bad encoding: kombu raises several kinds

@@ -23,9 +23,13 @@ from .checks import SnapshotRejected
 
 __all__ = ["KNOWN_SCHEMAS", "DeviceIn", "PortIn", "SnapshotIn", "SnapshotRejected", "parse_snapshot"]
 
-MAX_DEVICES = 256
-MAX_PORTS = 256
-MAX_ERRORS = 10_000
+# Limits that fit real hosts with room to spare (a large GPU server has 8-16 HCAs of 1-2 ports, and
+# a few hundred sysfs files that could fail): a snapshot past them is broken or hostile, and is refused
+# before it can cost seconds of ingest and gigabytes of memory.
+MAX_DEVICES = 64
+MAX_PORTS = 128  # per device
+MAX_PORTS_TOTAL = 512
+MAX_ERRORS = 2_000
 _HOST_RE = re.compile(NODE_NAME_PATTERN)
 _DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -97,6 +101,9 @@ def parse_snapshot(data, now: datetime) -> SnapshotIn:
     try:
         when = checks.collected_at(data.get("collected_at"), now)
         devices = checks.sequence(data.get("devices"), "devices", MAX_DEVICES, optional=False)
+        ports = sum(len(d["ports"]) for d in devices if type(d) is dict and type(d.get("ports")) is list)
+        if ports > MAX_PORTS_TOTAL:
+            raise SnapshotRejected(f"devices: {ports} ports in all, more than the {MAX_PORTS_TOTAL} a host has")
         parsed = [_device(d, f"devices[{i}]") for i, d in enumerate(devices)]
         seen: set[str] = set()
         for d in parsed:
@@ -116,8 +123,8 @@ def parse_snapshot(data, now: datetime) -> SnapshotIn:
 def _error(value, where: str) -> dict[str, str]:
     d = checks.mapping(value, where)
     return {
-        "path": checks.text(d.get("path"), f"{where}.path", 4096, optional=False),
-        "reason": checks.text(d.get("reason"), f"{where}.reason", 1024, optional=False),
+        "path": checks.text(d.get("path"), f"{where}.path", 1024, optional=False),
+        "reason": checks.text(d.get("reason"), f"{where}.reason", 512, optional=False),
     }
 
 

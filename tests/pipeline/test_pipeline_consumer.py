@@ -225,6 +225,19 @@ def test_it_drops_other_tasks_and_bodies_of_the_wrong_shape_with_the_reason(each
     assert broker.left() == (0, 0)
 
 
+def test_a_message_larger_than_any_node_sends_is_dropped_before_it_is_decoded(each_db, broker, caplog):
+    huge = snapshot(host="cn006")
+    huge["errors"] = [{"path": "x" * 1000, "reason": "y" * 500}] * 6_000  # ~9 MB of JSON
+    broker.send(ONE, huge)
+    broker.send(ONE, snapshot(host="cn007"))
+
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
+    assert "bytes, more than the 8388608 a node's snapshots take" in caplog.text
+    assert consumer.totals["dropped"] == 1 and stored() == {"cn007": PORTS}
+    assert broker.left() == (0, 0)
+
+
 def test_a_snapshot_that_makes_ingest_fail_is_dropped_and_the_rest_of_its_batch_stored(each_db, broker, caplog):
     def choke_on_cn002(sender, results, **kwargs):
         if any(r.node == "cn002" for r in results):

@@ -73,6 +73,13 @@ CASES = [
     ("unpaired surrogate", _set(("devices", 1, "fw_ver"), "2.\ud800"), "fw_ver"),
     ("capped names a counter the port lacks", _set((*P, "capped"), ["nope"]), "not among its counters"),
     ("errors entry without a path", _set(("errors",), [{"reason": "x"}]), "errors[0].path"),
+    ("more devices than a host has", _set(("devices",), [{"name": f"d{i}", "ports": []} for i in range(65)]), "64"),
+    (
+        "more ports than a host has",
+        _set(("devices",), [{"name": f"d{i}", "ports": [{"port": p} for p in range(100)]} for i in range(6)]),
+        "600 ports in all, more than the 512 a host has",
+    ),
+    ("10,000 read errors", _set(("errors",), [{"path": "p", "reason": "r"}] * 10_000), "at most 2000 items"),
 ]
 
 
