@@ -11,6 +11,13 @@ snapshot committed; one that is not (database down: requeued; process killed: ko
 puts it back after the broker's visibility timeout) is delivered again, and ingest is
 idempotent, so a snapshot stored twice is a harmless duplicate. Only JSON is decoded:
 every compute node can reach the broker, and nothing it sends may get unpickled here.
+
+The consumer keeps its unacked messages under keys of its own (`unacked.snapshots`...),
+so it can take them back after `redeliver_after` seconds (60 by default, not kombu's
+hour) without touching the Celery workers' unacked tasks, some of which rightly run or
+wait longer: a consumer killed mid-batch has its batch stored by the next one to start
+within a minute. Every broker command has a socket timeout, so a broker that stalls
+cannot hold the process past SIGTERM.
 """
 
 from __future__ import annotations
@@ -42,6 +49,21 @@ MAX_BACKOFF_S = 30.0
 # A real node's snapshot is 10-100 kB of JSON; a message of ingest_snapshots holds a few hundred at most.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 REPORT_EVERY_S = 60.0
+REDELIVER_AFTER_S = 60.0
+BROKER_TIMEOUT_S = 5.0
+
+
+def transport_options(redeliver_after: float) -> dict:
+    """kombu Redis options of the consumer's connection (see the module docstring)."""
+    return {
+        "unacked_key": f"unacked.{SNAPSHOT_QUEUE}",
+        "unacked_index_key": f"unacked_index.{SNAPSHOT_QUEUE}",
+        "unacked_mutex_key": f"unacked_mutex.{SNAPSHOT_QUEUE}",
+        "visibility_timeout": redeliver_after,
+        "unacked_restore_throttle": 1,  # look for abandoned messages at every idle poll (one cheap ZRANGE)
+        "socket_timeout": BROKER_TIMEOUT_S,
+        "socket_connect_timeout": BROKER_TIMEOUT_S,
+    }
 
 
 MAX_ATTEMPTS = 3  # database errors with the database up before a message is given up
@@ -99,10 +121,18 @@ def snapshots_of(message) -> list:
 class BatchConsumer:
     """Reads the snapshots queue and stores its messages in batches, until stop()."""
 
-    def __init__(self, batch: int = 100, max_wait: float = 0.2, *, broker_url: str | None = None) -> None:
-        if batch < 1 or max_wait < 0:
-            raise ValueError("batch must be 1 or more and max_wait 0 or more")
+    def __init__(
+        self,
+        batch: int = 100,
+        max_wait: float = 0.2,
+        *,
+        broker_url: str | None = None,
+        redeliver_after: float = REDELIVER_AFTER_S,
+    ) -> None:
+        if batch < 1 or max_wait < 0 or redeliver_after <= max_wait:
+            raise ValueError("batch must be 1 or more, max_wait 0 or more, and redeliver_after longer than max_wait")
         self.batch, self.max_wait, self.broker_url = batch, max_wait, broker_url
+        self.options = transport_options(redeliver_after)
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
         self.oldest_at = 0.0
         self.stopping = False
@@ -122,7 +152,7 @@ class BatchConsumer:
         backoff = 0.0
         while not self._done(until):
             url = self.broker_url or app.conf.broker_read_url or app.conf.broker_url
-            conn = app.connection_for_read(url, transport=transport_for(url))
+            conn = app.connection_for_read(url, transport=transport_for(url), transport_options=self.options)
             self.shown = maybe_sanitize_url(url) if url else conn.as_uri()  # the URL as configured, no password
             try:
                 conn.ensure_connection(max_retries=0)

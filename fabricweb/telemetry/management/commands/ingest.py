@@ -1,13 +1,14 @@
-"""manage.py ingest [--batch N] [--max-wait S]: store node snapshots from the `snapshots` queue in batches."""
+"""manage.py ingest [--batch N] [--max-wait S] [--redeliver-after S]: store node snapshots from the
+`snapshots` queue in batches."""
 
 from __future__ import annotations
 
 import argparse
 import signal
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from fabricweb.telemetry.consumer import BatchConsumer
+from fabricweb.telemetry.consumer import REDELIVER_AFTER_S, BatchConsumer
 
 
 def _positive_int(text: str) -> int:
@@ -40,9 +41,19 @@ class Command(BaseCommand):
             metavar="S",
             help="the longest a message waits for its batch (0.2)",
         )
+        parser.add_argument(
+            "--redeliver-after",
+            type=_seconds,
+            default=REDELIVER_AFTER_S,
+            metavar="S",
+            help=f"take back messages a killed consumer left unacked after S seconds ({REDELIVER_AFTER_S:g})",
+        )
 
-    def handle(self, *args, batch: int, max_wait: float, **options):
-        consumer = BatchConsumer(batch, max_wait)
+    def handle(self, *args, batch: int, max_wait: float, redeliver_after: float, **options):
+        try:
+            consumer = BatchConsumer(batch, max_wait, redeliver_after=redeliver_after)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, consumer.stop)
         consumer.run()
