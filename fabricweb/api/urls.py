@@ -10,6 +10,7 @@ app_name = "api"
 urlpatterns = [
     path("v1/nodes", nodes.node_list, name="nodes"),
     path("v1/nodes/<str:name>", nodes.node_detail, name="node"),
+    path("v1/nodes/<str:name>/read-errors", nodes.node_read_errors, name="node-read-errors"),
     path("v1/ports", ports.port_list, name="ports"),
     path("v1/ports/<str:node>/<str:device>/<int:port>", ports.port_detail, name="port"),
     path("v1/ports/<str:node>/<str:device>/<int:port>/samples", samples.sample_list, name="samples"),

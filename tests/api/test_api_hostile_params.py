@@ -13,6 +13,7 @@ PORT = "/api/v1/ports/cn001/mlx4_0/1"
 ENDPOINTS = {
     "/api/v1/nodes": ("limit", "offset"),
     "/api/v1/nodes/cn001": (),
+    "/api/v1/nodes/cn001/read-errors": ("limit", "offset"),
     "/api/v1/ports": ("node", "state", "degraded", "hca_type", "limit", "offset"),
     PORT: (),
     f"{PORT}/samples": ("since", "until", "limit", "cursor"),

@@ -112,3 +112,20 @@ def test_bad_paging_values_are_400s_naming_the_parameter(each_db, api):
     assert api.json("/api/v1/nodes", {"offset": -1}, status=400)["error"].startswith("offset:")
     assert api.json("/api/v1/nodes", {"limit": 5001}, status=400)["error"].startswith("limit:")
     assert api.json("/api/v1/nodes/cn001", {"verbose": 1}, status=400)["error"].startswith("verbose: unknown")
+
+
+def test_a_node_with_thousands_of_read_errors_pages_them(api):
+    snap = snapshot(host="cn009")
+    snap["errors"] = [
+        {"path": f"class/infiniband/mlx5_0/ports/1/counters/c{i}", "reason": "EINVAL"} for i in range(1_500)
+    ]
+    ingest_snapshot(snap)
+    body = api.json("/api/v1/nodes/cn009")
+    assert len(body["read_errors"]) == 100 and body["read_error_count"] == 1_500
+    assert body["read_errors_next"] == "/api/v1/nodes/cn009/read-errors?offset=100"
+    page = api.json(body["read_errors_next"])
+    assert page["total"] == 1_500 and len(page["read_errors"]) == 500
+    assert page["read_errors"][0]["path"].endswith("/c100")
+    last = api.json("/api/v1/nodes/cn009/read-errors", {"offset": 1_400, "limit": 500})
+    assert len(last["read_errors"]) == 100 and last["next"] is None
+    assert api.json("/api/v1/nodes/nope/read-errors", status=404) == {"error": "no node 'nope'"}

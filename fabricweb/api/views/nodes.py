@@ -13,9 +13,11 @@ from fabricweb.inventory.models import Node, Port
 from .. import linkstate, params, serializers
 from ..freshness import is_stale
 from ..http import api_view, not_found
-from ..pagination import offset_page, offset_parsers
+from ..pagination import link, offset_page, offset_parsers
 
 PAGE, MAX_PAGE = 1000, 5000
+# Read errors in the node detail; the rest page through /read-errors (a broken node may report thousands).
+ERRORS_SHOWN, ERRORS_PAGE, ERRORS_MAX_PAGE = 100, 500, 2000
 
 
 def _port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -81,6 +83,29 @@ def node_detail(request, name: str):
     return {
         **summary,
         "source": node.source,
-        "read_errors": node.read_errors,
+        "read_errors": node.read_errors[:ERRORS_SHOWN],
+        "read_errors_next": (
+            f"/api/v1/nodes/{node.name}/read-errors?offset={ERRORS_SHOWN}"
+            if len(node.read_errors) > ERRORS_SHOWN
+            else None
+        ),
         "devices": [serializers.device(d, by_device[d.pk]) for d in node.devices.order_by("name")],
+    }
+
+
+@api_view
+def node_read_errors(request, name: str):
+    """The files the node's last snapshot could not read, a page at a time."""
+    given = params.read(request, offset_parsers(ERRORS_MAX_PAGE))
+    node = Node.objects.filter(name=name).only("name", "read_errors").first()
+    if node is None:
+        raise not_found(f"node {name!r}")
+    limit, offset = given.get("limit", ERRORS_PAGE), given.get("offset", 0)
+    page = node.read_errors[offset : offset + limit]
+    more = offset + limit < len(node.read_errors)
+    return {
+        "node": node.name,
+        "total": len(node.read_errors),
+        "read_errors": page,
+        "next": link(request, limit=limit, offset=offset + limit) if more else None,
     }
