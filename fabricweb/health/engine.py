@@ -33,8 +33,8 @@ from fabricweb.telemetry.store import update_rows
 from . import context, lifecycle, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
-from .findings import Finding, merge_findings
-from .rules import Judgement, judge_port
+from .findings import Finding, Kind, merge_findings, node_key
+from .rules import Judgement, judge_clock, judge_port
 from .thresholds import Thresholds
 from .view import PcieView, PortView
 
@@ -82,6 +82,7 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
     norms = context.norms(now)
     book = EventBook.for_nodes(n.pk for n in nodes.values())
     expected: dict[int, Port] = {}
+    newest = {r.node: r for r in results}
     for result, state_polls, missing in _per_snapshot(results):
         node = nodes.get(result.node)
         if node is None:
@@ -89,6 +90,13 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
         at = min(result.collected_at, now)  # a node clock ahead of ours must not date events in the future
         views, targets, ports = _views(result, node, norms, state_polls, missing)
         findings, unknown, judged = _judge(views, ports, norms)
+        # The node's newest snapshot against when this server stored it: its clock's skew (older ones of a
+        # backfill batch arrived late by design). Judged only there, so only there are these events touched.
+        if newest[node.name] is result and node.last_ingested_at is not None:
+            skew = (result.collected_at - node.last_ingested_at).total_seconds()
+            findings.extend(judge_clock(node.name, skew, norms.thresholds))
+        elif newest[node.name] is not result:
+            unknown = unknown | {node_key(Kind.CLOCK_SKEW, node.name)}
         actions = lifecycle.step(book.open_for(targets), findings, unknown, norms.resolve_after)
         book.apply(actions, node, targets, at)
         out.snapshots += 1

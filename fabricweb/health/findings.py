@@ -36,6 +36,7 @@ class Kind(StrEnum):
     CAPPED = "capped_counters"
     PCIE = "pcie"
     STALE = "stale"
+    CLOCK_SKEW = "clock_skew"
     VANISHED = "vanished"
 
 

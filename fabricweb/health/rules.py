@@ -9,6 +9,7 @@ open instead of counting the poll as clean.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -134,6 +135,26 @@ def judge_node(node: str, missed_polls: int, interval_s: float | None = None, t:
     return Judgement(
         [Finding(Kind.STALE, WARNING, node_key(Kind.STALE, node), message, {"missed_polls": missed_polls})], frozenset()
     )
+
+
+def judge_clock(node: str, skew_s: float, t: Thresholds = DEFAULT) -> list[Finding]:
+    """A node whose snapshot is dated `skew_s` seconds after (negative: before) it arrived here.
+
+    Ahead can only be the node's clock; behind is its clock or a backlog before ingest. In whole
+    minutes, so a steady skew is one unchanging event, not an update every poll.
+    """
+    if not math.isfinite(skew_s) or abs(skew_s) < t.clock_skew_s:
+        return []
+    minutes = max(1, round(abs(skew_s) / 60))
+    if skew_s > 0:
+        message = f"{node}: clock ~{minutes} min ahead of this server's (snapshots dated after they arrive): check NTP"
+    else:
+        message = (
+            f"{node}: snapshots arrive ~{minutes} min after they are read: "
+            "the node's clock is behind (check NTP) or ingest is backlogged"
+        )
+    key = node_key(Kind.CLOCK_SKEW, node)
+    return [Finding(Kind.CLOCK_SKEW, INFO, key, message, {"skew_minutes": minutes if skew_s > 0 else -minutes})]
 
 
 def judge_ports(views: Iterable[PortView], t: Thresholds = DEFAULT) -> Judgement:

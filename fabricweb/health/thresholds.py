@@ -56,6 +56,7 @@ class Thresholds:
     # opensm's default sweep is 10 s: INIT/ARMED on LinkUp for two polls means no SM answered.
     no_sm_after_polls: int = _t(2, "polls", "our choice")
     stale_after_polls: int = _t(3, "missed polls", "our choice: one late snapshot is not an outage")
+    clock_skew_s: float = _t(120.0, "s between a snapshot's date and its arrival", "our choice: NTP keeps ms")
     vanished_after_polls: int = _t(
         1, "polls", "sysfs lists a device only while its driver holds it: gone means gone now"
     )
@@ -99,6 +100,7 @@ _POSITIVE = (
     "down_after_polls",
     "no_sm_after_polls",
     "stale_after_polls",
+    "clock_skew_s",
     "vanished_after_polls",
     "fabric_min_ports",
     "resolve_after_polls",

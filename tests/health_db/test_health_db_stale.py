@@ -77,3 +77,29 @@ def test_the_celery_task_checks_every_node_against_the_server_clock(each_db, fab
     result = tasks.check_stale.apply().get()
     assert result["stale"] == fabric.nodes and result["opened"] == len(fabric.nodes)
     assert tasks.check_stale.apply().get()["opened"] == 0  # the next run updates them
+
+
+def test_a_node_clock_five_minutes_ahead_keeps_being_stored_and_is_flagged_until_fixed(each_db, fabric):
+    from datetime import UTC, datetime
+
+    from collectors import read_host, to_dict
+    from fabricweb.telemetry.ingest import ingest_snapshot
+
+    server = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    path = f"{fabric.out}/{fabric.nodes[0]}"
+    node = fabric.nodes[0]
+
+    def poll(k: int, skew_s: float) -> None:
+        fabric.sim.step(10)
+        at = server + timedelta(seconds=10 * k)
+        snap = to_dict(read_host(path, host=node, use_verbs=False, now=(at + timedelta(seconds=skew_s)).timestamp()))
+        ingest_snapshot(snap, now=at)
+
+    for k in range(3):
+        poll(k, 300.0)
+    event = open_events()[f"clock_skew:{node}"]
+    assert event.severity == "info" and "clock ~5 min ahead" in event.message
+    for k in range(3, 7):  # NTP fixed it
+        poll(k, 0.0)
+    assert f"clock_skew:{node}" not in open_events()
+    assert Event.objects.get(pk=event.pk).reason.startswith("clear for 3 polls")
