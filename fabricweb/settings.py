@@ -180,6 +180,17 @@ FABRIC_THRESHOLDS = _health_thresholds("FABRIC_THRESHOLDS")
 # Clean polls in a row before an event is resolved (hysteresis: a flapping link stays one event).
 FABRIC_RESOLVE_AFTER = env.int("FABRIC_RESOLVE_AFTER", 3, minimum=1)
 
+# Nodes prove who they are (fabricweb/nodeauth.py): each signs its snapshots with a key derived from
+# this secret (`manage.py node_key NODE`). "required": unsigned or mis-signed snapshots are refused.
+FABRIC_NODE_KEY_SECRET = env.str("FABRIC_NODE_KEY_SECRET", None)
+if FABRIC_NODE_KEY_SECRET is not None and len(FABRIC_NODE_KEY_SECRET) < 32:
+    raise ImproperlyConfigured("FABRIC_NODE_KEY_SECRET is too short: use 32 or more random characters")
+FABRIC_NODE_AUTH = env.choice(
+    "FABRIC_NODE_AUTH", "required" if FABRIC_NODE_KEY_SECRET else "off", choices=("required", "off")
+)
+if FABRIC_NODE_AUTH == "required" and not FABRIC_NODE_KEY_SECRET:
+    raise ImproperlyConfigured("FABRIC_NODE_AUTH=required needs FABRIC_NODE_KEY_SECRET")
+
 # -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))
 CELERY_BROKER_URL = REDIS_URL

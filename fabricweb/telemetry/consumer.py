@@ -35,6 +35,7 @@ from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 
+from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
 from .ingest import ingest_batch
 from .tasks import log_result
@@ -107,6 +108,9 @@ def snapshots_of(message) -> list:
     if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list) and isinstance(body[1], dict)):
         raise Dropped("body is not [args, kwargs, embed]")
     args, kwargs = body[0], body[1]
+    if task == ONE and not args and "signature" in kwargs:
+        return [authenticated(kwargs)]
+    check_unsigned()
     name = "snapshot" if task == ONE else "snapshots"
     if len(args) + len(kwargs) != 1 or (kwargs and name not in kwargs):
         raise Dropped(f"{task} takes one argument, {name}")
@@ -204,6 +208,11 @@ class BatchConsumer:
     def _receive(self, message) -> None:
         try:
             snaps = snapshots_of(message)
+        except NotAuthenticated as e:
+            log.warning("ingest: refused message %s: %s", message_id(message), e)
+            self.totals["unauthenticated"] += 1
+            message.ack()
+            return
         except Dropped as e:
             log.warning("ingest: dropped message %s: %s", message_id(message), e)
             self.totals["dropped"] += 1
@@ -332,12 +341,13 @@ class BatchConsumer:
         if done:
             log.info(
                 "ingest: %.1f snapshots/s, %.0f port-samples/s over %.0f s "
-                "(%d batches; %d rejected, %d dropped, %d requeued)",
+                "(%d batches; %d rejected, %d unauthenticated, %d dropped, %d requeued)",
                 done["snapshots"] / span,
                 done["samples"] / span,
                 span,
                 done["batches"],
                 done["rejected"],
+                done["unauthenticated"],
                 done["dropped"],
                 done["requeued"],
             )

@@ -14,6 +14,7 @@ from celery import shared_task
 from django.db import OperationalError
 
 from . import ingest, retention, rollup
+from .auth import NotAuthenticated, authenticated, check_unsigned
 from .results import STALE, STORED
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,17 @@ def log_result(result) -> None:
 
 
 @shared_task(**_RETRY)
-def ingest_snapshot(snapshot: dict) -> dict:
-    """Store one node snapshot (collectors.snapshot.to_dict) in one transaction."""
+def ingest_snapshot(snapshot: dict | str, node: str | None = None, signature: str | None = None) -> dict:
+    """Store one node snapshot (collectors.snapshot.to_dict) in one transaction; a signed one (JSON text,
+    node, signature: fabricweb/nodeauth.py) only when it was signed with that node's key."""
+    try:
+        if signature is not None:
+            snapshot = authenticated({"snapshot": snapshot, "node": node, "signature": signature})
+        else:
+            check_unsigned()
+    except NotAuthenticated as e:
+        log.warning("ingest: refused a snapshot: %s", e)
+        return {"status": "unauthenticated", "reason": str(e)}
     try:
         result = ingest.ingest_snapshot(snapshot)
     except ingest.SnapshotRejected as e:
@@ -46,7 +56,13 @@ def ingest_snapshot(snapshot: dict) -> dict:
 
 @shared_task(**_RETRY)
 def ingest_snapshots(snapshots: list) -> dict:
-    """Store many snapshots in one transaction: for relays or backfills that hold a batch at once."""
+    """Store many snapshots in one transaction: for relays or backfills that hold a batch at once.
+    Unsigned: refused when FABRIC_NODE_AUTH is required."""
+    try:
+        check_unsigned()
+    except NotAuthenticated as e:
+        log.warning("ingest: refused a batch of %d snapshots: %s", len(snapshots), e)
+        return {"status": "unauthenticated", "reason": str(e)}
     batch = ingest.ingest_batch(snapshots)
     for rejection in batch.rejected:
         log.warning("ingest: batch item %d: %s", rejection.index, rejection.error)

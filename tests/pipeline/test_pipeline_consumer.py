@@ -20,24 +20,22 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
 from django.db import IntegrityError, OperationalError, connections
+from pipeline_support import Broker
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.health import context
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry import rowcache
 from fabricweb.telemetry.broker import TRANSPORT, transport_for
 from fabricweb.telemetry.broker import Channel as BrokerChannel
-from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer, transport_options
+from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer
 from fabricweb.telemetry.models import PortSample
 from fabricweb.telemetry.signals import snapshots_ingested
-from tests.e2e.e2e_harness import SECRET, Process, clean_env, leased_redis_db
+from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,44 +45,6 @@ needs_postgres = pytest.mark.skipif(
 )
 # Other processes must see the data: the PostgreSQL test database, committed for real.
 postgres_only = pytest.mark.django_db(transaction=True, databases=["postgres"])
-
-
-@dataclass
-class Broker:
-    url: str
-    redis: redis.Redis
-    conn: object  # a kombu connection for sending
-
-    def send(self, task: str = ONE, *args, **kwargs) -> None:
-        """As the node agent sends a snapshot: send_task by name, to the snapshots queue."""
-        app.send_task(task, args=list(args), kwargs=kwargs, queue=SNAPSHOT_QUEUE, connection=self.conn)
-
-    def publish(self, body, serializer: str, task: str = ONE, message_id: str = "raw") -> None:
-        """A message no Celery client would send: any body, any serializer."""
-        headers = {"task": task, "id": message_id}
-        self.conn.Producer().publish(
-            body, exchange="", routing_key=SNAPSHOT_QUEUE, serializer=serializer, headers=headers
-        )
-
-    def left(self) -> tuple[int, int]:
-        """(messages waiting on the queue, messages delivered and not yet acked)."""
-        return self.redis.llen(SNAPSHOT_QUEUE), self.redis.hlen(transport_options(60)["unacked_key"])
-
-
-@pytest.fixture
-def broker():
-    with leased_redis_db() as url, app.connection_for_write(url) as conn:
-        yield Broker(url, redis.Redis.from_url(url), conn)
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    """Rows and health norms are cached per process; the tables are emptied between these tests."""
-    rowcache.CACHE.drop()
-    context.forget()
-    yield
-    rowcache.CACHE.drop()
-    context.forget()
 
 
 @pytest.fixture

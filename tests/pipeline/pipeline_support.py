@@ -1,0 +1,32 @@
+"""The broker of the pipeline tests: a leased Redis database, and sending to it as agents (or attackers) do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from fabricweb.celery import SNAPSHOT_QUEUE, app
+from fabricweb.telemetry.consumer import ONE, transport_options
+
+
+@dataclass
+class Broker:
+    url: str
+    redis: redis.Redis
+    conn: object  # a kombu connection for sending
+
+    def send(self, task: str = ONE, *args, **kwargs) -> None:
+        """As the node agent sends a snapshot: send_task by name, to the snapshots queue."""
+        app.send_task(task, args=list(args), kwargs=kwargs, queue=SNAPSHOT_QUEUE, connection=self.conn)
+
+    def publish(self, body, serializer: str, task: str = ONE, message_id: str = "raw") -> None:
+        """A message no Celery client would send: any body, any serializer."""
+        headers = {"task": task, "id": message_id}
+        self.conn.Producer().publish(
+            body, exchange="", routing_key=SNAPSHOT_QUEUE, serializer=serializer, headers=headers
+        )
+
+    def left(self) -> tuple[int, int]:
+        """(messages waiting on the queue, messages delivered and not yet acked)."""
+        return self.redis.llen(SNAPSHOT_QUEUE), self.redis.hlen(transport_options(60)["unacked_key"])
