@@ -58,7 +58,7 @@ def beat_schedule(interval: float) -> dict:
 @cache
 def broker_redis(url: str) -> redis.Redis:
     """A client of the broker's Redis: the locks and the queue lengths live there."""
-    return redis.Redis.from_url(url)
+    return redis.Redis.from_url(url, **settings.REDIS_CLIENT_OPTIONS)
 
 
 def waiting(names: list[str]) -> set[str]:

@@ -15,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from collectors.facts import NODE_NAME_PATTERN
+from fabricweb.brokertls import celery_ssl_options, redis_py_options
 from fabricweb.env import Env, redact_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -194,3 +195,10 @@ if FABRIC_NODE_AUTH == "required" and not FABRIC_NODE_KEY_SECRET:
 # -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))
 CELERY_BROKER_URL = REDIS_URL
+# rediss:// checks the broker's certificate against this CA file (default: the system's CAs).
+FABRIC_REDIS_CA_FILE = env.str("FABRIC_REDIS_CA_FILE", None)
+if FABRIC_REDIS_CA_FILE is not None and not Path(FABRIC_REDIS_CA_FILE).is_file():
+    raise ImproperlyConfigured(f"FABRIC_REDIS_CA_FILE={FABRIC_REDIS_CA_FILE!r} is not a readable file")
+CELERY_BROKER_USE_SSL = celery_ssl_options(REDIS_URL, FABRIC_REDIS_CA_FILE)
+# Clients of the broker's Redis other than Celery's (locks, queue lengths, /healthz): the same checks.
+REDIS_CLIENT_OPTIONS = redis_py_options(REDIS_URL, FABRIC_REDIS_CA_FILE)

@@ -161,3 +161,9 @@ def test_a_debug_error_page_never_shows_the_broker_or_database_password(settings
         page = technical_500_response(request, *_sys.exc_info()).content.decode()
     assert "RuntimeError" in page and "REDIS_URL" in page
     assert "-".join(["hunter2", "broker"]) not in page
+
+
+def test_a_ca_file_that_is_not_there_stops_start_up():
+    done = manage("check", SECRET_KEY=PRODUCTION["SECRET_KEY"], FABRIC_REDIS_CA_FILE="/nonexistent/ca.crt")
+    assert done.returncode != 0
+    assert "FABRIC_REDIS_CA_FILE='/nonexistent/ca.crt' is not a readable file" in done.stderr

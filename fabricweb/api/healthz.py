@@ -45,7 +45,12 @@ def check_database() -> dict:
 def check_broker(url: str) -> dict:
     if urlsplit(url).scheme not in ("redis", "rediss", "unix"):
         return {"status": NOT_CHECKED, "detail": "the broker is not Redis"}
-    client = redis.Redis.from_url(url, socket_connect_timeout=BROKER_TIMEOUT_S, socket_timeout=BROKER_TIMEOUT_S)
+    client = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=BROKER_TIMEOUT_S,
+        socket_timeout=BROKER_TIMEOUT_S,
+        **settings.REDIS_CLIENT_OPTIONS,
+    )
     try:
         client.ping()
     except redis.TimeoutError as e:
