@@ -25,6 +25,8 @@ import hmac
 import json
 
 KEY_CONTEXT = b"fabricweb node key v1\0"
+# A real node's snapshot is 10-100 kB of JSON: anything far larger is refused before it is hashed or decoded.
+MAX_SNAPSHOT_CHARS = 4 * 1024 * 1024
 
 
 class NotAuthenticated(ValueError):
@@ -52,6 +54,8 @@ def verify(secret: str, kwargs: dict) -> dict:
     node, text, signature = kwargs.get("node"), kwargs.get("snapshot"), kwargs.get("signature")
     if not (isinstance(node, str) and isinstance(text, str) and isinstance(signature, str)):
         raise NotAuthenticated("not signed: expected snapshot (JSON text), node and signature")
+    if len(text) > MAX_SNAPSHOT_CHARS:
+        raise NotAuthenticated(f"a snapshot of {len(text)} characters, more than the {MAX_SNAPSHOT_CHARS} a node sends")
     expected = sign(node_key(secret, node), node, text)
     if not hmac.compare_digest(expected, signature):
         raise NotAuthenticated(f"bad signature for node {node[:64]!r}: not sent with that node's key")

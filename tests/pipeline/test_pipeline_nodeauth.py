@@ -39,6 +39,13 @@ def test_each_node_has_its_own_key_and_a_signature_holds_only_for_its_name():
         nodeauth.verify(SECRET, tampered)
 
 
+def test_a_snapshot_larger_than_a_node_sends_is_refused_before_it_is_hashed():
+    big = snapshot(host="cn001")
+    big["errors"] = [{"path": "p" * 1000, "reason": "r"}] * 5_000
+    with pytest.raises(nodeauth.NotAuthenticated, match="more than the 4194304 a node sends"):
+        nodeauth.verify(SECRET, nodeauth.signed_kwargs(key("cn001"), big))
+
+
 def test_it_stores_signed_snapshots_and_refuses_forged_ones_counting_them(each_db, auth, broker, caplog):
     broker.send(ONE, **nodeauth.signed_kwargs(key("cn001"), snapshot(host="cn001")))
     # What anyone on the broker could send: another node's name with their own key, or no signature at all.
