@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "fabricweb.telemetry",
     "fabricweb.health",
     "fabricweb.api",
+    "fabricweb.exporter",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +171,11 @@ def _health_thresholds(name: str) -> dict:
 FABRIC_THRESHOLDS = _health_thresholds("FABRIC_THRESHOLDS")
 # Clean polls in a row before an event is resolved (hysteresis: a flapping link stays one event).
 FABRIC_RESOLVE_AFTER = env.int("FABRIC_RESOLVE_AFTER", 3, minimum=1)
+# /metrics credentials (docs/metrics.md): a bearer token, or "user:password" for basic auth; unset, it is open.
+FABRIC_METRICS_BEARER_TOKEN = env.str("FABRIC_METRICS_BEARER_TOKEN", None)
+FABRIC_METRICS_BASIC_AUTH = env.match(
+    "FABRIC_METRICS_BASIC_AUTH", None, pattern=r"[^:]+:.+", what="user:password for basic auth on /metrics"
+)
 
 # -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))
