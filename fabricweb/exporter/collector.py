@@ -130,11 +130,11 @@ class FabricCollector:
                 self._device_health(out, labels, row)
             if counters and not stale and row[10] is None and row[11]:
                 hw = out.family(
-                    PREFIX + "device_hw_counter", "The device's hw_counters/ files (driver-specific counts)", COUNTER
+                    PREFIX + "device_hw_stat", "The device's hw_counters/ files (driver-specific counts)", COUNTER
                 )
                 for counter, value in sorted(row[11].items()):
                     if isinstance(value, int) and counter not in HW_NOT_COUNTERS:
-                        _sample(hw, PREFIX + "device_hw_counter_total", {**labels, "counter": counter}, value)
+                        _sample(hw, PREFIX + "device_hw_stat_total", {**labels, "counter": counter}, value)
         return devices
 
     def _device_health(self, out: Families, labels: dict[str, str], row: tuple) -> None:
@@ -238,12 +238,10 @@ class FabricCollector:
                 continue
             _sample(out.family(c.name, c.help, COUNTER), c.name + "_total", labels, value)
         if hw_counters:
-            hw = out.family(
-                PREFIX + "port_hw_counter", "The port's hw_counters/ files (driver-specific counts)", COUNTER
-            )
+            hw = out.family(PREFIX + "port_hw_stat", "The port's hw_counters/ files (driver-specific counts)", COUNTER)
             for counter, value in sorted(hw_counters.items()):
                 if isinstance(value, int) and counter not in HW_NOT_COUNTERS:
-                    _sample(hw, PREFIX + "port_hw_counter_total", {**labels, "counter": counter}, value)
+                    _sample(hw, PREFIX + "port_hw_stat_total", {**labels, "counter": counter}, value)
 
     # -- events --------------------------------------------------------------------
 
