@@ -20,8 +20,8 @@ GOLDEN = Path(__file__).parent / "golden" / "small-fabric.prom"
 VARIES = "fabricweb_exporter_collect_seconds "
 
 
-def exposition(fabric: SimFabric, selection: Selection = Selection()) -> str:
-    text = generate_latest(FabricCollector(selection, fabric.now)).decode()
+def exposition(fabric: SimFabric) -> str:
+    text = generate_latest(FabricCollector(Selection(), fabric.now)).decode()
     return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(VARIES))
 
 
