@@ -38,7 +38,8 @@ _GRAMMAR = """\
 fault SPEC: NODE[/DEVICE[/PORT]]:KIND[=VALUE], e.g. cn003/mlx5_0/1:speed=QDR, cn002:vanish,
 cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
 kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
-rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h], flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish"""
+rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
+flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
