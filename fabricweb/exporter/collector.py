@@ -79,8 +79,10 @@ class FabricCollector:
         ports = self._ports(out, devices)
         if self.selection.health:
             self._events(out, nodes, devices, ports)
+        # Timed before the first family is yielded: the encoder runs while this generator waits.
+        seconds = time.perf_counter() - started
         yield from out
-        yield from self._self_metrics(out.sample_count(), time.perf_counter() - started, newest)
+        yield from self._self_metrics(out.sample_count(), seconds, newest)
 
     # -- nodes ---------------------------------------------------------------------
 
