@@ -12,8 +12,9 @@ fault --out DIR add SPEC... | remove SPEC... | clear | list
     Edits DIR/faults.json, which a running simulator re-reads every step.
 
 SPEC is NODE[/DEVICE[/PORT]]:KIND[=VALUE]; a fault on a node or device applies to
-all its ports. Kinds: down, disabled, speed=QDR, width=1X, symbol-errors=RATE
-(per second, or N/s, N/min, N/h), flap, reset, saturate, pcie=GEN3x8, vanish.
+all its ports. Kinds: down, disabled, speed=QDR, width=1X, symbol-errors=RATE, rcv-errors=RATE,
+remote-errors=RATE, discards=RATE (per second, or N/s, N/min, N/h), flap, reset, saturate,
+pcie=GEN3x8, vanish.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ _GRAMMAR = """\
 fault SPEC: NODE[/DEVICE[/PORT]]:KIND[=VALUE], e.g. cn003/mlx5_0/1:speed=QDR, cn002:vanish,
 cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
 kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
+rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
 flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish"""
 
 

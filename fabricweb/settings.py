@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "fabricweb.telemetry",
     "fabricweb.health",
     "fabricweb.api",
+    "fabricweb.exporter",
 ]
 
 MIDDLEWARE = [
@@ -180,6 +181,11 @@ def _health_thresholds(name: str) -> dict:
 FABRIC_THRESHOLDS = _health_thresholds("FABRIC_THRESHOLDS")
 # Clean polls in a row before an event is resolved (hysteresis: a flapping link stays one event).
 FABRIC_RESOLVE_AFTER = env.int("FABRIC_RESOLVE_AFTER", 3, minimum=1)
+# /metrics credentials (docs/metrics.md): a bearer token, or "user:password" for basic auth; unset, it is open.
+FABRIC_METRICS_BEARER_TOKEN = env.str("FABRIC_METRICS_BEARER_TOKEN", None)
+FABRIC_METRICS_BASIC_AUTH = env.match(
+    "FABRIC_METRICS_BASIC_AUTH", None, pattern=r"[^:]+:.+", what="user:password for basic auth on /metrics"
+)
 
 # Nodes prove who they are (fabricweb/nodeauth.py): each signs its snapshots with a key derived from
 # this secret (`manage.py node_key NODE`). "required": unsigned or mis-signed snapshots are refused.

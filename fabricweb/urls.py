@@ -9,6 +9,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("fabricweb.api.urls")),
     path("healthz", healthz, name="healthz"),
+    path("", include("fabricweb.exporter.urls")),
 ]
 
 # JSON under /api/ and /healthz, Django's pages elsewhere (fabricweb.api.errors).

@@ -159,6 +159,8 @@ class Fabric:
                     capacity=_capacity(dev, eff), saturated=eff.saturate, roce=roce,
                 )  # fmt: skip
                 accrue(ps, "symbol_error", eff.symbol_rate, seconds)  # no symbols without a link
+                for counter, rate in eff.error_rates.items():
+                    accrue(ps, counter, rate, seconds)
             if eff.flap:  # retraining goes on in the down steps too: a steady rate in simulated time
                 accrue(ps, "link_error_recovery", FLAP_RECOVERIES_PER_S, seconds)
         st["clock"] += seconds

@@ -12,7 +12,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..link import SPEED_BY_NAME, WIDTHS
 from .hardware import PCIE_GTS, PCIE_WIDTHS
@@ -23,7 +23,14 @@ _LOCK_FILE = ".faults.lock"
 TMP_DIR = ".simtmp"
 
 _NO_VALUE = frozenset({"down", "disabled", "flap", "reset", "saturate", "vanish"})
-_WITH_VALUE = frozenset({"speed", "width", "symbol-errors", "pcie"})
+# Error faults: the counter each one raises at a rate, while the link is up.
+ERROR_RATE_COUNTERS = {
+    "symbol-errors": "symbol_error",
+    "rcv-errors": "port_rcv_errors",
+    "remote-errors": "port_rcv_remote_physical_errors",
+    "discards": "port_xmit_discards",
+}
+_WITH_VALUE = frozenset({"speed", "width", "pcie", *ERROR_RATE_COUNTERS})
 KINDS = tuple(sorted(_NO_VALUE | _WITH_VALUE))
 _PER_UNIT = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "hour": 3600.0}
 _SPEC_RE = re.compile(
@@ -75,10 +82,10 @@ def _value(kind: str, text: str) -> tuple[object, str]:
         if not digits.isdigit() or int(digits) not in WIDTHS:
             raise FaultError(f"width={text}: not an InfiniBand width (1X, 2X, 4X, 8X or 12X)")
         return int(digits), f"{int(digits)}X"
-    if kind == "symbol-errors":
+    if kind in ERROR_RATE_COUNTERS:
         m = _RATE_RE.match(text.lower())
         if m is None or (m.group(2) or "") not in _PER_UNIT:
-            raise FaultError(f"symbol-errors={text}: expected a number of errors per second, or N/s, N/min, N/h")
+            raise FaultError(f"{kind}={text}: expected a number of errors per second, or N/s, N/min, N/h")
         return float(m.group(1)) / _PER_UNIT[m.group(2) or ""], text.lower()
     m = _PCIE_RE.match(text.upper())  # pcie
     if m is None or not (m.group(1) or m.group(2)):
@@ -113,7 +120,7 @@ def parse(spec: str) -> Fault:
     return Fault(m.group("node"), m.group("dev"), port, kind, value, norm)
 
 
-_EXAMPLES = {"speed": "QDR", "width": "1X", "symbol-errors": "50/h", "pcie": "GEN3x8"}
+_EXAMPLES = {"speed": "QDR", "width": "1X", "pcie": "GEN3x8", **dict.fromkeys(ERROR_RATE_COUNTERS, "50/h")}
 
 
 def check(fault: Fault, layout: Layout) -> Fault:
@@ -136,6 +143,8 @@ class PortEffects:
     speed: str | None = None
     lanes: int | None = None
     symbol_rate: float = 0.0
+    # Other error counters raised per second (rcv-errors, remote-errors, discards): counter -> rate.
+    error_rates: dict[str, float] = field(default_factory=dict)
     reset_ids: tuple[int, ...] = ()
     pcie: tuple[float | None, int | None] = (None, None)
 
@@ -154,6 +163,8 @@ def effects(active: list[tuple[int, Fault]], port_key: str) -> PortEffects:
             eff.lanes = f.value
         elif f.kind == "symbol-errors":
             eff.symbol_rate = f.value
+        elif f.kind in ERROR_RATE_COUNTERS:
+            eff.error_rates[ERROR_RATE_COUNTERS[f.kind]] = f.value
         elif f.kind == "reset":
             resets.append(fid)
         elif f.kind == "pcie":

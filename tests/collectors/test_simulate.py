@@ -336,6 +336,24 @@ def test_it_adds_symbol_errors_at_the_given_rate(fabric, rate, seconds, expected
     assert_normal(fabric, node)
 
 
+@pytest.mark.parametrize(
+    ("kind", "counter"),
+    [
+        ("rcv-errors", "port_rcv_errors"),
+        ("remote-errors", "port_rcv_remote_physical_errors"),
+        ("discards", "port_xmit_discards"),
+    ],
+)
+def test_it_adds_other_errors_at_the_given_rate(fabric, kind, counter):
+    node = node_of(fabric, "cx6")
+    fabric.add_fault(f"{node}/mlx5_0/1:{kind}=2/s")
+    changes, _ = delta(fabric, node, seconds=10)
+    assert changes[counter] == 20
+    assert changes["symbol_error"] == 0
+    fabric.remove_fault(f"{node}/mlx5_0/1:{kind}")
+    assert_normal(fabric, node)
+
+
 def test_a_flapping_link_alternates_and_counts_recoveries(fabric):
     node = node_of(fabric, "cx6")
     fabric.add_fault(f"{node}/mlx5_0/1:flap")

@@ -1,0 +1,190 @@
+"""Cost of /metrics: render time and memory at 5,000, 20,000 and 50,000 ports, full and `?set=health`.
+
+    eval "$(scripts/test-services start)"     # for --db postgres
+    .venv/bin/python bench/bench_metrics.py [--db sqlite|postgres] [--ports 5000 20000 50000] [--repeat 3]
+
+Goals (issue 8): the full exposition at 20,000 ports in under 2 s and under 300 MB; the health
+series alone in under 300 ms. The tables are filled directly (bulk_create) with the counters of a
+real simulated ConnectX-6 port (30 counters, 24 hw_counters each), 8 ports per node, an open event
+on one port in 50. Each figure is the best of `--repeat` GETs of /metrics through Django's test
+client (view, collector and encoder, no network); memory is the peak of Python allocations during
+one GET (tracemalloc), on top of the process as it was before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+PORTS_PER_NODE = 8  # 4 HCAs of 2 ports
+GOALS = {"all": (2.0, 300.0), "health": (0.3, None)}  # seconds, MB at 20,000 ports
+
+
+def sample_port() -> dict:
+    """One simulated ConnectX-6 port as the snapshot carries it (counters in bytes, hw_counters)."""
+    from collectors import read_host, to_dict
+    from collectors.sim import Fabric
+
+    out = tempfile.mkdtemp(prefix="bench-metrics-")
+    try:
+        Fabric.create(out, 1).step(10.0)
+        snap = to_dict(read_host(os.path.join(out, "cn001"), host="cn001", use_verbs=False))
+        return snap["devices"][0]["ports"][0]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def fill(ports: int, port: dict) -> None:
+    from django.utils import timezone
+
+    from fabricweb.health.models import Event
+    from fabricweb.inventory.models import Device, Node, Port
+
+    Event.objects.all().delete()
+    Node.objects.all().delete()
+    now = timezone.now()
+    nodes = Node.objects.bulk_create(
+        Node(name=f"cn{i:05d}", first_seen_at=now, last_collected_at=now, last_ingested_at=now)
+        for i in range(ports // PORTS_PER_NODE)
+    )
+    devices = Device.objects.bulk_create(
+        Device(
+            node=n,
+            name=f"mlx5_{d}",
+            node_type_id=1,
+            node_type_name="CA",
+            fw_ver="20.31.1014",
+            hca_type="MT4123",
+            board_id="MT_0000000223",
+            pci_current_gts=16.0,
+            pci_current_width=16,
+            pci_max_gts=16.0,
+            pci_max_width=16,
+            first_seen_at=now,
+        )
+        for n in nodes
+        for d in range(PORTS_PER_NODE // 2)
+    )
+    rows = Port.objects.bulk_create(
+        (
+            Port(
+                device=dev,
+                number=p,
+                state_id=4,
+                state_name="ACTIVE",
+                phys_state_id=5,
+                phys_state_name="LinkUp",
+                link_layer="InfiniBand",
+                rate_gbps=200.0,
+                lanes=4,
+                speed="HDR",
+                counters=port["counters"],
+                counters_ext=port["counters_ext"],
+                hw_counters=port["hw_counters"],
+                last_collected_at=now,
+                expected_speed="HDR",
+                expected_lanes=4,
+                expected_source="learned from this port's history",
+                first_seen_at=now,
+            )
+            for dev in devices
+            for p in (1, 2)
+        ),
+        batch_size=2000,
+    )
+    Event.objects.bulk_create(
+        Event(
+            node=r.device.node,
+            device=r.device,
+            port=r,
+            kind="symbol_errors",
+            severity="warning",
+            key=f"symbol_errors:{r.pk}",
+            message="bench",
+            opened_at=now,
+            updated_at=now,
+        )
+        for r in rows[::50]
+    )
+
+
+def measure(client, series: str, repeat: int) -> tuple[float, float, int, int, float]:
+    """Best seconds, peak MB, samples, body bytes of GET /metrics?set=series, and the last one's
+    collect seconds (reading the tables, before encoding: fabricweb_exporter_collect_seconds)."""
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        response = client.get("/metrics", {"set": series})
+        best = min(best, time.perf_counter() - started)
+        assert response.status_code == 200
+    body = response.content
+    samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
+    collect = float(
+        next(line for line in body.splitlines() if line.startswith(b"fabricweb_exporter_collect_s")).split()[1]
+    )
+    tracemalloc.start()
+    client.get("/metrics", {"set": series})
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return best, peak / 1e6, samples, len(body), collect
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--ports", type=int, nargs="+", default=[5000, 20000, 50000])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connections
+    from django.test import Client
+    from django.test.utils import get_runner
+
+    if args.db == "postgres" and "postgres" not in settings.DATABASES:
+        sys.exit('TEST_POSTGRES_URL is not set: run `eval "$(scripts/test-services start)"` first')
+    settings.ALLOWED_HOSTS = ["testserver"]  # Django's test client, outside the test runner
+    runner = get_runner(settings)(verbosity=0)
+    old = runner.setup_databases()
+    try:
+        if args.db == "postgres":
+            connections["default"] = connections["postgres"]
+        port = sample_port()
+        client = Client()
+        print(
+            f"{args.db}: best of {args.repeat} GETs of /metrics; goals at 20,000 ports: all < 2 s and < 300 MB, "
+            "health < 0.3 s"
+        )
+        for ports in args.ports:
+            fill(ports, port)
+            for series in ("all", "health"):
+                seconds, mb, samples, size, collect = measure(client, series, args.repeat)
+                goal_s, goal_mb = GOALS[series]
+                ratio = f"  ({seconds / goal_s:.2f} of the time goal" + (
+                    f", {mb / goal_mb:.2f} of the memory goal)" if goal_mb else ")"
+                )
+                print(
+                    f"{ports:6d} ports  set={series:6}  {seconds:6.3f} s (collect {collect:5.2f} s)  "
+                    f"peak {mb:6.1f} MB  {samples:7d} samples  {size / 1e6:5.1f} MB body",
+                    ratio if ports == 20000 else "",
+                    sep="",
+                    flush=True,
+                )
+    finally:
+        runner.teardown_databases(old)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""The fabricweb Grafana dashboard, built with Grafana's typed builders (grafana-foundation-sdk).
+
+A field or option Grafana does not know is an AttributeError here, not a silently ignored
+key in hand-written JSON. The JSON sites import is generated from this file:
+
+    .venv/bin/python deploy/grafana/dashboard.py      # writes deploy/grafana/dashboards/fabricweb.json
+
+and tests/deploy/test_grafana_dashboard.py fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from grafana_foundation_sdk.builders.common import ReduceDataOptions, VizLegendOptions, VizTooltipOptions
+from grafana_foundation_sdk.builders.dashboard import Dashboard, DatasourceVariable, QueryVariable, Row
+from grafana_foundation_sdk.builders.prometheus import Dataquery
+from grafana_foundation_sdk.builders.stat import Panel as Stat
+from grafana_foundation_sdk.builders.table import Panel as Table
+from grafana_foundation_sdk.builders.timeseries import Panel as Timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.common import LegendDisplayMode, LegendPlacement, SortOrder, TooltipDisplayMode
+from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh, VariableSort
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+
+OUT = Path(__file__).parent / "dashboards" / "fabricweb.json"
+UID = "fabricweb-infiniband"
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
+PORT = 'node=~"$node", device=~"$device", port=~"$port"'
+NODE = 'node=~"$node"'
+PORT_LEGEND = "{{node}} {{device}}/{{port}}"
+
+
+def query(expr: str, legend: str = "", ref: str = "A") -> Dataquery:
+    q = Dataquery().expr(expr).ref_id(ref).datasource(DATASOURCE)
+    return q.legend_format(legend) if legend else q
+
+
+def stat(title: str, expr: str, unit: str = "none", description: str = "") -> Stat:
+    return (
+        Stat().title(title).description(description).unit(unit).height(4).span(4).datasource(DATASOURCE)
+        .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+        .with_target(query(expr))
+    )  # fmt: skip
+
+
+def timeseries(title: str, unit: str, *targets: tuple[str, str], span: int = 12, description: str = "") -> Timeseries:
+    panel = (
+        Timeseries().title(title).description(description).unit(unit).height(8).span(span).datasource(DATASOURCE)
+        .legend(VizLegendOptions().display_mode(LegendDisplayMode.LIST).placement(LegendPlacement.BOTTOM).show_legend(True))
+        .tooltip(VizTooltipOptions().mode(TooltipDisplayMode.MULTI).sort(SortOrder.DESCENDING))
+        .line_width(1).fill_opacity(10)
+    )  # fmt: skip
+    for i, (expr, legend) in enumerate(targets):
+        panel = panel.with_target(query(expr, legend, ref=chr(ord("A") + i)))
+    return panel
+
+
+def variable(name: str, label: str, expr: str) -> QueryVariable:
+    return (
+        QueryVariable(name).label(label).datasource(DATASOURCE).query(expr)
+        .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.ALPHABETICAL_ASC)
+        .multi(True).include_all(True).all_value(".*")
+    )  # fmt: skip
+
+
+def build() -> Dashboard:
+    port = PORT_LEGEND
+    return (
+        Dashboard("InfiniBand fabric (fabricweb)")
+        .uid(UID)
+        .tags(["infiniband", "fabricweb"])
+        .description("Links, throughput, errors and congestion of every InfiniBand port fabricweb monitors.")
+        .refresh("30s")
+        .time("now-3h", "now")
+        .with_variable(DatasourceVariable("datasource").label("Data source").type("prometheus"))
+        .with_variable(variable("node", "Node", "label_values(infiniband_port_info, node)"))
+        .with_variable(variable("device", "Device", 'label_values(infiniband_port_info{node=~"$node"}, device)'))
+        .with_variable(
+            variable("port", "Port", 'label_values(infiniband_port_info{node=~"$node", device=~"$device"}, port)')
+        )
+        # -- the whole fabric ---------------------------------------------------------------
+        .with_row(Row("Fabric overview").id(100))
+        .with_panel(stat("Ports up", "sum(infiniband_port_up)", description="ACTIVE and reported by their node"))
+        .with_panel(stat("Ports down", "sum(1 - infiniband_port_up)", description="Not ACTIVE, or gone"))
+        .with_panel(
+            stat("Ports degraded", "sum(infiniband_port_degraded)", description="Up, below the expected speed or width")
+        )
+        .with_panel(stat("Nodes stale", "sum(1 - infiniband_node_up)", description="No snapshot stored recently"))
+        .with_panel(stat("Critical events open", 'sum(infiniband_events_open{severity="critical"})'))
+        .with_panel(stat("Warning events open", 'sum(infiniband_events_open{severity="warning"})'))
+        .with_panel(
+            timeseries(
+                "Fabric throughput",
+                "Bps",
+                ("sum(infiniband:port_data_received_bytes:rate1m)", "received"),
+                ("sum(infiniband:port_data_transmitted_bytes:rate1m)", "transmitted"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Busiest ports (share of link capacity)",
+                "percentunit",
+                ("topk(10, infiniband:port_utilisation:ratio1m)", port),
+            )
+        )
+        .with_panel(
+            Table()
+            .title("Ports not at their expected link")
+            .show_header(True)
+            .description("Trained below the expected speed or width: actual and expected link, and why expected")
+            .height(8)
+            .span(24)
+            .datasource(DATASOURCE)
+            .with_target(
+                query(
+                    "(infiniband_port_degraded == 1) * on (node, device, port) group_left "
+                    "(speed, width, expected_speed, expected_width, expected_source) infiniband_port_info"
+                )
+                .instant()
+                .format(PromQueryFormat.TABLE)
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Symbol errors (top 10 ports)",
+                "short",
+                ("topk(10, infiniband:symbol_error:rate1m) * 3600", port),
+                description="symbol errors/h; above 120/h the bit error rate is worse than 1e-12",
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Congestion (top 10 ports)",
+                "percentunit",
+                ("topk(10, infiniband:port_xmit_wait:ratio1m)", port),
+                description="Share of time with data to send and no credits (port_xmit_wait, 4 ns ticks)",
+            )
+        )
+        # -- one node ------------------------------------------------------------------------
+        .with_row(Row("Node").id(200))
+        .with_panel(
+            timeseries(
+                "Throughput per port",
+                "Bps",
+                (f"infiniband:port_data_received_bytes:rate1m{{{NODE}}}", f"{port} received"),
+                (f"infiniband:port_data_transmitted_bytes:rate1m{{{NODE}}}", f"{port} transmitted"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "PCIe bandwidth against port rate",
+                "Bps",
+                (f"infiniband_device_pcie_bandwidth_bytes_per_second{{{NODE}}}", "{{node}} {{device}} PCIe"),
+                (f"max by (node, device) (infiniband_rate_bytes_per_second{{{NODE}}})", "{{node}} {{device}} port"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Ports up and degraded",
+                "short",
+                (f"sum by (node) (infiniband_port_up{{{NODE}}})", "{{node}} up"),
+                (f"sum by (node) (infiniband_port_degraded{{{NODE}}})", "{{node}} degraded"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Open events",
+                "short",
+                (
+                    f"sum by (node, kind, severity) (infiniband_events_open{{{NODE}}})",
+                    "{{node}} {{kind}} ({{severity}})",
+                ),
+            )
+        )
+        # -- one port ------------------------------------------------------------------------
+        .with_row(Row("Port drill-down").id(300))
+        .with_panel(
+            timeseries(
+                "Throughput against capacity",
+                "Bps",
+                (f"rate(infiniband_port_data_received_bytes_total{{{PORT}}}[$__rate_interval])", f"{port} received"),
+                (f"rate(infiniband_port_data_transmitted_bytes_total{{{PORT}}}[$__rate_interval])", f"{port} sent"),
+                (f"infiniband_rate_bytes_per_second{{{PORT}}}", f"{port} link rate"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Errors",
+                "short",
+                (f"rate(infiniband_symbol_error_total{{{PORT}}}[$__rate_interval]) * 3600", f"{port} symbol errors/h"),
+                (
+                    f"rate(infiniband_link_error_recovery_total{{{PORT}}}[$__rate_interval]) * 3600",
+                    f"{port} link error recoveries/h",
+                ),
+                (f"rate(infiniband_link_downed_total{{{PORT}}}[$__rate_interval]) * 3600", f"{port} link downs/h"),
+                (
+                    f"rate(infiniband_port_errors_received_total{{{PORT}}}[$__rate_interval]) * 3600",
+                    f"{port} receive errors/h",
+                ),
+                (
+                    f"rate(infiniband_port_receive_remote_physical_errors_total{{{PORT}}}[$__rate_interval]) * 3600",
+                    f"{port} remote physical errors/h",
+                ),
+                (
+                    f"rate(infiniband_port_discards_transmitted_total{{{PORT}}}[$__rate_interval]) * 3600",
+                    f"{port} transmit discards/h",
+                ),
+                description="Counter rates per hour, the unit of the health thresholds",
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Link speed against expected",
+                "Bps",
+                (f"infiniband_rate_bytes_per_second{{{PORT}}}", f"{port} trained"),
+                (f"infiniband_port_expected_rate_bytes_per_second{{{PORT}}}", f"{port} expected"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Link width against expected",
+                "short",
+                (f"infiniband_port_lanes{{{PORT}}}", f"{port} lanes"),
+                (f"infiniband_port_expected_lanes{{{PORT}}}", f"{port} expected lanes"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Congestion",
+                "percentunit",
+                (f"infiniband:port_xmit_wait:ratio1m{{{PORT}}}", f"{port} waiting for credits"),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Port state",
+                "short",
+                (f"infiniband_state_id{{{PORT}}}", f"{port} state (4: ACTIVE)"),
+                (f"infiniband_physical_state_id{{{PORT}}}", f"{port} physical state (5: LinkUp)"),
+            )
+        )
+    )
+
+
+def render() -> str:
+    return JSONEncoder(sort_keys=True, indent=2).encode(build().build()) + "\n"
+
+
+if __name__ == "__main__":
+    OUT.write_text(render())
+    sys.stdout.write(f"wrote {OUT}\n")

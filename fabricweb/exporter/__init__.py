@@ -1,0 +1,1 @@
+"""/metrics: the current-state tables as Prometheus series (docs/metrics.md)."""

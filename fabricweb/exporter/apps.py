@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class ExporterConfig(AppConfig):
+    name = "fabricweb.exporter"
+    verbose_name = "Prometheus exporter"

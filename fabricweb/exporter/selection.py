@@ -1,0 +1,68 @@
+"""Which series a scrape asks for: `?set=`, `?shard=K/N`, `?node=GLOB` (docs/metrics.md).
+
+Prometheus splits a large fabric over several scrape jobs with `shard`; the hash of a node
+name is stable across processes and releases (CRC-32, not Python's salted hash()).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from django.http import QueryDict
+
+SETS = ("all", "health", "counters")
+MAX_SHARDS = 1024
+_SHARD = re.compile(r"(\d{1,4})/(\d{1,4})")
+
+
+class SelectionError(ValueError):
+    """A query parameter /metrics cannot honour: the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    series: str = "all"  # one of SETS
+    shard: int = 0
+    shards: int = 1
+    node_glob: str | None = None
+
+    @property
+    def health(self) -> bool:
+        return self.series in ("all", "health")
+
+    @property
+    def counters(self) -> bool:
+        return self.series in ("all", "counters")
+
+    def wants(self, node: str) -> bool:
+        if self.shards > 1 and shard_of(node, self.shards) != self.shard:
+            return False
+        return self.node_glob is None or fnmatchcase(node, self.node_glob)
+
+
+def shard_of(node: str, shards: int) -> int:
+    return zlib.crc32(node.encode()) % shards
+
+
+def parse(query: QueryDict) -> Selection:
+    unknown = sorted(set(query) - {"set", "shard", "node"})
+    if unknown:
+        raise SelectionError(f"unknown parameter(s): {', '.join(unknown)} (known: set, shard, node)")
+    series = query.get("set", "all")
+    if series not in SETS:
+        raise SelectionError(f"set={series!r}: one of {', '.join(SETS)}")
+    shard, shards = 0, 1
+    if "shard" in query:
+        match = _SHARD.fullmatch(query["shard"])
+        if not match:
+            raise SelectionError(f"shard={query['shard']!r}: K/N with 0 <= K < N, e.g. shard=0/4")
+        shard, shards = int(match[1]), int(match[2])
+        if not 0 < shards <= MAX_SHARDS or shard >= shards:
+            raise SelectionError(f"shard={query['shard']!r}: K/N with 0 <= K < N <= {MAX_SHARDS}")
+    node_glob = query.get("node") or None
+    if node_glob is not None and len(node_glob) > 100:
+        raise SelectionError("node: a shell pattern of at most 100 characters, e.g. node=cn0*")
+    return Selection(series, shard, shards, node_glob)
