@@ -134,6 +134,7 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     sim_dir, interval = args.sim_dir, env["FABRIC_POLL_INTERVAL"]
     if not args.no_sim:
         simulate = ["-m", "collectors", "simulate", "--out", str(sim_dir), "--nodes", str(args.nodes)]
+        simulate += [f"--fault={spec}" for spec in args.fault]
         children.start("simulator", [PY, *simulate, "--interval", interval], env)
     want = 1 if args.no_sim else args.nodes
     children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
@@ -168,6 +169,8 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
     if not args.no_sim:
         device = sorted(os.listdir(args.sim_dir / nodes[0] / "class" / "infiniband"))[0]
         say(f"add a fault: {PY} -m collectors fault --out {args.sim_dir} add {nodes[0]}/{device}/1:speed=QDR")
+    if args.agent_stops:
+        stop_agent_of(args.agent_stops, children, env)
     if args.web:
         say(f"web: http://{args.web}/")
     say("Ctrl-C stops everything")
@@ -179,6 +182,22 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
             return 1
         time.sleep(0.2)
     return 0
+
+
+def stop_agent_of(node: str, children: Children, env: dict[str, str]) -> None:
+    """Make `node` stop reporting, as when its agent dies: the agent stops consuming node.<name>.
+
+    The node has registered by then (the agent's hello), so it stays listed and turns stale.
+    """
+    queue = f"node.{node}"
+    control = [*CELERY, "control", "cancel_consumer", queue, "--timeout", "2"]
+
+    def cancelled() -> bool:
+        done = subprocess.run(control, env=env, cwd=BASE_DIR, capture_output=True, text=True, timeout=30)
+        return done.returncode == 0 and "node@" in done.stdout and "OK" in done.stdout
+
+    children.wait_for(f"the agent to stop serving {node}", cancelled, START_TIMEOUT_S)
+    say(f"the agent of {node} has stopped (a demo fault): the node turns stale after 3 polls")
 
 
 def poll_interval(args: argparse.Namespace) -> float:
@@ -197,6 +216,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-sim", action="store_true", help="read the trees in DIR as they are; start no simulator")
     p.add_argument("--web", nargs="?", const="127.0.0.1:8000", metavar="ADDR", help="also run manage.py runserver")
     p.add_argument("--start-redis", action="store_true", help="start a private redis-server instead of REDIS_URL's")
+    p.add_argument(
+        "--fault", action="append", default=[], metavar="SPEC", help="a simulator fault from the start (repeatable)"
+    )
+    p.add_argument("--agent-stops", metavar="NODE", help="once NODE has registered, stop serving it (it turns stale)")
     p.add_argument(
         "--ingest-concurrency",
         type=int,
