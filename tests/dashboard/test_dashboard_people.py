@@ -25,7 +25,9 @@ def test_the_roles_exist_with_their_rights(each_db):
 def test_create_user_prints_a_password_once_and_sets_the_role(each_db):
     out, err = StringIO(), StringIO()
     call_command("create_user", "nina", role="operator", url="http://127.0.0.1:8000/", stdout=out, stderr=err)
-    password = re.fullmatch(r"operator 'nina' created: log in at http://127.0.0.1:8000/ with password (\S+)\n", out.getvalue())[1]
+    password = re.fullmatch(
+        r"operator 'nina' created: log in at http://127.0.0.1:8000/ with password (\S+)\n", out.getvalue()
+    )[1]
     nina = get_user_model().objects.get(username="nina")
     assert nina.check_password(password) and nina.is_staff and nina.has_perm("health.operate")
     call_command("create_user", "nina", role="viewer", stdout=StringIO(), stderr=StringIO())
