@@ -7,6 +7,8 @@ kind (symbol errors, flapping, congestion...).
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -42,49 +44,6 @@ class Counts:
     last_ingest: datetime | None
 
 
-def counts(now: datetime) -> Counts:
-    cutoff = now - stale_after()
-    nodes = Node.objects.aggregate(
-        total=Count("id"),
-        stale=Count("id", filter=Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)),
-        latest=Max("last_ingested_at"),
-    )
-    ports = linkstate.annotate(Port.objects.all()).aggregate(
-        total=Count("id"), up=Count("id", filter=Q(api_up=True)), degraded=Count("id", filter=Q(api_degraded=True))
-    )
-    by_severity = dict(
-        Event.objects.filter(resolved_at__isnull=True)
-        .values_list("severity")
-        .annotate(n=Count("id"))
-        .order_by()
-        .values_list("severity", "n")
-    )
-    erroring = (
-        linkstate.annotate(Port.objects.filter(pk__in=_erroring_candidates()))
-        .filter(api_up=True, api_degraded=False)
-        .count()
-    )
-    return Counts(
-        nodes=nodes["total"],
-        stale_nodes=nodes["stale"],
-        ports=ports["total"],
-        up=ports["up"],
-        down=ports["total"] - ports["up"],
-        degraded=ports["degraded"],
-        erroring=erroring,
-        open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
-        last_ingest=nodes["latest"],
-    )
-
-
-def _erroring_candidates():
-    return (
-        Event.objects.filter(resolved_at__isnull=True, port__isnull=False)
-        .exclude(kind__in=LINK_KINDS)
-        .values("port_id")
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Cell:
     node: str
@@ -102,29 +61,100 @@ def port_health(up: bool, degraded: bool, erroring: bool) -> str:
     return "erroring" if erroring else "up"
 
 
-def grid(filters: dict, now: datetime) -> list[Cell]:
-    """Every port matching `filters` (PortFilter's cleaned data), ordered by node, device, port."""
-    rows = linkstate.annotate(Port.objects.all())
-    if filters.get("node"):
-        rows = rows.filter(**glob_filter("device__node__name", filters["node"]))
-    if filters.get("device"):
-        rows = rows.filter(**glob_filter("device__name", filters["device"]))
-    for key, field in (("speed", "speed"), ("width", "lanes"), ("hca", "device__hca_type"), ("layer", "link_layer")):
-        if filters.get(key) not in (None, ""):
-            rows = rows.filter(**{field: filters[key]})
-    erroring_ids = set(_erroring_candidates().values_list("port_id", flat=True))
-    cutoff = now - stale_after()
-    values = rows.order_by("device__node__name", "device__name", "number").values_list(
-        "pk", "device__node__name", "device__name", "number", "api_up", "api_degraded", "device__node__last_ingested_at"
+def _erroring_candidates():
+    return (
+        Event.objects.filter(resolved_at__isnull=True, port__isnull=False)
+        .exclude(kind__in=LINK_KINDS)
+        .values("port_id")
     )
+
+
+def _glob_matcher(glob: str | None):
+    return re.compile(fnmatch.translate(glob)).match if glob else None
+
+
+def fabric_view(filters: dict, now: datetime) -> tuple[Counts, list[Cell]]:
+    """Fabric-wide counts and the grid of the ports matching `filters` (PortFilter's cleaned data).
+
+    One pass over every port (one query, no per-row dates): at 20,000 ports a query per
+    count and a filtered query for the grid cost more in SQL compilation than the rows themselves.
+    """
+    cutoff = now - stale_after()
+    nodes = Node.objects.aggregate(
+        total=Count("id"),
+        stale=Count("id", filter=Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)),
+        latest=Max("last_ingested_at"),
+    )
+    stale_names = (
+        set(
+            Node.objects.filter(Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)).values_list(
+                "name", flat=True
+            )
+        )
+        if nodes["stale"]
+        else set()
+    )
+    by_severity = dict(
+        Event.objects.filter(resolved_at__isnull=True).values_list("severity").annotate(n=Count("id")).order_by()
+    )
+    erroring_ids = set(_erroring_candidates().values_list("port_id", flat=True))
+    rows = (
+        linkstate.annotate(Port.objects.all())
+        .order_by("device__node__name", "device__name", "number")
+        .values_list(
+            "pk",
+            "device__node__name",
+            "device__name",
+            "number",
+            "api_up",
+            "api_degraded",
+            "speed",
+            "lanes",
+            "device__hca_type",
+            "link_layer",
+        )
+    )
+    node_match, device_match = _glob_matcher(filters.get("node")), _glob_matcher(filters.get("device"))
+    equal = [
+        (index, filters[key])
+        for index, key in ((6, "speed"), (7, "width"), (8, "hca"), (9, "layer"))
+        if filters.get(key) not in (None, "")
+    ]
     wanted_state, only_problems = filters.get("state"), filters.get("problems")
+    total = up = degraded = erroring = 0
     cells = []
-    for pk, node, device, number, up, degraded, ingested in values:
-        health = port_health(up, degraded, pk in erroring_ids)
-        if (wanted_state and health != wanted_state) or (only_problems and health == "up"):
+    for row in rows:
+        health = port_health(row[4], row[5], row[0] in erroring_ids)
+        total += 1
+        if health != "down":
+            up += 1
+            degraded += health == "degraded"
+            erroring += health == "erroring"
+        if (
+            (wanted_state and health != wanted_state)
+            or (only_problems and health == "up")
+            or (node_match and not node_match(row[1]))
+            or (device_match and not device_match(row[2]))
+            or any(row[index] != value for index, value in equal)
+        ):
             continue
-        cells.append(Cell(node, device, number, health, ingested is None or ingested < cutoff))
-    return cells
+        cells.append(Cell(row[1], row[2], row[3], health, row[1] in stale_names))
+    counts = Counts(
+        nodes=nodes["total"],
+        stale_nodes=nodes["stale"],
+        ports=total,
+        up=up,
+        down=total - up,
+        degraded=degraded,
+        erroring=erroring,
+        open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
+        last_ingest=nodes["latest"],
+    )
+    return counts, cells
+
+
+def counts(now: datetime) -> Counts:
+    return fabric_view({"state": "none"}, now)[0]
 
 
 def open_problems(filters: dict):

@@ -18,12 +18,13 @@ PROBLEMS_PER_PAGE = 50
 def overview(request):
     now = timezone.now()
     form = PortFilter(request.GET)
-    counts = fabric.counts(now)
-    context = {"form": form, "counts": counts, **freshness(now, counts.last_ingest, known=True)}
     if not form.is_valid():
+        counts = fabric.counts(now)
+        context = {"form": form, "counts": counts, **freshness(now, counts.last_ingest, known=True)}
         return render(request, "dashboard/overview.html", context, status=400)
     filters = form.cleaned_data
-    cells = fabric.grid(filters, now)
+    counts, cells = fabric.fabric_view(filters, now)
+    context = {"form": form, "counts": counts, **freshness(now, counts.last_ingest, known=True)}
     page = Paginator(fabric.open_problems(filters), PROBLEMS_PER_PAGE).get_page(filters.get("page"))
     mark_page(page, now)
     context.update(grid=grid.render(cells), shown_ports=len(cells), problems=page)
