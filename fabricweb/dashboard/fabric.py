@@ -61,7 +61,7 @@ def port_health(up: bool, degraded: bool, erroring: bool) -> str:
     return "erroring" if erroring else "up"
 
 
-def _erroring_candidates():
+def erroring_port_ids_query():
     return (
         Event.objects.filter(resolved_at__isnull=True, port__isnull=False)
         .exclude(kind__in=LINK_KINDS)
@@ -73,7 +73,7 @@ def _glob_matcher(glob: str | None):
     return re.compile(fnmatch.translate(glob)).match if glob else None
 
 
-def fabric_view(filters: dict, now: datetime) -> tuple[Counts, list[Cell]]:
+def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[Counts, list[Cell]]:
     """Fabric-wide counts and the grid of the ports matching `filters` (PortFilter's cleaned data).
 
     One pass over every port (one query, no per-row dates): at 20,000 ports a query per
@@ -97,7 +97,7 @@ def fabric_view(filters: dict, now: datetime) -> tuple[Counts, list[Cell]]:
     by_severity = dict(
         Event.objects.filter(resolved_at__isnull=True).values_list("severity").annotate(n=Count("id")).order_by()
     )
-    erroring_ids = set(_erroring_candidates().values_list("port_id", flat=True))
+    erroring_ids = set(erroring_port_ids_query().values_list("port_id", flat=True))
     rows = (
         linkstate.annotate(Port.objects.all())
         .order_by("device__node__name", "device__name", "number")
@@ -131,7 +131,8 @@ def fabric_view(filters: dict, now: datetime) -> tuple[Counts, list[Cell]]:
             degraded += health == "degraded"
             erroring += health == "erroring"
         if (
-            (wanted_state and health != wanted_state)
+            not with_cells
+            or (wanted_state and health != wanted_state)
             or (only_problems and health == "up")
             or (node_match and not node_match(row[1]))
             or (device_match and not device_match(row[2]))
@@ -154,7 +155,7 @@ def fabric_view(filters: dict, now: datetime) -> tuple[Counts, list[Cell]]:
 
 
 def counts(now: datetime) -> Counts:
-    return fabric_view({"state": "none"}, now)[0]
+    return fabric_view({}, now, with_cells=False)[0]
 
 
 def open_problems(filters: dict):

@@ -31,7 +31,7 @@ def node_page(request, name: str):
     by_device = defaultdict(list)
     for p in ports:
         by_device[p.device_id].append(p)
-    erroring = set(fabric._erroring_candidates().filter(port__device__node=node).values_list("port_id", flat=True))
+    erroring = set(fabric.erroring_port_ids_query().filter(port__device__node=node).values_list("port_id", flat=True))
     devices = []
     for d in node.devices.order_by("name"):
         rows = []
