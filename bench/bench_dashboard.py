@@ -5,8 +5,9 @@ the time until the grid is drawn and the problem list is usable.
     .venv/bin/python bench/bench_dashboard.py [--ports 5000,20000,50000] [--db sqlite|postgres] [--no-browser]
 
 Each size runs in a child process with a fresh database: a simulated fabric (4 ports per node: 2 HCAs x 2
-ports) with faults on about 1% of the nodes (down, trained at 1X, QDR where HDR is expected) is stored
-through the real ingest (ingest_batch, 100 snapshots per transaction, the health engine included), 2 polls.
+ports; a simulated block of 1,000 ports copied under other node names) with faults on 1% of the nodes
+(down, trained at 1X, QDR where HDR is expected) is stored through the real ingest (ingest_batch, 100
+snapshots per transaction, the health engine included), 2 polls.
 Server: the overview rendered by Django's test client in this process, median of 5 after one warm-up, and
 its query count. Browser: gunicorn (1 worker) serves the same database; Debian's Chromium loads the
 overview, logged in; the figure is the time from navigation start until the first frame after the load
@@ -17,6 +18,7 @@ server with a constant number of queries, under 2 s in the browser.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import socket
@@ -31,6 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 SERVER_GOAL_MS, BROWSER_GOAL_MS = 300.0, 2000.0
 PORTS_PER_NODE = 4
+BLOCK_PORTS = 1000
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 
 
@@ -69,7 +72,10 @@ def _store_fabric(ports: int, scratch: str) -> float:
     from collectors.sim import Fabric
     from fabricweb.telemetry.ingest import ingest_batch
 
-    nodes = ports // PORTS_PER_NODE
+    # A simulated block of up to 1,000 ports, its snapshots copied under other node names up to `ports`:
+    # a 50,000-port tree would be ~3 million files (more than a tmpfs holds, minutes to write on disk).
+    nodes = min(ports, BLOCK_PORTS) // PORTS_PER_NODE
+    copies = max(1, ports // (nodes * PORTS_PER_NODE))
     out = os.path.join(scratch, "sim")
     fabric = Fabric.open(out, nodes, 2, seed=1, hcas=2, fresh=True)
     names = sorted(d for d in os.listdir(out) if d.startswith("cn"))
@@ -85,7 +91,8 @@ def _store_fabric(ports: int, scratch: str) -> float:
             fabric.add_fault(*faults)
         fabric.step(10.0)
         now = start + fabric.clock
-        snaps = [to_dict(read_host(os.path.join(out, n), host=n, use_verbs=False, now=now)) for n in names]
+        block = [to_dict(read_host(os.path.join(out, n), host=n, use_verbs=False, now=now)) for n in names]
+        snaps = [{**copy.deepcopy(snap), "host": f"{snap['host']}-{k:03d}"} for k in range(copies) for snap in block]
         for i in range(0, len(snaps), 100):
             ingest_batch(snaps[i : i + 100])
     return time.perf_counter() - began
