@@ -8,7 +8,7 @@ SIM_NODES ?= 64
 # a 4X port at 1X, a port down, a flapping link, rising symbol errors, a PCIe link trained low; and cn064's
 # agent stops (the node turns stale).
 DEMO_FAULTS ?= cn002/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down cn006/mlx5_0/1:flap \
-	cn008/mlx5_1/1:symbol-errors=3600/h cn009:pcie=GEN3x8
+	cn008/mlx5_1/1:symbol-errors=20000/h cn009:pcie=GEN3x8
 DEMO_STOPPED_AGENT ?= cn064
 DEMO_WEB ?= 127.0.0.1:8000
 

@@ -136,7 +136,7 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
             or (only_problems and health == "up")
             or (node_match and not node_match(row[1]))
             or (device_match and not device_match(row[2]))
-            or any(row[index] != value for index, value in equal)
+            or (equal and any(row[index] != value for index, value in equal))
         ):
             continue
         cells.append(Cell(row[1], row[2], row[3], health, row[1] in stale_names))
