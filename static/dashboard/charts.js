@@ -10,9 +10,10 @@
   function layout(title, yTitle, extra) {
     var base = {
       title: { text: title, font: { size: 14 } },
-      margin: { l: 70, r: 20, t: 36, b: 40 },
-      xaxis: { type: "date", title: { text: "time (UTC)" } },
-      yaxis: { title: { text: yTitle }, rangemode: "tozero" },
+      margin: { l: 70, r: 20, t: 36, b: 30 },
+      xaxis: { type: "date" },
+      // SI prefixes (2G, not Plotly's default 2B for billions: B would read as bytes).
+      yaxis: { title: { text: yTitle }, rangemode: "tozero", tickformat: "~s" },
       legend: { orientation: "h" },
       hovermode: "x unified",
     };
@@ -36,7 +37,8 @@
   function draw(s) {
     var x = s.t;
     document.getElementById("series-source").textContent =
-      s.source + ", " + x.length + " points since " + s.since.replace("T", " ").replace("Z", " UTC");
+      s.source + ", " + x.length + " points since " + s.since.replace("T", " ").replace(/\.\d+Z$|Z$/, "") +
+      " (times in UTC)";
     var traffic = [line("receive", x, s.rx), line("transmit", x, s.tx)];
     var cap = constant("link capacity" + (s.link ? " (" + s.link + ")" : ""), x, s.capacity_bytes_per_second);
     if (cap) traffic.push(cap);

@@ -26,6 +26,7 @@ def freshness(now: datetime, last_ingest: datetime | None = None, *, known: bool
         "data_age_s": None if last_ingest is None else int((now - last_ingest).total_seconds()),
         "stale_after_s": int(stale_after().total_seconds()),
         "refresh_ms": int(settings.FABRIC_POLL_INTERVAL * 1000),
+        "refresh_s": f"{settings.FABRIC_POLL_INTERVAL:g}",
     }
 
 
