@@ -77,3 +77,14 @@ def test_a_wall_link_shows_the_wall_without_login_until_revoked(each_db, faulty)
     assert "not valid" in anonymous.text("/wall/", {"token": token}, status=403)
     anonymous.get("/wall/", {"token": "fww_guess"}, status=403)
     assert anonymous.get("/wall/", status=302)["Location"].startswith("/login/")
+
+
+def test_an_operator_edits_link_policies_in_the_admin_and_a_viewer_cannot(each_db):
+    for name, role in (("olga", "operator"), ("victor", "viewer")):
+        call_command("create_user", name, role=role, stdout=StringIO(), stderr=StringIO())
+    operator = Browser(get_user_model().objects.get(username="olga"))
+    assert "Link policies" in operator.text("/admin/health/linkpolicy/")
+    operator.get("/admin/health/linkpolicy/add/")
+    operator.get("/admin/auth/user/", status=403)  # nothing beyond its group's rights
+    viewer = Browser(get_user_model().objects.get(username="victor"))
+    assert viewer.get("/admin/health/linkpolicy/", status=302)["Location"].startswith("/admin/login/")
