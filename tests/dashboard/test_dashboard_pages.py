@@ -170,3 +170,11 @@ def test_static_files_are_served_by_the_app_itself(viewer):
     for path in ("/static/dashboard/dashboard.css", "/static/dashboard/live.js", "/static/plotly/plotly.min.js"):
         response = viewer.get(path)
         assert b"".join(response.streaming_content if response.streaming else [response.content])
+
+
+def test_the_node_page_shows_the_first_100_read_errors_and_counts_the_rest(viewer, faulty):
+    errors = [{"path": f"/sys/class/infiniband/mlx5_0/ports/1/counters/c{i}", "reason": "EINVAL"} for i in range(130)]
+    Node.objects.filter(name="cn001").update(read_errors=errors)
+    html = viewer.text("/nodes/cn001/")
+    assert "counters/c99</code>: EINVAL" in html and "counters/c100<" not in html
+    assert "… and 30 more" in html

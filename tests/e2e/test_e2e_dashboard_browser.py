@@ -59,7 +59,8 @@ def evil_tree(fabric: RunningFabric, tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory, django_db_blocker):
-    """(base URL, fabric, {role: (user, password)}): 4 simulated nodes, cn001 mlx5_0/1 degraded, cn900 evil."""
+    """(base URL, fabric, {role: (user, password)}, screenshot dir): 4 simulated nodes, cn001 mlx5_0/1 degraded,
+    cn004's agent stopped after 3 polls (runfabric --agent-stops, as in `make demo`), cn900 with an evil node_desc."""
     tmp = tmp_path_factory.mktemp("dashboard")
     web = f"127.0.0.1:{free_port()}"
     with (
@@ -69,7 +70,8 @@ def dashboard(tmp_path_factory, django_db_blocker):
         database_alias("e2e_dashboard", db_url) as db,
     ):
         # DEBUG: plain HTTP on loopback (no HTTPS redirect, no Secure-only cookies).
-        fabric = RunningFabric(tmp, db, db_url, redis_url, ["--nodes", "4", "--web", web], DEBUG="1")
+        options = ["--nodes", "4", "--web", web, "--agent-stops", "cn004"]
+        fabric = RunningFabric(tmp, db, db_url, redis_url, options, DEBUG="1")
         try:
             events = Event.objects.using(db)
             fabric.wait("first polls stored", lambda: _polled(db), 90)
@@ -248,3 +250,12 @@ def test_the_wallboard_shows_problems_large_and_dark(viewer):
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(13, 15, 18)"
     page.locator(".wall-problems li", has_text="cn001 mlx5_0/1").wait_for(timeout=WAIT_MS)
     viewer.shot("wall")
+
+
+def test_a_node_whose_agent_stopped_is_shown_stale(viewer, dashboard):
+    page = viewer.open("/")
+    page.locator(".gnode.stale", has_text="cn004 (stale)").wait_for(timeout=WAIT_MS)
+    assert int(page.locator("#count-stale").inner_text()) == 1
+    page.locator(".problems li", has_text="cn004: no snapshot for").wait_for(timeout=WAIT_MS)
+    _, fabric, _, _ = dashboard
+    assert "the agent of cn004 has stopped" in fabric.runner.log.read_text()

@@ -19,6 +19,7 @@ from .. import fabric
 from .common import freshness, mark_page
 
 RECENT_EVENTS = 20
+READ_ERRORS_SHOWN = 100  # a snapshot may carry thousands; the API pages the rest
 
 
 @login_required
@@ -57,6 +58,8 @@ def node_page(request, name: str):
     context = {
         "node": node,
         "node_stale": is_stale(node.last_ingested_at, now),
+        "read_errors": node.read_errors[:READ_ERRORS_SHOWN],
+        "more_read_errors": max(0, len(node.read_errors) - READ_ERRORS_SHOWN),
         "devices": devices,
         "events": events,
         **freshness(now),
