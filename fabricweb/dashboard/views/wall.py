@@ -49,17 +49,20 @@ def wall(request):
 @login_required
 def wall_links(request):
     require_operator(request)
+    new_link = None
     if request.method == "POST":
         form = WallLinkForm(request.POST)
         if form.is_valid():
             _, token = WallLink.issue(form.cleaned_data["name"], request.user.get_username())
-            url = request.build_absolute_uri(f"/wall/?token={token}")
-            messages.success(request, f"New wall link (shown once, store it now): {url}")
-            return redirect("dashboard:wall_links")
+            # Shown in this response only: not through messages, which may travel in a cookie.
+            new_link = request.build_absolute_uri(f"/wall/?token={token}")
+            form = WallLinkForm()
     else:
         form = WallLinkForm()
-    links = WallLink.objects.all()
-    return render(request, "dashboard/wall_links.html", {"form": form, "links": links, **freshness(timezone.now())})
+    context = {"form": form, "links": WallLink.objects.all(), "new_link": new_link, **freshness(timezone.now())}
+    response = render(request, "dashboard/wall_links.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @login_required
