@@ -3,7 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SIM_DIR ?= var/sim
-SIM_NODES ?= 8
+SIM_NODES ?= 64
+# What the demo shows from its first poll: a port trained at QDR (40 Gb/s) where HDR (200 Gb/s) is expected,
+# a 4X port at 1X, a port down, a flapping link, rising symbol errors, a PCIe link trained low; and cn064's
+# agent stops (the node turns stale).
+DEMO_FAULTS ?= cn002/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down cn006/mlx5_0/1:flap \
+	cn008/mlx5_1/1:symbol-errors=20000/h cn009:pcie=GEN3x8
+DEMO_STOPPED_AGENT ?= cn064
+DEMO_WEB ?= 127.0.0.1:8000
 
 .PHONY: setup system test lint demo snapshot bench clean
 
@@ -27,10 +34,15 @@ lint: $(VENV)/.installed
 test: setup lint
 	eval "$$(scripts/test-services start)" && $(BIN)/pytest
 
-# The whole pipeline on one machine: simulator, private Redis, ingest worker, beat, one node
-# agent for every simulated node, and the web server on http://127.0.0.1:8000/. Ctrl-C stops it all.
+# The whole pipeline on one machine: simulator (with faults), private Redis, ingest worker, beat, one node
+# agent for every simulated node, and the dashboard on http://127.0.0.1:8000/, with an operator login
+# (its password printed once). Ctrl-C stops it all.
 demo: setup
-	DEBUG=1 $(BIN)/python -m fabricweb.runfabric --sim-dir $(SIM_DIR) --nodes $(SIM_NODES) --web --start-redis
+	DEBUG=1 $(BIN)/python manage.py migrate --noinput -v 0
+	DEBUG=1 $(BIN)/python manage.py import_policies scripts/demo-policies.yaml
+	DEBUG=1 $(BIN)/python manage.py create_user operator --role operator --url http://$(DEMO_WEB)/
+	DEBUG=1 $(BIN)/python -m fabricweb.runfabric --sim-dir $(SIM_DIR) --nodes $(SIM_NODES) --web $(DEMO_WEB) \
+		--start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT)
 
 # An ibstat-like look at a simulated node.
 snapshot: $(VENV)/.installed

@@ -37,6 +37,7 @@ CELERY = [PY, "-m", "celery", "-A", "fabricweb"]
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
+AGENT_STOPS_AFTER_S = 30.0  # --agent-stops: a Celery worker needs seconds to start on a busy machine
 CENTRAL_ONLY = ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
 
 
@@ -98,6 +99,20 @@ class Children:
         for child in self.children:
             child.proc.wait()
 
+    def stop_one(self, name: str) -> None:
+        """Stop one child (and its group) on purpose: it is no longer watched."""
+        child = next(c for c in self.children if c.name == name)
+        self.children.remove(child)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.proc.pid, signal.SIGTERM)
+        try:
+            child.proc.wait(STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            say(f"the {name} did not stop in {STOP_GRACE_S:g} s; killing it")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.proc.pid, signal.SIGKILL)
+        child.proc.wait()
+
     def _signal_all(self, sig: int) -> None:
         for child in self.children:
             with contextlib.suppress(ProcessLookupError):
@@ -134,6 +149,7 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     sim_dir, interval = args.sim_dir, env["FABRIC_POLL_INTERVAL"]
     if not args.no_sim:
         simulate = ["-m", "collectors", "simulate", "--out", str(sim_dir), "--nodes", str(args.nodes)]
+        simulate += [f"--fault={spec}" for spec in args.fault]
         children.start("simulator", [PY, *simulate, "--interval", interval], env)
     want = 1 if args.no_sim else args.nodes
     children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
@@ -145,9 +161,26 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     beat = ["beat", "-s", os.path.join(state_dir, "beat-schedule"), "--loglevel", args.log_level]
     children.start("beat", [*CELERY, *beat], env)
     agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY}
-    children.start("node agent", [PY, "-m", "fabricweb.agent"], {**agent_env, "FABRIC_SIM_DIR": str(sim_dir)})
+    served = str(sim_dir)
+    if args.agent_stops:
+        served = trees_without(sim_dir, args.agent_stops, state_dir)
+        own = {**agent_env, "FABRIC_NODE_NAME": args.agent_stops, "FABRIC_SYSFS_ROOT": str(sim_dir / args.agent_stops)}
+        children.start(f"node agent of {args.agent_stops}", [PY, "-m", "fabricweb.agent"], own)
+    children.start("node agent", [PY, "-m", "fabricweb.agent"], {**agent_env, "FABRIC_SIM_DIR": served})
     if args.web:
         children.start("web server", [PY, MANAGE, "runserver", "--noreload", args.web], env)
+
+
+def trees_without(sim_dir: Path, node: str, state_dir: str) -> str:
+    """A directory of links to every node tree but `node`'s: the shared agent serves those, `node` has its own."""
+    if node not in node_trees(sim_dir):
+        raise SystemExit(f"--agent-stops: no node tree {node} under {sim_dir}")
+    view = Path(state_dir) / "agent-trees"
+    view.mkdir()
+    for name in node_trees(sim_dir):
+        if name != node:
+            (view / name).symlink_to(sim_dir / name)
+    return str(view)
 
 
 def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
@@ -172,7 +205,14 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
         say(f"web: http://{args.web}/")
     say("Ctrl-C stops everything")
 
+    # --agent-stops: the node's own agent runs long enough to start, register and report, then stops.
+    running_for = max(AGENT_STOPS_AFTER_S, 3 * float(env["FABRIC_POLL_INTERVAL"]))
+    stop_agent_at = time.monotonic() + running_for if args.agent_stops else None
     while not children.stop_requested:
+        if stop_agent_at is not None and time.monotonic() >= stop_agent_at:
+            children.stop_one(f"node agent of {args.agent_stops}")
+            say(f"the agent of {args.agent_stops} has stopped (a demo fault): the node turns stale after 3 polls")
+            stop_agent_at = None
         dead = children.exited()
         if dead is not None:
             say(f"the {dead.name} exited with status {dead.proc.returncode}; stopping the rest")
@@ -197,6 +237,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-sim", action="store_true", help="read the trees in DIR as they are; start no simulator")
     p.add_argument("--web", nargs="?", const="127.0.0.1:8000", metavar="ADDR", help="also run manage.py runserver")
     p.add_argument("--start-redis", action="store_true", help="start a private redis-server instead of REDIS_URL's")
+    p.add_argument(
+        "--fault", action="append", default=[], metavar="SPEC", help="a simulator fault from the start (repeatable)"
+    )
+    p.add_argument(
+        "--agent-stops",
+        metavar="NODE",
+        help="NODE gets an agent of its own, stopped after 30 s or 3 polls (NODE turns stale)",
+    )
     p.add_argument(
         "--ingest-concurrency",
         type=int,

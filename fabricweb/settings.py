@@ -9,6 +9,8 @@ proxy also set FABRIC_BEHIND_TLS_PROXY=true (and CSRF_TRUSTED_ORIGINS for its or
 
 from __future__ import annotations
 
+import contextlib
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -50,16 +52,21 @@ INSTALLED_APPS = [
     "fabricweb.health",
     "fabricweb.api",
     "fabricweb.exporter",
+    "fabricweb.dashboard",
+    "axes",  # login throttling; after the apps whose logins it guards
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (CSS, JS, plotly.js) served by the app itself: gunicorn alone serves a working page.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out login into its 429 page
 ]
 
 ROOT_URLCONF = "fabricweb.urls"
@@ -122,7 +129,28 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "fabricweb.dashboard.plotlyjs.PlotlyFinder",  # plotly/plotly.min.js from the pinned `plotly` package
+]
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# Served from the finders as well as STATIC_ROOT: a checkout works without collectstatic.
+WHITENOISE_USE_FINDERS = True
+with contextlib.suppress(OSError):  # whitenoise warns on every start without it; collectstatic fills it
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+# -- login (fabricweb/dashboard) ----------------------------------------------
+LOGIN_URL = "dashboard:login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "dashboard:login"
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Password guessing: 5 failures for one user name from one address lock that pair out for 15 minutes.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 
 # -- security ---------------------------------------------------------------
 SESSION_COOKIE_SECURE = not DEBUG

@@ -1,4 +1,4 @@
-"""URL routes. The dashboard and /metrics are added by their apps."""
+"""URL routes. /metrics is added by its app."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/", include("fabricweb.api.urls")),
     path("healthz", healthz, name="healthz"),
     path("", include("fabricweb.exporter.urls")),
+    path("", include("fabricweb.dashboard.urls")),
 ]
 
 # JSON under /api/ and /healthz, Django's pages elsewhere (fabricweb.api.errors).

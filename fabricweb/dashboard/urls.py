@@ -1,0 +1,25 @@
+"""Dashboard pages (login required) and the operator actions (POST)."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from .views import actions, events, node, overview, port, wall
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("nodes/<str:name>/", node.node_page, name="node"),
+    path("ports/<str:node>/<str:device>/<int:port>/", port.port_page, name="port"),
+    path("ports/<str:node>/<str:device>/<int:port>/series", port.port_series, name="port_series"),
+    path("ports/<str:node>/<str:device>/<int:port>/baseline", actions.baseline, name="baseline"),
+    path("events/", events.event_list, name="events"),
+    path("events/<int:pk>/acknowledge", actions.acknowledge, name="acknowledge"),
+    path("silences/", actions.silence, name="silence"),
+    path("silences/<int:pk>/lift", actions.lift_silence, name="lift_silence"),
+    path("wall/", wall.wall, name="wall"),
+    path("wall/links/", wall.wall_links, name="wall_links"),
+    path("wall/links/<int:pk>/revoke", wall.revoke_wall_link, name="revoke_wall_link"),
+]

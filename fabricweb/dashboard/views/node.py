@@ -1,0 +1,67 @@
+"""`/nodes/<name>/`: devices, an ibstat-like port table, read errors, recent events, last seen."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import render
+from django.utils import timezone
+
+from collectors.facts import IBSTAT_STATES, PHYS_STATES
+from fabricweb.api import linkstate, serializers
+from fabricweb.api.freshness import is_stale
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node, Port
+
+from .. import fabric
+from .common import freshness, mark_page
+
+RECENT_EVENTS = 20
+READ_ERRORS_SHOWN = 100  # a snapshot may carry thousands; the API pages the rest
+
+
+@login_required
+def node_page(request, name: str):
+    node = Node.objects.filter(name=name).first()
+    if node is None:
+        raise Http404(f"no node {name!r}")
+    now = timezone.now()
+    ports = list(linkstate.annotate(Port.objects.filter(device__node=node)).order_by("device__name", "number"))
+    by_device = defaultdict(list)
+    for p in ports:
+        by_device[p.device_id].append(p)
+    erroring = set(fabric.erroring_port_ids_query().filter(port__device__node=node).values_list("port_id", flat=True))
+    devices = []
+    for d in node.devices.order_by("name"):
+        rows = []
+        for p in by_device[d.pk]:
+            rows.append(
+                {
+                    "port": p,
+                    "health": fabric.port_health(p.api_up, p.api_degraded, p.pk in erroring),
+                    "state": IBSTAT_STATES.get(p.state_id, p.state_name),
+                    "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
+                    "link": serializers.link(p.speed, p.lanes, p.rate_gbps),
+                    "expected": serializers.link(p.expected_speed, p.expected_lanes),
+                    "mtu": (p.verbs or {}).get("active_mtu") if isinstance(p.verbs, dict) else None,
+                }
+            )
+        devices.append({"device": d, "pcie": serializers.pcie_link(d), "ports": rows})
+    events = list(
+        Event.objects.filter(node=node)
+        .select_related("node", "device", "port", "acknowledgement")
+        .order_by("-opened_at", "-id")[:RECENT_EVENTS]
+    )
+    mark_page(events, now)
+    context = {
+        "node": node,
+        "node_stale": is_stale(node.last_ingested_at, now),
+        "read_errors": node.read_errors[:READ_ERRORS_SHOWN],
+        "more_read_errors": max(0, len(node.read_errors) - READ_ERRORS_SHOWN),
+        "devices": devices,
+        "events": events,
+        **freshness(now),
+    }
+    return render(request, "dashboard/node.html", context)
