@@ -205,10 +205,22 @@ def smtp_server():
         def handle_message(self, message):
             self.messages.append(message)
 
+    from aiosmtpd.smtp import AuthResult
+
+    logins: list[tuple[str, str]] = []
+
+    def authenticate(server, session, envelope, mechanism, auth_data):
+        login, password = auth_data.login.decode(), auth_data.password.decode()
+        logins.append((login, password))
+        return AuthResult(success=(login, password) == ("alerts", "s3cret"))
+
     handler = Keep()
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
+    # AUTH over plain loopback SMTP (the test has no TLS certificate); a client that logs in must get it right.
+    controller = Controller(
+        handler, hostname="127.0.0.1", port=free_port(), authenticator=authenticate, auth_require_tls=False
+    )
     controller.start()
-    controller.messages = handler.messages
+    controller.messages, controller.logins = handler.messages, logins
     yield controller
     controller.stop()
 
