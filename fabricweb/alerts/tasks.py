@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 LOCK = "fabricweb:lock:alerts-tick"
 NEXT = "fabricweb:alerts:next-tick"  # when a tick is already asked for (epoch seconds)
-LOCK_S = 30
+LOCK_S = 20
 WORK_S = 40.0  # then hand over to a fresh tick, inside the time limits below
 SOFT_LIMIT_S, HARD_LIMIT_S = 80, 100
 

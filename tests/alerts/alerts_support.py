@@ -68,7 +68,8 @@ class HttpReceiver:
     status: int = 200
     hold_s: float = 0.0
     requests: list[Received] = field(default_factory=list)
-    answered: list[Received] = field(default_factory=list)  # requests whose answer was written out
+    hold: set[int] = field(default_factory=set)  # indexes of requests not answered until `release` is set
+    release: threading.Event = field(default_factory=threading.Event)
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -87,14 +88,14 @@ class HttpReceiver:
                     body = raw.decode("utf-8", "replace")
                 got = Received(self.path, dict(self.headers), body, receiver.status, time.time())
                 receiver.requests.append(got)
+                if len(receiver.requests) - 1 in receiver.hold:
+                    receiver.release.wait(60)
                 if receiver.hold_s:
                     time.sleep(receiver.hold_s)
                 self.send_response(got.status)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
                 self.wfile.write(b'{"ok": true}' if got.status < 400 else b'{"error": "refused by the test"}')
-                self.wfile.flush()
-                receiver.answered.append(got)
 
             def log_message(self, *args):
                 pass
