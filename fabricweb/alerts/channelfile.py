@@ -92,14 +92,12 @@ def _entry(entry: object, i: int) -> dict:
     url = entry.get("url", "") or ""
     if not isinstance(url, str):
         raise bad("url must be text")
-    parts = urlsplit(url)
-    if parts.password or parts.query:
-        raise bad("url must not hold a password or a query string (tokens): name them in secret_env")
     secret_env = entry.get("secret_env", "") or ""
     if secret_env and not (isinstance(secret_env, str) and ENV_NAME.fullmatch(secret_env)):
         raise bad("secret_env must be an environment variable name (A-Z, 0-9, _)")
-    if not url and not secret_env:
-        raise bad("give url, or secret_env naming the variable that holds it")
+    problem = url_problem(kind, url, secret_env)
+    if problem:
+        raise bad(problem)
     row.update(url=url, secret_env=secret_env)
     options = entry.get("options", {}) or {}
     if not isinstance(options, dict):
@@ -124,6 +122,20 @@ def _entry(entry: object, i: int) -> dict:
         raise bad("enabled must be true or false")
     row["enabled"] = enabled
     return row
+
+
+def url_problem(kind: str, url: str, secret_env: str) -> str | None:
+    """Why this address may not be stored (it would hold a secret, or there is none), or None."""
+    if not url and not secret_env:
+        return "give url, or secret_env naming the variable that holds it"
+    if not url:
+        return None
+    if kind in ("slack", "apprise"):  # their URLs carry the token in the path
+        return f"a {kind} URL holds its token: leave url blank and name the variable in secret_env"
+    parts = urlsplit(url)
+    if parts.password or parts.query:
+        return "url must not hold a password or a query string (tokens): name them in secret_env"
+    return None
 
 
 def import_channels(text: str, replace: bool = False) -> tuple[int, int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from fabricweb.health.models import Event
@@ -78,6 +79,13 @@ class Channel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.kind})"
+
+    def clean(self) -> None:
+        from .channelfile import url_problem
+
+        problem = url_problem(self.kind, self.url, self.secret_env)
+        if problem:
+            raise ValidationError({"url": problem})
 
 
 class Outbox(models.Model):

@@ -128,9 +128,10 @@ def test_slack_gets_escaped_text(each_db, fab, http_receiver):
 
 
 def test_apprise_delivers_through_its_json_service(each_db, fab, http_receiver):
-    channel("apprise", kind="apprise", url=f"json://127.0.0.1:{http_receiver.port}/notify")
+    channel("apprise", kind="apprise", secret_env="TEST_APPRISE_URL")
     fire(fab)
-    assert deliver_all().sent == 1
+    with env(TEST_APPRISE_URL=f"json://127.0.0.1:{http_receiver.port}/notify"):
+        assert deliver_all().sent == 1
     [got] = http_receiver.requests
     assert got.path == "/notify"
     assert got.body["title"].startswith("FIRING: cn001 mlx5_0/1: port down")
@@ -226,3 +227,36 @@ def test_channels_import_from_yaml_all_or_nothing(each_db):
         import_channels(bad.replace("wait_s: 30", "wait_s: 60"))
     assert Channel.objects.get(name="pager").wait_s == 30.0  # nothing stored
     assert import_channels(export_channels(), replace=True) == (0, 2, 0)
+    slack = CHANNELS.replace("secret_env: SLACK_WEBHOOK_URL", "url: https://hooks.slack.com/services/T0/B0/XXXX")
+    with pytest.raises(ChannelFileError, match=r"channel 2 \('chat'\): a slack URL holds its token: leave url blank"):
+        import_channels(slack)
+    assert "XXXX" not in export_channels()
+
+
+def test_the_admin_lists_channel_state_and_sends_a_test_notification(each_db, http_receiver, admin_client):
+    c = channel(url=http_receiver.url)
+    Channel.objects.filter(pk=c.pk).update(state="failed", last_error="127.0.0.1 answered HTTP 404")
+    page = admin_client.get("/admin/alerts/channel/", secure=True)
+    assert page.status_code == 200
+    assert b"127.0.0.1 answered HTTP 404" in page.content
+    done = admin_client.post(
+        "/admin/alerts/channel/",
+        {"action": "send_test_notification", "_selected_action": [c.pk]},
+        follow=True,
+        secure=True,
+    )
+    assert b"Test notification queued for 1 channel(s)" in done.content
+    assert deliver_all().sent == 1
+    assert http_receiver.requests[0].body["reason"] == "test"
+    deliveries = admin_client.get("/admin/alerts/delivery/", secure=True)
+    assert deliveries.status_code == 200 and b"sent" in deliveries.content
+    # The form refuses a Slack URL (it holds the token): name a variable instead.
+    form = admin_client.post(
+        "/admin/alerts/channel/add/",
+        {"name": "chat", "kind": "slack", "url": "https://hooks.slack.com/services/T0/B0/XXXX", "options": "{}",
+         "severities": '["critical"]', "wait_s": 0, "group_s": 1, "flap_hold_s": 60, "repeat_s": 0,
+         "max_age_s": 86400, "enabled": "on"},
+        secure=True,
+    )  # fmt: skip
+    assert form.status_code == 200 and b"holds its token" in form.content
+    assert not Channel.objects.filter(name="chat").exists()
