@@ -116,6 +116,7 @@ class Thread(models.Model):
     state = models.CharField(max_length=16, choices=State.choices)
     due_at = models.DateTimeField(help_text="Pending: when it may be sent; resolving: when the resolution is sent.")
     sent_at = models.DateTimeField(null=True, blank=True, help_text="Last firing or repeat notification.")
+    sent_severity = models.CharField(max_length=16, blank=True, default="", help_text="Severity last announced.")
     bounces = models.IntegerField(default=0, help_text="Times it resolved and reopened within the flap hold.")
 
     class Meta:

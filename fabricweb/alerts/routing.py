@@ -10,6 +10,7 @@ Per channel and event key, a Thread says what the channel has been told:
     resolving, the key opens again          -> firing again, no new page (one thread per flap episode)
     resolving, due                          -> one "resolved" delivery for all due; thread dropped
     firing, critical, unacknowledged, not silenced, repeat_s passed -> "repeat" delivery
+    firing, its severity rose above the one announced (warning -> critical) -> "firing" again
     firing on an Alertmanager channel, REFRESH_S passed -> re-sent (Alertmanager resolves
         alerts nobody repeats; it does its own repeating and grouping)
 
@@ -133,7 +134,7 @@ def _apply(channel: Channel, event: Event, change: str, threads, changed, droppe
 
 
 def _timers(channel: Channel, threads: list[Thread], silences, now: datetime, report, changed, dropped) -> None:
-    firing, resolved, repeat = [], [], []
+    firing, resolved, repeat, escalated = [], [], [], []
     pending_due = []
     for thread in threads:
         key = (channel.pk, thread.key)
@@ -154,7 +155,9 @@ def _timers(channel: Channel, threads: list[Thread], silences, now: datetime, re
                 report.due(thread.due_at)
         elif thread.state == Thread.State.FIRING:
             every = _repeat_every(channel, event)
-            if every and not silencing(event, silences):
+            if _escalated(thread) and not silencing(event, silences):
+                escalated.append(thread)
+            elif every and not silencing(event, silences):
                 if thread.sent_at is None or thread.sent_at + timedelta(seconds=every) <= now:
                     repeat.append(thread)
                 else:
@@ -167,6 +170,7 @@ def _timers(channel: Channel, threads: list[Thread], silences, now: datetime, re
             firing = pending_due
         else:
             report.due(ready_at)
+    firing = firing + escalated
     for reason, group in (("firing", firing), ("repeat", repeat), ("resolved", resolved)):
         if not group:
             continue
@@ -178,10 +182,18 @@ def _timers(channel: Channel, threads: list[Thread], silences, now: datetime, re
                 dropped[key] = thread
                 continue
             thread.state, thread.sent_at = Thread.State.FIRING, now
+            thread.sent_severity = thread.event.severity
             changed[key] = thread
             every = _repeat_every(channel, thread.event)
             if every:
                 report.due(now + timedelta(seconds=every))
+
+
+def _escalated(thread: Thread) -> bool:
+    """Its event is now more severe than what was announced (an empty sent_severity: nothing to compare)."""
+    order = ("critical", "warning", "info")
+    sent, now = thread.sent_severity, thread.event.severity
+    return sent in order and now in order and order.index(now) < order.index(sent)
 
 
 def _repeat_every(channel: Channel, event: Event) -> float:

@@ -255,6 +255,9 @@ class Fabric:
         """Open one event per `node/device/port` key, all in one transaction (one ingest batch)."""
         self._step(at, [(Op.OPEN, k, kind, severity, message) for k in keys])
 
+    def escalate(self, at: datetime, key: str, kind: str, severity: str) -> None:
+        self._step(at, [(Op.UPDATE, key, kind, severity, "")])
+
     def resolve(self, at: datetime, *keys: str, kind: str = "down") -> None:
         self._step(at, [(Op.RESOLVE, k, kind, "critical", "") for k in keys])
 
@@ -271,7 +274,11 @@ class Fabric:
                 actions = []
                 for op, target, kind, severity, message in items:
                     text = message or f"{target.replace('/', ' ', 1)}: port down (DOWN, physical state Polling)"
-                    actions.append(Action(op, f"{kind}:{target}", kind, Severity(severity), text, 0, {}, "why"))
+                    previous = None
+                    if op is Op.UPDATE:
+                        previous = Severity(book.open[f"{kind}:{target}"].severity)
+                    action = Action(op, f"{kind}:{target}", kind, Severity(severity), text, 0, {}, "why", previous)
+                    actions.append(action)
                 book.apply(actions, node, targets, at)
                 book.write()
 

@@ -70,6 +70,27 @@ def test_an_event_that_opens_and_resolves_is_announced_then_resolved(each_db, fa
     assert Thread.objects.count() == 0 and Outbox.objects.count() == 0
 
 
+def test_the_outbox_costs_ingest_two_queries_however_many_events_changed(each_db, fab):
+    channel()
+    at = timezone.now()
+    keys = [f"cn001/mlx5_{d}/{p}" for d in range(18) for p in (1, 2)]
+    for key in keys:
+        fab.port(*key.split("/")[:2], int(key.split("/")[2]))
+    seen = []
+
+    def count(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    from django.db import connection
+
+    with connection.execute_wrapper(count):
+        fab.open(at, *keys)
+    ours = [q for q in seen if "alerts_" in q]
+    assert len(ours) == 2  # is a channel enabled? then one INSERT of 36 rows
+    assert Outbox.objects.count() == 36
+
+
 def test_a_warning_that_clears_within_the_for_wait_pages_nobody(each_db, fab):
     channel(severities=["critical", "warning"], wait_s=30)
     at = timezone.now()
@@ -100,6 +121,21 @@ def test_a_channel_gets_only_the_severities_routed_to_it(each_db, fab):
         pager.pk: ["down:cn002/mlx5_0/1"],
         chat.pk: ["degraded:cn001/mlx5_0/1", "down:cn002/mlx5_0/1"],
     }
+
+
+def test_an_announced_warning_that_becomes_critical_is_announced_again(each_db, fab):
+    channel(severities=["critical", "warning"])
+    at = timezone.now()
+    fab.open(at, "cn001/mlx5_0/1", kind="degraded", severity="warning")
+    route(now=at)
+    fab.escalate(later(at, 60), "cn001/mlx5_0/1", kind="degraded", severity="critical")
+    route(now=later(at, 61))
+    first, second = deliveries()
+    assert (first.reason, first.payload["events"][0]["severity"]) == ("firing", "warning")
+    assert (second.reason, second.payload["events"][0]["severity"]) == ("firing", "critical")
+    assert second.payload["events"][0]["reason"].startswith("was warning, now critical")
+    route(now=later(at, 120))
+    assert len(deliveries()) == 2
 
 
 def test_a_burst_of_36_port_down_events_is_one_notification(each_db, fab):
