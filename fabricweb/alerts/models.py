@@ -86,6 +86,8 @@ class Channel(models.Model):
         problem = url_problem(self.kind, self.url, self.secret_env)
         if problem:
             raise ValidationError({"url": problem})
+        if not isinstance(self.severities, list) or not self.severities or set(self.severities) - set(SEVERITIES):
+            raise ValidationError({"severities": f"a non-empty list of {', '.join(SEVERITIES)}"})
 
 
 class Outbox(models.Model):

@@ -14,6 +14,8 @@ from django.utils import timezone
 from fabricweb.alerts.models import Delivery, Outbox, Thread
 from fabricweb.alerts.routing import route
 from fabricweb.health.models import Acknowledgement, Event, Silence
+from fabricweb.health.staleness import check_stale
+from fabricweb.inventory.models import Node
 
 
 @pytest.fixture
@@ -89,6 +91,19 @@ def test_the_outbox_costs_ingest_two_queries_however_many_events_changed(each_db
     ours = [q for q in seen if "alerts_" in q]
     assert len(ours) == 2  # is a channel enabled? then one INSERT of 36 rows
     assert Outbox.objects.count() == 36
+
+
+def test_a_node_found_stale_by_the_periodic_check_is_in_the_outbox(each_db, fab):
+    channel(severities=["warning"])
+    fab.port("cn001")
+    Node.objects.filter(name="cn001").update(last_ingested_at=timezone.now() - timedelta(minutes=5))
+    assert check_stale().opened == 1
+    [row] = Outbox.objects.select_related("event")
+    assert (row.event.key, row.change) == ("stale:cn001", "opened")
+    route()
+    [page] = deliveries()
+    assert page.payload["events"][0]["url"] == "http://localhost:8000/nodes/cn001/"
+    assert page.payload["events"][0]["device"] is None
 
 
 def test_a_warning_that_clears_within_the_for_wait_pages_nobody(each_db, fab):
