@@ -108,9 +108,11 @@ def _apply(channel: Channel, event: Event, change: str, threads, changed, droppe
         if thread is None:
             if routed:
                 due = event.opened_at + timedelta(seconds=channel.wait_s)
-                thread = Thread(channel=channel, key=event.key, event=event, state=Thread.State.PENDING, due_at=due)
+                # A thread of this key dropped earlier in this pass is its row: reuse it (one row per key).
+                thread = dropped.pop(key, None) or Thread(channel=channel, key=event.key)
+                thread.event, thread.state, thread.due_at = event, Thread.State.PENDING, due
+                thread.sent_at, thread.sent_severity, thread.bounces = None, "", 0
                 threads[key] = changed[key] = thread
-                dropped.pop(key, None)
         elif thread.state == Thread.State.PENDING:
             thread.event = event
             changed[key] = thread

@@ -124,6 +124,24 @@ def test_a_warning_that_clears_within_the_for_wait_pages_nobody(each_db, fab):
     assert [d.reason for d in deliveries()] == ["firing"]
 
 
+def test_a_key_that_clears_and_opens_again_between_two_passes_waits_afresh(each_db, fab):
+    channel(wait_s=30)
+    at = timezone.now()
+    fab.open(at, "cn001/mlx5_0/1")
+    route(now=later(at, 5))
+    fab.resolve(later(at, 10), "cn001/mlx5_0/1")
+    fab.open(later(at, 12), "cn001/mlx5_0/1")
+    route(now=later(at, 13))  # both changes in one pass: the dropped thread's row is reused
+    route(now=later(at, 35))
+    assert deliveries() == []  # 30 s from the second opening, not the first
+    route(now=later(at, 43))
+    [page] = deliveries()
+    assert page.payload["events"][0]["opened_at"] == Event.objects.get(resolved_at__isnull=True).opened_at.strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    assert Thread.objects.count() == 1
+
+
 def test_a_channel_gets_only_the_severities_routed_to_it(each_db, fab):
     pager = channel("pager", severities=["critical"])
     chat = channel("chat", severities=["critical", "warning"])
