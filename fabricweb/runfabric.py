@@ -4,8 +4,8 @@ Starts, in order: the database migrations (and waits for them), optionally a pri
 redis-server, the simulator writing DIR/<node>/class/infiniband/... (unless --no-sim:
 then any trees of that layout are read, whoever writes them), the ingest consumer
 (`manage.py ingest`: snapshots, in batches), the ingest worker (Celery: rollups, prune,
-stale checks, dispatch), celery beat, one node agent serving every tree in DIR, and with
---web Django's development server.
+stale checks, dispatch), the alerts worker (Celery: notifications), celery beat, one node
+agent serving every tree in DIR, and with --web Django's development server.
 Each child runs in a process group of its own; Ctrl-C or SIGTERM stops every group,
 and if any child exits on its own the rest are stopped and the exit status is 1.
 
@@ -158,6 +158,8 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", args.log_level]
     ingest = ["worker", "-Q", "ingest", "-n", "ingest@%h", "-c", str(args.ingest_concurrency), *quiet]
     children.start("ingest worker", [*CELERY, *ingest], env)
+    alerts = ["worker", "-Q", "alerts", "-n", "alerts@%h", "-c", "1", *quiet]
+    children.start("alerts worker", [*CELERY, *alerts], env)
     beat = ["beat", "-s", os.path.join(state_dir, "beat-schedule"), "--loglevel", args.log_level]
     children.start("beat", [*CELERY, *beat], env)
     agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY}

@@ -31,6 +31,10 @@ EXCLUSIVE = "fabricweb.scheduling.run_exclusive"
 CHECK_STALE = "fabricweb.health.tasks.check_stale"
 ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
 PRUNE = "fabricweb.telemetry.tasks.prune_old"
+ALERTS_TICK = "fabricweb.alerts.tasks.tick"
+# A safety net: ingest asks for a tick after each commit that changed events, and a tick asks for
+# the next when its timers run out; this one covers a lost message. The tick takes its own lock.
+ALERTS_TICK_S = 5.0
 ROLLUP_EVERY = 300.0
 PRUNE_EVERY = 3600.0
 
@@ -52,6 +56,7 @@ def beat_schedule(interval: float) -> dict:
         "check-stale": _exclusive(CHECK_STALE, interval),
         "rollup-samples": _exclusive(ROLLUP, ROLLUP_EVERY),
         "prune-old": _exclusive(PRUNE, PRUNE_EVERY),
+        "alerts-tick": {"task": ALERTS_TICK, "schedule": ALERTS_TICK_S, "options": {"expires": ALERTS_TICK_S}},
     }
 
 

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "fabricweb.exporter",
     "fabricweb.dashboard",
     "axes",  # login throttling; after the apps whose logins it guards
+    "fabricweb.alerts",
 ]
 
 MIDDLEWARE = [
@@ -225,6 +226,9 @@ FABRIC_NODE_AUTH = env.choice(
 )
 if FABRIC_NODE_AUTH == "required" and not FABRIC_NODE_KEY_SECRET:
     raise ImproperlyConfigured("FABRIC_NODE_AUTH=required needs FABRIC_NODE_KEY_SECRET")
+
+# Notifications (fabricweb/alerts, docs/alerts.md): links in them point under this address.
+FABRIC_BASE_URL = env.str("FABRIC_BASE_URL", "http://localhost:8000")
 
 # -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 BROKER_TIMEOUT_S = 1.0
 OK, ERROR, STALE, NO_DATA, NOT_CHECKED = "ok", "error", "stale", "no data", "not checked"
+DEGRADED = "degraded"
 HEALTHY = {OK, NO_DATA, NOT_CHECKED}  # a fresh install has no nodes yet; that is not an outage
 
 
@@ -81,6 +82,19 @@ def check_ingest() -> dict:
     }
 
 
+def check_notifications() -> dict:
+    """Degraded (not failing: the monitor still monitors) when a channel has a permanent failure."""
+    from fabricweb.alerts.status import channel_problems
+
+    try:
+        problems = channel_problems()
+    except DatabaseError:
+        return {"status": ERROR, "error": "database unreachable"}
+    failed = [p.channel for p in problems if p.state == "failed"]
+    retrying = [p.channel for p in problems if p.state == "retrying"]
+    return {"status": DEGRADED if failed else OK, "failed_channels": failed, "retrying_channels": retrying}
+
+
 @csrf_exempt
 def healthz(request: HttpRequest) -> HttpResponse:
     if request.method not in READ_METHODS:
@@ -89,6 +103,11 @@ def healthz(request: HttpRequest) -> HttpResponse:
     checks["last_ingest"] = (
         check_ingest() if checks["database"]["status"] == OK else {"status": ERROR, "error": "database unreachable"}
     )
-    failing = [name for name, result in checks.items() if result["status"] not in HEALTHY]
-    body = {"status": "fail" if failing else "ok", "failing": failing, "checks": checks}
+    if checks["database"]["status"] == OK:
+        checks["notifications"] = check_notifications()
+    failing = [name for name, result in checks.items() if result["status"] not in HEALTHY | {DEGRADED}]
+    degraded = [name for name, result in checks.items() if result["status"] == DEGRADED]
+    status = "fail" if failing else DEGRADED if degraded else "ok"
+    body = {"status": status, "failing": failing, "degraded": degraded, "checks": checks}
+    # Degraded still answers 200: a load balancer must not take the web role out for a broken mail relay.
     return json_response(body, status=503 if failing else 200)

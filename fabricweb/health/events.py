@@ -20,6 +20,7 @@ from fabricweb.telemetry.store import update_rows
 from .findings import Severity
 from .lifecycle import Action, Op, OpenEvent
 from .models import Event
+from .signals import OPENED, RESOLVED, SEVERITY, events_changed
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class EventBook:
         self.open: dict[str, Event] = {e.key: e for e in open_rows}
         self.new: list[Event] = []
         self.dirty: dict[int, Event] = {}
+        self.changes: list[tuple[Event, str]] = []  # for events_changed: opened, severity changed, resolved
         self.tally = Tally()
 
     @classmethod
@@ -102,6 +104,7 @@ class EventBook:
                 )
                 self.open[a.key] = event
                 self.new.append(event)
+                self.changes.append((event, OPENED))
                 self.tally.opened += 1
                 log.info("health: %s: %s", a.severity, a.message)
                 continue
@@ -112,6 +115,7 @@ class EventBook:
                 event.reason = a.reason
                 if a.previous_severity is not None:
                     event.reason = f"was {a.previous_severity}, now {a.severity}: {a.reason}"
+                    self.changes.append((event, SEVERITY))
                     log.info("health: %s (was %s): %s", a.severity, a.previous_severity, a.message)
                 event.updated_at = at
                 self.tally.updated += 1
@@ -119,6 +123,7 @@ class EventBook:
                 event.resolved_at = event.updated_at = at
                 event.reason = a.reason
                 del self.open[a.key]
+                self.changes.append((event, RESOLVED))
                 self.tally.resolved += 1
                 log.info("health: resolved, %s: %s", a.reason, a.message)
             if event.pk is not None:  # a new one is inserted as it ends up
@@ -129,3 +134,6 @@ class EventBook:
             Event.objects.bulk_create(self.new)
         if self.dirty:
             update_rows(Event, self.dirty.values(), CHANGED_FIELDS)
+        if self.changes:  # after the writes: every event has its primary key
+            events_changed.send(sender=EventBook, changes=self.changes)
+            self.changes = []

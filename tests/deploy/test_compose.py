@@ -54,6 +54,7 @@ def test_every_role_runs_from_the_one_image_and_nodes_get_no_database():
         "beat",
         "ingest",
         "ingest-consumer",
+        "alerts",
         "agent",
         "simulator",
         "sim-agent",
@@ -70,6 +71,10 @@ def test_every_role_runs_from_the_one_image_and_nodes_get_no_database():
     assert consumer["image"] == services["ingest"]["image"]
     assert consumer["environment"] == services["ingest"]["environment"]
     assert set(consumer["depends_on"]) == {"postgres", "redis", "migrate"}
+    # Notifications have a worker of their own, on the alerts queue, with the central environment.
+    assert services["alerts"]["command"][:4] == ["celery", "-A", "fabricweb", "worker"]
+    assert services["alerts"]["command"][services["alerts"]["command"].index("--queues") + 1] == "alerts"
+    assert services["alerts"]["environment"] == services["ingest"]["environment"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "fabricweb", "beat"]
     for node_role in ("agent", "sim-agent"):
         assert services[node_role]["command"] == ["python", "-m", "fabricweb.agent"]

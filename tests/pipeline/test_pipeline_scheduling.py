@@ -31,6 +31,7 @@ def test_every_periodic_job_expires_after_its_period():
         "check-stale": (7.0, 7.0),
         "rollup-samples": (300.0, 300.0),
         "prune-old": (3600.0, 3600.0),
+        "alerts-tick": (5.0, 5.0),
     }
     assert schedule["check-stale"]["args"] == ["fabricweb.health.tasks.check_stale"]
     assert app.conf.beat_schedule == scheduling.beat_schedule(settings.FABRIC_POLL_INTERVAL)

@@ -1,0 +1,118 @@
+"""The notification a delivery carries: the documented webhook body (version 1), built when it is routed.
+
+    {"version": 1, "id": "<delivery uuid>", "channel": "oncall", "reason": "firing|resolved|repeat|test",
+     "status": "firing|resolved", "title": "...", "count": 2, "created_at": "2026-12-01T00:10:03Z",
+     "events": [{"key": "down:cn001/mlx5_0/1", "kind": "down", "severity": "critical",
+                 "node": "cn001", "device": "mlx5_0", "port": 1, "message": "...", "reason": "...",
+                 "opened_at": "...", "resolved_at": null, "expected_link": "4X HDR",
+                 "actual_link": "DOWN / Polling", "acknowledged_by": null, "url": "https://.../ports/cn001/mlx5_0/1/"}]}
+
+Every string from a device (node names, node_desc, messages) is data: transports put it in
+JSON, plain text or escaped markup, never in markup as is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from urllib.parse import quote
+
+from django.conf import settings
+
+from fabricweb.health.models import Event
+
+VERSION = 1
+
+
+def iso(at: datetime | None) -> str | None:
+    return None if at is None else at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _link(lanes: int | None, speed: str | None) -> str | None:
+    if not speed:
+        return None
+    return f"{lanes}X {speed}" if lanes else speed
+
+
+def port_url(node: str, device: str | None, port: int | None) -> str:
+    """The dashboard page of the port (or node), under FABRIC_BASE_URL (DESIGN.md's URL scheme)."""
+    base = settings.FABRIC_BASE_URL.rstrip("/")
+    if device is not None and port is not None:
+        return f"{base}/ports/{quote(node, safe='')}/{quote(device, safe='')}/{port}/"
+    return f"{base}/nodes/{quote(node, safe='')}/"
+
+
+def event_item(event: Event) -> dict:
+    """One event as the body lists it; needs node, device, port and acknowledgement loaded."""
+    device = event.device.name if event.device_id is not None else None
+    port = event.port if event.port_id is not None else None
+    actual = None
+    if port is not None:
+        if port.state_name == "ACTIVE" or port.state_id == 4:
+            actual = _link(port.lanes, port.speed)
+        elif port.state_name:
+            actual = " / ".join(filter(None, [port.state_name, port.phys_state_name]))
+    ack = getattr(event, "acknowledgement", None)  # reverse one-to-one: absent raises, getattr says None
+    return {
+        "key": event.key,
+        "kind": event.kind,
+        "severity": event.severity,
+        "node": event.node.name,
+        "device": device,
+        "port": port.number if port is not None else None,
+        "message": event.message,
+        "reason": event.reason,
+        "opened_at": iso(event.opened_at),
+        "resolved_at": iso(event.resolved_at),
+        "expected_link": _link(port.expected_lanes, port.expected_speed) if port is not None else None,
+        "actual_link": actual,
+        "acknowledged_by": ack.by_name if ack is not None else None,
+        "url": port_url(event.node.name, device, port.number if port is not None else None),
+    }
+
+
+def title(reason: str, items: list[dict]) -> str:
+    """One line: what happened, e.g. `FIRING: cn001 mlx5_0/1: port down (...)` or `FIRING: 36 events on cn001 ...`."""
+    word = {"firing": "FIRING", "resolved": "RESOLVED", "repeat": "STILL FIRING", "test": "TEST"}[reason]
+    if len(items) == 1:
+        return f"{word}: {items[0]['message']}"
+    nodes = sorted({i["node"] for i in items})
+    where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more nodes" if len(nodes) > 3 else "")
+    worst = min((i["severity"] for i in items), key=("critical", "warning", "info").index)
+    return f"{word}: {len(items)} events ({worst}) on {where}"
+
+
+def build(uid: str, channel: str, reason: str, items: list[dict], created_at: datetime) -> dict:
+    return {
+        "version": VERSION,
+        "id": uid,
+        "channel": channel,
+        "reason": reason,
+        "status": "resolved" if reason == "resolved" else "firing",
+        "title": title(reason, items),
+        "count": len(items),
+        "created_at": iso(created_at),
+        "events": items,
+    }
+
+
+def text(payload: dict) -> str:
+    """The plain-text form (email, chat): the title, then per event what, where, since when, link."""
+    lines = [payload["title"], ""]
+    for item in payload["events"]:
+        lines.append(f"- [{item['severity']}] {item['message']}")
+        since = f"  since {item['opened_at']}"
+        if item["resolved_at"]:
+            since += f", resolved {item['resolved_at']}"
+        lines.append(since)
+        if item["expected_link"] or item["actual_link"]:
+            lines.append(
+                f"  link: expected {item['expected_link'] or 'unknown'}, actual {item['actual_link'] or 'unknown'}"
+            )
+        if item["reason"]:
+            lines.append(f"  why: {item['reason']}")
+        if item["acknowledged_by"]:
+            lines.append(f"  acknowledged by {item['acknowledged_by']}")
+        lines.append(f"  {item['url']}")
+    lines.append("")
+    lines.append(f"notification {payload['id']}")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+from alerts_support import alertmanager, http_receiver, smtp_server  # noqa: F401 - fixtures
