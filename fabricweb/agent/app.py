@@ -1,0 +1,56 @@
+"""The node agent's Celery app: Celery and the broker URL, no Django, nothing central.
+
+Built by create_app() from an AgentConfig. It shares the queue and task names and the JSON-only
+message rules with the central app (fabricweb/names.py), and is tuned for a process that sits
+on every compute node of a cluster doing one small thing every few seconds:
+- one process (the solo pool): the task runs in the worker itself; the prefork pool's second
+  process doubled the memory only to enforce a time limit, which the poll's deadline now does;
+- no remote control, gossip, mingle or heartbeat: thousands of agents on one broker, and
+  nothing to ask them;
+- the broker connection blocks up to `broker_wait_s` in one BRPOP instead of waking every second.
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+
+from fabricweb.agent.config import AgentConfig
+from fabricweb.agent.tasks import Agent
+from fabricweb.names import COLLECT, MESSAGE_SETTINGS
+
+# Seconds between the broker transport's sweeps for this worker's unacknowledged messages
+# (kombu's default: 10 s). The one an agent holds is restored by its own shutdown or by
+# the visibility timeout; no need to scan Redis that often from every node.
+UNACKED_SWEEP_S = 300
+
+
+def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
+    # fixups=[]: Celery would otherwise load Django whenever DJANGO_SETTINGS_MODULE is set.
+    app = Celery("fabricweb-agent", broker=config.broker_url, fixups=[], set_as_current=True)
+    app.conf.update(
+        MESSAGE_SETTINGS,
+        worker_enable_remote_control=False,
+        worker_hijack_root_logger=True,
+        broker_transport_options={
+            "polling_interval": config.broker_wait_s,
+            "unacked_restore_interval": UNACKED_SWEEP_S,
+        },
+    )
+    agent = Agent(app, config)
+
+    @app.task(name=COLLECT)
+    def collect(node: str) -> dict:
+        """Read `node` and send its snapshot to the snapshots queue. Beat sends it with `expires` of one interval."""
+        return agent.collect(node)
+
+    @worker_ready.connect(weak=False)
+    def started(sender, **kwargs) -> None:
+        agent.hello(list(sender.app.amqp.queues.consume_from))
+        agent.watch_events()
+
+    @worker_shutdown.connect(weak=False)
+    def stopping(sender, **kwargs) -> None:
+        agent.stop()
+
+    return app, agent
