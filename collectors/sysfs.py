@@ -285,7 +285,12 @@ class SysfsReader:
         link = os.path.join(dev_dir, "device")
         if not os.path.isdir(link):
             return None  # software devices (rxe, siw) have no PCI function
-        address = os.path.basename(os.path.realpath(link))
+        try:
+            # `device` links straight to the PCI function (../../../0000:81:00.0): one readlink,
+            # where realpath would resolve every link of the path again at each poll.
+            address = os.path.basename(os.readlink(link))
+        except OSError:  # not a link (a copied tree): where it lies says nothing better
+            address = os.path.basename(os.path.realpath(link))
         with self._dir(link) as at:
             return PciLink(
                 address=address if _PCI_ADDR_RE.match(address) else None,

@@ -12,12 +12,17 @@ on every compute node of a cluster doing one small thing every few seconds:
 
 from __future__ import annotations
 
+import logging
+
 from celery import Celery
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import after_setup_logger, worker_ready, worker_shutdown
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
 from fabricweb.names import COLLECT, MESSAGE_SETTINGS
+
+# Celery logs every task received and done at INFO: two lines per poll into each node's journal.
+PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
 
 # Seconds between the broker transport's sweeps for this worker's unacknowledged messages
 # (kombu's default: 10 s). The one an agent holds is restored by its own shutdown or by
@@ -48,6 +53,12 @@ def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
     def started(sender, **kwargs) -> None:
         agent.hello(list(sender.app.amqp.queues.consume_from))
         agent.watch_events()
+
+    @after_setup_logger.connect(weak=False)
+    def quiet(logger, loglevel, **kwargs) -> None:
+        if loglevel > logging.DEBUG:  # DEBUG shows them, to follow each poll
+            for name in PER_TASK_LOGGERS:
+                logging.getLogger(name).setLevel(logging.WARNING)
 
     @worker_shutdown.connect(weak=False)
     def stopping(sender, **kwargs) -> None:

@@ -23,6 +23,8 @@ from fabricweb.agent.config import AgentConfig
 class Poller:
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
+        # pyverbs describes this machine's devices: merged only into a reading of its real /sys.
+        self._use_verbs = config.reads_this_machine()
         self._polls: dict[str, int] = {}
         self._hw: dict[str, dict] = {}  # node -> {device: hw_counters, (device, port): hw_counters}
         # The task (main thread) and an event-triggered snapshot (watcher thread) may overlap.
@@ -39,8 +41,7 @@ class Poller:
             read_host(
                 root,
                 host=node,
-                # pyverbs describes this machine's devices: merged only into a reading of its real /sys.
-                use_verbs=self.config.reads_this_machine(),
+                use_verbs=self._use_verbs,
                 hw_counters=fresh,
                 deadline=time.monotonic() + self.config.poll_deadline_s,
             )

@@ -30,7 +30,8 @@ class Agent:
         self.events: EventWatch | None = None
 
     def deliver(self, snap: dict) -> None:
-        self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=SNAPSHOT_QUEUE)
+        # argsrepr given: Celery would otherwise walk the whole snapshot to print it in the headers.
+        self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=SNAPSHOT_QUEUE, argsrepr=f"[snapshot of {snap['host']}]")
 
     def collect(self, node: str) -> dict:
         """Read `node` and send its snapshot; a poll past its deadline sends nothing (the node goes stale)."""
