@@ -7,7 +7,8 @@ on every compute node of a cluster doing one small thing every few seconds:
   process doubled the memory only to enforce a time limit, which the poll's deadline now does;
 - no remote control, gossip, mingle or heartbeat: thousands of agents on one broker, and
   nothing to ask them;
-- the broker connection blocks up to `broker_wait_s` in one BRPOP instead of waking every second.
+- the broker connection blocks up to `broker_wait_s` in one BRPOP instead of waking every second,
+  and each channel keeps one Redis client (transport.py) instead of building one per command.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ UNACKED_SWEEP_S = 300
 def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
     # fixups=[]: Celery would otherwise load Django whenever DJANGO_SETTINGS_MODULE is set.
     app = Celery("fabricweb-agent", broker=config.broker_url, fixups=[], set_as_current=True)
+    scheme = config.broker_url.partition("://")[0]
     app.conf.update(
         MESSAGE_SETTINGS,
+        broker_transport="fabricweb.agent.transport:Transport" if scheme in ("redis", "rediss") else None,
         worker_enable_remote_control=False,
         worker_hijack_root_logger=True,
         broker_transport_options={
