@@ -1,6 +1,6 @@
 """The node agent against node_exporter on a compute node: CPU, memory, start-up, wake-ups.
 
-    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5]
+    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--sketch]
 
 Both run side by side in one run, on the same simulated node tree (1 node, 2 HCAs x 2
 ports, `collectors.sim`), polled at the same rate:
@@ -11,12 +11,14 @@ ports, `collectors.sim`), polled at the same rate:
   on the same tree, scraped over loopback every interval.
 
 Measured for each side over all its processes (the started one and its descendants):
-CPU (time on a core of every thread, /proc/<pid>/task/*/schedstat) per minute of polling, RSS and PSS at the end
-(/proc/<pid>/smaps_rollup), start-up (spawn to the first snapshot / the first scrape
-with infiniband series), and context switches per second (every thread: how often the
-process wakes up; most are wake-ups while idle). Printed with the ratios agent /
-node_exporter and the goals of issue 10. The machine may be shared: compare the ratios
-of one run, and repeat a run to see the noise.
+CPU (time on a core of every thread, /proc/<pid>/task/*/schedstat) per minute of polling,
+RSS and PSS at the end (/proc/<pid>/smaps_rollup), start-up (spawn to the first snapshot /
+the first scrape with infiniband series), and context switches per second (every thread:
+how often the process wakes up; most are wake-ups while idle). Printed with the ratios
+agent / node_exporter and the goals of issue 10. `--sketch` adds bench/agent_sketch.py
+(the same queues and messages without Celery's worker) as a third side, on a Redis
+database of its own. The machine may be shared: compare the ratios of one run, and
+repeat a run to see the noise.
 """
 
 from __future__ import annotations
@@ -133,6 +135,7 @@ class Side:
         self.name, self.proc, self.started = name, proc, time.monotonic()
         self.startup_s = 0.0
         self.polls = 0
+        self.client = None  # an agent's broker, where its snapshots arrive
 
     def pids(self) -> list[int]:
         return tree_of(self.proc.pid)
@@ -169,18 +172,14 @@ def start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-def start_agent(tree: Path, redis_url: str, log: Path, client) -> Side:
+def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client) -> Side:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
     env.update(REDIS_URL=redis_url, FABRIC_NODE_NAME=NODE, FABRIC_SYSFS_ROOT=str(tree), LOG_LEVEL="WARNING")
-    side = Side(
-        "agent",
-        subprocess.Popen(
-            [sys.executable, "-m", "fabricweb.agent"], env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT
-        ),
-    )
+    side = Side(name, subprocess.Popen(argv, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT))
     # Started when its hello snapshot is on the snapshots queue: it can read and send.
-    wait_for("the agent's hello snapshot", lambda: client.blpop([SNAPSHOTS], timeout=0.05), 60, 0)
+    wait_for(f"the {name}'s hello snapshot", lambda: client.blpop([SNAPSHOTS], timeout=0.05), 60, 0)
     side.startup_s = time.monotonic() - side.started
+    side.client = client
     return side
 
 
@@ -213,6 +212,7 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=90.0, help="seconds of polling measured (default 90)")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
     p.add_argument("--settle", type=float, default=5.0, help="seconds after start-up before measuring (default 5)")
+    p.add_argument("--sketch", action="store_true", help="also run bench/agent_sketch.py (no Celery worker)")
     args = p.parse_args()
 
     import redis
@@ -222,31 +222,37 @@ def main() -> int:
     Fabric.create(str(tmp / "sim"), 1, 2, hcas=2)
     tree = tmp / "sim" / NODE
     redis_proc, redis_url = start_redis(tmp)
-    client = redis.Redis.from_url(redis_url)
-    beat = Celery("bench-beat", broker=redis_url, set_as_current=False)
-    beat.conf.update(task_serializer="json", accept_content=["json"])
+    base = redis_url.rsplit("/", 1)[0]
+    agents = {"agent": [sys.executable, "-m", "fabricweb.agent"]}
+    if args.sketch:
+        agents["sketch"] = [sys.executable, str(REPO / "bench" / "agent_sketch.py")]
     sides: list[Side] = []
+    beats: list[Celery] = []
     try:
-        agent = start_agent(tree, redis_url, tmp / "agent.log", client)
-        sides.append(agent)
+        # Each agent has a Redis database of its own: its own node.<name> and snapshots queues.
+        for db, (name, argv) in enumerate(agents.items()):
+            url = f"{base}/{db}"
+            sides.append(start_agent(name, argv, tree, url, tmp / f"{name}.log", redis.Redis.from_url(url)))
+            beat = Celery(f"bench-beat-{name}", broker=url, set_as_current=False)
+            beat.conf.update(task_serializer="json", accept_content=["json"])
+            beats.append(beat)
         exporter, metrics_url = start_node_exporter(tree, tmp / "node_exporter.log")
         sides.append(exporter)
         time.sleep(args.settle)
         before = {s.name: (cpu_ns(s.pids()), context_switches(s.pids())) for s in sides}
         t0 = time.monotonic()
         next_poll = t0
-        with beat.connection_for_write() as conn:
-            while next_poll < t0 + args.duration:
-                beat.send_task(
-                    COLLECT, kwargs={"node": NODE}, queue=f"node.{NODE}", expires=args.interval, connection=conn
-                )
-                if "node_infiniband_" in scrape(metrics_url):
-                    exporter.polls += 1
-                next_poll += args.interval
-                while time.monotonic() < next_poll:
-                    popped = client.blpop([SNAPSHOTS], timeout=max(0.01, min(1.0, next_poll - time.monotonic())))
-                    if popped:
-                        agent.polls += 1
+        while next_poll < t0 + args.duration:
+            for beat in beats:
+                beat.send_task(COLLECT, kwargs={"node": NODE}, queue=f"node.{NODE}", expires=args.interval)
+            if "node_infiniband_" in scrape(metrics_url):
+                exporter.polls += 1
+            next_poll += args.interval
+            # Take the snapshots off their queues until the next poll.
+            while (left := next_poll - time.monotonic()) > 0:
+                for side in sides[: len(beats)]:
+                    if side.client.blpop([SNAPSHOTS], timeout=max(0.01, min(0.5, left / len(beats)))):
+                        side.polls += 1
         minutes = (time.monotonic() - t0) / 60
         results = {}
         for s in sides:
@@ -263,11 +269,16 @@ def main() -> int:
                 "polls": s.polls,
             }
         report(results, args)
+        for s in sides:
+            if s.proc.poll() is not None:
+                log = (tmp / f"{s.name}.log").read_text()[-2000:]
+                print(f"bench: {s.name} exited with {s.proc.returncode} during the run:\n{log}", file=sys.stderr)
         print(json.dumps(results))
     finally:
         for s in sides:
             s.stop()
-        beat.close()
+        for beat in beats:
+            beat.close()
         redis_proc.terminate()
         redis_proc.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -275,9 +286,10 @@ def main() -> int:
 
 
 def report(results: dict, args) -> None:
-    a, n = results["agent"], results["node_exporter"]
+    n = results["node_exporter"]
+    agents = [name for name in results if name != "node_exporter"]
     print(f"one node, 2 HCAs x 2 ports, a poll every {args.interval:g} s for {args.duration:g} s")
-    print(f"{'':24}{'agent':>12}{'node_exporter':>15}{'ratio':>8}")
+    print(f"{'':24}" + "".join(f"{name:>12}{'ratio':>8}" for name in agents) + f"{'node_exporter':>15}")
     rows = [
         ("CPU ms/min", "cpu_ms_per_min", "{:.0f}"),
         ("RSS MB (all processes)", "rss_mb", "{:.1f}"),
@@ -288,14 +300,20 @@ def report(results: dict, args) -> None:
         ("polls answered", "polls", "{:d}"),
     ]
     for label, key, fmt in rows:
-        ratio = a[key] / n[key] if n[key] else float("inf")
-        print(f"{label:24}{fmt.format(a[key]):>12}{fmt.format(n[key]):>15}{ratio:>7.2f}x")
-    cpu_ratio = a["cpu_ms_per_min"] / max(n["cpu_ms_per_min"], 1e-9)
-    print(
-        f"goals: CPU <= node_exporter's ({cpu_ratio:.2f}x, goal <= {GOALS['cpu']:.1f}x); "
-        f"RSS {a['rss_mb']:.1f} MB (goal < {GOALS['rss_mb']:.0f} MB); "
-        f"start-up {a['startup_s']:.2f} s (goal < {GOALS['startup_s']:.0f} s)"
-    )
+        line = f"{label:24}"
+        for name in agents:
+            a = results[name]
+            ratio = a[key] / n[key] if n[key] else float("inf")
+            line += f"{fmt.format(a[key]):>12}{ratio:>7.2f}x"
+        print(line + f"{fmt.format(n[key]):>15}")
+    for name in agents:
+        a = results[name]
+        cpu_ratio = a["cpu_ms_per_min"] / max(n["cpu_ms_per_min"], 1e-9)
+        print(
+            f"goals, {name}: CPU <= node_exporter's ({cpu_ratio:.2f}x, goal <= {GOALS['cpu']:.1f}x); "
+            f"RSS {a['rss_mb']:.1f} MB (goal < {GOALS['rss_mb']:.0f} MB); "
+            f"start-up {a['startup_s']:.2f} s (goal < {GOALS['startup_s']:.0f} s)"
+        )
 
 
 if __name__ == "__main__":

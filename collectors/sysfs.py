@@ -286,10 +286,12 @@ class SysfsReader:
         if not os.path.isdir(link):
             return None  # software devices (rxe, siw) have no PCI function
         try:
-            # `device` links straight to the PCI function (../../../0000:81:00.0): one readlink,
-            # where realpath would resolve every link of the path again at each poll.
+            # The kernel's `device` links straight to the PCI function (../../../0000:81:00.0):
+            # one readlink, where realpath would resolve every link of the path at each poll.
             address = os.path.basename(os.readlink(link))
-        except OSError:  # not a link (a copied tree): where it lies says nothing better
+        except OSError:  # not a link (a copied tree)
+            address = ""
+        if not _PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
             address = os.path.basename(os.path.realpath(link))
         with self._dir(link) as at:
             return PciLink(
