@@ -27,6 +27,17 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fabricweb.settings")
 
 __all__ = ["ALERTS_QUEUE", "INGEST_QUEUE", "NODE_QUEUE_PREFIX", "SNAPSHOT_QUEUE", "app", "node_queue"]
 
+
+def route_per_node(name, args, kwargs, options, task=None, **kw):
+    """Send tasks declared with `per_node=True` to the queue of the node named in kwargs['node']."""
+    if task is None or not getattr(task, "per_node", False):
+        return None
+    node = (kwargs or {}).get("node")
+    if not node:
+        raise ValueError(f"{name} runs on one node: call it with node=<name>")
+    return {"queue": node_queue(node)}
+
+
 # Not an app of the central settings, so not autodiscovered: the scheduling tasks. The node
 # agent's `collect` is not registered here: dispatch sends it by name to node.<name>.
 app = Celery("fabricweb", include=["fabricweb.scheduling"])
@@ -38,6 +49,7 @@ app.conf.update(
     task_soft_time_limit=60,
     task_time_limit=90,
     task_routes=[
+        route_per_node,
         {
             # Exact names win over the wildcard below, which keeps rollups and prune on `ingest`.
             INGEST_SNAPSHOT: {"queue": SNAPSHOT_QUEUE},
