@@ -157,3 +157,13 @@ def test_the_agent_refuses_to_start_with_a_bad_variable_and_says_which():
     )
     assert out.returncode == 2
     assert "agent: FABRIC_NODE_NAME='cn 42': expected a short host name" in out.stderr
+
+
+def test_every_central_task_name_in_the_names_module_is_a_registered_task():
+    from fabricweb import names
+
+    app.loader.import_default_modules()
+    app.autodiscover_tasks(force=True)
+    central = [names.INGEST_SNAPSHOT, names.INGEST_SNAPSHOTS, names.DISPATCH, names.EXCLUSIVE, names.ROLLUP]
+    central += [names.PRUNE, names.CHECK_STALE]
+    assert [name for name in central if name not in app.tasks] == []
