@@ -21,9 +21,16 @@ def read_host(
     host: str | None = None,
     use_verbs: bool = True,
     now: float | None = None,
+    *,
+    hw_counters: bool = True,
+    deadline: float | None = None,
 ) -> Snapshot:
-    """Read every RDMA device of this host (or of the tree under `sysfs_root`)."""
-    reader = SysfsReader(sysfs_root)
+    """Read every RDMA device of this host (or of the tree under `sysfs_root`).
+
+    `hw_counters=False` skips every hw_counters/ directory; past `deadline` (time.monotonic())
+    the read stops with sysfs.DeadlinePassed (SysfsReader).
+    """
+    reader = SysfsReader(sysfs_root, hw_counters=hw_counters, deadline=deadline)
     collected_at = time.time() if now is None else now
     devices = reader.devices()
     snap = Snapshot(

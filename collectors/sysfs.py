@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -44,6 +45,10 @@ _REASONS = {
 
 class Unparsable(ValueError):
     pass
+
+
+class DeadlinePassed(TimeoutError):
+    """The read went past its deadline (a stuck driver answering slowly): the rest is not read."""
 
 
 def _int(text: str) -> int:
@@ -102,12 +107,19 @@ def _join(dir_path: str, name: str) -> str:
 
 
 class SysfsReader:
-    """Reads one sysfs tree; collects every failure in `errors`."""
+    """Reads one sysfs tree; collects every failure in `errors`.
 
-    def __init__(self, sysfs_root: str = "/sys") -> None:
+    `hw_counters=False` leaves every hw_counters/ unread (empty). `deadline` (time.monotonic())
+    is checked before each file: past it, the read raises DeadlinePassed naming the file. A
+    deadline, not a signal, so it holds in any thread, and a file's read is never cut in half.
+    """
+
+    def __init__(self, sysfs_root: str = "/sys", *, hw_counters: bool = True, deadline: float | None = None) -> None:
         self.root = sysfs_root
         self.class_dir = os.path.join(sysfs_root, "class", "infiniband")
         self.errors: list[ReadError] = []
+        self.hw_counters = hw_counters
+        self.deadline = deadline
 
     # -- primitives -------------------------------------------------------
     # Files are opened by name relative to their directory, opened once (dir_fd): the
@@ -127,6 +139,8 @@ class SysfsReader:
 
     def _read(self, name: str, dir_fd: int | None, dir_path: str, listed: bool = False) -> bytes | None:
         """Bytes of a file; None when absent (an error only if it was `listed` a moment ago) or unreadable."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise DeadlinePassed(f"deadline passed before reading {_join(dir_path, name)}")
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
@@ -263,14 +277,22 @@ class SysfsReader:
             p.cap_mask = at("cap_mask", _hex)
         p.counters = self.counter_dir(j(port_dir, "counters"), p.capped)
         p.counters_ext = self.counter_dir(j(port_dir, "counters_ext"), p.capped)
-        p.hw_counters = self.counter_dir(j(port_dir, "hw_counters"), None)
+        if self.hw_counters:
+            p.hw_counters = self.counter_dir(j(port_dir, "hw_counters"), None)
         return p
 
     def pci(self, dev_dir: str) -> PciLink | None:
         link = os.path.join(dev_dir, "device")
         if not os.path.isdir(link):
             return None  # software devices (rxe, siw) have no PCI function
-        address = os.path.basename(os.path.realpath(link))
+        try:
+            # The kernel's `device` links straight to the PCI function (../../../0000:81:00.0):
+            # one readlink, where realpath would resolve every link of the path at each poll.
+            address = os.path.basename(os.readlink(link))
+        except OSError:  # not a link (a copied tree)
+            address = ""
+        if not _PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
+            address = os.path.basename(os.path.realpath(link))
         with self._dir(link) as at:
             return PciLink(
                 address=address if _PCI_ADDR_RE.match(address) else None,
@@ -304,7 +326,8 @@ class SysfsReader:
             for attr in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
                 setattr(dev, attr, at(attr, _text))
         dev.pci = self.pci(d)
-        dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None)
+        if self.hw_counters:
+            dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None)
         ports_dir = j(d, "ports")
         for entry in self._listdir(ports_dir):
             if entry.startswith("."):

@@ -21,16 +21,11 @@ import redis
 from celery import shared_task
 from django.conf import settings
 
-from fabricweb.agent.tasks import collect
-from fabricweb.celery import app, node_queue
+from fabricweb.celery import app
+from fabricweb.names import CHECK_STALE, COLLECT, DISPATCH, EXCLUSIVE, PRUNE, ROLLUP, node_queue
 
 log = logging.getLogger(__name__)
 
-DISPATCH = "fabricweb.scheduling.dispatch_collect"
-EXCLUSIVE = "fabricweb.scheduling.run_exclusive"
-CHECK_STALE = "fabricweb.health.tasks.check_stale"
-ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
-PRUNE = "fabricweb.telemetry.tasks.prune_old"
 ALERTS_TICK = "fabricweb.alerts.tasks.tick"
 # A safety net: ingest asks for a tick after each commit that changed events, and a tick asks for
 # the next when its timers run out; this one covers a lost message. The tick takes its own lock.
@@ -87,7 +82,10 @@ def dispatch_collect() -> dict:
     with app.producer_or_acquire() as producer:
         for name in names:
             if name not in busy:
-                collect.apply_async(kwargs={"node": name}, expires=interval, producer=producer)
+                # By name: the node agent's task is not imported (nor registered) centrally.
+                app.send_task(
+                    COLLECT, kwargs={"node": name}, queue=node_queue(name), expires=interval, producer=producer
+                )
     if busy:
         log.info("dispatch: %d node(s) have not taken the last poll: %s", len(busy), ", ".join(sorted(busy)))
     return {"sent": len(names) - len(busy), "waiting": len(busy)}

@@ -1,58 +1,69 @@
-"""`python -m fabricweb.agent [celery worker options]`: start the node agent.
+"""`python -m fabricweb.agent [-I MODULES] [-l LEVEL] [-n HOSTNAME]`: start the node agent.
 
-Environment: REDIS_URL (the broker: the only address a node needs), FABRIC_NODE_NAME
-(default: the short host name), FABRIC_SYSFS_ROOT (default /sys); or FABRIC_SIM_DIR=DIR
-to serve every simulated node tree DIR/<name> from one worker. DATABASE_URL and
-SECRET_KEY are neither needed nor read: the agent has settings of its own.
+Environment (fabricweb/agent/config.py): REDIS_URL (the broker: the only address a node needs),
+FABRIC_NODE_NAME (default: the short host name), FABRIC_SYSFS_ROOT (default /sys); or
+FABRIC_SIM_DIR=DIR to serve every simulated node tree DIR/<name> from one worker. DATABASE_URL,
+SECRET_KEY and DJANGO_SETTINGS_MODULE are neither needed nor read: the agent loads no Django.
+
+The Celery worker is started directly, not through the `celery` command line, whose imports
+(click, its REPL, prompt_toolkit, pygments) cost a node memory and start-up time for options
+an agent does not need; the few it does are the options above.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import sys
 
-AGENT_SETTINGS = "fabricweb.agent.settings"
+from fabricweb.agent.config import LOG_LEVELS, AgentConfig, ConfigError
+from fabricweb.names import node_queue
 
 
-def worker_argv(nodes: list[str], extra: list[str], loglevel: str = "INFO") -> list[str]:
-    from fabricweb.celery import node_queue
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m fabricweb.agent", description="The node agent (a Celery worker).")
+    p.add_argument("-I", "--include", action="append", default=[], help="modules of extra tasks to load (commas)")
+    p.add_argument("-l", "--loglevel", type=str.upper, choices=LOG_LEVELS, help="log level (default: LOG_LEVEL)")
+    p.add_argument("-n", "--hostname", help="the worker's name (default: node@<node name>)")
+    return p.parse_args(argv)
 
+
+def worker_options(nodes: list[str], args: argparse.Namespace, config: AgentConfig) -> dict:
+    """The keyword arguments of app.Worker for an agent serving `nodes`."""
     label = nodes[0] if len(nodes) == 1 else f"sim{os.getpid()}.{socket.gethostname().split('.')[0]}"
-    return [
-        "worker",
-        "--queues",
-        ",".join(node_queue(n) for n in nodes),
-        "--hostname",
-        f"node@{label}",
-        # One poll at a time is all a node needs; prefork (not solo) so the time limits hold.
-        "--concurrency",
-        "1",
+    return {
+        "hostname": args.hostname or f"node@{label}",
+        "queues": [node_queue(n) for n in nodes],
+        # One process: the poll runs in the worker itself, under its own deadline (poll.py).
+        "pool_cls": "solo",
+        "concurrency": 1,
         # Thousands of node workers on one broker: no worker-to-worker chatter.
-        "--without-gossip",
-        "--without-mingle",
-        "--without-heartbeat",
-        "--loglevel",
-        loglevel,
-        *extra,
-    ]
+        "without_gossip": True,
+        "without_mingle": True,
+        "without_heartbeat": True,
+        "loglevel": args.loglevel or config.log_level,
+        "include": [m for value in args.include for m in value.split(",") if m],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Forced, not defaulted: a node's environment may carry the central settings' name.
-    os.environ["DJANGO_SETTINGS_MODULE"] = AGENT_SETTINGS
-    from django.conf import settings
-
-    from fabricweb.agent.tasks import served_nodes
-    from fabricweb.celery import app
-
-    nodes = served_nodes()
-    if not nodes:
-        where = os.environ.get("FABRIC_SIM_DIR")
-        print(f"agent: no node trees (<name>/class/infiniband) under {where}", file=sys.stderr)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        config = AgentConfig.from_env()
+    except ConfigError as e:
+        print(f"agent: {e}", file=sys.stderr)
         return 2
-    app.worker_main(worker_argv(nodes, sys.argv[1:] if argv is None else argv, settings.LOG_LEVEL))
-    return 0
+    nodes = config.served_nodes()
+    if not nodes:
+        print(f"agent: no node trees (<name>/class/infiniband) under {config.sim_dir}", file=sys.stderr)
+        return 2
+    from fabricweb.agent.app import create_app  # Celery: only once the configuration is sound
+
+    app, _ = create_app(config)
+    worker = app.Worker(**worker_options(nodes, args, config))
+    worker.start()
+    return worker.exitcode or 0
 
 
 if __name__ == "__main__":

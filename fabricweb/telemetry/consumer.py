@@ -34,6 +34,7 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
+from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS
 
 from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
@@ -42,8 +43,8 @@ from .tasks import log_result
 
 log = logging.getLogger(__name__)
 
-ONE = "fabricweb.telemetry.tasks.ingest_snapshot"
-MANY = "fabricweb.telemetry.tasks.ingest_snapshots"
+ONE = INGEST_SNAPSHOT
+MANY = INGEST_SNAPSHOTS
 JSON = "application/json"
 IDLE_WAIT_S = 1.0  # the longest one wait for a message blocks: a signal does not cut it short
 MAX_BACKOFF_S = 30.0

@@ -1,7 +1,8 @@
-"""The node agent: which nodes a worker serves, what it reads, and that it runs with no database."""
+"""The node agent: which nodes it serves, what it reads, how it starts, and that it loads no Django."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,81 +11,159 @@ from pathlib import Path
 import pytest
 
 from collectors.sim import Fabric
-from fabricweb.agent import tasks
-from fabricweb.agent.__main__ import worker_argv
+from fabricweb.agent.__main__ import parse_args, worker_options
+from fabricweb.agent.config import AgentConfig, ConfigError, NotServed
+from fabricweb.agent.poll import Poller
 from fabricweb.celery import app
 
 REPO = Path(__file__).resolve().parents[2]
+# What the agent may load of the project: its own package, the names, the collectors.
+AGENT_MODULES = ("fabricweb", "fabricweb.names", "fabricweb.agent", "collectors")
 
 
 def route(name: str, **kwargs) -> str:
     return app.amqp.router.route({}, name, args=(), kwargs=kwargs, task_type=app.tasks.get(name))["queue"].name
 
 
+def agent_env(**extra: str) -> dict[str, str]:
+    """A compute node's environment: none of the central variables (DATABASE_URL, SECRET_KEY, ...)."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "SECRET_KEY", "DJANGO_", "FABRIC_"))
+    }
+    return {**env, **extra}
+
+
 @pytest.fixture
-def sim_dir(tmp_path, settings):
+def sim_dir(tmp_path):
     Fabric.create(str(tmp_path), 3)
     (tmp_path / "not-a-node").mkdir()  # no class/infiniband: not served
-    settings.FABRIC_SIM_DIR = str(tmp_path)
     return tmp_path
 
 
-def test_collect_is_routed_to_the_queue_of_the_node_it_names():
-    assert route(tasks.collect.name, node="cn042") == "node.cn042"
+def test_central_tasks_are_still_routed_to_the_ingest_queue():
     assert route("fabricweb.scheduling.dispatch_collect") == "ingest"
     assert route("fabricweb.scheduling.run_exclusive") == "ingest"
+    assert route("fabricweb.telemetry.tasks.ingest_snapshot") == "snapshots"
+    # The node agent's task is sent by name, never registered centrally.
+    assert "fabricweb.agent.tasks.collect" not in app.tasks
 
 
-def test_a_sim_worker_serves_every_node_tree_in_its_directory(sim_dir):
-    assert tasks.served_nodes() == ["cn001", "cn002", "cn003"]
-    assert tasks.sysfs_root("cn002") == os.path.join(sim_dir, "cn002")
-    snap = tasks.snapshot("cn002")
+def test_a_sim_agent_serves_every_node_tree_in_its_directory(sim_dir):
+    config = AgentConfig(broker_url="redis://", node_name="head", sim_dir=str(sim_dir))
+    assert config.served_nodes() == ["cn001", "cn002", "cn003"]
+    assert config.root_of("cn002") == os.path.join(sim_dir, "cn002")
+    snap = Poller(config).snapshot("cn002")
     assert snap["host"] == "cn002" and snap["devices"] and not snap["errors"]
 
 
-def test_a_sim_worker_refuses_names_that_would_leave_its_directory(sim_dir):
+def test_a_sim_agent_refuses_names_that_would_leave_its_directory(sim_dir):
+    config = AgentConfig(broker_url="redis://", node_name="head", sim_dir=str(sim_dir))
     for name in ("../etc", ".hidden", "a/b"):
-        with pytest.raises(tasks.NotServed):
-            tasks.sysfs_root(name)
+        with pytest.raises(NotServed):
+            config.root_of(name)
 
 
-def test_a_node_worker_reads_only_its_own_node(settings, tmp_path):
-    settings.FABRIC_SIM_DIR = None
-    settings.FABRIC_NODE_NAME = "cn042"
-    settings.FABRIC_SYSFS_ROOT = str(tmp_path)
-    assert tasks.served_nodes() == ["cn042"]
-    assert tasks.sysfs_root("cn042") == str(tmp_path)
-    with pytest.raises(tasks.NotServed, match="reads cn042, not cn043"):
-        tasks.sysfs_root("cn043")
+def test_a_node_agent_reads_only_its_own_node(tmp_path):
+    config = AgentConfig(broker_url="redis://", node_name="cn042", sysfs_root=str(tmp_path))
+    assert config.served_nodes() == ["cn042"]
+    assert config.root_of("cn042") == str(tmp_path)
+    with pytest.raises(NotServed, match="reads cn042, not cn043"):
+        config.root_of("cn043")
 
 
-def test_the_agent_worker_consumes_only_its_nodes_queues_one_task_at_a_time():
-    argv = worker_argv(["cn001", "cn002"], ["--pool", "prefork"])
-    assert argv[argv.index("--queues") + 1] == "node.cn001,node.cn002"
-    assert argv[argv.index("--concurrency") + 1] == "1"
-    assert argv[-2:] == ["--pool", "prefork"]  # the operator's options come last and win
+def test_the_agent_worker_is_one_process_consuming_only_its_nodes_queues():
+    config = AgentConfig(broker_url="redis://", node_name="cn001", log_level="WARNING")
+    options = worker_options(["cn001", "cn002"], parse_args(["-I", "probe_a,probe_b", "-I", "probe_c"]), config)
+    assert options["queues"] == ["node.cn001", "node.cn002"]
+    assert options["pool_cls"] == "solo" and options["concurrency"] == 1
+    assert options["include"] == ["probe_a", "probe_b", "probe_c"]
+    assert options["loglevel"] == "WARNING"
+    assert worker_options(["cn001"], parse_args(["-l", "debug"]), config)["loglevel"] == "DEBUG"
 
 
-def test_the_agent_settings_need_no_secret_and_refuse_every_database_use():
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DEBUG")}
-    env["DJANGO_SETTINGS_MODULE"] = "fabricweb.agent.settings"
+def test_the_agent_reads_its_configuration_strictly_naming_the_variable():
+    env = {"REDIS_URL": "redis://broker:6379/0", "FABRIC_NODE_NAME": "cn042", "FABRIC_HW_COUNTERS_EVERY": "3"}
+    config = AgentConfig.from_env(env)
+    assert (config.broker_url, config.node_name, config.hw_counters_every) == ("redis://broker:6379/0", "cn042", 3)
+    bad = [
+        ({"FABRIC_NODE_NAME": "../etc"}, "FABRIC_NODE_NAME='../etc': expected a short host name"),
+        ({"REDIS_URL": "http://u:secret@broker/"}, "REDIS_URL='http://u:***@broker/': expected a URL"),
+        ({"FABRIC_POLL_DEADLINE": "soon"}, "FABRIC_POLL_DEADLINE='soon': expected a number"),
+        ({"FABRIC_HW_COUNTERS_EVERY": "0"}, "FABRIC_HW_COUNTERS_EVERY='0': must be at least 1"),
+        ({"FABRIC_WATCH_EVENTS": "maybe"}, "FABRIC_WATCH_EVENTS='maybe': expected one of auto, on, off"),
+        ({"LOG_LEVEL": ""}, "LOG_LEVEL is set but empty"),
+    ]
+    for values, message in bad:
+        with pytest.raises(ConfigError) as caught:
+            AgentConfig.from_env(values)
+        assert str(caught.value).startswith(message)
+
+
+def test_the_agent_loads_neither_django_nor_central_code_even_with_central_settings_in_its_environment():
+    # The worker is built as `python -m fabricweb.agent` builds it, with every task module loaded.
     probe = (
-        "import django; django.setup()\n"
-        "from django.conf import settings; from django.db import connection\n"
-        "assert settings.DATABASES == {}\n"
-        "try:\n    connection.ensure_connection()\nexcept Exception as e:\n    print(type(e).__name__)\n"
-        "try:\n    import fabricweb.inventory.models\nexcept RuntimeError:\n    print('no models')\n"
+        "import sys, json\n"
+        "from fabricweb.agent.__main__ import parse_args, worker_options\n"
+        "from fabricweb.agent.app import create_app\n"
+        "from fabricweb.agent.config import AgentConfig\n"
+        "config = AgentConfig.from_env()\n"
+        "app, agent = create_app(config)\n"
+        "worker = app.Worker(**worker_options(['cn001'], parse_args([]), config))\n"
+        "app.loader.import_default_modules()\n"
+        "print(json.dumps({'modules': sorted(sys.modules), 'tasks': sorted(app.tasks), "
+        "'has_settings': hasattr(app.conf, 'DATABASES') or 'DATABASES' in app.conf}))\n"
+    )
+    env = agent_env(
+        REDIS_URL="redis://127.0.0.1:1/0",
+        FABRIC_NODE_NAME="cn001",
+        # What a careless unit file might carry over from the central side: ignored.
+        DJANGO_SETTINGS_MODULE="fabricweb.settings",
+        DATABASE_URL="postgres://fabric:secret@db/fabric",
     )
     out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["ImproperlyConfigured", "no", "models"]
+    seen = json.loads(out.stdout)
+    # kombu's JSON encoder imports django.utils.functional when Django is installed (here, not on
+    # a node: docs/agent.md); nothing of its settings, apps, ORM or core.
+    django = [m for m in seen["modules"] if m.split(".")[0] == "django"]
+    assert [m for m in django if m.startswith(("django.db", "django.conf", "django.apps", "django.core"))] == []
+    project = [m for m in seen["modules"] if m.split(".")[0] in ("fabricweb", "collectors")]
+    assert [m for m in project if not m.startswith(AGENT_MODULES)] == []
+    assert "fabricweb.agent.tasks.collect" in seen["tasks"]
+    assert not seen["has_settings"]
 
 
 def test_the_agent_refuses_to_start_with_no_node_tree_to_serve(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
-    env["FABRIC_SIM_DIR"] = str(tmp_path)
     out = subprocess.run(
-        [sys.executable, "-m", "fabricweb.agent"], env=env, cwd=REPO, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "fabricweb.agent"],
+        env=agent_env(FABRIC_SIM_DIR=str(tmp_path)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 2
     assert f"no node trees (<name>/class/infiniband) under {tmp_path}" in out.stderr
+
+
+def test_the_agent_refuses_to_start_with_a_bad_variable_and_says_which():
+    out = subprocess.run(
+        [sys.executable, "-m", "fabricweb.agent"],
+        env=agent_env(FABRIC_NODE_NAME="cn 42"),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "agent: FABRIC_NODE_NAME='cn 42': expected a short host name" in out.stderr
+
+
+def test_every_central_task_name_in_the_names_module_is_a_registered_task():
+    from fabricweb import names
+
+    app.loader.import_default_modules()
+    app.autodiscover_tasks(force=True)
+    central = [names.INGEST_SNAPSHOT, names.INGEST_SNAPSHOTS, names.DISPATCH, names.EXCLUSIVE, names.ROLLUP]
+    central += [names.PRUNE, names.CHECK_STALE]
+    assert [name for name in central if name not in app.tasks] == []

@@ -1,0 +1,320 @@
+"""The node agent against node_exporter on a compute node: CPU, memory, start-up, wake-ups.
+
+    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--sketch]
+
+Both run side by side in one run, on the same simulated node tree (1 node, 2 HCAs x 2
+ports, `collectors.sim`), polled at the same rate:
+- the agent: `python -m fabricweb.agent` reading the tree, with a private redis-server
+  (not measured) as the broker; this script plays central beat, sending one `collect`
+  to node.<name> every interval, and takes the snapshots off the `snapshots` queue;
+- node_exporter: Debian's prometheus-node-exporter with only the infiniband collector
+  on the same tree, scraped over loopback every interval.
+
+Measured for each side over all its processes (the started one and its descendants):
+CPU (time on a core of every thread, /proc/<pid>/task/*/schedstat) per minute of polling,
+RSS and PSS at the end (/proc/<pid>/smaps_rollup), start-up (spawn to the first snapshot /
+the first scrape with infiniband series), and context switches per second (every thread:
+how often the process wakes up; most are wake-ups while idle). Printed with the ratios
+agent / node_exporter and the goals of issue 10. `--sketch` adds bench/agent_sketch.py
+(the same queues and messages without Celery's worker) as a third side, on a Redis
+database of its own. The machine may be shared: compare the ratios of one run, and
+repeat a run to see the noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from collectors.sim import Fabric  # noqa: E402
+
+NODE = "cn001"
+COLLECT = "fabricweb.agent.tasks.collect"
+SNAPSHOTS = "snapshots"
+GOALS = {"cpu": 1.0, "rss_mb": 60.0, "startup_s": 2.0}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(what: str, check, timeout: float, step: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(step)
+    raise SystemExit(f"bench: timed out after {timeout} s waiting for {what}")
+
+
+def tree_of(pid: int) -> list[int]:
+    """pid and every descendant of it alive now."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(children.get(p, []))
+    return found
+
+
+def cpu_ns(pids: list[int]) -> int:
+    """CPU time of every thread of `pids` (/proc/<pid>/task/<tid>/schedstat, in ns: finer than clock ticks)."""
+    total = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+            except OSError:
+                continue
+    return total
+
+
+def memory_kb(pids: list[int]) -> tuple[int, int]:
+    rss = pss = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if key == "Rss":
+                rss += int(value.split()[0])
+            elif key == "Pss":
+                pss += int(value.split()[0])
+    return rss, pss
+
+
+def context_switches(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                    total += int(line.split()[1])
+    return total
+
+
+class Side:
+    def __init__(self, name: str, proc: subprocess.Popen) -> None:
+        self.name, self.proc, self.started = name, proc, time.monotonic()
+        self.startup_s = 0.0
+        self.polls = 0
+        self.client = None  # an agent's broker, where its snapshots arrive
+
+    def pids(self) -> list[int]:
+        return tree_of(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+        cwd=tmp,
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    client = redis.Redis.from_url(url)
+
+    def up():
+        try:
+            return client.ping()
+        except redis.ConnectionError:
+            return False
+
+    wait_for("redis-server", up, 10)
+    return proc, url
+
+
+def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client) -> Side:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
+    env.update(REDIS_URL=redis_url, FABRIC_NODE_NAME=NODE, FABRIC_SYSFS_ROOT=str(tree), LOG_LEVEL="WARNING")
+    side = Side(name, subprocess.Popen(argv, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT))
+    # Started when its hello snapshot is on the snapshots queue: it can read and send.
+    wait_for(f"the {name}'s hello snapshot", lambda: client.blpop([SNAPSHOTS], timeout=0.05), 60, 0)
+    side.startup_s = time.monotonic() - side.started
+    side.client = client
+    return side
+
+
+def start_node_exporter(tree: Path, log: Path) -> tuple[Side, str]:
+    port = free_port()
+    cmd = [
+        shutil.which("prometheus-node-exporter") or "prometheus-node-exporter",
+        "--collector.disable-defaults",
+        "--collector.infiniband",
+        f"--path.sysfs={tree}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    side = Side("node_exporter", subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT))
+    url = f"http://127.0.0.1:{port}/metrics"
+    wait_for("node_exporter's first scrape", lambda: "node_infiniband_" in scrape(url), 60, 0)
+    side.startup_s = time.monotonic() - side.started
+    return side, url
+
+
+def scrape(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=float, default=90.0, help="seconds of polling measured (default 90)")
+    p.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
+    p.add_argument("--settle", type=float, default=5.0, help="seconds after start-up before measuring (default 5)")
+    p.add_argument("--sketch", action="store_true", help="also run bench/agent_sketch.py (no Celery worker)")
+    args = p.parse_args()
+
+    import redis
+    from celery import Celery
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-agent-"))
+    Fabric.create(str(tmp / "sim"), 1, 2, hcas=2)
+    tree = tmp / "sim" / NODE
+    redis_proc, redis_url = start_redis(tmp)
+    base = redis_url.rsplit("/", 1)[0]
+    agents = {"agent": [sys.executable, "-m", "fabricweb.agent"]}
+    if args.sketch:
+        agents["sketch"] = [sys.executable, str(REPO / "bench" / "agent_sketch.py")]
+    sides: list[Side] = []
+    beats: list[Celery] = []
+    try:
+        # Each agent has a Redis database of its own: its own node.<name> and snapshots queues.
+        for db, (name, argv) in enumerate(agents.items()):
+            url = f"{base}/{db}"
+            sides.append(start_agent(name, argv, tree, url, tmp / f"{name}.log", redis.Redis.from_url(url)))
+            beat = Celery(f"bench-beat-{name}", broker=url, set_as_current=False)
+            beat.conf.update(task_serializer="json", accept_content=["json"])
+            beats.append(beat)
+        exporter, metrics_url = start_node_exporter(tree, tmp / "node_exporter.log")
+        sides.append(exporter)
+        time.sleep(args.settle)
+        before = {s.name: (cpu_ns(s.pids()), context_switches(s.pids())) for s in sides}
+        t0 = time.monotonic()
+        next_poll = t0
+        while next_poll < t0 + args.duration:
+            for beat in beats:
+                beat.send_task(COLLECT, kwargs={"node": NODE}, queue=f"node.{NODE}", expires=args.interval)
+            if "node_infiniband_" in scrape(metrics_url):
+                exporter.polls += 1
+            next_poll += args.interval
+            # Take the snapshots off their queues until the next poll.
+            while (left := next_poll - time.monotonic()) > 0:
+                for side in sides[: len(beats)]:
+                    if side.client.blpop([SNAPSHOTS], timeout=max(0.01, min(0.5, left / len(beats)))):
+                        side.polls += 1
+        minutes = (time.monotonic() - t0) / 60
+        results = {}
+        for s in sides:
+            pids = s.pids()
+            ns, switches = before[s.name]
+            rss, pss = memory_kb(pids)
+            results[s.name] = {
+                "cpu_ms_per_min": (cpu_ns(pids) - ns) / 1e6 / minutes,
+                "rss_mb": rss / 1024,
+                "pss_mb": pss / 1024,
+                "processes": len(pids),
+                "startup_s": s.startup_s,
+                "wakeups_per_s": (context_switches(pids) - switches) / (minutes * 60),
+                "polls": s.polls,
+            }
+        report(results, args)
+        for s in sides:
+            if s.proc.poll() is not None:
+                log = (tmp / f"{s.name}.log").read_text()[-2000:]
+                print(f"bench: {s.name} exited with {s.proc.returncode} during the run:\n{log}", file=sys.stderr)
+        print(json.dumps(results))
+    finally:
+        for s in sides:
+            s.stop()
+        for beat in beats:
+            beat.close()
+        redis_proc.terminate()
+        redis_proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def report(results: dict, args) -> None:
+    n = results["node_exporter"]
+    agents = [name for name in results if name != "node_exporter"]
+    print(f"one node, 2 HCAs x 2 ports, a poll every {args.interval:g} s for {args.duration:g} s")
+    print(f"{'':24}" + "".join(f"{name:>12}{'ratio':>8}" for name in agents) + f"{'node_exporter':>15}")
+    rows = [
+        ("CPU ms/min", "cpu_ms_per_min", "{:.0f}"),
+        ("RSS MB (all processes)", "rss_mb", "{:.1f}"),
+        ("PSS MB (all processes)", "pss_mb", "{:.1f}"),
+        ("processes", "processes", "{:d}"),
+        ("start-up s", "startup_s", "{:.2f}"),
+        ("wake-ups/s", "wakeups_per_s", "{:.1f}"),
+        ("polls answered", "polls", "{:d}"),
+    ]
+    for label, key, fmt in rows:
+        line = f"{label:24}"
+        for name in agents:
+            a = results[name]
+            ratio = a[key] / n[key] if n[key] else float("inf")
+            line += f"{fmt.format(a[key]):>12}{ratio:>7.2f}x"
+        print(line + f"{fmt.format(n[key]):>15}")
+    for name in agents:
+        a = results[name]
+        cpu_ratio = a["cpu_ms_per_min"] / max(n["cpu_ms_per_min"], 1e-9)
+        print(
+            f"goals, {name}: CPU <= node_exporter's ({cpu_ratio:.2f}x, goal <= {GOALS['cpu']:.1f}x); "
+            f"RSS {a['rss_mb']:.1f} MB (goal < {GOALS['rss_mb']:.0f} MB); "
+            f"start-up {a['startup_s']:.2f} s (goal < {GOALS['startup_s']:.0f} s)"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

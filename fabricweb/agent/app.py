@@ -1,0 +1,70 @@
+"""The node agent's Celery app: Celery and the broker URL, no Django, nothing central.
+
+Built by create_app() from an AgentConfig. It shares the queue and task names and the JSON-only
+message rules with the central app (fabricweb/names.py), and is tuned for a process that sits
+on every compute node of a cluster doing one small thing every few seconds:
+- one process (the solo pool): the task runs in the worker itself; the prefork pool's second
+  process doubled the memory only to enforce a time limit, which the poll's deadline now does;
+- no remote control, gossip, mingle or heartbeat: thousands of agents on one broker, and
+  nothing to ask them;
+- the broker connection blocks up to `broker_wait_s` in one BRPOP instead of waking every second,
+  and each channel keeps one Redis client (transport.py) instead of building one per command.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import Celery
+from celery.signals import after_setup_logger, worker_ready, worker_shutdown
+
+from fabricweb.agent.config import AgentConfig
+from fabricweb.agent.tasks import Agent
+from fabricweb.names import COLLECT, MESSAGE_SETTINGS
+
+# Celery logs every task received and done at INFO: two lines per poll into each node's journal.
+PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
+
+# Seconds between the broker transport's sweeps for this worker's unacknowledged messages
+# (kombu's default: 10 s). The one an agent holds is restored by its own shutdown or by
+# the visibility timeout; no need to scan Redis that often from every node.
+UNACKED_SWEEP_S = 300
+
+
+def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
+    # fixups=[]: Celery would otherwise load Django whenever DJANGO_SETTINGS_MODULE is set.
+    app = Celery("fabricweb-agent", broker=config.broker_url, fixups=[], set_as_current=True)
+    scheme = config.broker_url.partition("://")[0]
+    app.conf.update(
+        MESSAGE_SETTINGS,
+        broker_transport="fabricweb.agent.transport:Transport" if scheme in ("redis", "rediss") else None,
+        worker_enable_remote_control=False,
+        worker_hijack_root_logger=True,
+        broker_transport_options={
+            "polling_interval": config.broker_wait_s,
+            "unacked_restore_interval": UNACKED_SWEEP_S,
+        },
+    )
+    agent = Agent(app, config)
+
+    @app.task(name=COLLECT)
+    def collect(node: str) -> dict:
+        """Read `node` and send its snapshot to the snapshots queue. Beat sends it with `expires` of one interval."""
+        return agent.collect(node)
+
+    @worker_ready.connect(weak=False)
+    def started(sender, **kwargs) -> None:
+        agent.hello(list(sender.app.amqp.queues.consume_from))
+        agent.watch_events()
+
+    @after_setup_logger.connect(weak=False)
+    def quiet(logger, loglevel, **kwargs) -> None:
+        if loglevel > logging.DEBUG:  # DEBUG shows them, to follow each poll
+            for name in PER_TASK_LOGGERS:
+                logging.getLogger(name).setLevel(logging.WARNING)
+
+    @worker_shutdown.connect(weak=False)
+    def stopping(sender, **kwargs) -> None:
+        agent.stop()
+
+    return app, agent

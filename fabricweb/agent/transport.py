@@ -1,0 +1,43 @@
+"""kombu's Redis transport for the agent: one client per channel, and no wake-up every second.
+
+kombu builds a new redis.Redis (about 170 response callbacks copied into a fresh dict) for
+every publish, acknowledgement and queue check of a channel; a poll of the agent makes three.
+A redis.Redis is safe to share between threads (each command takes a connection from the pool),
+so the channel keeps one per connection pool. Same protocol, same connections, same options
+(TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
+
+It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from kombu.transport import redis as kombu_redis
+
+
+class Channel(kombu_redis.Channel):
+    _shared_client = None
+
+    @contextmanager
+    def conn_or_acquire(self, client=None):
+        if client:
+            yield client
+            return
+        shared = self._shared_client
+        if shared is None or shared.connection_pool is not self.pool:  # the pool is rebuilt after a fork
+            shared = self._shared_client = self._create_client()
+        yield shared
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
+
+    def register_with_event_loop(self, connection, loop):
+        super().register_with_event_loop(connection, loop)
+        # kombu refreshes the bindings of expiring queues every second, which wakes the worker
+        # every second; the agent's queues never expire (none is declared with x-expires).
+        # Without it the event loop sleeps until the next poll or a 10 s check.
+        refresh = getattr(self.cycle, "_binding_expiry_tref", None)
+        if refresh is not None:
+            refresh.cancel()

@@ -1,0 +1,62 @@
+"""Queue and task names every process agrees on, and the message rules of the broker: stated once.
+
+Standard library only, and importing nothing of the project: the node agent (which loads
+neither Django nor the central apps), the central Celery app, beat's scheduling, ingest's
+consumer and the alerts all import these names instead of copying the strings. A task is
+sent by name (`send_task`), so the side that sends it need not import the side that runs it.
+"""
+
+from __future__ import annotations
+
+# -- queues ------------------------------------------------------------------
+# Central housekeeping: dispatch, stale checks, rollups, prune.
+INGEST_QUEUE = "ingest"
+# Node snapshots: read in batches by `manage.py ingest` (fabricweb/telemetry/consumer.py),
+# not by a Celery worker, so many snapshots share one database transaction.
+SNAPSHOT_QUEUE = "snapshots"
+ALERTS_QUEUE = "alerts"
+# One queue per node, node.<name>, consumed by that node's agent only.
+NODE_QUEUE_PREFIX = "node."
+
+
+def node_queue(node: str) -> str:
+    """The queue one node's agent consumes (node.<name>)."""
+    return f"{NODE_QUEUE_PREFIX}{node}"
+
+
+# -- tasks -------------------------------------------------------------------
+# Run by the node agent, sent by central beat's dispatch to node.<name> with kwargs {"node": name}.
+COLLECT = "fabricweb.agent.tasks.collect"
+# Sent by the agent to SNAPSHOT_QUEUE with one JSON snapshot (args=[snapshot]); MANY takes a list.
+INGEST_SNAPSHOT = "fabricweb.telemetry.tasks.ingest_snapshot"
+INGEST_SNAPSHOTS = "fabricweb.telemetry.tasks.ingest_snapshots"
+# Central periodic jobs (fabricweb/scheduling.py).
+DISPATCH = "fabricweb.scheduling.dispatch_collect"
+EXCLUSIVE = "fabricweb.scheduling.run_exclusive"
+CHECK_STALE = "fabricweb.health.tasks.check_stale"
+ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
+PRUNE = "fabricweb.telemetry.tasks.prune_old"
+
+# -- messages ----------------------------------------------------------------
+# JSON only, in both directions: a snapshot is a plain dict, and a broker reachable from every
+# compute node must never be able to make any process unpickle anything. Applied last by every
+# Celery app of the project (central and agent), so no configuration can loosen it.
+MESSAGE_SETTINGS = {
+    "task_serializer": "json",
+    "result_serializer": "json",
+    "accept_content": ["json"],
+    "result_accept_content": ["json"],
+    # Results are not read back; a task's effects are in the database or on a queue.
+    "task_ignore_result": True,
+    # A task is acknowledged only when done, one at a time per process: a worker that dies
+    # mid-task has its message redelivered (collect and ingest are idempotent), none hoarded.
+    "task_acks_late": True,
+    "task_reject_on_worker_lost": True,
+    "worker_prefetch_multiplier": 1,
+    "broker_connection_retry_on_startup": True,
+    "enable_utc": True,
+    "timezone": "UTC",
+    # No remote control (shutdown, pool changes, rate limits) over the broker: every compute node can
+    # write to it, and none may stop the central workers or another node's agent.
+    "worker_enable_remote_control": False,
+}

@@ -1,0 +1,68 @@
+"""The agent's Redis transport: the same messages, one client per channel, and an event loop that sleeps."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from kombu import Connection, Exchange, Queue
+from kombu.asynchronous import Hub
+from kombu.asynchronous.timer import Timer
+
+from fabricweb.agent.transport import Transport
+from tests.e2e.e2e_harness import leased_redis_db
+
+
+@pytest.fixture
+def url():
+    with leased_redis_db() as url:
+        yield url
+
+
+def test_it_delivers_what_it_publishes_through_one_client(url):
+    queue = Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")
+    with Connection(url, transport=Transport) as conn:
+        producer = conn.Producer(serializer="json")
+        producer.publish({"poll": 0}, exchange=queue.exchange, routing_key="node.cn001", declare=[queue])
+        client = producer.channel._shared_client
+        assert client is not None
+        for poll in (1, 2):
+            producer.publish({"poll": poll}, exchange=queue.exchange, routing_key="node.cn001")
+            assert producer.channel._shared_client is client
+        bound = queue(conn.default_channel)
+        got = [bound.get(no_ack=True).payload for _ in range(3)]
+    assert got == [{"poll": 0}, {"poll": 1}, {"poll": 2}]
+
+
+def test_its_event_loop_sleeps_until_a_poll_arrives_instead_of_waking_every_second(url):
+    queue = Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")
+    received: list[float] = []
+    with Connection(url, transport=Transport, transport_options={"polling_interval": 10}) as conn:
+        hub = Hub(timer=Timer(max_interval=10.0))  # as the Celery worker builds its event loop
+        consumer = conn.Consumer([queue], callbacks=[lambda body, message: received.append(time.monotonic())])
+        consumer.consume()
+        conn.transport.register_with_event_loop(conn.connection, hub)
+        loop = hub.create_loop()
+        sent: list[float] = []
+
+        def poll() -> None:  # central beat, 4 s later
+            with Connection(url) as sender:
+                sender.Producer(serializer="json").publish(
+                    {"poll": 1}, exchange=queue.exchange, routing_key="node.cn001"
+                )
+            sent.append(time.monotonic())
+
+        beat = threading.Timer(4.0, poll)
+        beat.start()
+        wakes, start = 0, time.monotonic()
+        try:
+            while not received and time.monotonic() - start < 15:
+                next(loop)
+                wakes += 1
+        finally:
+            beat.join(10)
+            hub.close()
+    # kombu's stock transport wakes every second (a 1 s timer): 5 or more times by then.
+    assert wakes <= 3
+    assert received and received[0] - sent[0] < 1.0  # a poll still wakes it at once

@@ -1,0 +1,91 @@
+"""The node agent's systemd unit, environment example and node requirements: valid, hardened, in step with the code."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from fabricweb.agent.config import AgentConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy" / "systemd"
+UNIT = DEPLOY / "fabricweb-agent.service"
+INTERPRETER = "/opt/fabricweb-agent/bin/python"  # the install note's virtual environment
+
+
+def unit() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.optionxform = str  # systemd keys are case-sensitive
+    parser.read(UNIT)
+    return parser
+
+
+def test_the_unit_passes_systemd_analyze_verify(tmp_path):
+    binary = shutil.which("systemd-analyze")
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("systemd-analyze is not installed (Debian's systemd package)")
+        pytest.skip("systemd-analyze is not installed")
+    # verify checks that ExecStart's program exists: this environment's Python stands in for the node's venv.
+    text = UNIT.read_text()
+    assert f"ExecStart={INTERPRETER} -m fabricweb.agent" in text
+    copy = tmp_path / UNIT.name
+    copy.write_text(text.replace(INTERPRETER, os.path.realpath(sys.executable)))
+    out = subprocess.run([binary, "verify", str(copy)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), out.stdout + out.stderr
+
+
+def test_the_unit_runs_unprivileged_hardened_with_a_ceiling_and_restarts_on_failure():
+    service = unit()["Service"]
+    assert service["DynamicUser"] == "yes" and service["CapabilityBoundingSet"] == ""
+    for key, value in {
+        "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "PrivateTmp": "yes",
+        "Restart": "on-failure",
+        "EnvironmentFile": "/etc/fabricweb/agent.env",
+    }.items():
+        assert service[key] == value, key
+    assert re.fullmatch(r"\d+%", service["CPUQuota"]) and re.fullmatch(r"\d+M", service["MemoryMax"])
+
+
+def example_env() -> dict[str, str]:
+    """Every variable of the example, commented out or not, with its value."""
+    found = {}
+    for line in (DEPLOY / "agent.env.example").read_text().splitlines():
+        m = re.fullmatch(r"#?([A-Z][A-Z0-9_]+)=(.*)", line.strip())
+        if m:
+            found[m.group(1)] = m.group(2)
+    return found
+
+
+def test_the_environment_example_names_every_variable_the_agent_reads_with_values_it_accepts():
+    env = example_env()
+    config = AgentConfig.from_env(env)
+    assert config.broker_url.startswith("redis://") and config.node_name == "cn042"
+    read_by_agent = set(
+        re.findall(r'"((?:REDIS_URL|LOG_LEVEL|FABRIC_[A-Z_]+))"', (ROOT / "fabricweb/agent/config.py").read_text())
+    )
+    assert set(env) == read_by_agent - {"FABRIC_SIM_DIR"}  # that one serves simulated trees, not a node
+    assert not {"DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE"} & set(env)
+
+
+def test_the_node_requirements_pin_what_pyproject_pins():
+    pins = dict(
+        line.split("==")
+        for line in (DEPLOY / "agent-requirements.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    declared = dict(re.match(r"([A-Za-z0-9_.\-\[\]]+)==([^\s]+)", dep).groups() for dep in project)
+    assert pins == {name: declared[name] for name in pins}
+    assert set(pins) == {"celery", "redis"}
