@@ -3,6 +3,7 @@ ingest and health engine, and logged-in clients in each role (over HTTPS, as pro
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,26 @@ from dashboard_support import Browser, make_user
 from django.utils import timezone
 
 from tests.api.api_support import SimFabric
+
+
+@pytest.fixture(autouse=True)
+def roles(request):
+    """The roles the migration created, again where a transactional test of another module flushed them
+    (a flush empties every table, data migrations' rows included)."""
+    if "each_db" not in request.fixturenames:
+        return
+    request.getfixturevalue("each_db")
+    from django.apps import apps
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.auth.models import Group, Permission
+
+    roles = importlib.import_module("fabricweb.dashboard.migrations.0002_roles")
+    for config in apps.get_app_configs():
+        create_permissions(config, verbosity=0)
+    for name, wanted in (("viewer", roles.VIEWER_PERMISSIONS), ("operator", roles.OPERATOR_PERMISSIONS)):
+        group, _ = Group.objects.get_or_create(name=name)
+        for app_label, codename in wanted:
+            group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
 
 
 @pytest.fixture
