@@ -268,8 +268,8 @@ def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_
             consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 3, timeout=60)
     finally:
         snapshots_ingested.disconnect(locked)
-    assert "database error (OperationalError: database is locked); 3 message(s) requeued" in caplog.text
-    assert consumer.totals["dropped"] == 0 and not consumer.failures
+    assert "database error (OperationalError: database is locked); 3 message(s) kept in hand" in caplog.text
+    assert consumer.totals["dropped"] == 0 and consumer.totals["requeued"] == 0 and not consumer.failures
     assert stored() == {f"cn{n:03d}": PORTS for n in range(1, 4)}
     assert broker.left() == (0, 0)
 
@@ -325,14 +325,27 @@ def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
 
 @needs_postgres
 @postgres_only
-def test_a_database_outage_requeues_the_batch_and_it_is_stored_when_the_database_is_back(
-    postgres, broker, transactions, caplog
+def test_a_database_outage_keeps_the_batch_in_hand_and_stores_it_before_the_polls_queued_meanwhile(
+    postgres, broker, caplog
 ):
     name = connections["postgres"].settings_dict["NAME"]
     admin = psycopg.connect(os.environ["TEST_POSTGRES_URL"], autocommit=True)
     away, back = f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false', f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'
-    for snap in polls(5, 1):
+    first_polls = polls(5, 2)
+    older, newer = first_polls[:5], first_polls[5:]
+    for snap in older:
         broker.send(ONE, snap)
+    consumer = BatchConsumer(5, 0.2, broker_url=broker.url)
+
+    def outage() -> None:
+        """Once the batch is held: the nodes' next polls queue up behind it, then the database is back."""
+        deadline = time.monotonic() + 20
+        while consumer.totals["held"] < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for snap in newer:
+            broker.send(ONE, snap)
+        admin.execute(back)
+
     try:
         # Nobody may connect, and whoever was connected (this test's own connection) is cut off.
         admin.execute(away)
@@ -340,23 +353,20 @@ def test_a_database_outage_requeues_the_batch_and_it_is_stored_when_the_database
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
             [name],
         )
-        outage = {"over": False}
-
-        def done(consumer) -> bool:
-            if consumer.totals["requeued"] and not outage["over"]:
-                admin.execute(back)  # the database is back once a batch has been requeued
-                outage["over"] = True
-            return consumer.totals["snapshots"] >= 5
-
+        helper = threading.Thread(target=outage, daemon=True)
+        helper.start()
+        deadline = time.monotonic() + 40
         with caplog.at_level(logging.ERROR, logger="fabricweb.telemetry.consumer"):
-            consumer = consume(broker.url, done)
+            consumer.run(until=lambda: consumer.totals["snapshots"] >= 10 or time.monotonic() > deadline)
+        helper.join(5)
     finally:
         admin.execute(back)
         admin.close()
     assert "ingest: database error (OperationalError" in caplog.text
-    assert "5 message(s) requeued, trying again in 1 s" in caplog.text
-    assert consumer.totals["requeued"] >= 5 and transactions == [5]
-    assert stored() == {f"cn{n:03d}": PORTS for n in range(1, 6)}
+    assert "5 message(s) kept in hand, trying again in 1 s" in caplog.text
+    assert consumer.totals["held"] >= 5 and consumer.totals["requeued"] == 0
+    # Both polls of every node stored: the older ones first, so none of them was stale.
+    assert stored() == {f"cn{n:03d}": 2 * PORTS for n in range(1, 6)}
     assert broker.left() == (0, 0)
 
 
