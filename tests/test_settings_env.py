@@ -200,7 +200,7 @@ def test_a_secret_set_twice_or_unreadable_is_an_error_that_never_shows_it(enviro
 
 def test_an_empty_secret_file_is_an_error(tmp_path):
     (tmp_path / "empty").write_text("\n")
-    with pytest.raises(ImproperlyConfigured, match="REDIS_PASSWORD_FILE=.* is empty"):
+    with pytest.raises(ImproperlyConfigured, match=r"REDIS_PASSWORD_FILE=.* is empty"):
         Env({"REDIS_PASSWORD_FILE": str(tmp_path / "empty")}).secret("REDIS_PASSWORD")
 
 

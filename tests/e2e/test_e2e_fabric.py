@@ -6,7 +6,6 @@ the newcomer node is started by one test and stopped by the next.
 
 from __future__ import annotations
 
-import importlib
 import json
 import statistics
 import subprocess
