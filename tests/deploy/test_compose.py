@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ import redis
 import yaml
 
 from fabricweb.env import read_secret, url_with_password
+from tests.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,12 +90,6 @@ def test_every_role_runs_from_the_one_image_and_nodes_get_no_database():
     assert services["web"]["environment"]["DATABASE_URL"].startswith("postgres://fabric:p@postgres:5432/")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_the_shipped_redis_refuses_clients_without_the_password_from_its_secret_file(tmp_path):
     """The compose file's own Redis command, run here with Debian's redis-server and a secret file."""
     result = compose("config", env={"SECRET_KEY": "s" * 50, "POSTGRES_PASSWORD": "p"})
@@ -111,7 +105,7 @@ def test_the_shipped_redis_refuses_clients_without_the_password_from_its_secret_
     # What compose would run: `$$` is its escape for `$`; the secret where compose mounts it; a private port.
     secret = tmp_path / "redis_password"
     secret.write_text("c0mp0se-s3cret\n")
-    port = _free_port()
+    port = free_port()
     script = script.replace("$$", "$").replace("/run/secrets/redis_password", str(secret))
     script = script.replace(
         "redis-server -", f"redis-server - --port {port} --bind 127.0.0.1 --dir {tmp_path} --save ''"

@@ -4,7 +4,6 @@ the database away for 30 s."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from datetime import timedelta
@@ -17,15 +16,10 @@ from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database,
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.models import PortSample
+from tests.loopback import free_port
 
 NODES = 3
 OUTAGE_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def redis_server(port: int, log) -> subprocess.Popen:

@@ -15,7 +15,6 @@ import os
 import pickle
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from fabricweb.telemetry.models import PortSample
 from fabricweb.telemetry.signals import snapshots_ingested
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
+from tests.loopback import free_port, silent_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
@@ -276,9 +276,7 @@ def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_
 
 @pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")
 def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
 
     def start_redis() -> subprocess.Popen:
@@ -428,38 +426,11 @@ def test_a_consumer_killed_mid_batch_has_its_batch_stored_by_the_next_within_red
     assert broker.left() == (0, 0)
 
 
-@contextlib.contextmanager
-def stalled_broker():
-    """A loopback TCP port that accepts connections and never answers: a broker that hangs."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = False
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop:
-            with contextlib.suppress(TimeoutError, OSError):
-                held.append(server.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"redis://127.0.0.1:{server.getsockname()[1]}/0"
-    finally:
-        stop = True
-        thread.join(5)
-        for conn in held:
-            conn.close()
-        server.close()
-
-
 @needs_postgres
 @postgres_only
 def test_sigterm_stops_the_consumer_within_its_grace_while_the_broker_hangs(postgres, tmp_path):
-    with stalled_broker() as url:
-        ingest = manage_ingest(tmp_path, postgres, Broker(url, None, None))
+    with silent_server() as port:
+        ingest = manage_ingest(tmp_path, postgres, Broker(f"redis://127.0.0.1:{port}/0", None, None))
         try:
             time.sleep(3)  # connected, and waiting on a broker that never answers
             assert ingest.proc.poll() is None, ingest.tail()
