@@ -24,6 +24,7 @@ from django.db import DatabaseError
 
 from fabricweb.celery import app
 from fabricweb.names import (
+    ALERTS_TICK,
     CHECK_STALE,
     COLLECT,
     DISPATCH,
@@ -37,7 +38,6 @@ from fabricweb.names import (
 
 log = logging.getLogger(__name__)
 
-ALERTS_TICK = "fabricweb.alerts.tasks.tick"
 # A safety net: ingest asks for a tick after each commit that changed events, and a tick asks for
 # the next when its timers run out; this one covers a lost message. The tick takes its own lock.
 ALERTS_TICK_S = 5.0
@@ -55,14 +55,18 @@ def _exclusive(task: str, every: float) -> dict:
     return {"task": EXCLUSIVE, "args": [task], "schedule": every, "options": {"expires": every, **limits}}
 
 
+def _every(task: str, every: float) -> dict:
+    return {"task": task, "schedule": every, "options": {"expires": every}}
+
+
 def beat_schedule(interval: float) -> dict:
     """The whole periodic schedule (app.conf.beat_schedule) for a poll interval in seconds."""
     return {
-        "dispatch-collect": {"task": DISPATCH, "schedule": interval, "options": {"expires": interval}},
+        "dispatch-collect": _every(DISPATCH, interval),
         "check-stale": _exclusive(CHECK_STALE, interval),
         "rollup-samples": _exclusive(ROLLUP, ROLLUP_EVERY),
         "prune-old": _exclusive(PRUNE, PRUNE_EVERY),
-        "alerts-tick": {"task": ALERTS_TICK, "schedule": ALERTS_TICK_S, "options": {"expires": ALERTS_TICK_S}},
+        "alerts-tick": _every(ALERTS_TICK, ALERTS_TICK_S),
     }
 
 

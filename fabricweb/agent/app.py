@@ -20,7 +20,8 @@ from celery.signals import after_setup_logger, worker_ready, worker_shutdown
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
-from fabricweb.names import COLLECT, MESSAGE_SETTINGS
+from fabricweb.brokertls import celery_ssl_options
+from fabricweb.names import COLLECT, MESSAGE_SETTINGS, task_routes
 
 # Celery logs every task received and done at INFO: two lines per poll into each node's journal.
 PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
@@ -38,6 +39,9 @@ def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
     app.conf.update(
         MESSAGE_SETTINGS,
         broker_transport="fabricweb.agent.transport:Transport" if scheme in ("redis", "rediss") else None,
+        task_routes=task_routes(),
+        # rediss:// checks the broker's certificate (FABRIC_REDIS_CA_FILE), as the central processes do.
+        broker_use_ssl=celery_ssl_options(config.broker_url, config.ca_file),
         worker_enable_remote_control=False,
         worker_hijack_root_logger=True,
         broker_transport_options={

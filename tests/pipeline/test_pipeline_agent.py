@@ -12,17 +12,20 @@ import pytest
 
 from collectors.sim import Fabric
 from fabricweb.agent.__main__ import parse_args, worker_options
+from fabricweb.agent.app import create_app
 from fabricweb.agent.config import AgentConfig, ConfigError, NotServed
 from fabricweb.agent.poll import Poller
 from fabricweb.celery import app
+from fabricweb.names import QUEUE_OF, task_routes
 
 REPO = Path(__file__).resolve().parents[2]
 # What the agent may load of the project: its own package, the names, the collectors.
 AGENT_MODULES = ("fabricweb", "fabricweb.names", "fabricweb.agent", "collectors")
 
 
-def route(name: str, **kwargs) -> str:
-    return app.amqp.router.route({}, name, args=(), kwargs=kwargs, task_type=app.tasks.get(name))["queue"].name
+def route(name: str) -> str:
+    """The queue a task sent by name goes to from this process, whether or not it has the task imported."""
+    return app.amqp.router.route({}, name, args=(), kwargs={}, task_type=app.tasks.get(name))["queue"].name
 
 
 def agent_env(**extra: str) -> dict[str, str]:
@@ -40,10 +43,23 @@ def sim_dir(tmp_path):
     return tmp_path
 
 
-def test_central_tasks_are_still_routed_to_the_ingest_queue():
+def test_each_task_goes_to_the_queue_the_names_module_states_once():
     assert route("fabricweb.scheduling.dispatch_collect") == "ingest"
     assert route("fabricweb.scheduling.run_exclusive") == "ingest"
+    assert route("fabricweb.telemetry.tasks.rollup_samples") == "ingest"
+    assert route("fabricweb.health.tasks.check_stale") == "ingest"
     assert route("fabricweb.telemetry.tasks.ingest_snapshot") == "snapshots"
+    assert route("fabricweb.alerts.tasks.tick") == "alerts"
+    # Exact names from fabricweb/names.py, for both apps: no wildcard, no copy.
+    assert app.conf.task_routes == task_routes() == {name: {"queue": q} for name, q in QUEUE_OF.items()}
+    try:
+        agent_app, _ = create_app(AgentConfig(broker_url="redis://127.0.0.1:1/0", node_name="cn001"))
+        assert agent_app.conf.task_routes == task_routes()
+    finally:
+        app.set_current()  # the agent's app made itself the current one, as in its own process
+    # Every central task is registered under the name the table states (none renamed by a module move).
+    app.loader.import_default_modules()
+    assert set(QUEUE_OF) <= set(app.tasks)
     # The node agent's task is sent by name, never registered centrally.
     assert "fabricweb.agent.tasks.collect" not in app.tasks
 
