@@ -20,6 +20,7 @@ from celery.signals import after_setup_logger, worker_ready, worker_shutdown
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
+from fabricweb.brokeracl import unacked_keys
 from fabricweb.brokertls import celery_ssl_options
 from fabricweb.names import COLLECT, MESSAGE_SETTINGS, task_routes
 
@@ -47,6 +48,11 @@ def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
         broker_transport_options={
             "polling_interval": config.broker_wait_s,
             "unacked_restore_interval": UNACKED_SWEEP_S,
+            # Polls are sent without a priority: one list per queue to wait on, not kombu's four
+            # (node.<name> and three `\x06\x16<n>` variants), which a per-node ACL names exactly.
+            "priority_steps": [0],
+            # Its own unacknowledged-message keys, not the `unacked` hash every central worker shares.
+            **unacked_keys(config.node_name),
         },
     )
     agent = Agent(app, config)

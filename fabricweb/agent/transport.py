@@ -6,7 +6,10 @@ A redis.Redis is safe to share between threads (each command takes a connection 
 so the channel keeps one per connection pool. Same protocol, same connections, same options
 (TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
 
-It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below).
+It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below), and
+adds an exchange's binding only when it is missing: under a per-node Redis ACL user
+(fabricweb/brokeracl.py) a node may read the `snapshots` bindings but not change them, since a
+binding added there would route every other node's snapshots to a queue of its choosing.
 """
 
 from __future__ import annotations
@@ -28,6 +31,18 @@ class Channel(kombu_redis.Channel):
         if shared is None or shared.connection_pool is not self.pool:  # the pool is rebuilt after a fork
             shared = self._shared_client = self._create_client()
         yield shared
+
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        keys = (self.keyprefix_queue % (exchange,), self.keyprefix_binding_permanent % (exchange,))
+        member = self.sep.join([routing_key or "", pattern or "", queue or ""])
+        if queue not in self._expires:
+            with self.conn_or_acquire() as client:
+                pipe = client.pipeline(transaction=False)
+                for key in keys:
+                    pipe.sismember(key, member)
+                if all(pipe.execute()):
+                    return  # declared already (by `manage.py ingest`, central dispatch or an earlier start)
+        super()._queue_bind(exchange, routing_key, pattern, queue)
 
 
 class Transport(kombu_redis.Transport):

@@ -19,8 +19,14 @@ from fabricweb.celery import app
 from fabricweb.names import QUEUE_OF, task_routes
 
 REPO = Path(__file__).resolve().parents[2]
-# What the agent may load of the project: its own package, the names, the collectors.
-AGENT_MODULES = ("fabricweb", "fabricweb.names", "fabricweb.agent", "collectors")
+# What the agent may load of the project: its own package, the collectors, and the standard-library-only
+# modules it shares with the central side (names, the node signature, the broker's TLS rule and ACL).
+AGENT_PACKAGES = ("fabricweb.agent", "collectors")
+AGENT_MODULES = ("fabricweb", "fabricweb.names", "fabricweb.nodeauth", "fabricweb.brokertls", "fabricweb.brokeracl")
+
+
+def agents_own(module: str) -> bool:
+    return module in AGENT_MODULES or any(module == p or module.startswith(p + ".") for p in AGENT_PACKAGES)
 
 
 def route(name: str) -> str:
@@ -144,7 +150,7 @@ def test_the_agent_loads_neither_django_nor_central_code_even_with_central_setti
     django = [m for m in seen["modules"] if m.split(".")[0] == "django"]
     assert [m for m in django if m.startswith(("django.db", "django.conf", "django.apps", "django.core"))] == []
     project = [m for m in seen["modules"] if m.split(".")[0] in ("fabricweb", "collectors")]
-    assert [m for m in project if not m.startswith(AGENT_MODULES)] == []
+    assert [m for m in project if not agents_own(m)] == []
     assert "fabricweb.agent.tasks.collect" in seen["tasks"]
     assert not seen["has_settings"]
 
