@@ -53,6 +53,9 @@ def test_the_unit_runs_unprivileged_hardened_with_a_ceiling_and_restarts_on_fail
         "PrivateTmp": "yes",
         "Restart": "on-failure",
         "EnvironmentFile": "/etc/fabricweb/agent.env",
+        # The node key stays root-only on disk; the agent's dynamic user reads it as a credential.
+        "LoadCredential": "node-key:/etc/fabricweb/node.key",
+        "Environment": "FABRIC_NODE_KEY_FILE=%d/node-key",
     }.items():
         assert service[key] == value, key
     assert re.fullmatch(r"\d+%", service["CPUQuota"]) and re.fullmatch(r"\d+M", service["MemoryMax"])
@@ -68,10 +71,16 @@ def example_env() -> dict[str, str]:
     return found
 
 
-def test_the_environment_example_names_every_variable_the_agent_reads_with_values_it_accepts():
+def test_the_environment_example_names_every_variable_the_agent_reads_with_values_it_accepts(tmp_path):
     env = example_env()
-    config = AgentConfig.from_env(env)
-    assert config.broker_url.startswith("redis://") and config.node_name == "cn042"
+    # The files it names exist on a provisioned node: stand-ins here. FABRIC_NODE_KEY is the file's alternative.
+    (tmp_path / "node.key").write_text("0" * 64)
+    (tmp_path / "ca.pem").write_text("")
+    usable = {k: v for k, v in env.items() if k != "FABRIC_NODE_KEY"}
+    usable.update(FABRIC_NODE_KEY_FILE=str(tmp_path / "node.key"), FABRIC_REDIS_CA_FILE=str(tmp_path / "ca.pem"))
+    config = AgentConfig.from_env(usable)
+    assert config.broker_url.startswith("rediss://node.cn042:") and config.node_name == "cn042"
+    assert config.node_keys == {"cn042": "0" * 64} and config.ca_file == str(tmp_path / "ca.pem")
     read_by_agent = set(
         re.findall(r'"((?:REDIS_URL|LOG_LEVEL|FABRIC_[A-Z_]+))"', (ROOT / "fabricweb/agent/config.py").read_text())
     )
