@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabricweb.env import Env, redact_url
+from fabricweb.env import Env, redact_url, url_with_password
 from fabricweb.nodeauth import node_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -45,7 +45,9 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 AGENT_STOPS_AFTER_S = 30.0  # --agent-stops: a Celery worker needs seconds to start on a busy machine
-CENTRAL_ONLY = ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "FABRIC_NODE_KEY_SECRET")
+CENTRAL_ONLY = ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+# Neither the site's node-key secret (nor a key given to this process), nor the central broker password by itself.
+AGENT_NEVER = ("FABRIC_NODE_KEY", "SECRET_KEY_FILE", "REDIS_PASSWORD")
 
 
 def say(message: str) -> None:
@@ -151,7 +153,9 @@ def start_private_redis(children: Children, env: dict[str, str]) -> None:
     children.wait_for("answer from redis-server", lambda: redis_answers(env["REDIS_URL"]), 10)
 
 
-def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str) -> None:
+def start_fabric(
+    args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str, secret: str
+) -> None:
     """Everything but the database and Redis: simulator, ingest consumer and worker, beat, node agent, web."""
     sim_dir, interval = args.sim_dir, env["FABRIC_POLL_INTERVAL"]
     if not args.no_sim:
@@ -169,13 +173,16 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     children.start("alerts worker", [*CELERY, *alerts], env)
     beat = ["beat", "-s", os.path.join(state_dir, "beat-schedule"), "--loglevel", args.log_level]
     children.start("beat", [*CELERY, *beat], env)
-    agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY and not k.startswith("FABRIC_NODE_KEY")}
+    agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY and not k.startswith(AGENT_NEVER)}
+    password = Env(env).secret("REDIS_PASSWORD", None)
+    if password is not None and "REDIS_URL" in env:  # a node has its broker credentials in its URL
+        agent_env["REDIS_URL"] = url_with_password(env["REDIS_URL"], password)
     served = str(sim_dir)
-    keys = node_keys_file(env["FABRIC_NODE_KEY_SECRET"], node_trees(sim_dir), state_dir)
+    keys = node_keys_file(secret, node_trees(sim_dir), state_dir)
     if args.agent_stops:
         served = trees_without(sim_dir, args.agent_stops, state_dir)
         own = {**agent_env, "FABRIC_NODE_NAME": args.agent_stops, "FABRIC_SYSFS_ROOT": str(sim_dir / args.agent_stops)}
-        own["FABRIC_NODE_KEY"] = node_key(env["FABRIC_NODE_KEY_SECRET"], args.agent_stops)
+        own["FABRIC_NODE_KEY"] = node_key(secret, args.agent_stops)
         children.start(f"node agent of {args.agent_stops}", [PY, "-m", "fabricweb.agent"], own)
     agent_env.update(FABRIC_SIM_DIR=served, FABRIC_NODE_KEY_FILE=keys)
     children.start("node agent", [PY, "-m", "fabricweb.agent"], agent_env)
@@ -206,9 +213,10 @@ def trees_without(sim_dir: Path, node: str, state_dir: str) -> str:
 
 def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
     env = {**os.environ, "FABRIC_POLL_INTERVAL": f"{poll_interval(args):g}", "LOG_LEVEL": args.log_level}
-    if not env.get("FABRIC_NODE_KEY_SECRET"):
+    node_secret = Env(env).secret("FABRIC_NODE_KEY_SECRET", None)
+    if node_secret is None:
         # A secret of this run only: the nodes' keys are derived from it and handed out below.
-        env["FABRIC_NODE_KEY_SECRET"] = secrets.token_hex(32)
+        node_secret = env["FABRIC_NODE_KEY_SECRET"] = secrets.token_hex(32)
     say("migrating the database")
     if subprocess.run([PY, MANAGE, "migrate", "--noinput"], env=env, cwd=BASE_DIR).returncode:
         raise SystemExit("migrate failed")
@@ -216,7 +224,7 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
         raise Stopped
     if args.start_redis:
         start_private_redis(children, env)
-    start_fabric(args, children, env, state_dir)
+    start_fabric(args, children, env, state_dir, node_secret)
 
     nodes, sim = node_trees(args.sim_dir), "" if args.no_sim else " (simulated)"
     say(f"{len(nodes)} nodes under {args.sim_dir}{sim}, polled every {env['FABRIC_POLL_INTERVAL']} s")
