@@ -14,7 +14,8 @@ tests/agent/test_agent_broker_acl.py runs the agent as such a user against a rea
 - its own queue `node.<name>`: BRPOP (the poll), LLEN (the declaration), LPUSH (a poll handed back
   on shutdown), and its exchange's bindings (kombu declares them);
 - its own unacknowledged-message keys, `unacked*.node.<name>` (fabricweb/agent/app.py names them
-  so; kombu's default `unacked` is shared by every worker, central ones included);
+  so; kombu's default `unacked` is shared by every worker, central ones included). Polls are
+  taken without acknowledgement, so they stay empty; kombu still looks there at shutdown;
 - the `snapshots` queue through a selector: LPUSH and LLEN only (never BRPOP: no node may take
   another's snapshot), and only reading its bindings (SISMEMBER, SMEMBERS: the agent's transport
   adds a binding only when it is missing, and `manage.py ingest` declares it first);

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from fabricweb.agent.app import create_app  # Celery: only once the configuration is sound
 
-    app, _ = create_app(config)
+    app, _ = create_app(config, nodes)
     worker = app.Worker(**worker_options(nodes, args, config))
     worker.start()
     return worker.exitcode or 0

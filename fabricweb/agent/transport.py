@@ -32,6 +32,13 @@ class Channel(kombu_redis.Channel):
             shared = self._shared_client = self._create_client()
         yield shared
 
+    def basic_ack(self, delivery_tag, multiple=False):
+        # A message of a no-ack queue (the agent's polls: app.py) was never stored as unacknowledged;
+        # Celery acknowledges it all the same, which would cost a MULTI/EXEC removing nothing.
+        if delivery_tag not in self.qos._delivered:
+            return
+        super().basic_ack(delivery_tag, multiple)
+
     def _queue_bind(self, exchange, routing_key, pattern, queue):
         keys = (self.keyprefix_queue % (exchange,), self.keyprefix_binding_permanent % (exchange,))
         member = self.sep.join([routing_key or "", pattern or "", queue or ""])
