@@ -55,18 +55,14 @@ def _exclusive(task: str, every: float) -> dict:
     return {"task": EXCLUSIVE, "args": [task], "schedule": every, "options": {"expires": every, **limits}}
 
 
-def _every(task: str, every: float) -> dict:
-    return {"task": task, "schedule": every, "options": {"expires": every}}
-
-
 def beat_schedule(interval: float) -> dict:
     """The whole periodic schedule (app.conf.beat_schedule) for a poll interval in seconds."""
     return {
-        "dispatch-collect": _every(DISPATCH, interval),
+        "dispatch-collect": {"task": DISPATCH, "schedule": interval, "options": {"expires": interval}},
         "check-stale": _exclusive(CHECK_STALE, interval),
         "rollup-samples": _exclusive(ROLLUP, ROLLUP_EVERY),
         "prune-old": _exclusive(PRUNE, PRUNE_EVERY),
-        "alerts-tick": _every(ALERTS_TICK, ALERTS_TICK_S),
+        "alerts-tick": {"task": ALERTS_TICK, "schedule": ALERTS_TICK_S, "options": {"expires": ALERTS_TICK_S}},
     }
 
 
