@@ -29,8 +29,8 @@ from fabricweb.names import COLLECT, MESSAGE_SETTINGS, node_queue, task_routes
 PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
 
 # Seconds between the broker transport's sweeps for this worker's unacknowledged messages
-# (kombu's default: 10 s). The one an agent holds is restored by its own shutdown or by
-# the visibility timeout; no need to scan Redis that often from every node.
+# (kombu's default: 10 s). The agent takes its polls without acknowledgement (poll_queues),
+# so it holds none; no need to scan Redis that often from every node.
 UNACKED_SWEEP_S = 300
 
 
