@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +21,11 @@ from collectors.sim import Fabric
 from fabricweb import nodeauth
 from fabricweb.brokeracl import node_password
 from fabricweb.names import COLLECT, SNAPSHOT_QUEUE
+from tests.loopback import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "site-secret-for-acl-tests-" + "a" * 40
 NOPERM = redis.exceptions.NoPermissionError
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
