@@ -76,7 +76,8 @@ MESSAGE_SETTINGS = {
     # Results are not read back; a task's effects are in the database or on a queue.
     "task_ignore_result": True,
     # A task is acknowledged only when done, one at a time per process: a worker that dies
-    # mid-task has its message redelivered (collect and ingest are idempotent), none hoarded.
+    # mid-task has its message redelivered (ingest is idempotent), none hoarded. The agent's
+    # polls are the exception: taken without acknowledgement (fabricweb/agent/app.py).
     "task_acks_late": True,
     "task_reject_on_worker_lost": True,
     "worker_prefetch_multiplier": 1,
