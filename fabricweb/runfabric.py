@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabricweb.env import Env, redact_url, url_with_password
+from fabricweb.env import Env, redact_url
 from fabricweb.nodeauth import node_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,8 +46,9 @@ STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 AGENT_STOPS_AFTER_S = 30.0  # --agent-stops: a Celery worker needs seconds to start on a busy machine
 CENTRAL_ONLY = ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
-# Neither the site's node-key secret (nor a key given to this process), nor the central broker password by itself.
-AGENT_NEVER = ("FABRIC_NODE_KEY", "SECRET_KEY_FILE", "REDIS_PASSWORD")
+# Neither the site's node-key secret (nor a key given to this process) nor the site's secret key, from a file either.
+# REDIS_PASSWORD(_FILE) goes through: the agent reads it as the central side does.
+AGENT_NEVER = ("FABRIC_NODE_KEY", "SECRET_KEY_FILE", "DATABASE_URL_FILE")
 
 
 def say(message: str) -> None:
@@ -174,9 +175,6 @@ def start_fabric(
     beat = ["beat", "-s", os.path.join(state_dir, "beat-schedule"), "--loglevel", args.log_level]
     children.start("beat", [*CELERY, *beat], env)
     agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY and not k.startswith(AGENT_NEVER)}
-    password = Env(env).secret("REDIS_PASSWORD", None)
-    if password is not None and "REDIS_URL" in env:  # a node has its broker credentials in its URL
-        agent_env["REDIS_URL"] = url_with_password(env["REDIS_URL"], password)
     served = str(sim_dir)
     keys = node_keys_file(secret, node_trees(sim_dir), state_dir)
     if args.agent_stops:

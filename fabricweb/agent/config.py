@@ -14,6 +14,7 @@ import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit
 
 from collectors.facts import NODE_NAME_PATTERN
 
@@ -57,7 +58,7 @@ class AgentConfig:
         node_name = read.match("FABRIC_NODE_NAME", socket.gethostname().split(".")[0], NODE_NAME_PATTERN)
         sim_dir = read.text("FABRIC_SIM_DIR", None)
         return cls(
-            broker_url=read.url("REDIS_URL", "redis://127.0.0.1:6379/0"),
+            broker_url=read.broker_url(),
             node_name=node_name,
             sysfs_root=read.text("FABRIC_SYSFS_ROOT", "/sys"),
             sim_dir=sim_dir,
@@ -191,6 +192,30 @@ class _Reader:
                 raise ConfigError(f"FABRIC_NODE_KEY_FILE={path!r}: {name[:64]!r} is not a node name")
             _node_key(f"FABRIC_NODE_KEY_FILE={path!r}: the key of {name}", value)
         return dict(keys)
+
+    def broker_url(self) -> str:
+        """REDIS_URL, with the password of REDIS_PASSWORD or the file REDIS_PASSWORD_FILE (a systemd
+        credential) put in it: the password need not sit in an environment file."""
+        url = self.url("REDIS_URL", "redis://127.0.0.1:6379/0")
+        password, path = self._get("REDIS_PASSWORD"), self.file("REDIS_PASSWORD_FILE")
+        if password is not None and path is not None:
+            raise ConfigError("REDIS_PASSWORD and REDIS_PASSWORD_FILE are both set: give one")
+        if path is not None:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    password = f.read(4096).strip()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(f"REDIS_PASSWORD_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
+            if not password:
+                raise ConfigError(f"REDIS_PASSWORD_FILE={path!r} is empty")
+        if password is None:
+            return url
+        parts = urlsplit(url)
+        if parts.scheme == "unix" or parts.password is not None:
+            where = "a unix:// URL" if parts.scheme == "unix" else "a REDIS_URL that has a password already"
+            raise ConfigError(f"a broker password from REDIS_PASSWORD(_FILE) does not go with {where}")
+        host = parts.netloc.rpartition("@")[2]
+        return parts._replace(netloc=f"{parts.username or ''}:{quote(password, safe='')}@{host}").geturl()
 
     def url(self, name: str, default: str) -> str:
         value = self._get(name)

@@ -84,12 +84,16 @@ def test_the_agent_works_as_its_nodes_user_and_that_user_can_do_nothing_else(bro
             conn.default_channel
         ).declare()
     Fabric.create(str(tmp_path / "sim"), 1)
+    password_file = tmp_path / "redis.password"
+    password_file.write_text(node_password(SECRET, "cn001") + "\n")
     keep = {
         k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "SECRET_KEY", "DJANGO_", "FABRIC_"))
     }
     env = {
         **keep,
-        "REDIS_URL": as_node(address, "cn001"),
+        # Its user in the URL, its password in a file (the unit's credential), as a node is provisioned.
+        "REDIS_URL": f"redis://node.cn001@{address}/0",
+        "REDIS_PASSWORD_FILE": str(password_file),
         "FABRIC_NODE_NAME": "cn001",
         "FABRIC_SYSFS_ROOT": str(tmp_path / "sim" / "cn001"),
         "FABRIC_NODE_KEY": nodeauth.node_key(SECRET, "cn001"),

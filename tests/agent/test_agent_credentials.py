@@ -80,6 +80,21 @@ def test_a_key_that_cannot_be_used_stops_the_agent_with_a_message_naming_the_var
         config.check_keys(["cn001", "cn002", "cn003"])
 
 
+def test_the_broker_password_comes_from_a_file_into_the_url_keeping_the_user(tmp_path):
+    secret = tmp_path / "redis.password"
+    secret.write_text("p@ss/word\n")  # a systemd credential, as the unit loads it
+    env = {"REDIS_URL": "rediss://node.cn042@broker:6379/0", "REDIS_PASSWORD_FILE": str(secret)}
+    assert AgentConfig.from_env(env).broker_url == "rediss://node.cn042:p%40ss%2Fword@broker:6379/0"
+    assert AgentConfig.from_env({"REDIS_PASSWORD": "x"}).broker_url == "redis://:x@127.0.0.1:6379/0"
+    both = {**env, "REDIS_PASSWORD": "x"}
+    assert config_error(both) == "REDIS_PASSWORD and REDIS_PASSWORD_FILE are both set: give one"
+    twice = {"REDIS_URL": "redis://u:old@broker/0", "REDIS_PASSWORD": "x"}
+    assert config_error(twice).endswith("does not go with a REDIS_URL that has a password already")
+    (tmp_path / "empty").write_text("\n")
+    empty = str(tmp_path / "empty")
+    assert config_error({"REDIS_PASSWORD_FILE": empty}) == f"REDIS_PASSWORD_FILE={empty!r} is empty"
+
+
 def test_each_snapshot_is_signed_with_the_key_of_the_node_it_names(tree):
     sent: list[tuple[str, dict]] = []
 
