@@ -1,6 +1,6 @@
 """The node agent against node_exporter on a compute node: CPU, memory, start-up, wake-ups.
 
-    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--sketch]
+    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--sketch] [--signed]
 
 Both run side by side in one run, on the same simulated node tree (1 node, 2 HCAs x 2
 ports, `collectors.sim`), polled at the same rate:
@@ -17,8 +17,9 @@ the first scrape with infiniband series), and context switches per second (every
 how often the process wakes up; most are wake-ups while idle). Printed with the ratios
 agent / node_exporter and the goals of issue 10. `--sketch` adds bench/agent_sketch.py
 (the same queues and messages without Celery's worker) as a third side, on a Redis
-database of its own. The machine may be shared: compare the ratios of one run, and
-repeat a run to see the noise.
+database of its own. `--signed` gives the agent a node key (FABRIC_NODE_KEY), as on a site with
+node auth: every snapshot is signed (fabricweb/nodeauth.py). The machine may be shared:
+compare the ratios of one run, and repeat a run to see the noise.
 """
 
 from __future__ import annotations
@@ -172,9 +173,11 @@ def start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client) -> Side:
+def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client, key: str = "") -> Side:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
     env.update(REDIS_URL=redis_url, FABRIC_NODE_NAME=NODE, FABRIC_SYSFS_ROOT=str(tree), LOG_LEVEL="WARNING")
+    if key:
+        env["FABRIC_NODE_KEY"] = key
     side = Side(name, subprocess.Popen(argv, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT))
     # Started when its hello snapshot is on the snapshots queue: it can read and send.
     wait_for(f"the {name}'s hello snapshot", lambda: client.blpop([SNAPSHOTS], timeout=0.05), 60, 0)
@@ -213,6 +216,7 @@ def main() -> int:
     p.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
     p.add_argument("--settle", type=float, default=5.0, help="seconds after start-up before measuring (default 5)")
     p.add_argument("--sketch", action="store_true", help="also run bench/agent_sketch.py (no Celery worker)")
+    p.add_argument("--signed", action="store_true", help="the agent signs its snapshots (FABRIC_NODE_KEY)")
     args = p.parse_args()
 
     import redis
@@ -232,7 +236,8 @@ def main() -> int:
         # Each agent has a Redis database of its own: its own node.<name> and snapshots queues.
         for db, (name, argv) in enumerate(agents.items()):
             url = f"{base}/{db}"
-            sides.append(start_agent(name, argv, tree, url, tmp / f"{name}.log", redis.Redis.from_url(url)))
+            key = "ab" * 32 if args.signed and name == "agent" else ""
+            sides.append(start_agent(name, argv, tree, url, tmp / f"{name}.log", redis.Redis.from_url(url), key))
             beat = Celery(f"bench-beat-{name}", broker=url, set_as_current=False)
             beat.conf.update(task_serializer="json", accept_content=["json"])
             beats.append(beat)
@@ -288,7 +293,8 @@ def main() -> int:
 def report(results: dict, args) -> None:
     n = results["node_exporter"]
     agents = [name for name in results if name != "node_exporter"]
-    print(f"one node, 2 HCAs x 2 ports, a poll every {args.interval:g} s for {args.duration:g} s")
+    signed = ", the agent signing its snapshots" if args.signed else ""
+    print(f"one node, 2 HCAs x 2 ports, a poll every {args.interval:g} s for {args.duration:g} s{signed}")
     print(f"{'':24}" + "".join(f"{name:>12}{'ratio':>8}" for name in agents) + f"{'node_exporter':>15}")
     rows = [
         ("CPU ms/min", "cpu_ms_per_min", "{:.0f}"),

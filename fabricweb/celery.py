@@ -15,28 +15,16 @@ from celery import Celery
 from fabricweb.names import (
     ALERTS_QUEUE,
     INGEST_QUEUE,
-    INGEST_SNAPSHOT,
-    INGEST_SNAPSHOTS,
     MESSAGE_SETTINGS,
     NODE_QUEUE_PREFIX,
     SNAPSHOT_QUEUE,
     node_queue,
+    task_routes,
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fabricweb.settings")
 
 __all__ = ["ALERTS_QUEUE", "INGEST_QUEUE", "NODE_QUEUE_PREFIX", "SNAPSHOT_QUEUE", "app", "node_queue"]
-
-
-def route_per_node(name, args, kwargs, options, task=None, **kw):
-    """Send tasks declared with `per_node=True` to the queue of the node named in kwargs['node']."""
-    if task is None or not getattr(task, "per_node", False):
-        return None
-    node = (kwargs or {}).get("node")
-    if not node:
-        raise ValueError(f"{name} runs on one node: call it with node=<name>")
-    return {"queue": node_queue(node)}
-
 
 # Not an app of the central settings, so not autodiscovered: the scheduling tasks. The node
 # agent's `collect` is not registered here: dispatch sends it by name to node.<name>.
@@ -44,23 +32,8 @@ app = Celery("fabricweb", include=["fabricweb.scheduling"])
 # The broker URL and anything site-wide come from Django settings (CELERY_* names); the
 # update below comes after, so what it fixes cannot be loosened there.
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.update(
-    MESSAGE_SETTINGS,
-    task_soft_time_limit=60,
-    task_time_limit=90,
-    task_routes=[
-        route_per_node,
-        {
-            # Exact names win over the wildcard below, which keeps rollups and prune on `ingest`.
-            INGEST_SNAPSHOT: {"queue": SNAPSHOT_QUEUE},
-            INGEST_SNAPSHOTS: {"queue": SNAPSHOT_QUEUE},
-            "fabricweb.telemetry.tasks.*": {"queue": INGEST_QUEUE},
-            "fabricweb.scheduling.*": {"queue": INGEST_QUEUE},
-            "fabricweb.health.tasks.*": {"queue": INGEST_QUEUE},
-            "fabricweb.alerts.tasks.*": {"queue": ALERTS_QUEUE},
-        },
-    ],
-)
+# Each task's queue is fabricweb/names.py's QUEUE_OF, the routing table of the agent's app too.
+app.conf.update(MESSAGE_SETTINGS, task_routes=task_routes(), task_soft_time_limit=60, task_time_limit=90)
 app.autodiscover_tasks()
 
 

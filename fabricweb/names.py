@@ -38,6 +38,31 @@ EXCLUSIVE = "fabricweb.scheduling.run_exclusive"
 CHECK_STALE = "fabricweb.health.tasks.check_stale"
 ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
 PRUNE = "fabricweb.telemetry.tasks.prune_old"
+# The alerts worker's routing and delivery pass (fabricweb/alerts/tasks.py).
+ALERTS_TICK = "fabricweb.alerts.tasks.tick"
+
+# -- where each task runs ----------------------------------------------------
+# Stated once, here, by exact name; both Celery apps route with it (task_routes()), so a task sent
+# by name goes to the same queue whether or not the sending process imported it (beat, ingest's
+# consumer sending the alerts' tick, the agent sending snapshots). Not declared as `queue=` on
+# each task: Celery 5.7 deprecates that attribute (to be ignored from 6.0) for task_routes.
+# `collect` has no entry: it goes to the queue of the node it reads (node_queue).
+QUEUE_OF = {
+    INGEST_SNAPSHOT: SNAPSHOT_QUEUE,
+    INGEST_SNAPSHOTS: SNAPSHOT_QUEUE,
+    DISPATCH: INGEST_QUEUE,
+    EXCLUSIVE: INGEST_QUEUE,
+    CHECK_STALE: INGEST_QUEUE,
+    ROLLUP: INGEST_QUEUE,
+    PRUNE: INGEST_QUEUE,
+    ALERTS_TICK: ALERTS_QUEUE,
+}
+
+
+def task_routes() -> dict[str, dict[str, str]]:
+    """Celery's task_routes for QUEUE_OF: exact names, no wildcards."""
+    return {name: {"queue": queue} for name, queue in QUEUE_OF.items()}
+
 
 # -- messages ----------------------------------------------------------------
 # JSON only, in both directions: a snapshot is a plain dict, and a broker reachable from every
@@ -51,7 +76,8 @@ MESSAGE_SETTINGS = {
     # Results are not read back; a task's effects are in the database or on a queue.
     "task_ignore_result": True,
     # A task is acknowledged only when done, one at a time per process: a worker that dies
-    # mid-task has its message redelivered (collect and ingest are idempotent), none hoarded.
+    # mid-task has its message redelivered (ingest is idempotent), none hoarded. The agent's
+    # polls are the exception: taken without acknowledgement (fabricweb/agent/app.py).
     "task_acks_late": True,
     "task_reject_on_worker_lost": True,
     "worker_prefetch_multiplier": 1,

@@ -11,14 +11,20 @@ and if any child exits on its own the rest are stopped and the exit status is 1.
 
 Central processes get the environment as it is (DATABASE_URL, SECRET_KEY or DEBUG=1,
 REDIS_URL) with FABRIC_POLL_INTERVAL set to --interval; the node agent gets no
-DATABASE_URL and no SECRET_KEY, as on a real compute node.
+DATABASE_URL, no SECRET_KEY and no FABRIC_NODE_KEY_SECRET, as on a real compute node.
+Nodes are authenticated as on a real site: with FABRIC_NODE_KEY_SECRET from the environment,
+or one made up for this run, every node's key is derived as `manage.py node_key` derives it
+and handed to its agent in a key file (FABRIC_NODE_KEY_FILE), and ingest refuses unsigned
+snapshots (FABRIC_NODE_AUTH required, unless the environment says off).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -30,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabricweb.env import Env, redact_url
+from fabricweb.nodeauth import node_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PY, MANAGE = sys.executable, str(BASE_DIR / "manage.py")
@@ -39,6 +46,9 @@ STOP_GRACE_S = 10.0
 START_TIMEOUT_S = 30.0
 AGENT_STOPS_AFTER_S = 30.0  # --agent-stops: a Celery worker needs seconds to start on a busy machine
 CENTRAL_ONLY = ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+# Neither the site's node-key secret (nor a key given to this process) nor the site's secret key, from a file either.
+# REDIS_PASSWORD(_FILE) goes through: the agent reads it as the central side does.
+AGENT_NEVER = ("FABRIC_NODE_KEY", "SECRET_KEY_FILE", "DATABASE_URL_FILE")
 
 
 def say(message: str) -> None:
@@ -144,7 +154,9 @@ def start_private_redis(children: Children, env: dict[str, str]) -> None:
     children.wait_for("answer from redis-server", lambda: redis_answers(env["REDIS_URL"]), 10)
 
 
-def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str) -> None:
+def start_fabric(
+    args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str, secret: str
+) -> None:
     """Everything but the database and Redis: simulator, ingest consumer and worker, beat, node agent, web."""
     sim_dir, interval = args.sim_dir, env["FABRIC_POLL_INTERVAL"]
     if not args.no_sim:
@@ -162,15 +174,27 @@ def start_fabric(args: argparse.Namespace, children: Children, env: dict[str, st
     children.start("alerts worker", [*CELERY, *alerts], env)
     beat = ["beat", "-s", os.path.join(state_dir, "beat-schedule"), "--loglevel", args.log_level]
     children.start("beat", [*CELERY, *beat], env)
-    agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY}
+    agent_env = {k: v for k, v in env.items() if k not in CENTRAL_ONLY and not k.startswith(AGENT_NEVER)}
     served = str(sim_dir)
+    keys = node_keys_file(secret, node_trees(sim_dir), state_dir)
     if args.agent_stops:
         served = trees_without(sim_dir, args.agent_stops, state_dir)
         own = {**agent_env, "FABRIC_NODE_NAME": args.agent_stops, "FABRIC_SYSFS_ROOT": str(sim_dir / args.agent_stops)}
+        own["FABRIC_NODE_KEY"] = node_key(secret, args.agent_stops)
         children.start(f"node agent of {args.agent_stops}", [PY, "-m", "fabricweb.agent"], own)
-    children.start("node agent", [PY, "-m", "fabricweb.agent"], {**agent_env, "FABRIC_SIM_DIR": served})
+    agent_env.update(FABRIC_SIM_DIR=served, FABRIC_NODE_KEY_FILE=keys)
+    children.start("node agent", [PY, "-m", "fabricweb.agent"], agent_env)
     if args.web:
         children.start("web server", [PY, MANAGE, "runserver", "--noreload", args.web], env)
+
+
+def node_keys_file(secret: str, nodes: list[str], state_dir: str) -> str:
+    """The keys of `nodes` ({node: key}, as `manage.py node_key --json` prints them), readable by this user only."""
+    path = os.path.join(state_dir, "node-keys.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({n: node_key(secret, n) for n in nodes}, f)
+    return path
 
 
 def trees_without(sim_dir: Path, node: str, state_dir: str) -> str:
@@ -187,6 +211,10 @@ def trees_without(sim_dir: Path, node: str, state_dir: str) -> str:
 
 def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
     env = {**os.environ, "FABRIC_POLL_INTERVAL": f"{poll_interval(args):g}", "LOG_LEVEL": args.log_level}
+    node_secret = Env(env).secret("FABRIC_NODE_KEY_SECRET", None)
+    if node_secret is None:
+        # A secret of this run only: the nodes' keys are derived from it and handed out below.
+        node_secret = env["FABRIC_NODE_KEY_SECRET"] = secrets.token_hex(32)
     say("migrating the database")
     if subprocess.run([PY, MANAGE, "migrate", "--noinput"], env=env, cwd=BASE_DIR).returncode:
         raise SystemExit("migrate failed")
@@ -194,11 +222,12 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
         raise Stopped
     if args.start_redis:
         start_private_redis(children, env)
-    start_fabric(args, children, env, state_dir)
+    start_fabric(args, children, env, state_dir, node_secret)
 
     nodes, sim = node_trees(args.sim_dir), "" if args.no_sim else " (simulated)"
     say(f"{len(nodes)} nodes under {args.sim_dir}{sim}, polled every {env['FABRIC_POLL_INTERVAL']} s")
     say(f"broker {redact_url(env.get('REDIS_URL', DEFAULT_REDIS_URL))}")
+    say(f"node auth {env.get('FABRIC_NODE_AUTH', 'required')}: each node signs with its key (FABRIC_NODE_KEY_FILE)")
     say(f"database {redact_url(env.get('DATABASE_URL', 'var/fabricweb.sqlite3 (the default)'))}")
     if not args.no_sim:
         device = sorted(os.listdir(args.sim_dir / nodes[0] / "class" / "infiniband"))[0]

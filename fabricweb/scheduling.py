@@ -4,8 +4,8 @@ Every poll interval (FABRIC_POLL_INTERVAL) beat sends `dispatch_collect` to the 
 queue; it sends one `collect` per Node row to that node's queue, node.<name>, with
 `expires` of one interval, so a dead node's worker that comes back discards stale polls
 instead of running them. A node whose queue still holds a message has not taken the
-last poll and gets no other: a dead node's queue keeps the poll its worker held when it
-died (returned to the queue: acks_late) and at most one more, not one per interval.
+last poll and gets no other: a dead node's queue holds one poll, not one per interval
+(the agent takes polls without acknowledgement: the one it held when it died is gone).
 
 Periodic jobs never overlap: each is sent with `expires` of its period (a backlog
 drops it rather than piling up copies), and every job but the dispatch goes through
@@ -24,6 +24,7 @@ from django.db import DatabaseError
 
 from fabricweb.celery import app
 from fabricweb.names import (
+    ALERTS_TICK,
     CHECK_STALE,
     COLLECT,
     DISPATCH,
@@ -37,7 +38,6 @@ from fabricweb.names import (
 
 log = logging.getLogger(__name__)
 
-ALERTS_TICK = "fabricweb.alerts.tasks.tick"
 # A safety net: ingest asks for a tick after each commit that changed events, and a tick asks for
 # the next when its timers run out; this one covers a lost message. The tick takes its own lock.
 ALERTS_TICK_S = 5.0

@@ -2,7 +2,8 @@
 
 Environment (fabricweb/agent/config.py): REDIS_URL (the broker: the only address a node needs),
 FABRIC_NODE_NAME (default: the short host name), FABRIC_SYSFS_ROOT (default /sys); or
-FABRIC_SIM_DIR=DIR to serve every simulated node tree DIR/<name> from one worker. DATABASE_URL,
+FABRIC_SIM_DIR=DIR to serve every simulated node tree DIR/<name> from one worker; FABRIC_NODE_KEY
+or FABRIC_NODE_KEY_FILE (the key its snapshots are signed with), FABRIC_REDIS_CA_FILE. DATABASE_URL,
 SECRET_KEY and DJANGO_SETTINGS_MODULE are neither needed nor read: the agent loads no Django.
 
 The Celery worker is started directly, not through the `celery` command line, whose imports
@@ -58,9 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     if not nodes:
         print(f"agent: no node trees (<name>/class/infiniband) under {config.sim_dir}", file=sys.stderr)
         return 2
+    try:
+        config.check_keys(nodes)
+    except ConfigError as e:
+        print(f"agent: {e}", file=sys.stderr)
+        return 2
     from fabricweb.agent.app import create_app  # Celery: only once the configuration is sound
 
-    app, _ = create_app(config)
+    app, _ = create_app(config, nodes)
     worker = app.Worker(**worker_options(nodes, args, config))
     worker.start()
     return worker.exitcode or 0

@@ -17,32 +17,56 @@ import logging
 
 from celery import Celery
 from celery.signals import after_setup_logger, worker_ready, worker_shutdown
+from kombu import Exchange, Queue
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
-from fabricweb.names import COLLECT, MESSAGE_SETTINGS
+from fabricweb.brokeracl import unacked_keys
+from fabricweb.brokertls import celery_ssl_options
+from fabricweb.names import COLLECT, MESSAGE_SETTINGS, node_queue, task_routes
 
 # Celery logs every task received and done at INFO: two lines per poll into each node's journal.
 PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
 
 # Seconds between the broker transport's sweeps for this worker's unacknowledged messages
-# (kombu's default: 10 s). The one an agent holds is restored by its own shutdown or by
-# the visibility timeout; no need to scan Redis that often from every node.
+# (kombu's default: 10 s). The agent takes its polls without acknowledgement (poll_queues),
+# so it holds none; no need to scan Redis that often from every node.
 UNACKED_SWEEP_S = 300
 
 
-def create_app(config: AgentConfig) -> tuple[Celery, Agent]:
+def poll_queues(nodes: list[str]) -> list[Queue]:
+    """The queues of `nodes`' polls, consumed without acknowledgement.
+
+    A poll is worth nothing after its interval (beat sends it with `expires`, and the next one
+    follows), so it is not kept in kombu's unacknowledged hash while it runs: half the Redis
+    round trips of a poll (the MULTI/EXEC that stores it, the one that removes it at the ack).
+    An agent killed mid-poll loses that one poll; dispatch sends the next to an empty queue.
+    The same exchange and binding as Celery's own queue of that name, so central sends as before.
+    """
+    return [Queue(name, Exchange(name, "direct"), routing_key=name, no_ack=True) for name in map(node_queue, nodes)]
+
+
+def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Celery, Agent]:
     # fixups=[]: Celery would otherwise load Django whenever DJANGO_SETTINGS_MODULE is set.
     app = Celery("fabricweb-agent", broker=config.broker_url, fixups=[], set_as_current=True)
     scheme = config.broker_url.partition("://")[0]
     app.conf.update(
         MESSAGE_SETTINGS,
         broker_transport="fabricweb.agent.transport:Transport" if scheme in ("redis", "rediss") else None,
+        task_routes=task_routes(),
+        task_queues=poll_queues(nodes) if nodes else None,
+        # rediss:// checks the broker's certificate (FABRIC_REDIS_CA_FILE), as the central processes do.
+        broker_use_ssl=celery_ssl_options(config.broker_url, config.ca_file),
         worker_enable_remote_control=False,
         worker_hijack_root_logger=True,
         broker_transport_options={
             "polling_interval": config.broker_wait_s,
             "unacked_restore_interval": UNACKED_SWEEP_S,
+            # Polls are sent without a priority: one list per queue to wait on, not kombu's four
+            # (node.<name> and three `\x06\x16<n>` variants), which a per-node ACL names exactly.
+            "priority_steps": [0],
+            # Its own unacknowledged-message keys, not the `unacked` hash every central worker shares.
+            **unacked_keys(config.node_name),
         },
     )
     agent = Agent(app, config)

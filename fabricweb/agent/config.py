@@ -8,17 +8,21 @@ centrally), never a silent default.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit
 
 from collectors.facts import NODE_NAME_PATTERN
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 WATCH_MODES = ("auto", "on", "off")
 BROKER_SCHEMES = ("redis", "rediss", "unix")
+# A node key as `manage.py node_key` prints it (fabricweb/nodeauth.py): 32 bytes in hex.
+NODE_KEY_PATTERN = r"[0-9a-f]{64}"
 
 
 class ConfigError(ValueError):
@@ -43,20 +47,28 @@ class AgentConfig:
     watch: str = "auto"
     # Seconds the broker connection blocks waiting for a `collect` between wake-ups.
     broker_wait_s: float = 10.0
+    # The key each served node signs its snapshots with (fabricweb/nodeauth.py); none: unsigned.
+    node_keys: dict[str, str] = field(default_factory=dict, repr=False)
+    # The CA that signed the broker's certificate (rediss://); None: the system's CAs.
+    ca_file: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
         read = _Reader(environ)
+        node_name = read.match("FABRIC_NODE_NAME", socket.gethostname().split(".")[0], NODE_NAME_PATTERN)
+        sim_dir = read.text("FABRIC_SIM_DIR", None)
         return cls(
-            broker_url=read.url("REDIS_URL", "redis://127.0.0.1:6379/0"),
-            node_name=read.match("FABRIC_NODE_NAME", socket.gethostname().split(".")[0], NODE_NAME_PATTERN),
+            broker_url=read.broker_url(),
+            node_name=node_name,
             sysfs_root=read.text("FABRIC_SYSFS_ROOT", "/sys"),
-            sim_dir=read.text("FABRIC_SIM_DIR", None),
+            sim_dir=sim_dir,
             log_level=read.choice("LOG_LEVEL", "INFO", LOG_LEVELS),
             poll_deadline_s=read.number("FABRIC_POLL_DEADLINE", 10.0, float, low=0.1),
             hw_counters_every=read.number("FABRIC_HW_COUNTERS_EVERY", 6, int, low=1),
             watch=read.choice("FABRIC_WATCH_EVENTS", "auto", WATCH_MODES),
             broker_wait_s=read.number("FABRIC_BROKER_WAIT", 10.0, float, low=0.1),
+            node_keys=read.node_keys(node_name, several=sim_dir is not None),
+            ca_file=read.file("FABRIC_REDIS_CA_FILE"),
         )
 
     def served_nodes(self) -> list[str]:
@@ -80,6 +92,12 @@ class AgentConfig:
         if node != self.node_name:
             raise NotServed(f"this agent reads {self.node_name}, not {node}")
         return self.sysfs_root
+
+    def check_keys(self, nodes: list[str]) -> None:
+        """With node keys configured, every node served must have one: a snapshot signed by none is refused."""
+        missing = [n for n in nodes if n not in self.node_keys]
+        if self.node_keys and missing:
+            raise ConfigError(f"FABRIC_NODE_KEY_FILE has no key for {', '.join(missing)}")
 
     def reads_this_machine(self) -> bool:
         """Whether the tree is this machine's own /sys, which pyverbs describes too."""
@@ -136,6 +154,69 @@ class _Reader:
             raise ConfigError(f"{name}={value!r}: must be at least {low}")
         return number
 
+    def file(self, name: str) -> str | None:
+        path = self._get(name)
+        if path is not None and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ConfigError(f"{name}={path!r}: not a readable file")
+        return path
+
+    def node_keys(self, node: str, several: bool) -> dict[str, str]:
+        """FABRIC_NODE_KEY (this node's key), or FABRIC_NODE_KEY_FILE: one key, or JSON {node: key}."""
+        key, path = self._get("FABRIC_NODE_KEY"), self.file("FABRIC_NODE_KEY_FILE")
+        if key is not None and path is not None:
+            raise ConfigError("FABRIC_NODE_KEY and FABRIC_NODE_KEY_FILE are both set: give one")
+        if key is not None:
+            if several:
+                raise ConfigError("FABRIC_NODE_KEY is one node's key: an agent serving FABRIC_SIM_DIR needs "
+                                  "FABRIC_NODE_KEY_FILE with {node: key} (manage.py node_key --json)")  # fmt: skip
+            return {node: _node_key("FABRIC_NODE_KEY", key)}
+        if path is None:
+            return {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read(64 * 1024).strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"FABRIC_NODE_KEY_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
+        if not text.startswith("{"):
+            if several:
+                raise ConfigError(f"FABRIC_NODE_KEY_FILE={path!r}: one key, but FABRIC_SIM_DIR serves several nodes")
+            return {node: _node_key(f"FABRIC_NODE_KEY_FILE={path!r}", text)}
+        try:
+            keys = json.loads(text)
+        except ValueError:
+            raise ConfigError(f"FABRIC_NODE_KEY_FILE={path!r}: neither a key nor a JSON object") from None
+        if not isinstance(keys, dict) or not keys:
+            raise ConfigError(f"FABRIC_NODE_KEY_FILE={path!r}: expected a JSON object {{node: key}}")
+        for name, value in keys.items():
+            if not re.fullmatch(NODE_NAME_PATTERN, name):
+                raise ConfigError(f"FABRIC_NODE_KEY_FILE={path!r}: {name[:64]!r} is not a node name")
+            _node_key(f"FABRIC_NODE_KEY_FILE={path!r}: the key of {name}", value)
+        return dict(keys)
+
+    def broker_url(self) -> str:
+        """REDIS_URL, with the password of REDIS_PASSWORD or the file REDIS_PASSWORD_FILE (a systemd
+        credential) put in it: the password need not sit in an environment file."""
+        url = self.url("REDIS_URL", "redis://127.0.0.1:6379/0")
+        password, path = self._get("REDIS_PASSWORD"), self.file("REDIS_PASSWORD_FILE")
+        if password is not None and path is not None:
+            raise ConfigError("REDIS_PASSWORD and REDIS_PASSWORD_FILE are both set: give one")
+        if path is not None:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    password = f.read(4096).strip()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(f"REDIS_PASSWORD_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
+            if not password:
+                raise ConfigError(f"REDIS_PASSWORD_FILE={path!r} is empty")
+        if password is None:
+            return url
+        parts = urlsplit(url)
+        if parts.scheme == "unix" or parts.password is not None:
+            where = "a unix:// URL" if parts.scheme == "unix" else "a REDIS_URL that has a password already"
+            raise ConfigError(f"a broker password from REDIS_PASSWORD(_FILE) does not go with {where}")
+        host = parts.netloc.rpartition("@")[2]
+        return parts._replace(netloc=f"{parts.username or ''}:{quote(password, safe='')}@{host}").geturl()
+
     def url(self, name: str, default: str) -> str:
         value = self._get(name)
         if value is None:
@@ -145,3 +226,10 @@ class _Reader:
             shown = re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", value)
             raise ConfigError(f"{name}={shown!r}: expected a URL starting with {', '.join(BROKER_SCHEMES)}://")
         return value
+
+
+def _node_key(what: str, value) -> str:
+    # Never echoed: a key one character off is still most of a key.
+    if not (isinstance(value, str) and re.fullmatch(NODE_KEY_PATTERN, value)):
+        raise ConfigError(f"{what}: expected 64 hex digits (manage.py node_key NODE)")
+    return value

@@ -1,8 +1,9 @@
 """The node side of polling: `collect`, sent by central beat to node.<name>, and the hello at start.
 
 Both read a node's tree (fabricweb/agent/poll.py) and send the JSON snapshot to the snapshots
-queue (read in batches by `manage.py ingest`) by task name: nothing here needs the database or
-the central apps, and nothing central imports this module.
+queue (read in batches by `manage.py ingest`) by task name, signed with the node's key when it
+has one (fabricweb/nodeauth.py, standard library only): nothing here needs the database or the
+central apps, and nothing central imports this module.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
 from fabricweb.agent.poll import Poller
-from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, SNAPSHOT_QUEUE
+from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX
+from fabricweb.nodeauth import signed_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +32,17 @@ class Agent:
         self.events: EventWatch | None = None
 
     def deliver(self, snap: dict) -> None:
-        # argsrepr given: Celery would otherwise walk the whole snapshot to print it in the headers.
-        self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=SNAPSHOT_QUEUE, argsrepr=f"[snapshot of {snap['host']}]")
+        """Send `snap` to ingest (routed to the snapshots queue), signed with its node's key when there is one."""
+        host = snap["host"]
+        key = self.config.node_keys.get(host)
+        # The reprs are given: Celery would otherwise walk the whole snapshot to print it in the headers.
+        if key is None:
+            self.app.send_task(INGEST_SNAPSHOT, args=[snap], argsrepr=f"[snapshot of {host}]")
+        else:
+            signed = signed_kwargs(key, snap)
+            self.app.send_task(
+                INGEST_SNAPSHOT, kwargs=signed, argsrepr="()", kwargsrepr=f"{{signed snapshot of {host}}}"
+            )
 
     def collect(self, node: str) -> dict:
         """Read `node` and send its snapshot; a poll past its deadline sends nothing (the node goes stale)."""
@@ -53,6 +64,10 @@ class Agent:
                 log.exception("hello: could not send the first snapshot of %s", node)
         if nodes:
             log.info("hello: sent the first snapshot of %d node(s): %s", len(nodes), ", ".join(nodes))
+        if not self.config.node_keys:
+            log.warning(
+                "snapshots are sent unsigned (no FABRIC_NODE_KEY): ingest refuses them if FABRIC_NODE_AUTH is required"
+            )
 
     def watch_events(self, pyverbs=None) -> bool:
         """Send a snapshot of this node at once on a port event (at most one extra a second)."""

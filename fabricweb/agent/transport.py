@@ -6,7 +6,12 @@ A redis.Redis is safe to share between threads (each command takes a connection 
 so the channel keeps one per connection pool. Same protocol, same connections, same options
 (TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
 
-It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below).
+It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below), sends
+nothing to acknowledge a message it never stored as unacknowledged (the agent's polls are
+consumed without acknowledgement: app.py), and adds an exchange's binding only when it is
+missing: under a per-node Redis ACL user (fabricweb/brokeracl.py) a node may read the
+`snapshots` bindings but not change them, since a binding added there would route every
+other node's snapshots to a queue of its choosing.
 """
 
 from __future__ import annotations
@@ -28,6 +33,25 @@ class Channel(kombu_redis.Channel):
         if shared is None or shared.connection_pool is not self.pool:  # the pool is rebuilt after a fork
             shared = self._shared_client = self._create_client()
         yield shared
+
+    def basic_ack(self, delivery_tag, multiple=False):
+        # A message of a no-ack queue (the agent's polls: app.py) was never stored as unacknowledged;
+        # Celery acknowledges it all the same, which would cost a MULTI/EXEC removing nothing.
+        if delivery_tag not in self.qos._delivered:
+            return
+        super().basic_ack(delivery_tag, multiple)
+
+    def _queue_bind(self, exchange, routing_key, pattern, queue):
+        keys = (self.keyprefix_queue % (exchange,), self.keyprefix_binding_permanent % (exchange,))
+        member = self.sep.join([routing_key or "", pattern or "", queue or ""])
+        if queue not in self._expires:
+            with self.conn_or_acquire() as client:
+                pipe = client.pipeline(transaction=False)
+                for key in keys:
+                    pipe.sismember(key, member)
+                if all(pipe.execute()):
+                    return  # declared already (by `manage.py ingest`, central dispatch or an earlier start)
+        super()._queue_bind(exchange, routing_key, pattern, queue)
 
 
 class Transport(kombu_redis.Transport):

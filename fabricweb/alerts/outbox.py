@@ -14,11 +14,13 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from fabricweb.names import ALERTS_TICK
+
 from .models import Channel, Outbox
 
 log = logging.getLogger(__name__)
 
-TICK = "fabricweb.alerts.tasks.tick"
+TICK = ALERTS_TICK
 
 
 def on_events_changed(sender, changes, **kwargs) -> None:

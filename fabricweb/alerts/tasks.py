@@ -1,4 +1,4 @@
-"""The alerts worker's one task, on queue `alerts` (fabricweb.celery routes fabricweb.alerts.tasks.*).
+"""The alerts worker's one task, on queue `alerts` (fabricweb/names.py: QUEUE_OF).
 
 `tick`: route (outbox -> threads -> deliveries), then send what is due, then ask for the
 next tick when the earliest timer (a `for` wait, a group window, a retry, a repeat) runs

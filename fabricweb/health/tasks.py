@@ -1,4 +1,4 @@
-"""Celery tasks of the health app; routed to the `ingest` queue (fabricweb.celery)."""
+"""Celery tasks of the health app, on the `ingest` queue (fabricweb/names.py: QUEUE_OF)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import redis
 from celery import shared_task
 from django.db import OperationalError
 
+from fabricweb.names import CHECK_STALE
+
 from . import staleness
 
 log = logging.getLogger(__name__)
@@ -15,7 +17,7 @@ log = logging.getLogger(__name__)
 
 # Schedule once per poll interval. A run that finds SQLite locked or loses its connection is
 # retried; a late run only reports a stale node a little later.
-@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
+@shared_task(name=CHECK_STALE, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
 def check_stale() -> dict:
     """Open or update the stale event of every node that has missed `stale_after_polls` polls.
 

@@ -3,7 +3,7 @@
 The ingest tasks are routed to the `snapshots` queue, which `manage.py ingest` reads in
 batches (consumer.py) without running these functions; they stay registered so that a
 message on the `ingest` queue (an older agent) is still stored by the Celery worker.
-Rollups and prune run on the `ingest` queue (fabricweb.celery routes).
+Rollups and prune run on the `ingest` queue (fabricweb/names.py: QUEUE_OF).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import logging
 
 from celery import shared_task
 from django.db import OperationalError
+
+from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS, PRUNE, ROLLUP
 
 from . import ingest, retention, rollup
 from .auth import NotAuthenticated, authenticated, check_unsigned
@@ -33,7 +35,7 @@ def log_result(result) -> None:
         log.debug("ingest: %s", result.summary())
 
 
-@shared_task(**_RETRY)
+@shared_task(name=INGEST_SNAPSHOT, **_RETRY)
 def ingest_snapshot(snapshot: dict | str, node: str | None = None, signature: str | None = None) -> dict:
     """Store one node snapshot (collectors.snapshot.to_dict) in one transaction; a signed one (JSON text,
     node, signature: fabricweb/nodeauth.py) only when it was signed with that node's key."""
@@ -54,7 +56,7 @@ def ingest_snapshot(snapshot: dict | str, node: str | None = None, signature: st
     return {"status": result.status, "node": result.node, "samples": result.samples_written}
 
 
-@shared_task(**_RETRY)
+@shared_task(name=INGEST_SNAPSHOTS, **_RETRY)
 def ingest_snapshots(snapshots: list) -> dict:
     """Store many snapshots in one transaction: for relays or backfills that hold a batch at once.
     Unsigned: refused when FABRIC_NODE_AUTH is required."""
@@ -71,14 +73,14 @@ def ingest_snapshots(snapshots: list) -> dict:
     return {"stored": len(batch.results), "rejected": len(batch.rejected), "samples": batch.samples_written}
 
 
-@shared_task(soft_time_limit=600, time_limit=900)
+@shared_task(name=ROLLUP, soft_time_limit=600, time_limit=900)
 def rollup_samples() -> dict:
     """Roll raw samples into 5-minute and hourly buckets. Schedule every 5 minutes."""
     written = rollup.rollup()
     return {str(period): n for period, n in written.items()}
 
 
-@shared_task(soft_time_limit=1800, time_limit=2400)
+@shared_task(name=PRUNE, soft_time_limit=1800, time_limit=2400)
 def prune_old() -> dict:
     """Roll up what is due, then delete what is past retention. Schedule hourly."""
     rollup.rollup()

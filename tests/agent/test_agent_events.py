@@ -20,7 +20,7 @@ from celery import Celery
 from collectors.sim import Fabric
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
-from fabricweb.names import MESSAGE_SETTINGS, SNAPSHOT_QUEUE
+from fabricweb.names import MESSAGE_SETTINGS, SNAPSHOT_QUEUE, task_routes
 from tests.e2e.e2e_harness import leased_redis_db
 
 LIMIT_S = 1.0  # DESIGN.md: a port that goes down is known in under a second
@@ -30,7 +30,7 @@ LIMIT_S = 1.0  # DESIGN.md: a port that goes down is known in under a second
 def broker():
     with leased_redis_db() as url:
         app = Celery("agent-under-test", broker=url, set_as_current=False)
-        app.conf.update(MESSAGE_SETTINGS)
+        app.conf.update(MESSAGE_SETTINGS, task_routes=task_routes())  # as the agent's app routes
         yield app, redis.Redis.from_url(url)
         app.close()
 

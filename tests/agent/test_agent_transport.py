@@ -6,10 +6,12 @@ import threading
 import time
 
 import pytest
+import redis
 from kombu import Connection, Exchange, Queue
 from kombu.asynchronous import Hub
 from kombu.asynchronous.timer import Timer
 
+from fabricweb.agent.app import poll_queues
 from fabricweb.agent.transport import Transport
 from tests.e2e.e2e_harness import leased_redis_db
 
@@ -66,3 +68,22 @@ def test_its_event_loop_sleeps_until_a_poll_arrives_instead_of_waking_every_seco
     # kombu's stock transport wakes every second (a 1 s timer): 5 or more times by then.
     assert wakes <= 3
     assert received and received[0] - sent[0] < 1.0  # a poll still wakes it at once
+
+
+def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_costs_nothing(url):
+    # As the agent consumes node.<name> (fabricweb/agent/app.py): a poll is worth nothing after its
+    # interval, so it is not kept in kombu's unacked hash while it runs (two round trips a poll fewer).
+    queue = poll_queues(["cn001"])[0]
+    assert queue.name == "node.cn001" and queue.no_ack
+    got = []
+    with Connection(url, transport=Transport) as conn:
+        conn.Producer(serializer="json").publish(
+            {"poll": 1}, exchange=queue.exchange, routing_key=queue.routing_key, declare=[queue]
+        )
+        client = conn.default_channel._shared_client or redis.Redis.from_url(url)
+        with conn.Consumer([queue], callbacks=[lambda body, message: got.append(message)]):
+            conn.drain_events(timeout=5)
+            assert [m.payload for m in got] == [{"poll": 1}]
+            assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
+            got[0].ack()  # what Celery does after the task: nothing to remove, nothing sent
+            assert client.llen("node.cn001") == 0

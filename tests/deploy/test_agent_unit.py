@@ -53,8 +53,12 @@ def test_the_unit_runs_unprivileged_hardened_with_a_ceiling_and_restarts_on_fail
         "PrivateTmp": "yes",
         "Restart": "on-failure",
         "EnvironmentFile": "/etc/fabricweb/agent.env",
+        # The node key stays root-only on disk; the agent's dynamic user reads it as a credential.
+        "Environment": "FABRIC_NODE_KEY_FILE=%d/node-key REDIS_PASSWORD_FILE=%d/redis-password",
     }.items():
         assert service[key] == value, key
+    credentials = re.findall(r"^LoadCredential=(.*)$", (DEPLOY / "fabricweb-agent.service").read_text(), re.M)
+    assert credentials == ["node-key:/etc/fabricweb/node.key", "redis-password:/etc/fabricweb/redis.password"]
     assert re.fullmatch(r"\d+%", service["CPUQuota"]) and re.fullmatch(r"\d+M", service["MemoryMax"])
 
 
@@ -68,12 +72,24 @@ def example_env() -> dict[str, str]:
     return found
 
 
-def test_the_environment_example_names_every_variable_the_agent_reads_with_values_it_accepts():
+def test_the_environment_example_names_every_variable_the_agent_reads_with_values_it_accepts(tmp_path):
     env = example_env()
-    config = AgentConfig.from_env(env)
-    assert config.broker_url.startswith("redis://") and config.node_name == "cn042"
+    # The files it names exist on a provisioned node: stand-ins here. FABRIC_NODE_KEY is the file's alternative.
+    (tmp_path / "node.key").write_text("0" * 64)
+    (tmp_path / "ca.pem").write_text("")
+    (tmp_path / "redis.password").write_text("s3cret\n")
+    usable = {k: v for k, v in env.items() if k not in ("FABRIC_NODE_KEY", "REDIS_PASSWORD")}  # the files' alternatives
+    usable.update(FABRIC_NODE_KEY_FILE=str(tmp_path / "node.key"), FABRIC_REDIS_CA_FILE=str(tmp_path / "ca.pem"))
+    usable["REDIS_PASSWORD_FILE"] = str(tmp_path / "redis.password")
+    config = AgentConfig.from_env(usable)
+    assert config.broker_url == "rediss://node.cn042:s3cret@fabric-central.example.org:6379/0"
+    assert config.node_name == "cn042"
+    assert config.node_keys == {"cn042": "0" * 64} and config.ca_file == str(tmp_path / "ca.pem")
     read_by_agent = set(
-        re.findall(r'"((?:REDIS_URL|LOG_LEVEL|FABRIC_[A-Z_]+))"', (ROOT / "fabricweb/agent/config.py").read_text())
+        re.findall(
+            r'"((?:REDIS_URL|REDIS_PASSWORD(?:_FILE)?|LOG_LEVEL|FABRIC_[A-Z_]+))"',
+            (ROOT / "fabricweb/agent/config.py").read_text(),
+        )
     )
     assert set(env) == read_by_agent - {"FABRIC_SIM_DIR"}  # that one serves simulated trees, not a node
     assert not {"DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE"} & set(env)

@@ -19,6 +19,8 @@ import dj_database_url
 import pytest
 import redis
 
+from fabricweb.nodeauth import node_key
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 INTERVAL = 1.0  # FABRIC_POLL_INTERVAL: short, so the suite sees many polls
@@ -28,6 +30,8 @@ NODES = 6
 # a link stable for 3 s has stopped flapping.
 THRESHOLDS = '{"symbol_errors_per_hour": 1000000, "congestion_window_s": 3, "flapping_quiet_s": 3}'
 SECRET = "e2e-only-secret-" + "x" * 40
+# Node keys are derived from it (fabricweb/nodeauth.py): every fabric runs with node auth required.
+NODE_KEY_SECRET = "e2e-only-node-key-secret-" + "n" * 40
 STARTUP_S = 60.0
 STOP_S = 30.0
 # What the test process has that the fabric's processes must not inherit.
@@ -189,7 +193,9 @@ class RunningFabric:
         self.tmp, self.db, self.redis_url = tmp, db, redis_url
         self.sim_dir = sim_dir or tmp / "sim"
         self.redis = redis.Redis.from_url(redis_url) if redis_url else None
-        self.env = clean_env(DATABASE_URL=db_url, SECRET_KEY=SECRET, FABRIC_THRESHOLDS=THRESHOLDS)
+        self.env = clean_env(
+            DATABASE_URL=db_url, SECRET_KEY=SECRET, FABRIC_THRESHOLDS=THRESHOLDS, FABRIC_NODE_KEY_SECRET=NODE_KEY_SECRET
+        )
         self.env.pop("REDIS_URL", None)
         if redis_url:
             self.env["REDIS_URL"] = redis_url
@@ -222,12 +228,13 @@ class RunningFabric:
             self.runner.watch()
             time.sleep(0.2)
 
-    def start_agent(self, name: str, sysfs_root: Path, *extra: str) -> Process:
-        """A node agent as on a compute node: the broker URL and its tree, no database, no secret.
+    def start_agent(self, name: str, sysfs_root: Path, *extra: str, key: str | None = None) -> Process:
+        """A node agent as on a compute node: the broker URL, its tree and its node key (or `key`), no database.
 
         This directory is on its PYTHONPATH, so `-I e2e_probe` can load the probe task.
         """
         env = clean_env(REDIS_URL=self.redis_url, FABRIC_NODE_NAME=name, FABRIC_SYSFS_ROOT=str(sysfs_root))
+        env["FABRIC_NODE_KEY"] = key or node_key(NODE_KEY_SECRET, name)
         env.pop("FABRIC_SIM_DIR", None)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
         agent = Process([sys.executable, "-m", "fabricweb.agent", *extra], env, self.tmp / f"agent-{name}.log")

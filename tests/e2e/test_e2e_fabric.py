@@ -19,12 +19,15 @@ import pytest
 from celery import Celery
 from django.db.models import Count
 from django.utils import timezone
-from e2e_harness import INTERVAL, NODES, STARTUP_S
+from e2e_harness import INTERVAL, NODE_KEY_SECRET, NODES, STARTUP_S
 from e2e_probe import PROBE
 
+from collectors import read_host, to_dict
 from collectors.sim import Fabric
+from fabricweb import nodeauth
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
+from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
 from fabricweb.telemetry.models import PortSample
 
 SIM_NODES = [f"cn{i:03d}" for i in range(1, NODES + 1)]
@@ -223,3 +226,42 @@ def test_a_broadcast_shutdown_from_anyone_on_the_broker_changes_nothing(fabric):
     assert fabric.runner.proc.poll() is None, fabric.tail()
     fresh = Node.objects.using(fabric.db).filter(name__in=SIM_NODES, last_ingested_at__gt=since).count()
     assert fresh == NODES, f"only {fresh} of {NODES} nodes still polled after the broadcast\n{fabric.tail()}"
+
+
+def test_a_snapshot_for_one_node_signed_with_another_nodes_key_is_refused_and_counted(fabric):
+    victim, thief = SIM_NODES[0], SIM_NODES[1]
+    fabric.wait("the victim registered", lambda: victim in node_rows(fabric, [victim]), STARTUP_S)
+    # A false "port down" for the victim, as the holder of another node's key (a compromised node) could send it.
+    forged = to_dict(read_host(str(fabric.sim_dir / victim), host=victim, use_verbs=False))
+    forged["collected_at"] = (timezone.now() + timedelta(seconds=1)).isoformat()
+    for device in forged["devices"]:
+        for port in device["ports"]:
+            port["state"], port["phys_state"] = {"id": 1, "name": "DOWN"}, {"id": 3, "name": "Disabled"}
+    thief_key = nodeauth.node_key(NODE_KEY_SECRET, thief)
+    signed_as_victim = nodeauth.signed_kwargs(thief_key, forged)  # names the victim, signed with the thief's key
+    text = signed_as_victim["snapshot"]
+    signed_as_thief = {"snapshot": text, "node": thief, "signature": nodeauth.sign(thief_key, thief, text)}
+    client = Celery("e2e-thief", broker=fabric.redis_url, set_as_current=False)
+    try:
+        for kwargs in (signed_as_victim, signed_as_thief):
+            client.send_task(INGEST_SNAPSHOT, kwargs=kwargs, queue=SNAPSHOT_QUEUE)
+    finally:
+        client.close()
+    since = timezone.now()
+
+    def refusals() -> list[str]:
+        return [line for line in fabric.runner.log.read_text().splitlines() if "ingest: refused message" in line]
+
+    fabric.wait("both forgeries refused", lambda: len(refusals()) >= 2, 5 * INTERVAL + SLACK_S)
+    # Counted one by one, and nothing else refused in the whole run: every agent signs with its own key.
+    assert len(refusals()) == 2, refusals()
+    assert f"bad signature for node '{victim}': not sent with that node's key" in refusals()[0]
+    assert f"signed by {thief} but names host '{victim}'" in refusals()[1]
+    # The victim's own agent goes on: its next polls are stored, and no port of it was taken down.
+    fabric.wait(
+        "the victim's own polls stored",
+        lambda: Node.objects.using(fabric.db).filter(name=victim, last_ingested_at__gt=since).exists(),
+        3 * INTERVAL + SLACK_S,
+    )
+    down = Port.objects.using(fabric.db).filter(device__node__name=victim).exclude(state_id=4)
+    assert not down.exists(), list(down.values("device__name", "port", "state_name"))

@@ -42,6 +42,11 @@ def test_runfabric_serves_any_trees_and_stops_everything_when_one_process_dies(t
 
             fabric.runner.watch()
             agent = next(p for p in fabric.runner.seen if "fabricweb.agent" in cmdline(p))
+            # As on a compute node: its key (in a file only this user reads), never the site's secrets.
+            environ = dict(v.split("=", 1) for v in Path(f"/proc/{agent}/environ").read_text().split("\0") if "=" in v)
+            assert not {"FABRIC_NODE_KEY_SECRET", "SECRET_KEY", "DATABASE_URL"} & set(environ)
+            assert os.stat(environ["FABRIC_NODE_KEY_FILE"]).st_mode & 0o777 == 0o600
+            assert "node auth required" in fabric.runner.log.read_text()
             os.killpg(os.getpgid(agent), signal.SIGKILL)
             assert fabric.runner.proc.wait(30) == 1
             assert "node agent exited with status -9; stopping the rest" in fabric.runner.log.read_text()

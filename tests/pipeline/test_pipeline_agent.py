@@ -12,17 +12,26 @@ import pytest
 
 from collectors.sim import Fabric
 from fabricweb.agent.__main__ import parse_args, worker_options
+from fabricweb.agent.app import create_app
 from fabricweb.agent.config import AgentConfig, ConfigError, NotServed
 from fabricweb.agent.poll import Poller
 from fabricweb.celery import app
+from fabricweb.names import QUEUE_OF, task_routes
 
 REPO = Path(__file__).resolve().parents[2]
-# What the agent may load of the project: its own package, the names, the collectors.
-AGENT_MODULES = ("fabricweb", "fabricweb.names", "fabricweb.agent", "collectors")
+# What the agent may load of the project: its own package, the collectors, and the standard-library-only
+# modules it shares with the central side (names, the node signature, the broker's TLS rule and ACL).
+AGENT_PACKAGES = ("fabricweb.agent", "collectors")
+AGENT_MODULES = ("fabricweb", "fabricweb.names", "fabricweb.nodeauth", "fabricweb.brokertls", "fabricweb.brokeracl")
 
 
-def route(name: str, **kwargs) -> str:
-    return app.amqp.router.route({}, name, args=(), kwargs=kwargs, task_type=app.tasks.get(name))["queue"].name
+def agents_own(module: str) -> bool:
+    return module in AGENT_MODULES or any(module == p or module.startswith(p + ".") for p in AGENT_PACKAGES)
+
+
+def route(name: str) -> str:
+    """The queue a task sent by name goes to from this process, whether or not it has the task imported."""
+    return app.amqp.router.route({}, name, args=(), kwargs={}, task_type=app.tasks.get(name))["queue"].name
 
 
 def agent_env(**extra: str) -> dict[str, str]:
@@ -40,10 +49,23 @@ def sim_dir(tmp_path):
     return tmp_path
 
 
-def test_central_tasks_are_still_routed_to_the_ingest_queue():
+def test_each_task_goes_to_the_queue_the_names_module_states_once():
     assert route("fabricweb.scheduling.dispatch_collect") == "ingest"
     assert route("fabricweb.scheduling.run_exclusive") == "ingest"
+    assert route("fabricweb.telemetry.tasks.rollup_samples") == "ingest"
+    assert route("fabricweb.health.tasks.check_stale") == "ingest"
     assert route("fabricweb.telemetry.tasks.ingest_snapshot") == "snapshots"
+    assert route("fabricweb.alerts.tasks.tick") == "alerts"
+    # Exact names from fabricweb/names.py, for both apps: no wildcard, no copy.
+    assert app.conf.task_routes == task_routes() == {name: {"queue": q} for name, q in QUEUE_OF.items()}
+    try:
+        agent_app, _ = create_app(AgentConfig(broker_url="redis://127.0.0.1:1/0", node_name="cn001"))
+        assert agent_app.conf.task_routes == task_routes()
+    finally:
+        app.set_current()  # the agent's app made itself the current one, as in its own process
+    # Every central task is registered under the name the table states (none renamed by a module move).
+    app.loader.import_default_modules()
+    assert set(QUEUE_OF) <= set(app.tasks)
     # The node agent's task is sent by name, never registered centrally.
     assert "fabricweb.agent.tasks.collect" not in app.tasks
 
@@ -128,7 +150,7 @@ def test_the_agent_loads_neither_django_nor_central_code_even_with_central_setti
     django = [m for m in seen["modules"] if m.split(".")[0] == "django"]
     assert [m for m in django if m.startswith(("django.db", "django.conf", "django.apps", "django.core"))] == []
     project = [m for m in seen["modules"] if m.split(".")[0] in ("fabricweb", "collectors")]
-    assert [m for m in project if not m.startswith(AGENT_MODULES)] == []
+    assert [m for m in project if not agents_own(m)] == []
     assert "fabricweb.agent.tasks.collect" in seen["tasks"]
     assert not seen["has_settings"]
 

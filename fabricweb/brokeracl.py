@@ -1,0 +1,88 @@
+"""Redis ACL users for node agents: each may push snapshots and take its own polls, nothing else. Standard library only.
+
+Every compute node reaches the broker. With one shared password (or none) any of them can read
+another node's polls, pop the snapshots of all, empty the central queues, or FLUSHALL. Here each
+node has a user of its own, `node.<name>` (never `default`, whatever the node is called), whose
+password is derived from the site's secret (FABRIC_NODE_KEY_SECRET) like its node key, so the
+central side keeps no table of them:
+
+    password(node) = HMAC-SHA256(secret, "fabricweb broker password v1\\0" + node)
+
+and whose rules are exactly what the node agent's Celery worker uses (measured with MONITOR;
+tests/agent/test_agent_broker_acl.py runs the agent as such a user against a real redis-server):
+
+- its own queue `node.<name>`: BRPOP (the poll), LLEN (the declaration), LPUSH (a poll handed back
+  on shutdown), and its exchange's bindings (kombu declares them);
+- its own unacknowledged-message keys, `unacked*.node.<name>` (fabricweb/agent/app.py names them
+  so; kombu's default `unacked` is shared by every worker, central ones included). Polls are
+  taken without acknowledgement, so they stay empty; kombu still looks there at shutdown;
+- the `snapshots` queue through a selector: LPUSH and LLEN only (never BRPOP: no node may take
+  another's snapshot), and only reading its bindings (SISMEMBER, SMEMBERS: the agent's transport
+  adds a binding only when it is missing, and `manage.py ingest` declares it first);
+- no pub/sub channel (resetchannels: no pidbox, no broadcast), no other key, no admin command.
+
+`manage.py broker_acl NODE...` prints the users' lines for an ACL file (only a hash of each
+password) and `--passwords` the passwords to provision on the nodes (docs/agent.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from fabricweb.names import NODE_QUEUE_PREFIX, SNAPSHOT_QUEUE, node_queue
+
+PASSWORD_CONTEXT = b"fabricweb broker password v1\0"
+# kombu's key layout (kombu.transport.redis.Channel): exchange bindings, one set each.
+BINDING_KEYS = ("_kombu.binding.{}", "_kombu.binding_permanent.{}")
+# The node agent's own unacknowledged-message keys (kombu's unacked_key, unacked_index_key, unacked_mutex_key).
+UNACKED_KEYS = ("unacked.{}", "unacked_index.{}", "unacked_mutex.{}")
+
+# What the agent's Celery worker sends on its own keys: connection upkeep, the poll, kombu's
+# bindings and unacked bookkeeping (a pipeline, a WATCHed restore, a Lua-released mutex).
+OWN_COMMANDS = (
+    "+hello", "+auth", "+select", "+ping", "+quit",
+    "+multi", "+exec", "+discard", "+watch", "+unwatch",
+    "+brpop", "+llen", "+lpush",
+    "+sadd", "+sismember", "+smembers",
+    "+hset", "+hget", "+hdel", "+zadd", "+zrem", "+zrange",
+    "+set", "+get", "+del", "+evalsha", "+script|load",
+)  # fmt: skip
+
+
+def user_name(node: str) -> str:
+    """The node's Redis user: prefixed, so no node name can be `default` or a central user."""
+    return f"{NODE_QUEUE_PREFIX}{node}"
+
+
+def node_password(secret: str, node: str) -> str:
+    return hmac.new(secret.encode(), PASSWORD_CONTEXT + node.encode(), hashlib.sha256).hexdigest()
+
+
+def unacked_keys(node: str) -> dict[str, str]:
+    """kombu's transport options naming the agent's own unacknowledged-message keys."""
+    queue = node_queue(node)
+    names = ("unacked_key", "unacked_index_key", "unacked_mutex_key")
+    return {name: key.format(queue) for name, key in zip(names, UNACKED_KEYS, strict=True)}
+
+
+def node_rules(node: str) -> list[str]:
+    """The ACL rules of the node's user, after `on` and its password."""
+    queue = node_queue(node)
+    own = [queue, *(k.format(queue) for k in BINDING_KEYS), *unacked_keys(node).values()]
+    bindings = " ".join(f"%R~{k.format(SNAPSHOT_QUEUE)}" for k in BINDING_KEYS)
+    return [
+        "resetkeys",
+        "resetchannels",
+        "-@all",
+        *(f"~{key}" for key in own),
+        *OWN_COMMANDS,
+        f"(~{SNAPSHOT_QUEUE} +lpush +llen)",
+        f"({bindings} +sismember +smembers)",
+    ]
+
+
+def acl_line(node: str, password: str) -> str:
+    """One line of a Redis ACL file (aclfile) for the node's user; only the password's SHA-256 is written."""
+    digest = hashlib.sha256(password.encode()).hexdigest()
+    return " ".join(["user", user_name(node), "reset", "on", f"#{digest}", *node_rules(node)])

@@ -1,0 +1,37 @@
+"""manage.py broker_acl NODE [NODE ...] [--passwords]: each node's Redis ACL user (fabricweb/brokeracl.py)."""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from collectors.facts import NODE_NAME_PATTERN
+from fabricweb.brokeracl import acl_line, node_password, user_name
+
+
+class Command(BaseCommand):
+    help = (
+        "Print a Redis ACL file line per NODE: a user node.<NODE> that may only take its own polls and push "
+        "snapshots, its password derived from FABRIC_NODE_KEY_SECRET (only its SHA-256 is printed). "
+        "--passwords prints `NODE USER PASSWORD` instead, to put in each node's REDIS_URL."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("nodes", nargs="+", metavar="NODE")
+        parser.add_argument("--passwords", action="store_true", help="print each node's user and password")
+
+    def handle(self, *args, nodes: list[str], **options):
+        secret = settings.FABRIC_NODE_KEY_SECRET
+        if not secret:
+            raise CommandError("FABRIC_NODE_KEY_SECRET is not set: broker passwords are derived from it")
+        bad = [n for n in nodes if not re.fullmatch(NODE_NAME_PATTERN, n)]
+        if bad:
+            raise CommandError(f"not node names: {', '.join(map(repr, bad))}")
+        for node in nodes:
+            password = node_password(secret, node)
+            if options["passwords"]:
+                self.stdout.write(f"{node} {user_name(node)} {password}")
+            else:
+                self.stdout.write(acl_line(node, password))

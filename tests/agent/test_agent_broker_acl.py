@@ -1,0 +1,153 @@
+"""Per-node Redis ACL users (fabricweb/brokeracl.py), tried on a real redis-server: the agent works as its node's
+user, and that user can do nothing else: no other node's polls, no central queue, no snapshot taken, no control."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from celery import Celery
+from django.core.management import call_command
+from kombu import Connection, Exchange, Queue
+
+from collectors.sim import Fabric
+from fabricweb import nodeauth
+from fabricweb.brokeracl import node_password
+from fabricweb.names import COLLECT, SNAPSHOT_QUEUE
+from tests.loopback import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "site-secret-for-acl-tests-" + "a" * 40
+NOPERM = redis.exceptions.NoPermissionError
+
+
+@pytest.fixture
+def broker(tmp_path, settings):
+    """(host:port, central URL): a private redis-server whose ACL file has the nodes' users from `broker_acl`."""
+    settings.FABRIC_NODE_KEY_SECRET = SECRET
+    out = io.StringIO()
+    call_command("broker_acl", "cn001", "cn002", stdout=out)
+    central = "user default on nopass ~* &* +@all"  # the central processes' user: the site's own choice
+    (tmp_path / "users.acl").write_text(f"{central}\n{out.getvalue()}")
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--aclfile", str(tmp_path / "users.acl"), "--loglevel", "warning"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(redis.ConnectionError):
+                if redis.Redis.from_url(url, socket_timeout=1).ping():
+                    break
+            assert server.poll() is None, "redis-server refused the ACL file"
+            assert time.monotonic() < deadline, "redis-server did not answer"
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}", url
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def as_node(address: str, node: str, password_of: str | None = None) -> str:
+    return f"redis://node.{node}:{node_password(SECRET, password_of or node)}@{address}/0"
+
+
+def test_broker_acl_prints_a_user_per_node_with_only_a_hash_of_its_password(settings):
+    settings.FABRIC_NODE_KEY_SECRET = SECRET
+    out = io.StringIO()
+    call_command("broker_acl", "cn001", stdout=out)
+    line = out.getvalue().strip()
+    assert line.startswith("user node.cn001 reset on #") and "resetchannels" in line and "-@all" in line
+    assert node_password(SECRET, "cn001") not in line
+    out = io.StringIO()
+    call_command("broker_acl", "cn001", "--passwords", stdout=out)
+    assert out.getvalue().split() == ["cn001", "node.cn001", node_password(SECRET, "cn001")]
+    assert node_password(SECRET, "cn001") != node_password(SECRET, "cn002")
+
+
+def test_the_agent_works_as_its_nodes_user_and_that_user_can_do_nothing_else(broker, tmp_path):
+    address, central_url = broker
+    central = redis.Redis.from_url(central_url)
+    # `manage.py ingest` declares the snapshots queue before any node sends to it.
+    with Connection(central_url) as conn:
+        Queue(SNAPSHOT_QUEUE, Exchange(SNAPSHOT_QUEUE, "direct"), routing_key=SNAPSHOT_QUEUE)(
+            conn.default_channel
+        ).declare()
+    Fabric.create(str(tmp_path / "sim"), 1)
+    password_file = tmp_path / "redis.password"
+    password_file.write_text(node_password(SECRET, "cn001") + "\n")
+    keep = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "SECRET_KEY", "DJANGO_", "FABRIC_"))
+    }
+    env = {
+        **keep,
+        # Its user in the URL, its password in a file (the unit's credential), as a node is provisioned.
+        "REDIS_URL": f"redis://node.cn001@{address}/0",
+        "REDIS_PASSWORD_FILE": str(password_file),
+        "FABRIC_NODE_NAME": "cn001",
+        "FABRIC_SYSFS_ROOT": str(tmp_path / "sim" / "cn001"),
+        "FABRIC_NODE_KEY": nodeauth.node_key(SECRET, "cn001"),
+        "LOG_LEVEL": "INFO",
+    }
+    log = tmp_path / "agent.log"
+    with open(log, "wb") as out:
+        agent = subprocess.Popen([sys.executable, "-m", "fabricweb.agent"], env=env, cwd=REPO, stdout=out, stderr=out)
+    beat = Celery("acl-beat", broker=central_url, set_as_current=False)
+    beat.conf.update(task_serializer="json", accept_content=["json"])
+    try:
+        assert central.blpop([SNAPSHOT_QUEUE], timeout=30), f"no hello\n{log.read_text()}"
+        beat.send_task(COLLECT, kwargs={"node": "cn001"}, queue="node.cn001", expires=30)
+        assert central.blpop([SNAPSHOT_QUEUE], timeout=30), f"no snapshot for the poll\n{log.read_text()}"
+    finally:
+        beat.close()
+        agent.terminate()
+        try:
+            assert agent.wait(20) == 0, log.read_text()
+        finally:
+            agent.kill()
+    # It needed nothing it was refused, from start-up to shutdown (which hands back unacknowledged polls).
+    assert "NOPERM" not in log.read_text() and "No permissions" not in log.read_text(), log.read_text()
+
+    node = redis.Redis.from_url(as_node(address, "cn001"), socket_timeout=5)
+    central.lpush("node.cn002", "a poll of cn002")
+    central.lpush("ingest", "a central job")
+    refused = {
+        "another node's polls": lambda: node.brpop(["node.cn002"], timeout=1),
+        "another node's queue length": lambda: node.llen("node.cn002"),
+        "the snapshots of every node": lambda: node.brpop([SNAPSHOT_QUEUE], timeout=1),
+        "reading the snapshots": lambda: node.lrange(SNAPSHOT_QUEUE, 0, -1),
+        "a central queue": lambda: node.lrange("ingest", 0, -1),
+        "pushing to a central queue": lambda: node.lpush("ingest", "forged"),
+        "the central workers' unacked messages": lambda: node.hgetall("unacked"),
+        "rerouting the snapshots": lambda: node.sadd("_kombu.binding.snapshots", "snapshots\x06\x16\x06\x16node.cn001"),
+        "a remote-control broadcast": lambda: node.publish("/0.celery.pidbox", "shutdown"),
+        "CONFIG": lambda: node.config_get("*"),
+        "FLUSHALL": lambda: node.flushall(),
+        "listing keys": lambda: node.keys("*"),
+        "ACL": lambda: node.acl_list(),
+    }
+    for what, attempt in refused.items():
+        with pytest.raises(NOPERM):
+            attempt()
+            pytest.fail(f"allowed: {what}")
+    assert central.llen("node.cn002") == 1 and central.llen("ingest") == 1 and central.dbsize() > 0
+    # Celery's own broadcast, as that node's user: refused by the broker before any worker sees it.
+    attacker = Celery("acl-attacker", broker=as_node(address, "cn001"), set_as_current=False)
+    try:
+        with pytest.raises(Exception, match=r"(?i)no permissions|NOPERM"):
+            attacker.control.broadcast("shutdown")
+    finally:
+        attacker.close()
+    # Another node's password does not open this node's user.
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis.from_url(as_node(address, "cn001", password_of="cn002"), socket_timeout=5).ping()
