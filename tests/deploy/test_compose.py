@@ -98,7 +98,7 @@ def test_the_shipped_redis_refuses_clients_without_the_password_from_its_secret_
     assert config["secrets"]["redis_password"]["file"].endswith("/secrets/redis_password")
     redis_service = config["services"]["redis"]
     assert [s["source"] if isinstance(s, dict) else s for s in redis_service["secrets"]] == ["redis_password"]
-    for role in ("web", "beat", "ingest", "ingest-consumer", "alerts"):
+    for role in ("web", "beat", "ingest", "ingest-consumer", "alerts", "sim-agent"):
         assert config["services"][role]["environment"]["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
     shell, flag, script = redis_service["command"]
     assert (shell, flag) == ("sh", "-c")
