@@ -1,0 +1,229 @@
+"""The exposition of FabricCollector's families, byte for byte what prometheus_client's encoder gives, faster.
+
+prometheus_client's generate_latest renders every sample from scratch: each label name is
+validated and escaped and each value escaped, for every one of the ~1.1 million samples of
+20,000 ports (~8 µs each). Here every piece of text but the values is still rendered by
+the negotiated prometheus_client encoder itself, once, and reused:
+
+- a family's HELP/TYPE lines: the encoder's output for the family without samples;
+- a family's sample name: the encoder's line for a sample without labels, cut before the value;
+- a label set: the encoder's line for a probe sample with those labels, cut after the name
+  and before the value. A port's labels are one dict shared by all its rows, rendered once
+  per scrape, and cached across scrapes keyed by their content (a renamed node or a changed
+  link is another key; nothing can go stale, the cache is only bounded);
+- a row with an extra label that sorts before all the others (`counter` of hw_stat):
+  `{counter="x",` + the port's label text. The encoder sorts label names and joins them with
+  commas, so that concatenation is its own output;
+- values: prometheus_client.utils.floatToGoString, memoised per scrape for ints (an int's
+  float is a function of the int; floats are not memoised: -0.0 == 0.0 but prints otherwise).
+
+Each family's first row is also rendered by prometheus_client and compared with the composed
+line; a family where they differ is rendered by prometheus_client entirely. The tests compare
+whole expositions with generate_latest (both formats, hostile label values).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
+
+from .series import Family
+
+log = logging.getLogger(__name__)
+
+Encoder = Callable[..., bytes]  # what prometheus_client.exposition.choose_encoder returns
+PROBE = "probe"  # the sample name label sets are rendered with (a valid legacy name)
+ZERO = " " + floatToGoString(0.0)  # the value part of a probe line
+# Label texts kept across scrapes: about 4 label sets a port (port, port_info, its device's two).
+MAX_CACHED_LABEL_SETS = 400_000
+# Lines rendered and encoded at a time: hw_stat alone is ~480,000 lines at 20,000 ports.
+LINES_PER_WRITE = 50_000
+
+_label_texts: dict[tuple, str] = {}
+_family_parts: dict[tuple, tuple[str, str]] = {}
+
+
+class _Registry:
+    """What an encoder iterates: these metrics."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> list[Metric]:
+        return self.metrics
+
+
+class Exposition:
+    """One negotiated format (prometheus_client's encoder, its escaping and version) and its pieces."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        if isinstance(encoder, partial):
+            self.key = (encoder.func, encoder.args, tuple(sorted(encoder.keywords.items())))
+        else:
+            self.key = (encoder,)
+        self.trailer = self.render([])  # `# EOF` in OpenMetrics, nothing in the text format
+
+    def render(self, metrics: list[Metric]) -> str:
+        return self.encoder(_Registry(metrics)).decode("utf-8")
+
+    def header(self, metric: Metric) -> str:
+        """The HELP/TYPE lines of `metric`: its exposition without samples and the trailer."""
+        body = self.render([Metric(metric.name, metric.documentation, metric.type)])
+        return body[: len(body) - len(self.trailer)]
+
+    def sample_lines(self, metric: Metric) -> list[str]:
+        """The encoder's lines for `metric`'s samples, without its header and the trailer."""
+        header = self.header(metric)
+        body = self.render([metric])
+        if not body.startswith(header) or not body.endswith(self.trailer):
+            raise ValueError(f"{metric.name}: unexpected layout")
+        middle = body[len(header) : len(body) - len(self.trailer)]
+        # Not splitlines(): label values may hold \r or \u2028; only \n ends a line (values have it escaped).
+        return [line + "\n" for line in middle.split("\n")[:-1]]
+
+    def label_texts(self, label_sets: list[dict[str, str]]) -> list[str]:
+        """`{name="value",...}` as the encoder renders each label set ('' for none)."""
+        probe = Metric(PROBE, "", "gauge")
+        probe.samples = [Sample(PROBE, {}, 0.0)] + [Sample(PROBE, labels, 0.0) for labels in label_sets]
+        first, *lines = self.sample_lines(probe)
+        name = first.removesuffix(ZERO + "\n")
+        texts = []
+        for line in lines:
+            if not (line.startswith(name) and line.endswith(ZERO + "\n")):
+                raise ValueError(f"unexpected probe line {line!r}")
+            texts.append(line[len(name) : -len(ZERO) - 1])
+        return texts
+
+    def family_parts(self, family: Family) -> tuple[str, str]:
+        """(HELP/TYPE lines, sample name as rendered) of `family`."""
+        key = (self.key, family.name, family.help, family.type, family.sample_name)
+        parts = _family_parts.get(key)
+        if parts is None:
+            metric = Metric(family.name, family.help, family.type)
+            header = self.header(metric)
+            metric.samples = [Sample(family.sample_name, {}, 0.0)]
+            (line,) = self.sample_lines(metric)
+            parts = _family_parts[key] = (header, line.removesuffix(ZERO + "\n"))
+        return parts
+
+
+def _cache_key(exposition: Exposition, labels: dict[str, str]) -> tuple:
+    flat = [exposition.key]
+    for item in labels.items():
+        flat.extend(item)
+    return tuple(flat)
+
+
+class _Ints(dict):
+    """floatToGoString of ints, each rendered once per scrape (an int's text is a function of the int)."""
+
+    def __missing__(self, value: int) -> str:
+        text = self[value] = floatToGoString(value)
+        return text
+
+
+class _Scrape:
+    """The label texts of one scrape, by the id of the label dict.
+
+    An id is unique only while its object lives: every dict learned is kept until the scrape ends.
+    """
+
+    def __init__(self, exposition: Exposition) -> None:
+        self.exposition = exposition
+        self.by_id: dict[int, str] = {}
+        # Per extra label name: id of a label dict -> its text after `{`, for dicts whose
+        # names all sort after the extra one.
+        self.tails: dict[str, dict[int, str]] = {}
+        self.alive: list[dict[str, str]] = []
+        self.ints = _Ints()
+
+    def learn(self, label_sets: Iterable[dict[str, str]]) -> None:
+        """Render (or find in the cache) the texts of `label_sets` not seen yet in this scrape."""
+        by_id = self.by_id
+        missing: dict[int, dict[str, str]] = {}
+        keys: dict[int, tuple] = {}
+        for labels in {id(labels): labels for labels in label_sets}.values():
+            ident = id(labels)
+            if ident in by_id:
+                continue
+            self.alive.append(labels)
+            key = keys[ident] = _cache_key(self.exposition, labels)
+            text = _label_texts.get(key)
+            if text is None:
+                missing[ident] = labels
+            else:
+                by_id[ident] = text
+        if not missing:
+            return
+        if len(_label_texts) + len(missing) > MAX_CACHED_LABEL_SETS:
+            _label_texts.clear()
+        texts = self.exposition.label_texts(list(missing.values()))
+        for ident, text in zip(missing, texts, strict=True):
+            by_id[ident] = _label_texts[keys[ident]] = text
+
+    def values(self, values: list[float]) -> list[str]:
+        ints = self.ints
+        return [ints[v] if type(v) is int else floatToGoString(v) for v in values]
+
+    def lines(self, family: Family, name: str) -> list[str]:
+        """The composed sample lines of `family`."""
+        labels, values = family.labels, self.values(family.values)
+        if family.extra is None:
+            by_id = self.by_id
+            try:
+                return [f"{name}{by_id[id(ls)]} {v}\n" for ls, v in zip(labels, values, strict=True)]
+            except KeyError:  # label sets not seen yet in this scrape
+                self.learn(labels)
+                return [f"{name}{by_id[id(ls)]} {v}\n" for ls, v in zip(labels, values, strict=True)]
+        extra, extras = family.extra, family.extras
+        pieces = [{extra: value} for value in set(extras)]
+        self.learn(pieces)
+        heads = {piece[extra]: self.by_id[id(piece)][:-1] + "," for piece in pieces}  # `{counter="x",`
+        tails = self.tails.setdefault(extra, {})
+        try:
+            return [f"{name}{heads[e]}{tails[id(ls)]} {v}\n" for ls, e, v in zip(labels, extras, values, strict=True)]
+        except KeyError:
+            pass
+        self.learn(labels)
+        for ls in labels:
+            if id(ls) not in tails and ls and extra < min(ls):
+                tails[id(ls)] = self.by_id[id(ls)][1:]
+        lines = []
+        for ls, e, v in zip(labels, extras, values, strict=True):
+            tail = tails.get(id(ls))
+            if tail is None:  # the extra label sorts among the others: render the merged set
+                merged = {**ls, extra: e}
+                self.learn((merged,))
+                lines.append(f"{name}{self.by_id[id(merged)]} {v}\n")
+            else:
+                lines.append(f"{name}{heads[e]}{tail} {v}\n")
+        return lines
+
+
+def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
+    """The exposition of `families` in `encoder`'s format: encoder(registry of to_metric()), faster."""
+    exposition = Exposition(encoder)
+    scrape = _Scrape(exposition)
+    # One growing buffer, not a list of chunks joined at the end: the body is ~100 MB at 20,000 ports.
+    body = io.BytesIO()
+    for family in families:
+        header, name = exposition.family_parts(family)
+        if len(family):
+            first = scrape.lines(family.head(1), name)[0]
+            if exposition.render([family.head(1).to_metric()]) != header + first + exposition.trailer:
+                log.warning("%s: composed line differs from prometheus_client's, rendering it there", family.name)
+                body.write(exposition.render([family.to_metric()])[: -len(exposition.trailer) or None].encode())
+                continue
+        body.write(header.encode("utf-8"))
+        for start in range(0, len(family), LINES_PER_WRITE):
+            part = family.head(start + LINES_PER_WRITE, start) if len(family) > LINES_PER_WRITE else family
+            body.write("".join(scrape.lines(part, name)).encode("utf-8"))
+    body.write(exposition.trailer.encode("utf-8"))
+    return body.getvalue()
