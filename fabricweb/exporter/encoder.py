@@ -14,8 +14,8 @@ the negotiated prometheus_client encoder itself, once, and reused:
 - a row with an extra label that sorts before all the others (`counter` of hw_stat):
   `{counter="x",` + the port's label text. The encoder sorts label names and joins them with
   commas, so that concatenation is its own output;
-- values: prometheus_client.utils.floatToGoString, memoised per scrape for ints (an int's
-  float is a function of the int; floats are not memoised: -0.0 == 0.0 but prints otherwise).
+- values: prometheus_client.utils.floatToGoString, memoised per scrape (ints and non-zero
+  floats: -0.0 == 0.0 but prints otherwise).
 
 Each family's first row is also rendered by prometheus_client and compared with the composed
 line; a family where they differ is rendered by prometheus_client entirely. The tests compare
@@ -45,7 +45,8 @@ MAX_CACHED_LABEL_SETS = 400_000
 # Lines rendered and encoded at a time: hw_stat alone is ~480,000 lines at 20,000 ports.
 LINES_PER_WRITE = 50_000
 
-_label_texts: dict[tuple, str] = {}
+# Per format (Exposition.key): a label set's items -> its text.
+_label_texts: dict[tuple, dict[tuple, str]] = {}
 _family_parts: dict[tuple, tuple[str, str]] = {}
 
 
@@ -114,17 +115,14 @@ class Exposition:
         return parts
 
 
-def _cache_key(exposition: Exposition, labels: dict[str, str]) -> tuple:
-    flat = [exposition.key]
-    for item in labels.items():
-        flat.extend(item)
-    return tuple(flat)
+class _Values(dict):
+    """floatToGoString of each value, rendered once per scrape.
 
+    Only for ints and non-zero floats: equal ones of those print alike, but 0.0 == -0.0 == 0
+    and -0.0 prints with its sign.
+    """
 
-class _Ints(dict):
-    """floatToGoString of ints, each rendered once per scrape (an int's text is a function of the int)."""
-
-    def __missing__(self, value: int) -> str:
+    def __missing__(self, value: float) -> str:
         text = self[value] = floatToGoString(value)
         return text
 
@@ -142,35 +140,37 @@ class _Scrape:
         # names all sort after the extra one.
         self.tails: dict[str, dict[int, str]] = {}
         self.alive: list[dict[str, str]] = []
-        self.ints = _Ints()
+        self.memo = _Values()
+        self.cached = _label_texts.setdefault(exposition.key, {})
 
     def learn(self, label_sets: Iterable[dict[str, str]]) -> None:
         """Render (or find in the cache) the texts of `label_sets` not seen yet in this scrape."""
         by_id = self.by_id
         missing: dict[int, dict[str, str]] = {}
         keys: dict[int, tuple] = {}
+        cached = self.cached
         for labels in {id(labels): labels for labels in label_sets}.values():
             ident = id(labels)
             if ident in by_id:
                 continue
             self.alive.append(labels)
-            key = keys[ident] = _cache_key(self.exposition, labels)
-            text = _label_texts.get(key)
+            key = keys[ident] = tuple(labels.items())
+            text = cached.get(key)
             if text is None:
                 missing[ident] = labels
             else:
                 by_id[ident] = text
         if not missing:
             return
-        if len(_label_texts) + len(missing) > MAX_CACHED_LABEL_SETS:
-            _label_texts.clear()
+        if len(cached) + len(missing) > MAX_CACHED_LABEL_SETS:
+            cached.clear()
         texts = self.exposition.label_texts(list(missing.values()))
         for ident, text in zip(missing, texts, strict=True):
-            by_id[ident] = _label_texts[keys[ident]] = text
+            by_id[ident] = cached[keys[ident]] = text
 
     def values(self, values: list[float]) -> list[str]:
-        ints = self.ints
-        return [ints[v] if type(v) is int else floatToGoString(v) for v in values]
+        memo = self.memo
+        return [memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values]
 
     def lines(self, family: Family, name: str) -> list[str]:
         """The composed sample lines of `family`."""
