@@ -16,7 +16,7 @@ from datetime import datetime
 from prometheus_client.metrics_core import Metric
 
 from collectors.pcie import usable_gbps
-from fabricweb.api.freshness import is_stale
+from fabricweb.api.freshness import is_stale, stale_after
 from fabricweb.health import context
 
 from . import tables
@@ -65,12 +65,13 @@ class FabricCollector:
             seen = out.family(
                 PREFIX + "node_last_seen_timestamp_seconds", "When the node's last snapshot was stored (server clock)"
             )
+        after = stale_after()
         for node_id, name, ingested in tables.nodes():
             if ingested is not None and (newest is None or ingested > newest):
                 newest = ingested
             if not self.selection.wants(name):
                 continue
-            stale = is_stale(ingested, self.now)
+            stale = is_stale(ingested, self.now, after)
             nodes[node_id] = (name, stale)
             if self.selection.health:
                 labels = {"node": name}
@@ -218,6 +219,13 @@ class PortHealth:
 
     def __init__(self, out: Families) -> None:
         self.out = out
+        # Each gauge's family once created (on first use: the exposition's order), per scrape.
+        self.gauges: list[Family | None] = [None] * len(self.GAUGES)
+
+    def _gauge(self, i: int) -> Family:
+        name, help = self.GAUGES[i]
+        family = self.gauges[i] = self.out.family(PREFIX + name, help)
+        return family
 
     def add(self, labels: dict[str, str], row: tuple, device_row: tuple) -> None:
         out = self.out
@@ -225,9 +233,12 @@ class PortHealth:
          capped, _, up, degraded) = row[:16]  # fmt: skip
         rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
         values = (state_id, phys_id, rate, int(up), int(degraded), lanes, exp_lanes)
-        for (name, help), value in zip(self.GAUGES, values, strict=True):
+        gauges = self.gauges
+        for i, value in enumerate(values):
             if value is not None:
-                out.family(PREFIX + name, help).add(labels, value)
+                family = gauges[i] or self._gauge(i)
+                family.labels.append(labels)
+                family.values.append(value)
         expected = context.rate(exp_speed, exp_lanes)
         if expected is not None:
             name = PREFIX + "port_expected_rate_bytes_per_second"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 from prometheus_client.metrics_core import Metric
@@ -168,43 +168,63 @@ class _Scrape:
         for ident, text in zip(missing, texts, strict=True):
             by_id[ident] = cached[keys[ident]] = text
 
-    def values(self, values: list[float]) -> list[str]:
+    def values(self, values: list[float]) -> Iterator[str]:
+        """floatToGoString of each value; memoised where that is safe (see _Values)."""
         memo = self.memo
-        return [memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values]
+        types = set(map(type, values))
+        if types <= {int} or (types <= {int, float} and 0 not in values):  # `in` is ==: -0.0 too
+            return map(memo.__getitem__, values)
+        return (memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values)
 
-    def lines(self, family: Family, name: str) -> list[str]:
-        """The composed sample lines of `family`."""
-        labels, values = family.labels, self.values(family.values)
+    def text(self, family: Family, name: str) -> str:
+        """The sample lines of `family`, `name` being its sample name as rendered.
+
+        Joined by C-level map/zip/join, no Python code per sample: `name` + label text + " " +
+        value, each line ending in a newline.
+        """
+        if not len(family):
+            return ""
+        labels, between = family.labels, "\n" + name
         if family.extra is None:
             by_id = self.by_id
-            try:
-                return [f"{name}{by_id[id(ls)]} {v}\n" for ls, v in zip(labels, values, strict=True)]
-            except KeyError:  # label sets not seen yet in this scrape
+            for attempt in range(2):
+                try:
+                    texts = map(by_id.__getitem__, map(id, labels))
+                    values = self.values(family.values)
+                    return name + between.join(map(" ".join, zip(texts, values, strict=True))) + "\n"
+                except KeyError:  # label sets not seen yet in this scrape
+                    if attempt:
+                        raise
                 self.learn(labels)
-                return [f"{name}{by_id[id(ls)]} {v}\n" for ls, v in zip(labels, values, strict=True)]
         extra, extras = family.extra, family.extras
         pieces = [{extra: value} for value in set(extras)]
         self.learn(pieces)
         heads = {piece[extra]: self.by_id[id(piece)][:-1] + "," for piece in pieces}  # `{counter="x",`
-        tails = self.tails.setdefault(extra, {})
-        try:
-            return [f"{name}{heads[e]}{tails[id(ls)]} {v}\n" for ls, e, v in zip(labels, extras, values, strict=True)]
-        except KeyError:
-            pass
-        self.learn(labels)
-        for ls in labels:
-            if id(ls) not in tails and ls and extra < min(ls):
-                tails[id(ls)] = self.by_id[id(ls)][1:]
+        tails = self.tails.setdefault(extra, {})  # a label set's text after its `{`, and a space
+        for attempt in range(2):
+            try:
+                heads_of = map(heads.__getitem__, extras)
+                tails_of = map(tails.__getitem__, map(id, labels))
+                parts = zip(heads_of, tails_of, self.values(family.values), strict=True)
+                return name + between.join(map("".join, parts)) + "\n"
+            except KeyError:
+                if attempt:
+                    break  # a label set with a name that sorts before the extra one
+            unique = {id(ls): ls for ls in labels}
+            self.learn(unique.values())
+            for ident, ls in unique.items():
+                if ident not in tails and ls and extra < min(ls):
+                    tails[ident] = self.by_id[ident][1:] + " "
         lines = []
-        for ls, e, v in zip(labels, extras, values, strict=True):
+        for ls, e, v in zip(labels, extras, self.values(family.values), strict=True):
             tail = tails.get(id(ls))
             if tail is None:  # the extra label sorts among the others: render the merged set
                 merged = {**ls, extra: e}
                 self.learn((merged,))
                 lines.append(f"{name}{self.by_id[id(merged)]} {v}\n")
             else:
-                lines.append(f"{name}{heads[e]}{tail} {v}\n")
-        return lines
+                lines.append(f"{name}{heads[e]}{tail}{v}\n")
+        return "".join(lines)
 
 
 def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
@@ -216,7 +236,7 @@ def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
     for family in families:
         header, name = exposition.family_parts(family)
         if len(family):
-            first = scrape.lines(family.head(1), name)[0]
+            first = scrape.text(family.head(1), name)
             if exposition.render([family.head(1).to_metric()]) != header + first + exposition.trailer:
                 log.warning("%s: composed line differs from prometheus_client's, rendering it there", family.name)
                 body.write(exposition.render([family.to_metric()])[: -len(exposition.trailer) or None].encode())
@@ -224,6 +244,6 @@ def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
         body.write(header.encode("utf-8"))
         for start in range(0, len(family), LINES_PER_WRITE):
             part = family.head(start + LINES_PER_WRITE, start) if len(family) > LINES_PER_WRITE else family
-            body.write("".join(scrape.lines(part, name)).encode("utf-8"))
+            body.write(scrape.text(part, name).encode("utf-8"))
     body.write(exposition.trailer.encode("utf-8"))
     return body.getvalue()
