@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from prometheus_client.metrics_core import Metric
@@ -128,7 +128,7 @@ class _Values(dict):
 
 
 class _Scrape:
-    """The label texts of one scrape, by the id of the label dict.
+    """The label texts of one scrape (each followed by the space before the value), by the id of the label dict.
 
     An id is unique only while its object lives: every dict learned is kept until the scrape ends.
     """
@@ -166,32 +166,27 @@ class _Scrape:
             cached.clear()
         texts = self.exposition.label_texts(list(missing.values()))
         for ident, text in zip(missing, texts, strict=True):
-            by_id[ident] = cached[keys[ident]] = text
+            by_id[ident] = cached[keys[ident]] = text + " "  # the space before the value
 
-    def values(self, values: list[float]) -> Iterator[str]:
+    def values(self, values: list[float]) -> list[str]:
         """floatToGoString of each value; memoised where that is safe (see _Values)."""
         memo = self.memo
         types = set(map(type, values))
         if types <= {int} or (types <= {int, float} and 0 not in values):  # `in` is ==: -0.0 too
-            return map(memo.__getitem__, values)
-        return (memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values)
+            return list(map(memo.__getitem__, values))
+        return [memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values]
 
     def text(self, family: Family, name: str) -> str:
-        """The sample lines of `family`, `name` being its sample name as rendered.
-
-        Joined by C-level map/zip/join, no Python code per sample: `name` + label text + " " +
-        value, each line ending in a newline.
-        """
+        """The sample lines of `family`, `name` being its sample name as rendered: for each
+        sample `name`, its label text and a space (by_id), its value, a newline."""
         if not len(family):
             return ""
-        labels, between = family.labels, "\n" + name
+        labels = family.labels
         if family.extra is None:
-            by_id = self.by_id
             for attempt in range(2):
                 try:
-                    texts = map(by_id.__getitem__, map(id, labels))
-                    values = self.values(family.values)
-                    return name + between.join(map(" ".join, zip(texts, values, strict=True))) + "\n"
+                    texts = list(map(self.by_id.__getitem__, map(id, labels)))
+                    return _lines(name, texts, self.values(family.values))
                 except KeyError:  # label sets not seen yet in this scrape
                     if attempt:
                         raise
@@ -199,14 +194,12 @@ class _Scrape:
         extra, extras = family.extra, family.extras
         pieces = [{extra: value} for value in set(extras)]
         self.learn(pieces)
-        heads = {piece[extra]: self.by_id[id(piece)][:-1] + "," for piece in pieces}  # `{counter="x",`
-        tails = self.tails.setdefault(extra, {})  # a label set's text after its `{`, and a space
+        heads = {piece[extra]: self.by_id[id(piece)][:-2] + "," for piece in pieces}  # `{counter="x",`
+        tails = self.tails.setdefault(extra, {})  # a label set's text after its `{`
         for attempt in range(2):
             try:
-                heads_of = map(heads.__getitem__, extras)
-                tails_of = map(tails.__getitem__, map(id, labels))
-                parts = zip(heads_of, tails_of, self.values(family.values), strict=True)
-                return name + between.join(map("".join, parts)) + "\n"
+                texts = list(map(tails.__getitem__, map(id, labels)))
+                return _lines(name, list(map(heads.__getitem__, extras)), texts, self.values(family.values))
             except KeyError:
                 if attempt:
                     break  # a label set with a name that sorts before the extra one
@@ -214,17 +207,29 @@ class _Scrape:
             self.learn(unique.values())
             for ident, ls in unique.items():
                 if ident not in tails and ls and extra < min(ls):
-                    tails[ident] = self.by_id[ident][1:] + " "
+                    tails[ident] = self.by_id[ident][1:]
         lines = []
         for ls, e, v in zip(labels, extras, self.values(family.values), strict=True):
             tail = tails.get(id(ls))
             if tail is None:  # the extra label sorts among the others: render the merged set
                 merged = {**ls, extra: e}
                 self.learn((merged,))
-                lines.append(f"{name}{self.by_id[id(merged)]} {v}\n")
+                lines.append(f"{name}{self.by_id[id(merged)]}{v}\n")
             else:
                 lines.append(f"{name}{heads[e]}{tail}{v}\n")
         return "".join(lines)
+
+
+def _lines(name: str, *columns: list[str]) -> str:
+    """`name` + the columns' i-th items + a newline, for each i: one join over the interleaved
+    columns, no string built per sample."""
+    n, k = len(columns[0]), len(columns) + 1
+    parts: list[str | None] = [None] * (n * k)
+    for j, column in enumerate(columns):
+        parts[j::k] = column  # a column of the wrong length raises here
+    parts[k - 1 :: k] = ["\n" + name] * n
+    parts[-1] = "\n"
+    return name + "".join(parts)
 
 
 def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
