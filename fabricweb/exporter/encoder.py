@@ -130,7 +130,8 @@ class _Values(dict):
 class _Scrape:
     """The label texts of one scrape (each followed by the space before the value), by the id of the label dict.
 
-    An id is unique only while its object lives: every dict learned is kept until the scrape ends.
+    An id is unique only while its object lives: every dict (and labels column) looked up by
+    id is kept until the scrape ends.
     """
 
     def __init__(self, exposition: Exposition) -> None:
@@ -139,7 +140,8 @@ class _Scrape:
         # Per extra label name: id of a label dict -> its text after `{`, for dicts whose
         # names all sort after the extra one.
         self.tails: dict[str, dict[int, str]] = {}
-        self.alive: list[dict[str, str]] = []
+        self.columns: dict[int, list[str]] = {}  # id of a labels column -> its label texts
+        self.alive: list[object] = []
         self.memo = _Values()
         self.cached = _label_texts.setdefault(exposition.key, {})
 
@@ -185,7 +187,12 @@ class _Scrape:
         if family.extra is None:
             for attempt in range(2):
                 try:
-                    texts = list(map(self.by_id.__getitem__, map(id, labels)))
+                    # The counter families of the ports share one labels column: look it up once.
+                    texts = self.columns.get(id(labels))
+                    if texts is None:
+                        texts = list(map(self.by_id.__getitem__, map(id, labels)))
+                        self.columns[id(labels)] = texts
+                        self.alive.append(labels)
                     return _lines(name, texts, self.values(family.values))
                 except KeyError:  # label sets not seen yet in this scrape
                     if attempt:
