@@ -185,7 +185,22 @@ def _browser(expected_cells: int) -> dict:
         server.wait(30)
 
 
-def child(ports: int, db: str, browser: bool) -> dict:
+def _profile(top: int = 25) -> None:
+    """cProfile of one more GET of the overview, the costliest functions (cumulative) to stderr."""
+    import cProfile
+    import pstats
+
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench"))
+    profiler = cProfile.Profile()
+    profiler.runcall(client.get, "/")
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(top)
+
+
+def child(ports: int, db: str, browser: bool, profile: bool = False) -> dict:
     with tempfile.TemporaryDirectory(
         prefix="bench-dash-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
     ) as scratch:
@@ -194,6 +209,8 @@ def child(ports: int, db: str, browser: bool) -> dict:
         from fabricweb.inventory.models import Port
 
         result = {"ports": Port.objects.count(), "db": db, "store_s": stored_s, **_server()}
+        if profile:
+            _profile()
         if browser:
             result.update(_browser(result["ports"]))
         return result
@@ -204,10 +221,11 @@ def main() -> int:
     p.add_argument("--ports", default="5000,20000,50000")
     p.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--profile", action="store_true", help="print a cProfile of one overview GET per size")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.db, not args.no_browser)))
+        print(json.dumps(child(args.child, args.db, not args.no_browser, args.profile)))
         return 0
     goals = f"server < {SERVER_GOAL_MS:g} ms, browser < {BROWSER_GOAL_MS:g} ms"
     print(f"overview page, {args.db}; goals at 20,000 ports: {goals}")
@@ -216,7 +234,10 @@ def main() -> int:
     for size in (int(s) for s in args.ports.split(",")):
         argv = [sys.executable, __file__, "--child", str(size), "--db", args.db]
         argv += ["--no-browser"] if args.no_browser else []
+        argv += ["--profile"] if args.profile else []
         done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
+        if args.profile:
+            print(done.stderr, file=sys.stderr)
         if done.returncode:
             print(done.stderr[-3000:], file=sys.stderr)
             return 1

@@ -13,6 +13,8 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import quote
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -26,6 +28,40 @@ _UNIT_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 def redact_url(url: str) -> str:
     """The URL with any password replaced, for error messages and logs."""
     return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", url)
+
+
+class SecretMissing(LookupError):
+    """A secret that is not set or cannot be read: names the variable or file, never a value."""
+
+
+def read_secret(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The value of `name`, or the content of the file named by `name`_FILE (a Docker or systemd
+    credential), its trailing newline dropped; None when neither is set. Both set is an error: which
+    one wins would be a guess."""
+    environ = os.environ if environ is None else environ
+    value, path = environ.get(name), environ.get(f"{name}_FILE")
+    if value and path:
+        raise SecretMissing(f"both {name} and {name}_FILE are set: keep one")
+    if value:
+        return value
+    if not path:
+        return None
+    try:
+        content = Path(path).read_text().rstrip("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = getattr(e, "strerror", None) or "not text"
+        raise SecretMissing(f"{name}_FILE={path!r}: cannot read the file ({reason})") from None
+    if not content.strip():
+        raise SecretMissing(f"{name}_FILE={path!r} is empty")
+    return content
+
+
+def url_with_password(url: str, password: str) -> str:
+    """`url` (redis://host...) with `password` as its credential, quoted for the URL."""
+    scheme, rest = url.split("://", 1)
+    userinfo, at, hostpart = rest.rpartition("@")
+    user = userinfo.split(":", 1)[0] if at else ""
+    return f"{scheme}://{user}:{quote(password, safe='')}@{hostpart}"
 
 
 class Env:
@@ -48,6 +84,18 @@ class Env:
     def str(self, name: str, default=_REQUIRED) -> str | None:
         value = self._raw(name, default)
         return default if value is None else value
+
+    def secret(self, name: str, default=_REQUIRED) -> str | None:
+        """A secret from `name` or from the file named by `name`_FILE (see read_secret)."""
+        try:
+            value = read_secret(name, self.environ)
+        except SecretMissing as e:
+            raise ImproperlyConfigured(str(e)) from None
+        if value is None:
+            if default is _REQUIRED:
+                raise ImproperlyConfigured(f"{name} (or {name}_FILE) must be set")
+            return default
+        return value
 
     def choice(self, name: str, default: str | object = _REQUIRED, *, choices: tuple[str, ...]) -> str:
         """One of `choices`, compared without regard to case; returned as spelled in `choices`."""

@@ -14,6 +14,8 @@ INGEST_QUEUE = "ingest"
 # Node snapshots: read in batches by `manage.py ingest` (fabricweb/telemetry/consumer.py),
 # not by a Celery worker, so many snapshots share one database transaction.
 SNAPSHOT_QUEUE = "snapshots"
+# Snapshots `manage.py ingest` has taken but not yet stored (kombu's unacked hash, a key of its own).
+SNAPSHOT_UNACKED_KEY = f"unacked.{SNAPSHOT_QUEUE}"
 ALERTS_QUEUE = "alerts"
 # One queue per node, node.<name>, consumed by that node's agent only.
 NODE_QUEUE_PREFIX = "node."

@@ -20,9 +20,20 @@ from functools import cache
 import redis
 from celery import shared_task
 from django.conf import settings
+from django.db import DatabaseError
 
 from fabricweb.celery import app
-from fabricweb.names import CHECK_STALE, COLLECT, DISPATCH, EXCLUSIVE, PRUNE, ROLLUP, node_queue
+from fabricweb.names import (
+    CHECK_STALE,
+    COLLECT,
+    DISPATCH,
+    EXCLUSIVE,
+    PRUNE,
+    ROLLUP,
+    SNAPSHOT_QUEUE,
+    SNAPSHOT_UNACKED_KEY,
+    node_queue,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +82,38 @@ def waiting(names: list[str]) -> set[str]:
     return {name for name, length in zip(names, pipe.execute(), strict=True) if length}
 
 
+def snapshot_backlog() -> int:
+    """Snapshots sent by the nodes and not yet stored: queued, or taken by ingest and not acked."""
+    pipe = broker_redis(app.conf.broker_url).pipeline(transaction=False)
+    pipe.llen(SNAPSHOT_QUEUE)
+    pipe.hlen(SNAPSHOT_UNACKED_KEY)
+    return sum(pipe.execute())
+
+
+# The nodes of the last dispatch that could read them: polls go on while the database is away, and
+# their snapshots wait on the broker until ingest can store them.
+_known_nodes: list[str] = []
+
+
+def _nodes_to_poll() -> list[str]:
+    from fabricweb.inventory.models import Node  # central only: the node agent has no models
+
+    try:
+        names = list(Node.objects.values_list("name", flat=True))
+    except DatabaseError as e:
+        if not _known_nodes:
+            raise
+        log.warning("dispatch: database unreachable (%s); polling the %d node(s) known before", e, len(_known_nodes))
+        return list(_known_nodes)
+    _known_nodes[:] = names
+    return names
+
+
 @shared_task(name=DISPATCH)
 def dispatch_collect() -> dict:
     """Send one `collect` to every registered node that has taken its last one."""
-    from fabricweb.inventory.models import Node  # central only: the node agent has no models
-
     interval = settings.FABRIC_POLL_INTERVAL
-    names = list(Node.objects.values_list("name", flat=True))
+    names = _nodes_to_poll()
     busy = waiting(names)
     with app.producer_or_acquire() as producer:
         for name in names:

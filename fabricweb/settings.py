@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.brokertls import celery_ssl_options, redis_py_options
-from fabricweb.env import Env, redact_url
+from fabricweb.env import Env, redact_url, url_with_password
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = Env()
@@ -28,9 +28,9 @@ DEBUG = env.bool("DEBUG", False)
 if DEBUG:
     from django.core.management.utils import get_random_secret_key
 
-    SECRET_KEY = env.str("SECRET_KEY", None) or get_random_secret_key()
+    SECRET_KEY = env.secret("SECRET_KEY", None) or get_random_secret_key()
 else:
-    SECRET_KEY = env.str("SECRET_KEY")
+    SECRET_KEY = env.secret("SECRET_KEY")
     # Django's own deploy check only warns about a weak key; a production process refuses to start with one.
     if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5 or SECRET_KEY.startswith("django-insecure-"):
         raise ImproperlyConfigured(
@@ -211,14 +211,14 @@ FABRIC_THRESHOLDS = _health_thresholds("FABRIC_THRESHOLDS")
 # Clean polls in a row before an event is resolved (hysteresis: a flapping link stays one event).
 FABRIC_RESOLVE_AFTER = env.int("FABRIC_RESOLVE_AFTER", 3, minimum=1)
 # /metrics credentials (docs/metrics.md): a bearer token, or "user:password" for basic auth; unset, it is open.
-FABRIC_METRICS_BEARER_TOKEN = env.str("FABRIC_METRICS_BEARER_TOKEN", None)
+FABRIC_METRICS_BEARER_TOKEN = env.secret("FABRIC_METRICS_BEARER_TOKEN", None)
 FABRIC_METRICS_BASIC_AUTH = env.match(
     "FABRIC_METRICS_BASIC_AUTH", None, pattern=r"[^:]+:.+", what="user:password for basic auth on /metrics"
 )
 
 # Nodes prove who they are (fabricweb/nodeauth.py): each signs its snapshots with a key derived from
 # this secret (`manage.py node_key NODE`). "required": unsigned or mis-signed snapshots are refused.
-FABRIC_NODE_KEY_SECRET = env.str("FABRIC_NODE_KEY_SECRET", None)
+FABRIC_NODE_KEY_SECRET = env.secret("FABRIC_NODE_KEY_SECRET", None)
 if FABRIC_NODE_KEY_SECRET is not None and len(FABRIC_NODE_KEY_SECRET) < 32:
     raise ImproperlyConfigured("FABRIC_NODE_KEY_SECRET is too short: use 32 or more random characters")
 FABRIC_NODE_AUTH = env.choice(
@@ -232,6 +232,12 @@ FABRIC_BASE_URL = env.str("FABRIC_BASE_URL", "http://localhost:8000")
 
 # -- celery (read by fabricweb/celery.py with namespace CELERY) --------------
 REDIS_URL = env.url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))
+# The broker's password kept out of the URL: REDIS_PASSWORD or REDIS_PASSWORD_FILE (docker-compose's secret).
+_redis_password = env.secret("REDIS_PASSWORD", None)
+if _redis_password is not None:
+    if REDIS_URL.startswith("unix"):
+        raise ImproperlyConfigured("REDIS_PASSWORD works with redis:// and rediss:// URLs; put it in a unix URL")
+    REDIS_URL = url_with_password(REDIS_URL, _redis_password)
 CELERY_BROKER_URL = REDIS_URL
 # rediss:// checks the broker's certificate against this CA file (default: the system's CAs).
 FABRIC_REDIS_CA_FILE = env.str("FABRIC_REDIS_CA_FILE", None)

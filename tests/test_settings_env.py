@@ -97,7 +97,7 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
 def test_without_debug_the_secret_key_is_required():
     done = manage("check")
     assert done.returncode != 0
-    assert "SECRET_KEY must be set" in done.stderr
+    assert "SECRET_KEY (or SECRET_KEY_FILE) must be set" in done.stderr
 
 
 def test_a_bad_value_stops_start_up():
@@ -167,3 +167,55 @@ def test_a_ca_file_that_is_not_there_stops_start_up():
     done = manage("check", SECRET_KEY=PRODUCTION["SECRET_KEY"], FABRIC_REDIS_CA_FILE="/nonexistent/ca.crt")
     assert done.returncode != 0
     assert "FABRIC_REDIS_CA_FILE='/nonexistent/ca.crt' is not a readable file" in done.stderr
+
+
+# -- secrets from files (docker-compose secrets, systemd credentials) --------------------------------------
+
+
+def test_a_secret_is_read_from_its_file_without_the_trailing_newline(tmp_path):
+    (tmp_path / "key").write_text("s3cret-value\n")
+    assert (
+        Env({"FABRIC_NODE_KEY_SECRET_FILE": str(tmp_path / "key")}).secret("FABRIC_NODE_KEY_SECRET") == "s3cret-value"
+    )
+    assert Env({"FABRIC_NODE_KEY_SECRET": "inline"}).secret("FABRIC_NODE_KEY_SECRET") == "inline"
+    assert Env({}).secret("FABRIC_NODE_KEY_SECRET", None) is None
+
+
+@pytest.mark.parametrize(
+    ("environ", "words"),
+    [
+        (
+            {"REDIS_PASSWORD": "hunter2", "REDIS_PASSWORD_FILE": "/run/secrets/x"},
+            "both REDIS_PASSWORD and REDIS_PASSWORD_FILE",
+        ),
+        ({"REDIS_PASSWORD_FILE": "/nonexistent/secret"}, "REDIS_PASSWORD_FILE='/nonexistent/secret': cannot read"),
+        ({}, r"REDIS_PASSWORD \(or REDIS_PASSWORD_FILE\) must be set"),
+    ],
+)
+def test_a_secret_set_twice_or_unreadable_is_an_error_that_never_shows_it(environ, words):
+    with pytest.raises(ImproperlyConfigured, match=words) as err:
+        Env(environ).secret("REDIS_PASSWORD")
+    assert "hunter2" not in str(err.value)
+
+
+def test_an_empty_secret_file_is_an_error(tmp_path):
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(ImproperlyConfigured, match=r"REDIS_PASSWORD_FILE=.* is empty"):
+        Env({"REDIS_PASSWORD_FILE": str(tmp_path / "empty")}).secret("REDIS_PASSWORD")
+
+
+def test_the_broker_password_file_goes_into_the_broker_url_quoted(tmp_path):
+    (tmp_path / "redis_password").write_text("p@ss/w:rd\n")
+    (tmp_path / "secret_key").write_text(PRODUCTION["SECRET_KEY"] + "\n")
+    done = manage(
+        "shell",
+        "--verbosity",
+        "0",
+        "-c",
+        "from django.conf import settings; print(settings.REDIS_URL); print(settings.CELERY_BROKER_URL)",
+        SECRET_KEY_FILE=str(tmp_path / "secret_key"),
+        REDIS_URL="redis://redis:6379/0",
+        REDIS_PASSWORD_FILE=str(tmp_path / "redis_password"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["redis://:p%40ss%2Fw%3Ard@redis:6379/0"] * 2

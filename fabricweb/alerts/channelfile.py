@@ -33,6 +33,8 @@ from urllib.parse import urlsplit
 import yaml
 from django.db import transaction
 
+from fabricweb.yamlfile import named_entries
+
 from .models import SEVERITIES, Channel
 
 FIELDS = (
@@ -48,27 +50,7 @@ class ChannelFileError(ValueError):
 
 
 def parse(text: str) -> list[dict]:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ChannelFileError(f"not valid YAML: {e}") from None
-    if isinstance(doc, dict):
-        extra = sorted(map(str, set(doc) - {"channels"}))
-        if extra:
-            raise ChannelFileError(f"unknown top-level key(s) {', '.join(extra)}: expected only 'channels'")
-        doc = doc.get("channels")
-    if doc is None:
-        doc = []
-    if not isinstance(doc, list):
-        raise ChannelFileError("expected a list of channels under 'channels'")
-    out, names = [], set()
-    for i, entry in enumerate(doc, 1):
-        row = _entry(entry, i)
-        if row["name"] in names:
-            raise ChannelFileError(f"channel {i} ({row['name']!r}): the name is used by an earlier entry")
-        names.add(row["name"])
-        out.append(row)
-    return out
+    return named_entries(text, key="channels", noun="channel", error=ChannelFileError, entry=_entry)
 
 
 def _entry(entry: object, i: int) -> dict:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import yaml
 
 from collectors.link import SPEED_BY_NAME, WIDTHS
+from fabricweb.yamlfile import named_entries
 
 from .expectation import DEFAULT_ORDER
 from .models import LinkPolicy
@@ -36,27 +37,7 @@ class PolicyFileError(ValueError):
 
 def parse(text: str) -> list[dict]:
     """The policies of a YAML document as LinkPolicy field values; PolicyFileError on the first problem."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise PolicyFileError(f"not valid YAML: {e}") from None
-    if isinstance(doc, dict):
-        extra = sorted(set(doc) - {"policies"})
-        if extra:
-            raise PolicyFileError(f"unknown top-level key(s) {', '.join(map(str, extra))}: expected only 'policies'")
-        doc = doc.get("policies")
-    if doc is None:
-        doc = []
-    if not isinstance(doc, list):
-        raise PolicyFileError("expected a list of policies under 'policies'")
-    out, names = [], set()
-    for i, entry in enumerate(doc, 1):
-        row = _entry(entry, i)
-        if row["name"] in names:
-            raise PolicyFileError(f"policy {i} ({row['name']!r}): the name is used by an earlier entry")
-        names.add(row["name"])
-        out.append(row)
-    return out
+    return named_entries(text, key="policies", noun="policy", error=PolicyFileError, entry=_entry)
 
 
 def _entry(entry: object, i: int) -> dict:

@@ -58,14 +58,20 @@ def classify(snap: SnapshotIn, rows: NodeRows) -> tuple[str, bool]:
 
     Later than the last: stored. The same time: a duplicate. Earlier: either a late or
     redelivered message, which must not move state back (stale), or the node's clock
-    stepped back; only counters can tell, so it is applied when some counter moved on
-    and none went down since the last snapshot.
+    stepped back. Applied as a clock step when some counter moved on and none went down
+    since the last snapshot, or when the server's receive time says so: the last one was
+    dated ahead of its own arrival here (the node's clock ran fast) and this one after that
+    arrival, which no message sent before the last one can be. So an idle node whose fast
+    clock was set right is not frozen until the real time catches up with its old dates.
     """
     last = rows.node.last_collected_at
     if last is None or snap.collected_at > last:
         return STORED, False
     if snap.collected_at == last:
         return DUPLICATE, False
+    arrived = rows.node.last_ingested_at
+    if arrived is not None and last > arrived and snap.collected_at > arrived:
+        return STORED, True
     return (STORED, True) if _counters_moved_on(snap, rows) else (STALE, False)
 
 

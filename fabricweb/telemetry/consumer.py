@@ -7,9 +7,10 @@ queue with kombu, through the project's Celery app, and stores the snapshots of 
 snapshot on PostgreSQL.
 
 Delivery is at least once. A message is acked only after the transaction holding its
-snapshot committed; one that is not (database down: requeued; process killed: kombu
-puts it back after the broker's visibility timeout) is delivered again, and ingest is
-idempotent, so a snapshot stored twice is a harmless duplicate. Only JSON is decoded:
+snapshot committed; one that is not is stored later (database down: the batch stays in
+hand, in order, and is tried again first) or delivered again (process killed: kombu puts
+it back after the visibility timeout), and ingest is idempotent, so a snapshot stored twice
+is a harmless duplicate. Only JSON is decoded:
 every compute node can reach the broker, and nothing it sends may get unpickled here.
 
 The consumer keeps its unacked messages under keys of its own (`unacked.snapshots`...),
@@ -34,7 +35,7 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS
+from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS, SNAPSHOT_UNACKED_KEY
 
 from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
@@ -58,7 +59,7 @@ BROKER_TIMEOUT_S = 5.0
 def transport_options(redeliver_after: float) -> dict:
     """kombu Redis options of the consumer's connection (see the module docstring)."""
     return {
-        "unacked_key": f"unacked.{SNAPSHOT_QUEUE}",
+        "unacked_key": SNAPSHOT_UNACKED_KEY,
         "unacked_index_key": f"unacked_index.{SNAPSHOT_QUEUE}",
         "unacked_mutex_key": f"unacked_mutex.{SNAPSHOT_QUEUE}",
         "visibility_timeout": redeliver_after,
@@ -144,6 +145,10 @@ class BatchConsumer:
         self.shown = ""  # the broker, for logs
         self.db_backoff = 0.0
         self.failures: dict[str, int] = {}  # message id -> database errors while the database answered
+        # A batch the database could not take (down, locked): tried again before anything newer. Requeued
+        # instead, it would go behind the polls queued meanwhile, and each node's older polls, stored after
+        # its newer ones, would be stale: a database outage would cost every poll queued before it.
+        self.held: list[tuple[object, list]] = []
         # Since start: batches, snapshots, samples, rejected, dropped, requeued (messages).
         self.totals: Counter[str] = Counter()
         self._reported, self._reported_at = Counter(), time.monotonic()
@@ -224,10 +229,24 @@ class BatchConsumer:
         self.pending.append((message, snaps))
 
     def flush(self) -> None:
-        """Store the batch in hand and ack it; on a database error requeue it and back off."""
+        """Store the batch in hand and ack it; on a database error keep it (or requeue it) and back off."""
         batch, self.pending = self.pending, []
         if batch and not self._store(batch):
             self._sleep(self.db_backoff)
+        if self.held:
+            # Due again at once: the oldest first, then what came in meanwhile.
+            self.pending, self.held = self.held + self.pending, []
+            self.oldest_at = time.monotonic() - self.max_wait
+
+    def _hand_back(self, batch: list[tuple[object, list]], database_down: bool) -> None:
+        """Keep `batch` to try again first while the database is down; otherwise give it back to the broker."""
+        if database_down and not self.stopping:
+            self.held.extend(batch)
+            self.totals["held"] += len(batch)
+            return
+        for message, _ in batch:
+            message.requeue()
+        self.totals["requeued"] += len(batch)
 
     def _store(self, batch: list[tuple[object, list]]) -> bool:
         """Store and ack `batch`; False if a database error had it requeued."""
@@ -242,7 +261,8 @@ class BatchConsumer:
                 connection.close()  # the next batch starts on a fresh connection
             # OperationalError is the database's state, not the data: down, a lock held past the busy
             # timeout (SQLite under a long prune), a deadlock. Waited out, never counted against a message.
-            if not isinstance(e, OperationalError) and _database_answers():
+            database_down = isinstance(e, OperationalError) or not _database_answers()
+            if not database_down:
                 # Something in this batch fails in the database (a constraint, a value it refuses). Alone,
                 # each message is acked or fails on its own; one that keeps failing is given up, or it loops.
                 if len(batch) > 1:
@@ -251,14 +271,13 @@ class BatchConsumer:
                 self.db_backoff = 1.0
             else:
                 self.db_backoff = min(MAX_BACKOFF_S, 2 * self.db_backoff or 1.0)
-            for message, _ in batch:
-                message.requeue()
-            self.totals["requeued"] += len(batch)
+            self._hand_back(batch, database_down)
             log.error(
-                "ingest: database error (%s: %s); %d message(s) requeued, trying again in %g s",
+                "ingest: database error (%s: %s); %d message(s) %s, trying again in %g s",
                 type(e).__name__,
                 str(e).strip(),
                 len(batch),
+                "kept in hand" if database_down and not self.stopping else "requeued",
                 self.db_backoff,
             )
             return False
@@ -268,9 +287,7 @@ class BatchConsumer:
                 log.exception("ingest: a batch of %d messages failed; storing them one by one", len(batch))
                 for i, item in enumerate(batch):
                     if not self._store([item]):
-                        for message, _ in batch[i + 1 :]:
-                            message.requeue()
-                        self.totals["requeued"] += len(batch) - i - 1
+                        self._hand_back(batch[i + 1 :], database_down=bool(self.held))
                         return False
                 return True
             log.exception("ingest: message %s failed; dropped", message_id(batch[0][0]))
@@ -342,7 +359,7 @@ class BatchConsumer:
         if done:
             log.info(
                 "ingest: %.1f snapshots/s, %.0f port-samples/s over %.0f s "
-                "(%d batches; %d rejected, %d unauthenticated, %d dropped, %d requeued)",
+                "(%d batches; %d rejected, %d unauthenticated, %d dropped, %d requeued, %d held for the database)",
                 done["snapshots"] / span,
                 done["samples"] / span,
                 span,
@@ -351,4 +368,5 @@ class BatchConsumer:
                 done["unauthenticated"],
                 done["dropped"],
                 done["requeued"],
+                done["held"],
             )

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
 from . import rowcache, store
@@ -75,6 +75,8 @@ def ingest_batch(snapshots: Sequence[object], *, now: datetime | None = None) ->
         return out
     try:
         results = _store(parsed, now)
+    except OperationalError:
+        raise  # the database's state (down, locked), not one snapshot's: one by one would fail the same
     except DatabaseError:
         if len(parsed) == 1:
             raise

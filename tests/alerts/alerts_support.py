@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -28,12 +27,7 @@ from fabricweb.health.findings import Severity
 from fabricweb.health.lifecycle import Action, Op
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.loopback import free_port
 
 
 def wait_for(what: str, check, timeout: float, every: float = 0.1):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import time
 from datetime import timedelta
 
@@ -13,6 +12,7 @@ from django.db import connections
 from django.utils import timezone
 
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests import loopback
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
 
@@ -25,20 +25,10 @@ def redis_up(settings):
     settings.CELERY_BROKER_URL = REDIS_URL
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on: connecting is refused at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def silent_server():
-    """A loopback port that accepts connections and never answers: a hung broker."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen(8)
-        yield s.getsockname()[1]
+    with loopback.silent_server() as port:
+        yield port
 
 
 @pytest.fixture
@@ -50,7 +40,7 @@ def database_gone(each_db, tmp_path):
     if good.vendor == "sqlite":
         broken_settings["NAME"] = str(tmp_path / "no-such-dir" / "db.sqlite3")
     else:
-        broken_settings.update(HOST="127.0.0.1", PORT=str(closed_port()))
+        broken_settings.update(HOST="127.0.0.1", PORT=str(loopback.free_port()))
     broken = type(good)(broken_settings, alias=good.alias)  # the alias this test may use
     connections["default"] = broken
     try:
@@ -93,7 +83,7 @@ def test_stale_ingest_is_a_503_naming_it(each_db, client, redis_up, settings):
 
 
 def test_redis_down_is_a_503_naming_the_broker(each_db, client, settings):
-    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{closed_port()}/0"
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{loopback.free_port()}/0"
     started = time.monotonic()
     response = get(client)
     assert time.monotonic() - started < 3

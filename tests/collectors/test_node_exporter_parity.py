@@ -27,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
+from tests.loopback import free_port
 
 NE_TREE = FIXTURES / "node-exporter" / "sys"
 PROCFS_TREE = FIXTURES / "procfs" / "sys"
@@ -89,12 +90,6 @@ def _binary() -> str:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_listening(proc: subprocess.Popen, port: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -119,7 +114,7 @@ class NodeExporter:
         """Start one on `sysfs_root`, wait until it listens, return its /metrics URL."""
         log = b""
         for _ in range(3):  # the free port can be taken between probing and binding it
-            port = _free_port()
+            port = free_port()
             # Its log goes to a file: a pipe nobody drains could fill and stall it.
             with tempfile.TemporaryFile() as err:
                 proc = subprocess.Popen(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import time
 import urllib.parse
 import urllib.request
@@ -15,14 +14,10 @@ import pytest
 import yaml
 from e2e_harness import REPO, Process, clean_env
 
+from tests.loopback import free_port
+
 RULES = REPO / "deploy" / "prometheus" / "rules"
 DASHBOARD = REPO / "deploy" / "grafana" / "dashboards" / "fabricweb.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def shortened_rules(out: Path) -> list[Path]:

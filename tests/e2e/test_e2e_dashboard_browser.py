@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from e2e_harness import REPO, RunningFabric, clean_env, database_alias, fresh_database, leased_redis_db
 
 from fabricweb.health.models import Event
+from tests.loopback import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -27,12 +27,6 @@ CHROMIUM_ARGS = [
 ]
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 WAIT_MS = 30_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def manage(fabric: RunningFabric, *args: str) -> str:

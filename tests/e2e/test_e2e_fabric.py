@@ -6,7 +6,6 @@ the newcomer node is started by one test and stopped by the next.
 
 from __future__ import annotations
 
-import importlib
 import json
 import statistics
 import subprocess
@@ -115,10 +114,6 @@ def test_a_dead_nodes_queue_does_not_pile_up(fabric, newcomer):
 
 
 def test_a_node_whose_worker_stopped_is_flagged_stale_after_three_missed_polls(fabric, newcomer):
-    try:
-        importlib.import_module("fabricweb.health.tasks").check_stale  # noqa: B018
-    except (ImportError, AttributeError):
-        pytest.skip("fabricweb.health.tasks.check_stale is not written yet")
     assert newcomer.stop() == 0
     node = node_rows(fabric, [NEWCOMER])[NEWCOMER]
     stale = Event.objects.using(fabric.db).filter(node=node, kind="stale", resolved_at__isnull=True)

@@ -1,25 +1,25 @@
-"""Faults a monitor must survive, on a whole fabric of real processes: the broker restarted mid-run."""
+"""Faults a monitor must survive, on a whole fabric of real processes: the broker restarted mid-run,
+the database away for 30 s."""
 
 from __future__ import annotations
 
-import socket
+import os
 import subprocess
 import time
+from datetime import timedelta
 
+from django.db import connections
 from django.db.models import Count, Max
 from django.utils import timezone
-from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database
+from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database, leased_redis_db
 
-from fabricweb.inventory.models import Node
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.models import PortSample
+from tests.loopback import free_port
 
 NODES = 3
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+OUTAGE_S = 30.0
 
 
 def redis_server(port: int, log) -> subprocess.Popen:
@@ -64,9 +64,75 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                     assert not doubled.exists()
                     # The widest gap in any port's polls: the broker's downtime and the polls around it, no more.
                     widest = samples.aggregate(m=Max("interval_s"))["m"]
+                    print(f"broker down {downtime:.1f} s: widest gap in any port's polls {widest:.1f} s, none doubled")
                     assert widest <= downtime + 3 * INTERVAL, (widest, downtime)
                 finally:
                     fabric.stop()
         finally:
             broker.terminate()
             broker.wait(10)
+
+
+def test_a_database_down_for_30_s_loses_no_poll_doubles_none_and_pages_no_node_stale(tmp_path, django_db_blocker):
+    """PostgreSQL refuses every connection for 30 s (and cuts the open ones) under a running fabric."""
+    import psycopg
+
+    with (
+        leased_redis_db() as redis_url,
+        fresh_database("postgres", tmp_path) as db_url,
+        django_db_blocker.unblock(),
+        database_alias("e2e_db_down", db_url) as db,
+    ):
+        fabric = RunningFabric(tmp_path, db, db_url, redis_url, ["--nodes", str(NODES)])
+        admin = psycopg.connect(os.environ["TEST_POSTGRES_URL"], autocommit=True)
+        name = db_url.rsplit("/", 1)[1]
+        try:
+            nodes = Node.objects.using(db)
+            fabric.wait("every node polled", lambda: nodes.filter(last_ingested_at__isnull=False).count() == NODES, 60)
+            time.sleep(3 * INTERVAL)
+            ports = Port.objects.using(db).count()
+
+            connections[db].close()
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                [name],
+            )
+            down_from = timezone.now()
+            time.sleep(OUTAGE_S)
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            down_until = timezone.now()
+
+            # The polls of the outage waited on the broker and are stored once the database is back.
+            samples = PortSample.objects.using(db)
+            during = samples.filter(ts__gte=down_from + timedelta(seconds=2), ts__lte=down_until - timedelta(seconds=2))
+            per_port = OUTAGE_S / INTERVAL
+            fabric.wait(
+                "the polls of the outage stored",
+                lambda: (
+                    during.values("port_id").distinct().count() == ports
+                    and min(during.values("port_id").annotate(n=Count("id")).values_list("n", flat=True))
+                    >= 0.7 * per_port
+                ),
+                60,
+            )
+            caught_up_s = (timezone.now() - down_until).total_seconds()
+            counts = sorted(during.values("port_id").annotate(n=Count("id")).values_list("n", flat=True))
+            print(f"database down {OUTAGE_S:g} s: {counts[0]}-{counts[-1]} polls per port stored for it, "
+                  f"caught up {caught_up_s:.1f} s after it was back")  # fmt: skip
+            assert fabric.runner.proc.poll() is None, fabric.tail()
+            doubled = samples.values("port_id", "ts").annotate(n=Count("id")).filter(n__gt=1)
+            assert not doubled.exists()
+            gaps = [
+                (round(interval, 1), round((ts - down_from).total_seconds(), 1))
+                for interval, ts in samples.filter(ts__gte=down_from, interval_s__gt=3 * INTERVAL).values_list(
+                    "interval_s", "ts"
+                )
+            ]
+            assert not gaps, f"gaps in the polls (seconds, ending at seconds since the outage began): {gaps}"
+            # Ingest was behind, not the nodes: nobody is paged for a stale node.
+            assert not Event.objects.using(db).filter(kind="stale").exists()
+        finally:
+            fabric.stop()
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            admin.close()

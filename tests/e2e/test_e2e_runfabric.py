@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import urllib.request
 from pathlib import Path
 
@@ -13,12 +12,7 @@ from e2e_harness import RunningFabric, database_alias, fresh_database
 
 from collectors.sim import Fabric
 from fabricweb.inventory.models import Port
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.loopback import free_port
 
 
 def cmdline(pid: int) -> str:

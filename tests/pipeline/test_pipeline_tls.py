@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import ssl
 import subprocess
 import time
@@ -14,6 +13,7 @@ import redis
 from kombu import Connection
 
 from fabricweb.brokertls import celery_ssl_options, redis_py_options
+from tests.loopback import free_port
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -31,9 +31,7 @@ def tls_redis(tmp_path_factory):
     (tmp / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
     _openssl("x509", "-req", "-in", "redis.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
              "-days", "2", "-extfile", "san.ext", "-out", "redis.crt", cwd=tmp)  # fmt: skip
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
         ["redis-server", "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--tls-cert-file", "redis.crt", "--tls-key-file", "redis.key",

@@ -208,6 +208,27 @@ def test_a_node_clock_five_minutes_ahead_is_still_stored(each_db):
     assert Node.objects.get(name="cn004").last_collected_at == at
 
 
+def test_an_idle_node_whose_fast_clock_is_set_right_is_stored_again_at_once(each_db):
+    """Ordering by the server's receive time: the idle node's counters do not move, yet it is not frozen."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    fast = snapshot(NODE_EXPORTER, host="cn006", at=now + timedelta(minutes=8))
+    ingest_snapshot(fast)
+    fixed = copy.deepcopy(fast)  # the same counters (an idle node), dated by the corrected clock
+    fixed["collected_at"] = (now + timedelta(seconds=5)).isoformat().replace("+00:00", "Z")
+    result = ingest_snapshot(fixed)
+    assert (result.status, result.clock_backwards) == ("stored", True)
+    assert Node.objects.get(name="cn006").last_collected_at == now + timedelta(seconds=5)
+
+
+def test_a_late_message_from_before_the_last_poll_still_moves_nothing_back(each_db):
+    now = datetime.now(UTC).replace(microsecond=0)
+    first = snapshot(NODE_EXPORTER, host="cn007", at=now - timedelta(seconds=20))
+    ingest_snapshot(later(first, 10))
+    result = ingest_snapshot(first)  # redelivered after the newer one: dated before that one arrived
+    assert result.status == "stale"
+    assert Node.objects.get(name="cn007").last_collected_at == now - timedelta(seconds=10)
+
+
 def test_keys_a_disagreement_does_not_have_are_not_stored(each_db):
     snap = snapshot(NODE_EXPORTER, host="cn005")
     snap["devices"][1]["disagreements"] = [{"field": "fw_ver", "sysfs": "1", "verbs": "2", "extra": "x" * 10**6}]
