@@ -5,10 +5,13 @@
 
 Goals (issue 8): the full exposition at 20,000 ports in under 2 s and under 300 MB; the health
 series alone in under 300 ms. The tables are filled directly (bulk_create) with the counters of a
-real simulated ConnectX-6 port (30 counters, 24 hw_counters each), 8 ports per node, an open event
-on one port in 50. Each figure is the best of `--repeat` GETs of /metrics through Django's test
-client (view, collector and encoder, no network); memory is the peak of Python allocations during
-one GET (tracemalloc), on top of the process as it was before.
+real simulated ConnectX-6 port (30 counters, 24 hw_counters each), its non-zero counters made
+distinct per port as on a real fabric (12 a port: traffic, packets, RDMA requests), 8 ports per
+node, an open event on one port in 50. Each figure is a GET of /metrics through Django's test
+client (view, collector and encoder, no network), `--repeat` times: the first with the encoder's
+label cache empty (a fresh web process), then warm; the nodes' last ingest is set to now before
+each GET (a slow scrape must not find them stale). Memory is the peak of Python allocations
+during one GET (tracemalloc), on top of the process as it was before.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 PORTS_PER_NODE = 8  # 4 HCAs of 2 ports
+FORMATS = {"text": "", "openmetrics": "application/openmetrics-text;version=1.0.0"}
 GOALS = {"all": (2.0, 300.0), "health": (0.3, None)}  # seconds, MB at 20,000 ports
 
 
@@ -40,6 +44,11 @@ def sample_port() -> dict:
         return snap["devices"][0]["ports"][0]
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def distinct(counters: dict, i: int) -> dict:
+    """`counters` of the i-th port: every non-zero count its own, as no two busy ports agree."""
+    return {name: value + i if value else value for name, value in counters.items()}
 
 
 def fill(ports: int, port: dict) -> None:
@@ -86,17 +95,16 @@ def fill(ports: int, port: dict) -> None:
                 rate_gbps=200.0,
                 lanes=4,
                 speed="HDR",
-                counters=port["counters"],
-                counters_ext=port["counters_ext"],
-                hw_counters=port["hw_counters"],
+                counters=distinct(port["counters"], i),
+                counters_ext=distinct(port["counters_ext"], i),
+                hw_counters=distinct(port["hw_counters"], i),
                 last_collected_at=now,
                 expected_speed="HDR",
                 expected_lanes=4,
                 expected_source="learned from this port's history",
                 first_seen_at=now,
             )
-            for dev in devices
-            for p in (1, 2)
+            for i, (dev, p) in enumerate((dev, p) for dev in devices for p in (1, 2))
         ),
         batch_size=2000,
     )
@@ -116,25 +124,45 @@ def fill(ports: int, port: dict) -> None:
     )
 
 
-def measure(client, series: str, repeat: int) -> tuple[float, float, int, int, float]:
-    """Best seconds, peak MB, samples, body bytes of GET /metrics?set=series, and the last one's
-    collect seconds (reading the tables, before encoding: fabricweb_exporter_collect_seconds)."""
-    best = float("inf")
+def fresh() -> None:
+    """Every node ingested now: a slow scrape must not find them stale (and drop their counters)."""
+    from django.utils import timezone
+
+    from fabricweb.inventory.models import Node
+
+    Node.objects.update(last_ingested_at=timezone.now())
+
+
+def get(client, series: str, accept: str):
+    response = client.get("/metrics", {"set": series}, HTTP_ACCEPT=accept)
+    assert response.status_code == 200
+    return response
+
+
+def measure(client, series: str, repeat: int, accept: str) -> tuple[list[float], float, int, int, float]:
+    """Seconds of each GET /metrics?set=series (the first with the label cache empty), peak MB,
+    samples, body bytes, and the last one's collect seconds (reading the tables, before
+    encoding: fabricweb_exporter_collect_seconds)."""
+    from fabricweb.exporter import encoder
+
+    encoder._label_texts.clear()
+    times = []
     for _ in range(repeat):
+        fresh()
         started = time.perf_counter()
-        response = client.get("/metrics", {"set": series})
-        best = min(best, time.perf_counter() - started)
-        assert response.status_code == 200
+        response = get(client, series, accept)
+        times.append(time.perf_counter() - started)
     body = response.content
     samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
     collect = float(
         next(line for line in body.splitlines() if line.startswith(b"fabricweb_exporter_collect_s")).split()[1]
     )
+    fresh()
     tracemalloc.start()
-    client.get("/metrics", {"set": series})
+    get(client, series, accept)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return best, peak / 1e6, samples, len(body), collect
+    return times, peak / 1e6, samples, len(body), collect
 
 
 def main() -> None:
@@ -142,6 +170,12 @@ def main() -> None:
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--ports", type=int, nargs="+", default=[5000, 20000, 50000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: Prometheus text 0.0.4; openmetrics: what Prometheus asks for first",
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
@@ -164,19 +198,21 @@ def main() -> None:
         port = sample_port()
         client = Client()
         print(
-            f"{args.db}: best of {args.repeat} GETs of /metrics; goals at 20,000 ports: all < 2 s and < 300 MB, "
-            "health < 0.3 s"
+            f"{args.db}, {args.format}: {args.repeat} GETs of /metrics (first: cold label cache; best warm); "
+            "goals at 20,000 ports: all < 2 s and < 300 MB, health < 0.3 s"
         )
         for ports in args.ports:
             fill(ports, port)
             for series in ("all", "health"):
-                seconds, mb, samples, size, collect = measure(client, series, args.repeat)
+                times, mb, samples, size, collect = measure(client, series, args.repeat, FORMATS[args.format])
+                seconds = min(times[1:] or times)
                 goal_s, goal_mb = GOALS[series]
                 ratio = f"  ({seconds / goal_s:.2f} of the time goal" + (
                     f", {mb / goal_mb:.2f} of the memory goal)" if goal_mb else ")"
                 )
                 print(
-                    f"{ports:6d} ports  set={series:6}  {seconds:6.3f} s (collect {collect:5.2f} s)  "
+                    f"{ports:6d} ports  set={series:6}  {seconds:6.3f} s (cold {times[0]:.3f} s, warm "
+                    f"{'/'.join(f'{t:.3f}' for t in times[1:])}; collect {collect:5.2f} s)  "
                     f"peak {mb:6.1f} MB  {samples:7d} samples  {size / 1e6:5.1f} MB body",
                     ratio if ports == 20000 else "",
                     sep="",

@@ -1,6 +1,14 @@
-"""GET /metrics: Prometheus text or OpenMetrics, as the scraper's Accept header asks."""
+"""GET /metrics: Prometheus text or OpenMetrics, as the scraper's Accept header asks.
+
+prometheus_client negotiates the format; encoder.encode renders the collector's families in
+it, the same bytes as that encoder run on FabricCollector, ~10x faster (docs/metrics.md).
+"""
 
 from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -9,6 +17,7 @@ from prometheus_client.exposition import choose_encoder
 
 from . import auth
 from .collector import FabricCollector
+from .encoder import encode
 from .selection import SelectionError, parse
 
 
@@ -23,5 +32,20 @@ def metrics(request: HttpRequest) -> HttpResponse:
     except SelectionError as e:
         return HttpResponse(f"{e}\n", status=400, content_type="text/plain; charset=utf-8")
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
-    body = encoder(FabricCollector(selection, timezone.now()))
+    with _gc_paused():
+        body = encode(FabricCollector(selection, timezone.now()).families(), encoder)
     return HttpResponse(body, content_type=content_type)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """A scrape builds about a million small objects, none in a cycle, all freed by reference
+    counting when it ends: the cyclic collector would only walk them again and again as they
+    pile up (BENCHMARKS.md: a third of the scrape's time at 20,000 ports)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -1,0 +1,261 @@
+"""The exposition of FabricCollector's families, byte for byte what prometheus_client's encoder gives, faster.
+
+prometheus_client's generate_latest renders every sample from scratch: each label name is
+validated and escaped and each value escaped, for every one of the ~1.1 million samples of
+20,000 ports (~8 µs each). Here every piece of text but the values is still rendered by
+the negotiated prometheus_client encoder itself, once, and reused:
+
+- a family's HELP/TYPE lines: the encoder's output for the family without samples;
+- a family's sample name: the encoder's line for a sample without labels, cut before the value;
+- a label set: the encoder's line for a probe sample with those labels, cut after the name
+  and before the value. A port's labels are one dict shared by all its rows, rendered once
+  per scrape, and cached across scrapes keyed by their content (a renamed node or a changed
+  link is another key; nothing can go stale, the cache is only bounded);
+- a row with an extra label that sorts before all the others (`counter` of hw_stat):
+  `{counter="x",` + the port's label text. The encoder sorts label names and joins them with
+  commas, so that concatenation is its own output;
+- values: prometheus_client.utils.floatToGoString, memoised per scrape (ints and non-zero
+  floats: -0.0 == 0.0 but prints otherwise).
+
+Each family's first row is also rendered by prometheus_client and compared with the composed
+line; a family where they differ is rendered by prometheus_client entirely. The tests compare
+whole expositions with generate_latest (both formats, hostile label values).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
+
+from .series import Family
+
+log = logging.getLogger(__name__)
+
+Encoder = Callable[..., bytes]  # what prometheus_client.exposition.choose_encoder returns
+PROBE = "probe"  # the sample name label sets are rendered with (a valid legacy name)
+ZERO = " " + floatToGoString(0.0)  # the value part of a probe line
+# Label texts kept across scrapes: about 4 label sets a port (port, port_info, its device's two).
+MAX_CACHED_LABEL_SETS = 400_000
+# Lines rendered and encoded at a time: hw_stat alone is ~480,000 lines at 20,000 ports.
+LINES_PER_WRITE = 50_000
+
+# Per format (Exposition.key): a label set's items -> its text.
+_label_texts: dict[tuple, dict[tuple, str]] = {}
+_family_parts: dict[tuple, tuple[str, str]] = {}
+
+
+class _Registry:
+    """What an encoder iterates: these metrics."""
+
+    def __init__(self, metrics: list[Metric]) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> list[Metric]:
+        return self.metrics
+
+
+class Exposition:
+    """One negotiated format (prometheus_client's encoder, its escaping and version) and its pieces."""
+
+    def __init__(self, encoder: Encoder) -> None:
+        self.encoder = encoder
+        if isinstance(encoder, partial):
+            self.key = (encoder.func, encoder.args, tuple(sorted(encoder.keywords.items())))
+        else:
+            self.key = (encoder,)
+        self.trailer = self.render([])  # `# EOF` in OpenMetrics, nothing in the text format
+
+    def render(self, metrics: list[Metric]) -> str:
+        return self.encoder(_Registry(metrics)).decode("utf-8")
+
+    def header(self, metric: Metric) -> str:
+        """The HELP/TYPE lines of `metric`: its exposition without samples and the trailer."""
+        body = self.render([Metric(metric.name, metric.documentation, metric.type)])
+        return body[: len(body) - len(self.trailer)]
+
+    def sample_lines(self, metric: Metric) -> list[str]:
+        """The encoder's lines for `metric`'s samples, without its header and the trailer."""
+        header = self.header(metric)
+        body = self.render([metric])
+        if not body.startswith(header) or not body.endswith(self.trailer):
+            raise ValueError(f"{metric.name}: unexpected layout")
+        middle = body[len(header) : len(body) - len(self.trailer)]
+        # Not splitlines(): label values may hold \r or \u2028; only \n ends a line (values have it escaped).
+        return [line + "\n" for line in middle.split("\n")[:-1]]
+
+    def label_texts(self, label_sets: list[dict[str, str]]) -> list[str]:
+        """`{name="value",...}` as the encoder renders each label set ('' for none)."""
+        probe = Metric(PROBE, "", "gauge")
+        probe.samples = [Sample(PROBE, {}, 0.0)] + [Sample(PROBE, labels, 0.0) for labels in label_sets]
+        first, *lines = self.sample_lines(probe)
+        name = first.removesuffix(ZERO + "\n")
+        texts = []
+        for line in lines:
+            if not (line.startswith(name) and line.endswith(ZERO + "\n")):
+                raise ValueError(f"unexpected probe line {line!r}")
+            texts.append(line[len(name) : -len(ZERO) - 1])
+        return texts
+
+    def family_parts(self, family: Family) -> tuple[str, str]:
+        """(HELP/TYPE lines, sample name as rendered) of `family`."""
+        key = (self.key, family.name, family.help, family.type, family.sample_name)
+        parts = _family_parts.get(key)
+        if parts is None:
+            metric = Metric(family.name, family.help, family.type)
+            header = self.header(metric)
+            metric.samples = [Sample(family.sample_name, {}, 0.0)]
+            (line,) = self.sample_lines(metric)
+            parts = _family_parts[key] = (header, line.removesuffix(ZERO + "\n"))
+        return parts
+
+
+class _Values(dict):
+    """floatToGoString of each value, rendered once per scrape.
+
+    Only for ints and non-zero floats: equal ones of those print alike, but 0.0 == -0.0 == 0
+    and -0.0 prints with its sign.
+    """
+
+    def __missing__(self, value: float) -> str:
+        text = self[value] = floatToGoString(value)
+        return text
+
+
+class _Scrape:
+    """The label texts of one scrape (each followed by the space before the value), by the id of the label dict.
+
+    An id is unique only while its object lives: every dict (and labels column) looked up by
+    id is kept until the scrape ends.
+    """
+
+    def __init__(self, exposition: Exposition) -> None:
+        self.exposition = exposition
+        self.by_id: dict[int, str] = {}
+        # Per extra label name: id of a label dict -> its text after `{`, for dicts whose
+        # names all sort after the extra one.
+        self.tails: dict[str, dict[int, str]] = {}
+        self.columns: dict[int, list[str]] = {}  # id of a labels column -> its label texts
+        self.alive: list[object] = []
+        self.memo = _Values()
+        self.cached = _label_texts.setdefault(exposition.key, {})
+
+    def learn(self, label_sets: Iterable[dict[str, str]]) -> None:
+        """Render (or find in the cache) the texts of `label_sets` not seen yet in this scrape."""
+        by_id = self.by_id
+        missing: dict[int, dict[str, str]] = {}
+        keys: dict[int, tuple] = {}
+        cached = self.cached
+        for labels in {id(labels): labels for labels in label_sets}.values():
+            ident = id(labels)
+            if ident in by_id:
+                continue
+            self.alive.append(labels)
+            key = keys[ident] = tuple(labels.items())
+            text = cached.get(key)
+            if text is None:
+                missing[ident] = labels
+            else:
+                by_id[ident] = text
+        if not missing:
+            return
+        if len(cached) + len(missing) > MAX_CACHED_LABEL_SETS:
+            cached.clear()
+        texts = self.exposition.label_texts(list(missing.values()))
+        for ident, text in zip(missing, texts, strict=True):
+            by_id[ident] = cached[keys[ident]] = text + " "  # the space before the value
+
+    def values(self, values: list[float]) -> list[str]:
+        """floatToGoString of each value; memoised where that is safe (see _Values)."""
+        memo = self.memo
+        types = set(map(type, values))
+        if types <= {int} or (types <= {int, float} and 0 not in values):  # `in` is ==: -0.0 too
+            return list(map(memo.__getitem__, values))
+        return [memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values]
+
+    def text(self, family: Family, name: str) -> str:
+        """The sample lines of `family`, `name` being its sample name as rendered: for each
+        sample `name`, its label text and a space (by_id), its value, a newline."""
+        if not len(family):
+            return ""
+        labels = family.labels
+        if family.extra is None:
+            for attempt in range(2):
+                try:
+                    # The counter families of the ports share one labels column: look it up once.
+                    texts = self.columns.get(id(labels))
+                    if texts is None:
+                        texts = list(map(self.by_id.__getitem__, map(id, labels)))
+                        self.columns[id(labels)] = texts
+                        self.alive.append(labels)
+                    return _lines(name, texts, self.values(family.values))
+                except KeyError:  # label sets not seen yet in this scrape
+                    if attempt:
+                        raise
+                self.learn(labels)
+        extra, extras = family.extra, family.extras
+        pieces = [{extra: value} for value in set(extras)]
+        self.learn(pieces)
+        heads = {piece[extra]: self.by_id[id(piece)][:-2] + "," for piece in pieces}  # `{counter="x",`
+        tails = self.tails.setdefault(extra, {})  # a label set's text after its `{`
+        for attempt in range(2):
+            try:
+                texts = list(map(tails.__getitem__, map(id, labels)))
+                return _lines(name, list(map(heads.__getitem__, extras)), texts, self.values(family.values))
+            except KeyError:
+                if attempt:
+                    break  # a label set with a name that sorts before the extra one
+            unique = {id(ls): ls for ls in labels}
+            self.learn(unique.values())
+            for ident, ls in unique.items():
+                if ident not in tails and ls and extra < min(ls):
+                    tails[ident] = self.by_id[ident][1:]
+        lines = []
+        for ls, e, v in zip(labels, extras, self.values(family.values), strict=True):
+            tail = tails.get(id(ls))
+            if tail is None:  # the extra label sorts among the others: render the merged set
+                merged = {**ls, extra: e}
+                self.learn((merged,))
+                lines.append(f"{name}{self.by_id[id(merged)]}{v}\n")
+            else:
+                lines.append(f"{name}{heads[e]}{tail}{v}\n")
+        return "".join(lines)
+
+
+def _lines(name: str, *columns: list[str]) -> str:
+    """`name` + the columns' i-th items + a newline, for each i: one join over the interleaved
+    columns, no string built per sample."""
+    n, k = len(columns[0]), len(columns) + 1
+    parts: list[str | None] = [None] * (n * k)
+    for j, column in enumerate(columns):
+        parts[j::k] = column  # a column of the wrong length raises here
+    parts[k - 1 :: k] = ["\n" + name] * n
+    parts[-1] = "\n"
+    return name + "".join(parts)
+
+
+def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
+    """The exposition of `families` in `encoder`'s format: encoder(registry of to_metric()), faster."""
+    exposition = Exposition(encoder)
+    scrape = _Scrape(exposition)
+    # One growing buffer, not a list of chunks joined at the end: the body is ~100 MB at 20,000 ports.
+    body = io.BytesIO()
+    for family in families:
+        header, name = exposition.family_parts(family)
+        if len(family):
+            first = scrape.text(family.head(1), name)
+            if exposition.render([family.head(1).to_metric()]) != header + first + exposition.trailer:
+                log.warning("%s: composed line differs from prometheus_client's, rendering it there", family.name)
+                body.write(exposition.render([family.to_metric()])[: -len(exposition.trailer) or None].encode())
+                continue
+        body.write(header.encode("utf-8"))
+        for start in range(0, len(family), LINES_PER_WRITE):
+            part = family.head(start + LINES_PER_WRITE, start) if len(family) > LINES_PER_WRITE else family
+            body.write(scrape.text(part, name).encode("utf-8"))
+    body.write(exposition.trailer.encode("utf-8"))
+    return body.getvalue()
