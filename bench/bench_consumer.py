@@ -33,14 +33,14 @@ from bench_ingest import _drop_postgres_database, _setup_django, generate, snaps
 
 
 def publish(rounds: list[list[dict]]) -> float:
-    from fabricweb.agent.tasks import INGEST_TASK
     from fabricweb.celery import SNAPSHOT_QUEUE, app
+    from fabricweb.names import INGEST_SNAPSHOT
 
     start = time.perf_counter()
     with app.producer_or_acquire() as producer:
         for snaps in rounds:
             for snap in snaps:
-                app.send_task(INGEST_TASK, args=[snap], queue=SNAPSHOT_QUEUE, producer=producer)
+                app.send_task(INGEST_SNAPSHOT, args=[snap], queue=SNAPSHOT_QUEUE, producer=producer)
     return time.perf_counter() - start
 
 

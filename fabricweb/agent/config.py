@@ -43,6 +43,8 @@ class AgentConfig:
     watch: str = "auto"
     # Seconds the broker connection blocks waiting for a `collect` between wake-ups.
     broker_wait_s: float = 10.0
+    # Snapshot queues the central ingest consumers share (names.snapshot_queue): the same K as theirs.
+    ingest_shards: int = 1
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
@@ -57,6 +59,7 @@ class AgentConfig:
             hw_counters_every=read.number("FABRIC_HW_COUNTERS_EVERY", 6, int, low=1),
             watch=read.choice("FABRIC_WATCH_EVENTS", "auto", WATCH_MODES),
             broker_wait_s=read.number("FABRIC_BROKER_WAIT", 10.0, float, low=0.1),
+            ingest_shards=read.number("FABRIC_INGEST_SHARDS", 1, int, low=1),
         )
 
     def served_nodes(self) -> list[str]:

@@ -15,7 +15,7 @@ from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
 from fabricweb.agent.poll import Poller
-from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, SNAPSHOT_QUEUE
+from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, snapshot_queue
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,8 @@ class Agent:
 
     def deliver(self, snap: dict) -> None:
         # argsrepr given: Celery would otherwise walk the whole snapshot to print it in the headers.
-        self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=SNAPSHOT_QUEUE, argsrepr=f"[snapshot of {snap['host']}]")
+        queue = snapshot_queue(snap["host"], self.config.ingest_shards)
+        self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=queue, argsrepr=f"[snapshot of {snap['host']}]")
 
     def collect(self, node: str) -> dict:
         """Read `node` and send its snapshot; a poll past its deadline sends nothing (the node goes stale)."""

@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import redis
 from django.db import DatabaseError, OperationalError, close_old_connections, connection
 from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
@@ -39,6 +40,7 @@ from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS
 from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
 from .ingest import ingest_batch
+from .shards import ShardLeases, new_consumer_id, unacked_keys
 from .tasks import log_result
 
 log = logging.getLogger(__name__)
@@ -53,14 +55,23 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 REPORT_EVERY_S = 60.0
 REDELIVER_AFTER_S = 60.0
 BROKER_TIMEOUT_S = 5.0
+LEASE_S = 15.0  # several shards: a consumer silent this long is dead, its queues taken over
 
 
-def transport_options(redeliver_after: float) -> dict:
-    """kombu Redis options of the consumer's connection (see the module docstring)."""
+def transport_options(redeliver_after: float, consumer_id: str | None = None) -> dict:
+    """kombu Redis options of the consumer's connection (see the module docstring); with a
+    `consumer_id` (several shards), unacked messages under keys of that consumer alone."""
+    keys = (
+        unacked_keys(consumer_id)
+        if consumer_id
+        else {
+            "unacked_key": f"unacked.{SNAPSHOT_QUEUE}",
+            "unacked_index_key": f"unacked_index.{SNAPSHOT_QUEUE}",
+            "unacked_mutex_key": f"unacked_mutex.{SNAPSHOT_QUEUE}",
+        }
+    )
     return {
-        "unacked_key": f"unacked.{SNAPSHOT_QUEUE}",
-        "unacked_index_key": f"unacked_index.{SNAPSHOT_QUEUE}",
-        "unacked_mutex_key": f"unacked_mutex.{SNAPSHOT_QUEUE}",
+        **keys,
         "visibility_timeout": redeliver_after,
         "unacked_restore_throttle": 1,  # look for abandoned messages at every idle poll (one cheap ZRANGE)
         "socket_timeout": BROKER_TIMEOUT_S,
@@ -133,11 +144,18 @@ class BatchConsumer:
         *,
         broker_url: str | None = None,
         redeliver_after: float = REDELIVER_AFTER_S,
+        shards: int = 1,
+        lease_s: float = LEASE_S,
     ) -> None:
         if batch < 1 or max_wait < 0 or redeliver_after <= max_wait:
             raise ValueError("batch must be 1 or more, max_wait 0 or more, and redeliver_after longer than max_wait")
+        if shards < 1 or not lease_s > 0:
+            raise ValueError("shards must be 1 or more, and the lease longer than 0 s")
         self.batch, self.max_wait, self.broker_url = batch, max_wait, broker_url
-        self.options = transport_options(redeliver_after)
+        self.shards, self.lease_s = shards, lease_s
+        self.leases: ShardLeases | None = None  # several shards: this consumer's, once connected
+        self.consumer_id = new_consumer_id() if shards > 1 else None
+        self.options = transport_options(redeliver_after, self.consumer_id)
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
         self.oldest_at = 0.0
         self.stopping = False
@@ -164,8 +182,15 @@ class BatchConsumer:
                 if backoff:
                     log.warning("ingest: connected to the broker %s again", self.shown)
                 backoff = 0.0
+                if self.shards > 1 and self.leases is None:
+                    client = redis.Redis.from_url(
+                        url or conn.as_uri(include_password=True),
+                        socket_timeout=BROKER_TIMEOUT_S,
+                        socket_connect_timeout=BROKER_TIMEOUT_S,
+                    )
+                    self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)
                 self._consume(conn, until)
-            except (*conn.connection_errors, BrokerUnreachable) as e:
+            except (*conn.connection_errors, BrokerUnreachable, redis.ConnectionError, redis.TimeoutError) as e:
                 # Not acked, so the broker still has them and delivers them again.
                 held, self.pending = len(self.pending), []
                 if self.stopping:  # e.g. runfabric stopping the broker at the same time
@@ -185,13 +210,36 @@ class BatchConsumer:
                     conn.release()
 
     def _consume(self, conn, until) -> None:
-        # As Celery declares it (a direct exchange and routing key named like the queue), so
-        # agents' send_task(queue=SNAPSHOT_QUEUE) and this agree whichever side declares it first.
-        queue = app.amqp.queues[SNAPSHOT_QUEUE]
-        with conn.Consumer(queue, on_message=self._receive, accept=["json"], prefetch_count=self.batch):
+        if self.leases is None:
+            self._read(conn, until, [SNAPSHOT_QUEUE])
+            return
+        # Several shards: read the leased queues; at each beat, nothing in hand, follow changes of lease.
+        shown = None
+        while not self._done(until):
+            self.leases.beat()
+            if self.leases.over_share:
+                self.leases.give_up()  # nothing in hand here: _read stored its batch before returning
+            queues = self.leases.queues()
+            if queues != shown:
+                log.info("ingest: consumer %s holds %s", self.leases.id, ", ".join(queues) or "no snapshot queue")
+                shown = queues
+            if queues:
+                self._read(conn, until, queues)
+            else:
+                self._sleep(self.lease_s / 3)
+        if self.stopping:
+            self.leases.leave()  # the others take its queues at their next beat, not a lease later
+
+    def _read(self, conn, until, names: list[str]) -> None:
+        """Read `names` until done, or (several shards) until a beat changes the leases held."""
+        # As Celery declares them (a direct exchange and routing key named like the queue), so
+        # agents' send_task(queue=...) and this agree whichever side declares a queue first.
+        queues = [app.amqp.queues[name] for name in names]
+        next_beat = time.monotonic() + self.lease_s / 3
+        with conn.Consumer(queues, on_message=self._receive, accept=["json"], prefetch_count=self.batch):
             log.info(
                 "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
-                SNAPSHOT_QUEUE,
+                ", ".join(names),
                 self.shown,
                 self.batch,
                 self.max_wait,
@@ -199,11 +247,20 @@ class BatchConsumer:
             while not self._done(until):
                 if len(self.pending) < self.batch:
                     with contextlib.suppress(socket.timeout):
-                        conn.drain_events(timeout=self._wait_s())
+                        conn.drain_events(timeout=self._wait_s(next_beat))
                 full = len(self.pending) >= self.batch
                 if self.pending and (full or time.monotonic() - self.oldest_at >= self.max_wait or self.stopping):
                     self.flush()
                 self._report()
+                if self.leases is not None and time.monotonic() >= next_beat:
+                    held = self.leases.held
+                    self.leases.beat()
+                    if self.leases.over_share:
+                        self.flush()  # nothing in hand: a queue given up may be read elsewhere at once
+                        self.leases.give_up()
+                    if self.leases.held != held:
+                        break
+                    next_beat = time.monotonic() + self.lease_s / 3
             self.flush()
 
     def _receive(self, message) -> None:
@@ -322,10 +379,12 @@ class BatchConsumer:
     def _done(self, until) -> bool:
         return self.stopping or (until is not None and not self.pending and until())
 
-    def _wait_s(self) -> float:
+    def _wait_s(self, next_beat: float) -> float:
+        now = time.monotonic()
+        longest = max(0.0, min(IDLE_WAIT_S, next_beat - now)) if self.leases is not None else IDLE_WAIT_S
         if not self.pending:
-            return IDLE_WAIT_S
-        return max(0.0, min(IDLE_WAIT_S, self.oldest_at + self.max_wait - time.monotonic()))
+            return longest
+        return max(0.0, min(longest, self.oldest_at + self.max_wait - now))
 
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds
