@@ -40,6 +40,7 @@ from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS
 from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
 from .ingest import ingest_batch
+from .redisread import BatchReader
 from .shards import ShardLeases, new_consumer_id, unacked_keys
 from .tasks import log_result
 
@@ -56,6 +57,8 @@ REPORT_EVERY_S = 60.0
 REDELIVER_AFTER_S = 60.0
 BROKER_TIMEOUT_S = 5.0
 LEASE_S = 15.0  # several shards: a consumer silent this long is dead, its queues taken over
+TAKE_EVERY_S = 0.02  # plain redis://: how often an idle consumer looks for messages (one cheap script call)
+RESTORE_EVERY_S = 1.0  # ... and for messages a killed consumer left unacked past redeliver_after
 
 
 def transport_options(redeliver_after: float, consumer_id: str | None = None) -> dict:
@@ -154,6 +157,8 @@ class BatchConsumer:
         self.batch, self.max_wait, self.broker_url = batch, max_wait, broker_url
         self.shards, self.lease_s = shards, lease_s
         self.leases: ShardLeases | None = None  # several shards: this consumer's, once connected
+        self.reader: BatchReader | None = None  # plain redis://: batches taken in one round trip
+        self.redeliver_after = redeliver_after
         self.consumer_id = new_consumer_id() if shards > 1 else None
         self.options = transport_options(redeliver_after, self.consumer_id)
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
@@ -182,13 +187,16 @@ class BatchConsumer:
                 if backoff:
                     log.warning("ingest: connected to the broker %s again", self.shown)
                 backoff = 0.0
-                if self.shards > 1 and self.leases is None:
+                client = None
+                if self.shards > 1 or transport_for(url):
                     client = redis.Redis.from_url(
                         url or conn.as_uri(include_password=True),
                         socket_timeout=BROKER_TIMEOUT_S,
                         socket_connect_timeout=BROKER_TIMEOUT_S,
                     )
+                if self.shards > 1 and self.leases is None:
                     self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)
+                self.reader = BatchReader(client, self.options) if transport_for(url) else None
                 self._consume(conn, until)
             except (*conn.connection_errors, BrokerUnreachable, redis.ConnectionError, redis.TimeoutError) as e:
                 # Not acked, so the broker still has them and delivers them again.
@@ -232,6 +240,9 @@ class BatchConsumer:
 
     def _read(self, conn, until, names: list[str]) -> None:
         """Read `names` until done, or (several shards) until a beat changes the leases held."""
+        if self.reader is not None:
+            self._take(until, names)
+            return
         # As Celery declares them (a direct exchange and routing key named like the queue), so
         # agents' send_task(queue=...) and this agree whichever side declares a queue first.
         queues = [app.amqp.queues[name] for name in names]
@@ -263,6 +274,43 @@ class BatchConsumer:
                     next_beat = time.monotonic() + self.lease_s / 3
             self.flush()
 
+    def _take(self, until, names: list[str]) -> None:
+        """_read on a plain redis:// broker: take up to a batch of messages per round trip (redisread.py)."""
+        reader = self.reader
+        log.info(
+            "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
+            ", ".join(names),
+            self.shown,
+            self.batch,
+            self.max_wait,
+        )
+        next_beat = time.monotonic() + self.lease_s / 3
+        next_restore = 0.0
+        while not self._done(until):
+            taken = reader.take(names, self.batch - len(self.pending))
+            for message in taken:
+                self._receive(message)
+            full = len(self.pending) >= self.batch
+            if self.pending and (full or time.monotonic() - self.oldest_at >= self.max_wait or self.stopping):
+                self.flush()
+            elif not taken:
+                reader.commit_acks()  # messages dropped while nothing else came
+                if time.monotonic() >= next_restore:
+                    reader.restore_older_than(self.redeliver_after)
+                    next_restore = time.monotonic() + RESTORE_EVERY_S
+                self._sleep(min(TAKE_EVERY_S, self._wait_s(next_beat)))
+            self._report()
+            if self.leases is not None and time.monotonic() >= next_beat:
+                held = self.leases.held
+                self.leases.beat()
+                if self.leases.over_share:
+                    self.flush()
+                    self.leases.give_up()
+                if self.leases.held != held:
+                    break
+                next_beat = time.monotonic() + self.lease_s / 3
+        self.flush()
+
     def _receive(self, message) -> None:
         try:
             snaps = snapshots_of(message)
@@ -283,7 +331,10 @@ class BatchConsumer:
     def flush(self) -> None:
         """Store the batch in hand and ack it; on a database error requeue it and back off."""
         batch, self.pending = self.pending, []
-        if batch and not self._store(batch):
+        stored = not batch or self._store(batch)
+        if self.reader is not None:
+            self.reader.commit_acks()  # the batch's acks in one round trip, after its commit
+        if not stored:
             self._sleep(self.db_backoff)
 
     def _store(self, batch: list[tuple[object, list]]) -> bool:
