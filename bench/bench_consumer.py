@@ -18,7 +18,7 @@ names of its own, so each starts from registered nodes with the same history.
 
 With --consumers N (N > 1) the comparison is one consumer against N consumer processes
 sharing N snapshot queues (FABRIC_INGEST_SHARDS=N, messages routed by node as agents route
-them, leases of 0.6 s so they share the queues out within a fraction of a second), timed
+them, leases of 3 s: they share the queues out within a second), timed
 from starting the consumers (forked from the measuring process) until every message is acked.
 """
 
@@ -64,7 +64,7 @@ def consumers_run(n: int, consumers: int, batch: int, max_wait: float) -> tuple[
     stored, samples = fork.Value("q", 0), fork.Value("q", 0)
 
     def child() -> None:
-        consumer = BatchConsumer(batch, max_wait, shards=consumers, lease_s=0.6)
+        consumer = BatchConsumer(batch, max_wait, shards=consumers, lease_s=3.0)
         counted = {"snapshots": 0, "samples": 0, "rejected": 0}
 
         def all_stored() -> bool:
