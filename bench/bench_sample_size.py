@@ -49,17 +49,21 @@ def total_bytes(cursor, table: str) -> tuple[int, int]:
     cursor.execute(
         "SELECT sum(pg_total_relation_size(relid)), sum(pg_relation_size(relid)) FROM pg_partition_tree(%s)", [table]
     )
-    return cursor.fetchone()
+    total, heap = cursor.fetchone()
+    if total is None:  # not partitioned: no tree
+        cursor.execute("SELECT pg_total_relation_size(%s), pg_relation_size(%s)", [table, table])
+        total, heap = cursor.fetchone()
+    return total, heap
 
 
 def measure(args) -> None:
-    from django.db import connection
-
-    from fabricweb.telemetry.ingest import ingest_batch
-
     rounds, what = generate(args)
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django("postgres", scratch)
+        from django.db import connection
+
+        from fabricweb.telemetry.ingest import ingest_batch
+
         try:
             for snaps in rounds:
                 for i in range(0, len(snaps), 100):
@@ -83,9 +87,9 @@ def measure(args) -> None:
 def packed_candidate(cursor, samples: int) -> None:
     from fabricweb.telemetry.columns import DELTA_COLUMNS
 
-    columns = ", ".join(["s.port_id", "interval_s", "state_id", "phys_state_id", "speed", "lanes", "reset", "capped"])
+    names = ["port_id", "interval_s", "state_id", "phys_state_id", "speed", "lanes", "reset", "capped", *DELTA_COLUMNS]
     cursor.execute(
-        f"SELECT d.node_id, s.ts, {columns}, {', '.join(DELTA_COLUMNS)} FROM telemetry_portsample s "
+        f"SELECT d.node_id, s.ts, {', '.join('s.' + n for n in names)} FROM telemetry_portsample s "
         "JOIN inventory_port p ON p.id = s.port_id JOIN inventory_device d ON d.id = p.device_id ORDER BY s.ts"
     )
     per_poll: dict[tuple, bytearray] = defaultdict(bytearray)
