@@ -3,6 +3,7 @@
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_consumer.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6]
                                              [--batch 100] [--max-wait 0.2] [--source sim|fixtures]
+                                             [--consumers N]
 
 Snapshots are made as bench_ingest.py makes them (its functions). For each run, the first
 poll of every node is stored directly (registration, not timed); the other polls are
@@ -14,6 +15,11 @@ The old path reads the same messages as the Celery ingest worker did: prefetch 1
 ingest_snapshot task's body for each (one transaction), ack. It is the loop alone, without
 Celery's worker (pool, tracing), so it flatters the old path a little. Every run gets node
 names of its own, so each starts from registered nodes with the same history.
+
+With --consumers N (N > 1) the comparison is one consumer against N consumer processes
+sharing N snapshot queues (FABRIC_INGEST_SHARDS=N, messages routed by node as agents route
+them, leases of 3 s: they share the queues out within a second), timed
+from starting the consumers (forked from the measuring process) until every message is acked.
 """
 
 from __future__ import annotations
@@ -32,16 +38,54 @@ from pathlib import Path
 from bench_ingest import _drop_postgres_database, _setup_django, generate, snapshot_args
 
 
-def publish(rounds: list[list[dict]]) -> float:
-    from fabricweb.agent.tasks import INGEST_TASK
-    from fabricweb.celery import SNAPSHOT_QUEUE, app
+def publish(rounds: list[list[dict]], shards: int = 1) -> float:
+    from fabricweb.celery import app
+    from fabricweb.names import INGEST_SNAPSHOT, snapshot_queue
 
     start = time.perf_counter()
     with app.producer_or_acquire() as producer:
         for snaps in rounds:
             for snap in snaps:
-                app.send_task(INGEST_TASK, args=[snap], queue=SNAPSHOT_QUEUE, producer=producer)
+                queue = snapshot_queue(snap["host"], shards)
+                app.send_task(INGEST_SNAPSHOT, args=[snap], queue=queue, producer=producer)
     return time.perf_counter() - start
+
+
+def consumers_run(n: int, consumers: int, batch: int, max_wait: float) -> tuple[int, int, float]:
+    """`consumers` forked processes sharing `consumers` queues; (snapshots, samples, when all were acked)."""
+    import multiprocessing
+
+    from django.db import connections
+
+    from fabricweb.telemetry.consumer import BatchConsumer
+
+    connections.close_all()  # each child opens its own
+    fork = multiprocessing.get_context("fork")
+    stored, samples = fork.Value("q", 0), fork.Value("q", 0)
+
+    def child() -> None:
+        consumer = BatchConsumer(batch, max_wait, shards=consumers, lease_s=3.0)
+        counted = {"snapshots": 0, "samples": 0, "rejected": 0}
+
+        def all_stored() -> bool:
+            with stored.get_lock():
+                for key, total in (("snapshots", stored), ("rejected", stored), ("samples", samples)):
+                    total.value += consumer.totals[key] - counted[key]
+                    counted[key] = consumer.totals[key]
+                return stored.value >= n
+
+        consumer.run(until=all_stored)
+        connections.close_all()
+
+    procs = [fork.Process(target=child) for _ in range(consumers)]
+    for proc in procs:
+        proc.start()
+    while stored.value < n and any(p.is_alive() for p in procs):
+        time.sleep(0.005)
+    finished = time.perf_counter()
+    for proc in procs:
+        proc.join(30)
+    return stored.value, samples.value, finished
 
 
 def consumer_run(n: int, batch: int, max_wait: float) -> tuple[int, int, float]:
@@ -88,25 +132,32 @@ def one_per_transaction(n: int) -> tuple[int, int, float]:
     return done["snapshots"], done["samples"], finished
 
 
-def run_child(db: str, rounds: list[list[dict]], batch: int, max_wait: float) -> list[dict]:
+def run_child(db: str, rounds: list[list[dict]], batch: int, max_wait: float, consumers: int) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(db, scratch)
         try:
             from fabricweb.telemetry.ingest import ingest_batch
 
             out = []
-            for mode in (f"batch {batch}", "one per transaction"):
-                tag = "b-" if mode.startswith("batch") else "o-"
+            modes = (
+                [(f"batch {batch}", 1), ("one per transaction", 1)]
+                if consumers == 1
+                else [(f"1 consumer, batch {batch}", 1), (f"{consumers} consumers", consumers)]
+            )
+            for i_mode, (mode, many) in enumerate(modes):
+                tag = f"m{i_mode}-"
                 renamed = [[{**s, "host": tag + s["host"]} for s in snaps] for snaps in rounds]
                 for i in range(0, len(renamed[0]), 200):
                     ingest_batch(renamed[0][i : i + 200])
-                published_s = publish(renamed[1:])
+                published_s = publish(renamed[1:], many)
                 n = sum(len(snaps) for snaps in renamed[1:])
                 start = time.perf_counter()
-                if mode.startswith("batch"):
-                    snapshots, samples, finished = consumer_run(n, batch, max_wait)
-                else:
+                if many > 1:
+                    snapshots, samples, finished = consumers_run(n, many, batch, max_wait)
+                elif mode.startswith("one"):
                     snapshots, samples, finished = one_per_transaction(n)
+                else:
+                    snapshots, samples, finished = consumer_run(n, batch, max_wait)
                 elapsed = finished - start
                 out.append(
                     {
@@ -137,11 +188,12 @@ def main() -> int:
     parser = snapshot_args(__doc__)
     parser.add_argument("--batch", type=int, default=100, help="the consumer's --batch")
     parser.add_argument("--max-wait", type=float, default=0.2, help="the consumer's --max-wait")
+    parser.add_argument("--consumers", type=int, default=1, help="N > 1: one consumer against N on N shards")
     args = parser.parse_args()
 
     if args.child:  # snapshots file from the parent; REDIS_URL is the parent's private redis-server
         rounds = json.loads(Path(args.child).read_text())
-        print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait)))
+        print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait, args.consumers)))
         return 0
 
     rounds, what = generate(args)
@@ -158,6 +210,7 @@ def main() -> int:
         time.sleep(0.3)  # redis-server binding its port; the consumer would retry anyway
         for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
             cmd = [sys.executable, __file__, "--db", db, "--batch", str(args.batch), "--max-wait", str(args.max_wait)]
+            cmd += ["--consumers", str(args.consumers)]
             done = subprocess.run([*cmd, "--child", f.name], capture_output=True, text=True, env=env, check=False)
             if done.returncode != 0:
                 print(done.stderr or done.stdout, file=sys.stderr)
@@ -169,8 +222,12 @@ def main() -> int:
                     f"{row['snapshots_per_s']:>5} snapshots/s ({row['snapshots']} snapshots, {row['samples']} samples "
                     f"in {row['seconds']} s; published at {row['published_per_s']}/s)"
                 )
-            batched, single = rows
-            print(f"{'':<34} the consumer is {batched['samples_per_s'] / single['samples_per_s']:.1f}x the old path")
+            first, second = rows
+            ratio = first["samples_per_s"] / second["samples_per_s"]
+            if args.consumers == 1:
+                print(f"{'':<34} the consumer is {ratio:.1f}x the old path")
+            else:
+                print(f"{'':<34} {args.consumers} consumers are {1 / ratio:.2f}x one")
     finally:
         redis_server.terminate()
         redis_server.wait(10)

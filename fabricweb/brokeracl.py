@@ -16,7 +16,8 @@ tests/agent/test_agent_broker_acl.py runs the agent as such a user against a rea
 - its own unacknowledged-message keys, `unacked*.node.<name>` (fabricweb/agent/app.py names them
   so; kombu's default `unacked` is shared by every worker, central ones included). Polls are
   taken without acknowledgement, so they stay empty; kombu still looks there at shutdown;
-- the `snapshots` queue through a selector: LPUSH and LLEN only (never BRPOP: no node may take
+- its snapshots queue (`snapshots`, or `snapshots.<k>` of its shard with FABRIC_INGEST_SHARDS=K)
+  through a selector: LPUSH and LLEN only (never BRPOP: no node may take
   another's snapshot), and only reading its bindings (SISMEMBER, SMEMBERS: the agent's transport
   adds a binding only when it is missing, and `manage.py ingest` declares it first);
 - no pub/sub channel (resetchannels: no pidbox, no broadcast), no other key, no admin command.
@@ -30,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from fabricweb.names import NODE_QUEUE_PREFIX, SNAPSHOT_QUEUE, node_queue
+from fabricweb.names import NODE_QUEUE_PREFIX, node_queue, snapshot_queue
 
 PASSWORD_CONTEXT = b"fabricweb broker password v1\0"
 # kombu's key layout (kombu.transport.redis.Channel): exchange bindings, one set each.
@@ -66,23 +67,25 @@ def unacked_keys(node: str) -> dict[str, str]:
     return {name: key.format(queue) for name, key in zip(names, UNACKED_KEYS, strict=True)}
 
 
-def node_rules(node: str) -> list[str]:
-    """The ACL rules of the node's user, after `on` and its password."""
+def node_rules(node: str, shards: int = 1) -> list[str]:
+    """The ACL rules of the node's user, after `on` and its password; with `shards` snapshot queues
+    (FABRIC_INGEST_SHARDS), the one queue its snapshots go to."""
     queue = node_queue(node)
     own = [queue, *(k.format(queue) for k in BINDING_KEYS), *unacked_keys(node).values()]
-    bindings = " ".join(f"%R~{k.format(SNAPSHOT_QUEUE)}" for k in BINDING_KEYS)
+    snapshots = snapshot_queue(node, shards)
+    bindings = " ".join(f"%R~{k.format(snapshots)}" for k in BINDING_KEYS)
     return [
         "resetkeys",
         "resetchannels",
         "-@all",
         *(f"~{key}" for key in own),
         *OWN_COMMANDS,
-        f"(~{SNAPSHOT_QUEUE} +lpush +llen)",
+        f"(~{snapshots} +lpush +llen)",
         f"({bindings} +sismember +smembers)",
     ]
 
 
-def acl_line(node: str, password: str) -> str:
+def acl_line(node: str, password: str, shards: int = 1) -> str:
     """One line of a Redis ACL file (aclfile) for the node's user; only the password's SHA-256 is written."""
     digest = hashlib.sha256(password.encode()).hexdigest()
-    return " ".join(["user", user_name(node), "reset", "on", f"#{digest}", *node_rules(node)])
+    return " ".join(["user", user_name(node), "reset", "on", f"#{digest}", *node_rules(node, shards)])

@@ -8,17 +8,42 @@ sent by name (`send_task`), so the side that sends it need not import the side t
 
 from __future__ import annotations
 
+import zlib
+
 # -- queues ------------------------------------------------------------------
 # Central housekeeping: dispatch, stale checks, rollups, prune.
 INGEST_QUEUE = "ingest"
 # Node snapshots: read in batches by `manage.py ingest` (fabricweb/telemetry/consumer.py),
-# not by a Celery worker, so many snapshots share one database transaction.
+# not by a Celery worker, so many snapshots share one database transaction. With
+# FABRIC_INGEST_SHARDS = K > 1, agents send to snapshots.<k> (snapshot_queue below) and K
+# consumers share those queues (fabricweb/telemetry/shards.py).
 SNAPSHOT_QUEUE = "snapshots"
 # Snapshots `manage.py ingest` has taken but not yet stored (kombu's unacked hash, a key of its own).
 SNAPSHOT_UNACKED_KEY = f"unacked.{SNAPSHOT_QUEUE}"
 ALERTS_QUEUE = "alerts"
 # One queue per node, node.<name>, consumed by that node's agent only.
 NODE_QUEUE_PREFIX = "node."
+
+
+def snapshot_shard(node: str, shards: int) -> int:
+    """Which of `shards` snapshot queues a node's snapshots go to: CRC-32 of its name, modulo.
+
+    Stable across processes, machines and Python versions (unlike hash()), so every agent and
+    consumer agrees, and each node's polls reach the one consumer holding its rows in memory.
+    """
+    return zlib.crc32(node.encode()) % shards
+
+
+def snapshot_queue(node: str, shards: int = 1) -> str:
+    """The queue a node sends its snapshots to: `snapshots` with one shard, else snapshots.<k>."""
+    if shards == 1:
+        return SNAPSHOT_QUEUE
+    return shard_queue(snapshot_shard(node, shards))
+
+
+def shard_queue(shard: int) -> str:
+    """The name of snapshot queue number `shard` (of more than one)."""
+    return f"{SNAPSHOT_QUEUE}.{shard}"
 
 
 def node_queue(node: str) -> str:

@@ -31,8 +31,6 @@ from fabricweb.names import (
     EXCLUSIVE,
     PRUNE,
     ROLLUP,
-    SNAPSHOT_QUEUE,
-    SNAPSHOT_UNACKED_KEY,
     node_queue,
 )
 
@@ -84,10 +82,9 @@ def waiting(names: list[str]) -> set[str]:
 
 def snapshot_backlog() -> int:
     """Snapshots sent by the nodes and not yet stored: queued, or taken by ingest and not acked."""
-    pipe = broker_redis(app.conf.broker_url).pipeline(transaction=False)
-    pipe.llen(SNAPSHOT_QUEUE)
-    pipe.hlen(SNAPSHOT_UNACKED_KEY)
-    return sum(pipe.execute())
+    from fabricweb.telemetry import shards
+
+    return shards.backlog(broker_redis(app.conf.broker_url), settings.FABRIC_INGEST_SHARDS)
 
 
 # The nodes of the last dispatch that could read them: polls go on while the database is away, and

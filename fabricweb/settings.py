@@ -187,6 +187,8 @@ FABRIC_NODE_NAME = env.match(
     "FABRIC_NODE_NAME", None, pattern=NODE_NAME_PATTERN, what="a short host name (queue node.<name>)"
 )
 FABRIC_SYSFS_ROOT = env.str("FABRIC_SYSFS_ROOT", "/sys")
+# Snapshot queues (snapshots.<k>, by a hash of the node name) shared by the ingest consumers; agents set the same.
+FABRIC_INGEST_SHARDS = env.int("FABRIC_INGEST_SHARDS", 1, minimum=1)
 FABRIC_RETAIN_RAW = env.seconds("FABRIC_RETAIN_RAW", 48 * 3600.0)
 FABRIC_RETAIN_5MIN = env.seconds("FABRIC_RETAIN_5MIN", 30 * 86400.0)
 FABRIC_RETAIN_1H = env.seconds("FABRIC_RETAIN_1H", 365 * 86400.0)

@@ -51,6 +51,8 @@ class AgentConfig:
     node_keys: dict[str, str] = field(default_factory=dict, repr=False)
     # The CA that signed the broker's certificate (rediss://); None: the system's CAs.
     ca_file: str | None = None
+    # Snapshot queues the central ingest consumers share (names.snapshot_queue): the same K as theirs.
+    ingest_shards: int = 1
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
@@ -69,6 +71,7 @@ class AgentConfig:
             broker_wait_s=read.number("FABRIC_BROKER_WAIT", 10.0, float, low=0.1),
             node_keys=read.node_keys(node_name, several=sim_dir is not None),
             ca_file=read.file("FABRIC_REDIS_CA_FILE"),
+            ingest_shards=read.number("FABRIC_INGEST_SHARDS", 1, int, low=1),
         )
 
     def served_nodes(self) -> list[str]:

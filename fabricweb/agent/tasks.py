@@ -16,7 +16,7 @@ from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
 from fabricweb.agent.poll import Poller
-from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX
+from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, snapshot_queue
 from fabricweb.nodeauth import signed_kwargs
 
 log = logging.getLogger(__name__)
@@ -32,16 +32,17 @@ class Agent:
         self.events: EventWatch | None = None
 
     def deliver(self, snap: dict) -> None:
-        """Send `snap` to ingest (routed to the snapshots queue), signed with its node's key when there is one."""
+        """Send `snap` to ingest (its node's snapshots queue), signed with its node's key when there is one."""
         host = snap["host"]
         key = self.config.node_keys.get(host)
+        queue = snapshot_queue(host, self.config.ingest_shards)
         # The reprs are given: Celery would otherwise walk the whole snapshot to print it in the headers.
         if key is None:
-            self.app.send_task(INGEST_SNAPSHOT, args=[snap], argsrepr=f"[snapshot of {host}]")
+            self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=queue, argsrepr=f"[snapshot of {host}]")
         else:
             signed = signed_kwargs(key, snap)
             self.app.send_task(
-                INGEST_SNAPSHOT, kwargs=signed, argsrepr="()", kwargsrepr=f"{{signed snapshot of {host}}}"
+                INGEST_SNAPSHOT, kwargs=signed, queue=queue, argsrepr="()", kwargsrepr=f"{{signed snapshot of {host}}}"
             )
 
     def collect(self, node: str) -> dict:

@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import redis
 from django.db import DatabaseError, OperationalError, close_old_connections, connection
 from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
@@ -40,6 +41,8 @@ from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS, SNAPSHOT_UNACKED_
 from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
 from .ingest import ingest_batch
+from .redisread import BatchReader
+from .shards import ShardLeases, new_consumer_id, unacked_keys
 from .tasks import log_result
 
 log = logging.getLogger(__name__)
@@ -54,14 +57,25 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 REPORT_EVERY_S = 60.0
 REDELIVER_AFTER_S = 60.0
 BROKER_TIMEOUT_S = 5.0
+LEASE_S = 15.0  # several shards: a consumer silent this long is dead, its queues taken over
+TAKE_EVERY_S = 0.02  # plain redis://: how often an idle consumer looks for messages (one cheap script call)
+RESTORE_EVERY_S = 1.0  # ... and for messages a killed consumer left unacked past redeliver_after
 
 
-def transport_options(redeliver_after: float) -> dict:
-    """kombu Redis options of the consumer's connection (see the module docstring)."""
+def transport_options(redeliver_after: float, consumer_id: str | None = None) -> dict:
+    """kombu Redis options of the consumer's connection (see the module docstring); with a
+    `consumer_id` (several shards), unacked messages under keys of that consumer alone."""
+    keys = (
+        unacked_keys(consumer_id)
+        if consumer_id
+        else {
+            "unacked_key": SNAPSHOT_UNACKED_KEY,
+            "unacked_index_key": f"unacked_index.{SNAPSHOT_QUEUE}",
+            "unacked_mutex_key": f"unacked_mutex.{SNAPSHOT_QUEUE}",
+        }
+    )
     return {
-        "unacked_key": SNAPSHOT_UNACKED_KEY,
-        "unacked_index_key": f"unacked_index.{SNAPSHOT_QUEUE}",
-        "unacked_mutex_key": f"unacked_mutex.{SNAPSHOT_QUEUE}",
+        **keys,
         "visibility_timeout": redeliver_after,
         "unacked_restore_throttle": 1,  # look for abandoned messages at every idle poll (one cheap ZRANGE)
         "socket_timeout": BROKER_TIMEOUT_S,
@@ -134,11 +148,20 @@ class BatchConsumer:
         *,
         broker_url: str | None = None,
         redeliver_after: float = REDELIVER_AFTER_S,
+        shards: int = 1,
+        lease_s: float = LEASE_S,
     ) -> None:
         if batch < 1 or max_wait < 0 or redeliver_after <= max_wait:
             raise ValueError("batch must be 1 or more, max_wait 0 or more, and redeliver_after longer than max_wait")
+        if shards < 1 or not lease_s > 0:
+            raise ValueError("shards must be 1 or more, and the lease longer than 0 s")
         self.batch, self.max_wait, self.broker_url = batch, max_wait, broker_url
-        self.options = transport_options(redeliver_after)
+        self.shards, self.lease_s = shards, lease_s
+        self.leases: ShardLeases | None = None  # several shards: this consumer's, once connected
+        self.reader: BatchReader | None = None  # plain redis://: batches taken in one round trip
+        self.redeliver_after = redeliver_after
+        self.consumer_id = new_consumer_id() if shards > 1 else None
+        self.options = transport_options(redeliver_after, self.consumer_id)
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
         self.oldest_at = 0.0
         self.stopping = False
@@ -169,8 +192,18 @@ class BatchConsumer:
                 if backoff:
                     log.warning("ingest: connected to the broker %s again", self.shown)
                 backoff = 0.0
+                client = None
+                if self.shards > 1 or transport_for(url):
+                    client = redis.Redis.from_url(
+                        url or conn.as_uri(include_password=True),
+                        socket_timeout=BROKER_TIMEOUT_S,
+                        socket_connect_timeout=BROKER_TIMEOUT_S,
+                    )
+                if self.shards > 1 and self.leases is None:
+                    self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)
+                self.reader = BatchReader(client, self.options) if transport_for(url) else None
                 self._consume(conn, until)
-            except (*conn.connection_errors, BrokerUnreachable) as e:
+            except (*conn.connection_errors, BrokerUnreachable, redis.ConnectionError, redis.TimeoutError) as e:
                 # Not acked, so the broker still has them and delivers them again.
                 held, self.pending = len(self.pending), []
                 if self.stopping:  # e.g. runfabric stopping the broker at the same time
@@ -190,13 +223,41 @@ class BatchConsumer:
                     conn.release()
 
     def _consume(self, conn, until) -> None:
-        # As Celery declares it (a direct exchange and routing key named like the queue), so
-        # agents' send_task(queue=SNAPSHOT_QUEUE) and this agree whichever side declares it first.
-        queue = app.amqp.queues[SNAPSHOT_QUEUE]
-        with conn.Consumer(queue, on_message=self._receive, accept=["json"], prefetch_count=self.batch):
+        if self.leases is None:
+            self._read(conn, until, [SNAPSHOT_QUEUE])
+            return
+        # Several shards: read the leased queues; at each beat, nothing in hand, follow changes of lease.
+        shown = None
+        while not self._done(until):
+            self.leases.beat()
+            # Nothing in hand: _read stored its batch before returning, unless the database is away (then
+            # the batch stays here, and so do its queues: another consumer would store their newer polls first).
+            if self.leases.over_share and not self.pending:
+                self.leases.give_up()
+            queues = self.leases.queues()
+            if queues != shown:
+                log.info("ingest: consumer %s holds %s", self.leases.id, ", ".join(queues) or "no snapshot queue")
+                shown = queues
+            if queues:
+                self._read(conn, until, queues)
+            else:
+                self._sleep(self.lease_s / 3)
+        if self.stopping:
+            self.leases.leave()  # the others take its queues at their next beat, not a lease later
+
+    def _read(self, conn, until, names: list[str]) -> None:
+        """Read `names` until done, or (several shards) until a beat changes the leases held."""
+        if self.reader is not None:
+            self._take(until, names)
+            return
+        # As Celery declares them (a direct exchange and routing key named like the queue), so
+        # agents' send_task(queue=...) and this agree whichever side declares a queue first.
+        queues = [app.amqp.queues[name] for name in names]
+        next_beat = time.monotonic() + self.lease_s / 3
+        with conn.Consumer(queues, on_message=self._receive, accept=["json"], prefetch_count=self.batch):
             log.info(
                 "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
-                SNAPSHOT_QUEUE,
+                ", ".join(names),
                 self.shown,
                 self.batch,
                 self.max_wait,
@@ -204,12 +265,60 @@ class BatchConsumer:
             while not self._done(until):
                 if len(self.pending) < self.batch:
                     with contextlib.suppress(socket.timeout):
-                        conn.drain_events(timeout=self._wait_s())
+                        conn.drain_events(timeout=self._wait_s(next_beat))
                 full = len(self.pending) >= self.batch
                 if self.pending and (full or time.monotonic() - self.oldest_at >= self.max_wait or self.stopping):
                     self.flush()
                 self._report()
+                if self.leases is not None and time.monotonic() >= next_beat:
+                    held = self.leases.held
+                    self.leases.beat()
+                    if self.leases.over_share:
+                        self.flush()  # nothing in hand: a queue given up may be read elsewhere at once
+                        if not self.pending:  # (a batch kept for the database keeps its queues)
+                            self.leases.give_up()
+                    if self.leases.held != held:
+                        break
+                    next_beat = time.monotonic() + self.lease_s / 3
             self.flush()
+
+    def _take(self, until, names: list[str]) -> None:
+        """_read on a plain redis:// broker: take up to a batch of messages per round trip (redisread.py)."""
+        reader = self.reader
+        log.info(
+            "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
+            ", ".join(names),
+            self.shown,
+            self.batch,
+            self.max_wait,
+        )
+        next_beat = time.monotonic() + self.lease_s / 3
+        next_restore = 0.0
+        while not self._done(until):
+            taken = reader.take(names, self.batch - len(self.pending))
+            for message in taken:
+                self._receive(message)
+            full = len(self.pending) >= self.batch
+            if self.pending and (full or time.monotonic() - self.oldest_at >= self.max_wait or self.stopping):
+                self.flush()
+            elif not taken:
+                reader.commit_acks()  # messages dropped while nothing else came
+                if time.monotonic() >= next_restore:
+                    reader.restore_older_than(self.redeliver_after)
+                    next_restore = time.monotonic() + RESTORE_EVERY_S
+                self._sleep(min(TAKE_EVERY_S, self._wait_s(next_beat)))
+            self._report()
+            if self.leases is not None and time.monotonic() >= next_beat:
+                held = self.leases.held
+                self.leases.beat()
+                if self.leases.over_share:
+                    self.flush()
+                    if not self.pending:  # a batch kept for the database keeps its queues
+                        self.leases.give_up()
+                if self.leases.held != held:
+                    break
+                next_beat = time.monotonic() + self.lease_s / 3
+        self.flush()
 
     def _receive(self, message) -> None:
         try:
@@ -231,7 +340,10 @@ class BatchConsumer:
     def flush(self) -> None:
         """Store the batch in hand and ack it; on a database error keep it (or requeue it) and back off."""
         batch, self.pending = self.pending, []
-        if batch and not self._store(batch):
+        stored = not batch or self._store(batch)
+        if self.reader is not None:
+            self.reader.commit_acks()  # the batch's acks in one round trip, after its commit
+        if not stored:
             self._sleep(self.db_backoff)
         if self.held:
             # Due again at once: the oldest first, then what came in meanwhile.
@@ -339,10 +451,12 @@ class BatchConsumer:
     def _done(self, until) -> bool:
         return self.stopping or (until is not None and not self.pending and until())
 
-    def _wait_s(self) -> float:
+    def _wait_s(self, next_beat: float) -> float:
+        now = time.monotonic()
+        longest = max(0.0, min(IDLE_WAIT_S, next_beat - now)) if self.leases is not None else IDLE_WAIT_S
         if not self.pending:
-            return IDLE_WAIT_S
-        return max(0.0, min(IDLE_WAIT_S, self.oldest_at + self.max_wait - time.monotonic()))
+            return longest
+        return max(0.0, min(longest, self.oldest_at + self.max_wait - now))
 
     def _sleep(self, seconds: float) -> None:
         end = time.monotonic() + seconds

@@ -19,7 +19,7 @@ from datetime import datetime
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
-from . import rowcache, store
+from . import partitions, rowcache, store
 from .apply import Changes, apply_snapshot
 from .results import STORED, IngestResult
 from .schema import SnapshotIn, SnapshotRejected, parse_snapshot
@@ -104,6 +104,8 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
     # Rows are reused between batches only when this is the outermost transaction (see rowcache).
     cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
     with transaction.atomic():
+        # Before any row lock: creating an hour's partition may wait for other writers' commits.
+        partitions.ensure(snap.collected_at for _, snap in ordered)
         rows = store.load_nodes(first_seen, cache)
         changes = Changes()
         results = {i: apply_snapshot(snap, rows[snap.host], changes, now) for i, snap in ordered}

@@ -20,7 +20,7 @@ from kombu import Connection, Exchange, Queue
 from collectors.sim import Fabric
 from fabricweb import nodeauth
 from fabricweb.brokeracl import node_password
-from fabricweb.names import COLLECT, SNAPSHOT_QUEUE
+from fabricweb.names import COLLECT, SNAPSHOT_QUEUE, snapshot_queue
 from tests.loopback import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,6 +73,18 @@ def test_broker_acl_prints_a_user_per_node_with_only_a_hash_of_its_password(sett
     call_command("broker_acl", "cn001", "--passwords", stdout=out)
     assert out.getvalue().split() == ["cn001", "node.cn001", node_password(SECRET, "cn001")]
     assert node_password(SECRET, "cn001") != node_password(SECRET, "cn002")
+
+
+def test_with_several_ingest_shards_a_node_may_push_only_to_its_own_shards_queue(settings):
+    settings.FABRIC_NODE_KEY_SECRET = SECRET
+    settings.FABRIC_INGEST_SHARDS = 4
+    out = io.StringIO()
+    call_command("broker_acl", "cn001", "cn002", stdout=out)
+    for node, line in zip(("cn001", "cn002"), out.getvalue().splitlines(), strict=True):
+        queue = snapshot_queue(node, 4)
+        assert queue.startswith("snapshots.")
+        assert f"(~{queue} +lpush +llen)" in line
+        assert "~snapshots " not in line and "(~snapshots +" not in line
 
 
 def test_the_agent_works_as_its_nodes_user_and_that_user_can_do_nothing_else(broker, tmp_path):

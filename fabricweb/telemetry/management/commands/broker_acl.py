@@ -34,4 +34,4 @@ class Command(BaseCommand):
             if options["passwords"]:
                 self.stdout.write(f"{node} {user_name(node)} {password}")
             else:
-                self.stdout.write(acl_line(node, password))
+                self.stdout.write(acl_line(node, password, settings.FABRIC_INGEST_SHARDS))

@@ -1,14 +1,16 @@
-"""manage.py ingest [--batch N] [--max-wait S] [--redeliver-after S]: store node snapshots from the
-`snapshots` queue in batches."""
+"""manage.py ingest [--batch N] [--max-wait S] [--redeliver-after S] [--shards K] [--lease S]: store node
+snapshots from the `snapshots` queue (or, with K > 1, the snapshots.<k> queues leased to it) in batches."""
 
 from __future__ import annotations
 
 import argparse
 import signal
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from fabricweb.telemetry.consumer import REDELIVER_AFTER_S, BatchConsumer
+from fabricweb.telemetry.consumer import LEASE_S, REDELIVER_AFTER_S, BatchConsumer
+from fabricweb.telemetry.shards import ShardCountMismatch
 
 
 def _positive_int(text: str) -> int:
@@ -49,11 +51,30 @@ class Command(BaseCommand):
             help=f"take back messages a killed consumer left unacked after S seconds ({REDELIVER_AFTER_S:g})",
         )
 
-    def handle(self, *args, batch: int, max_wait: float, redeliver_after: float, **options):
+        parser.add_argument(
+            "--shards",
+            type=_positive_int,
+            default=None,
+            metavar="K",
+            help="snapshot queues shared by the consumers (FABRIC_INGEST_SHARDS, as the agents have it)",
+        )
+        parser.add_argument(
+            "--lease",
+            type=_seconds,
+            default=LEASE_S,
+            metavar="S",
+            help=f"with several shards: a consumer silent S seconds has its queues taken over ({LEASE_S:g})",
+        )
+
+    def handle(self, *args, batch, max_wait, redeliver_after, shards, lease, **options):
+        shards = shards or settings.FABRIC_INGEST_SHARDS
         try:
-            consumer = BatchConsumer(batch, max_wait, redeliver_after=redeliver_after)
+            consumer = BatchConsumer(batch, max_wait, redeliver_after=redeliver_after, shards=shards, lease_s=lease)
         except ValueError as e:
             raise CommandError(str(e)) from None
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, consumer.stop)
-        consumer.run()
+        try:
+            consumer.run()
+        except ShardCountMismatch as e:
+            raise CommandError(str(e)) from None

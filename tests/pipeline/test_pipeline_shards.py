@@ -1,0 +1,181 @@
+"""Several ingest consumers: snapshots routed by node to K queues, leases shared out, a dead consumer's taken over.
+
+Leases are tested against the real test Redis (a leased database), with short leases; the
+takeover end to end with two `manage.py ingest` processes on PostgreSQL, one of them killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import sys
+import time
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import redis
+from test_pipeline_consumer import needs_postgres, postgres, postgres_only, stored, wait_for  # noqa: F401
+
+from fabricweb.agent.config import AgentConfig
+from fabricweb.celery import app
+from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE, shard_queue, snapshot_queue, snapshot_shard
+from fabricweb.telemetry.consumer import transport_options
+from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
+from tests.e2e.e2e_harness import SECRET, Process, clean_env
+from tests.fixture_trees import later, snapshot
+
+PORTS = 4
+
+
+def test_a_nodes_queue_is_a_stable_hash_of_its_name_and_one_shard_keeps_the_old_queue():
+    assert snapshot_queue("cn001") == snapshot_queue("cn001", 1) == SNAPSHOT_QUEUE == "snapshots"
+    # CRC-32: the same in every process and Python, not hash()'s per-process seed.
+    assert snapshot_shard("cn001", 4) == zlib.crc32(b"cn001") % 4 == 1
+    assert snapshot_queue("cn001", 4) == shard_queue(1) == "snapshots.1"
+    spread = Counter(snapshot_shard(f"cn{n:05d}", 4) for n in range(4000))
+    assert sorted(spread) == [0, 1, 2, 3] and min(spread.values()) > 900
+
+
+def test_the_agent_reads_the_number_of_shards_from_its_environment():
+    config = AgentConfig.from_env({"FABRIC_NODE_NAME": "cn001", "FABRIC_INGEST_SHARDS": "4"})
+    assert config.ingest_shards == 4
+    assert AgentConfig.from_env({"FABRIC_NODE_NAME": "cn001"}).ingest_shards == 1
+    with pytest.raises(ValueError, match="FABRIC_INGEST_SHARDS='0': must be at least 1"):
+        AgentConfig.from_env({"FABRIC_NODE_NAME": "cn001", "FABRIC_INGEST_SHARDS": "0"})
+
+
+@pytest.fixture
+def client(broker) -> redis.Redis:
+    return broker.redis
+
+
+def leases(client, name: str, shards: int = 4, lease_s: float = 5.0) -> ShardLeases:
+    return ShardLeases(client, shards, lease_s, consumer_id=name)
+
+
+def test_a_lone_consumer_holds_every_queue_and_a_second_one_gets_half(client):
+    a, b = leases(client, "a"), leases(client, "b")
+    assert a.beat() == (0, 1, 2, 3)
+    assert a.queues() == ["snapshots", "snapshots.0", "snapshots.1", "snapshots.2", "snapshots.3"]
+    assert b.beat() == ()  # nothing free yet: a gives up its extra share at its next beat
+    assert a.beat() == (0, 1, 2, 3) and a.over_share  # ... once it has stored what it holds
+    assert a.give_up() == (0, 1)
+    assert b.beat() == (2, 3)
+    assert b.queues() == ["snapshots.2", "snapshots.3"]  # the unsharded queue goes with shard 0
+    assert (a.beat(), b.beat()) == ((0, 1), (2, 3))  # stable once shared
+
+
+def test_three_consumers_share_four_queues_two_one_one(client):
+    members = [leases(client, name) for name in "abc"]
+    for _ in range(4):
+        for member in members:
+            member.beat()
+            if member.over_share:
+                member.give_up()
+    held = [m.held for m in members]
+    assert sorted(len(h) for h in held) == [1, 1, 2]
+    assert sorted(k for h in held for k in h) == [0, 1, 2, 3]
+
+
+def test_a_consumer_started_with_another_number_of_shards_refuses_to_run(client):
+    leases(client, "a", shards=4).beat()
+    with pytest.raises(ShardCountMismatch, match="live ingest consumers run with 4 shards, this one with 2"):
+        leases(client, "b", shards=2).beat()
+
+
+def send(conn, snap: dict, shards: int) -> None:
+    app.send_task(INGEST_SNAPSHOT, args=[snap], queue=snapshot_queue(snap["host"], shards), connection=conn)
+
+
+def test_a_dead_consumers_unacked_polls_go_back_first_then_its_queues_are_taken_over(broker, client):
+    a, b = leases(client, "a", lease_s=0.3), leases(client, "b", lease_s=5.0)
+    assert a.beat() == (0, 1, 2, 3)
+    host = "cn001"  # shard 1 of 4
+    first = snapshot(host=host)
+    queue = shard_queue(1)
+    for k in range(3):
+        send(broker.conn, later(first, 10 * k), 4)
+    # Consumer a takes the three polls and dies holding them (SIGKILL: nothing restored at shutdown).
+    taken = []
+    with app.connection_for_read(broker.url, transport_options=transport_options(60, "a")) as conn:
+        channel = conn.default_channel
+        with conn.Consumer(app.amqp.queues[queue], channel=channel, on_message=taken.append, prefetch_count=10):
+            while len(taken) < 3:
+                conn.drain_events(timeout=2)
+        channel.qos.restore_at_shutdown = False
+    assert client.hlen(unacked_keys("a")["unacked_key"]) == 3 and client.llen(queue) == 0
+    for k in range(3, 5):  # the polls after, sent while a is dead
+        send(broker.conn, later(first, 10 * k), 4)
+
+    assert b.beat() == ()  # a is still alive for b: its heartbeat has not run out
+    time.sleep(0.4)
+    assert b.beat() == (0, 1, 2, 3)
+    assert client.zscore(CONSUMERS_KEY, "a") is None
+    assert not client.exists(*unacked_keys("a").values())
+    # Read as the consumer reads (BRPOP from the right): a's three first, oldest first, then the two after.
+    read = []
+    while (raw := client.rpop(queue)) is not None:
+        read.append(json.loads(raw))
+    times = [json.loads(base64.b64decode(m["body"]))[0][0]["collected_at"] for m in read]
+    assert times == [later(first, 10 * k)["collected_at"] for k in range(5)]
+    assert [m["headers"].get("redelivered", False) for m in read] == [True, True, True, False, False]
+
+
+def test_a_consumer_that_stops_gives_its_queues_up_at_once(client):
+    a, b = leases(client, "a"), leases(client, "b")
+    a.beat(), b.beat(), a.beat(), a.give_up(), b.beat()
+    assert (a.held, b.held) == ((0, 1), (2, 3))
+    a.leave()
+    assert b.beat() == (0, 1, 2, 3)
+
+
+def manage_ingest(tmp: Path, name: str, db_url: str, broker, *options: str) -> Process:
+    env = clean_env(
+        DATABASE_URL=db_url, SECRET_KEY=SECRET, REDIS_URL=broker.url, LOG_LEVEL="INFO", FABRIC_INGEST_SHARDS="2"
+    )
+    return Process([sys.executable, "manage.py", "ingest", *options], env, tmp / f"{name}.log")
+
+
+@needs_postgres
+@postgres_only
+def test_two_consumers_store_every_poll_once_and_one_killed_has_its_share_taken_over(postgres, broker, tmp_path):  # noqa: F811
+    hosts = [f"cn{n:03d}" for n in range(1, 9)]
+    assert {snapshot_shard(h, 2) for h in hosts} == {0, 1}
+    firsts = [snapshot(host=h) for h in hosts]
+    for s in firsts:
+        send(broker.conn, s, 2)
+    # a holds its batches up to 60 s: killed, it has acked nothing it took since its last batch.
+    a = manage_ingest(tmp_path, "a", postgres, broker, "--lease", "1", "--max-wait", "60", "--redeliver-after", "120")
+    b = None
+    queued = lambda: broker.redis.llen(shard_queue(0)) + broker.redis.llen(shard_queue(1))  # noqa: E731
+    try:
+        wait_for("a holding all 8 first polls", lambda: queued() == 0, a)
+        b = manage_ingest(tmp_path, "b", postgres, broker, "--lease", "1", "--max-wait", "0.1")
+        # a stores what it holds before it gives a queue up to b.
+        wait_for("b holding one of the two queues", lambda: "holds snapshots.1" in b.tail(), b)
+        assert stored() == {h: PORTS for h in hosts}
+        for k in (1, 2):
+            for s in firsts:
+                send(broker.conn, later(s, 10 * k), 2)
+        on_b = sum(snapshot_shard(h, 2) == 1 for h in hosts)
+        wait_for("b's polls stored, a holding its", lambda: PortSample.objects.count() == (8 + 2 * on_b) * PORTS, b)
+        wait_for("nothing left queued", lambda: queued() == 0, b)
+        assert a.stop(signal.SIGKILL) == -signal.SIGKILL
+        killed_at = time.monotonic()
+        wait_for("every poll stored", lambda: PortSample.objects.count() == 3 * 8 * PORTS, b)
+        took = time.monotonic() - killed_at
+        assert "holds snapshots, snapshots.0, snapshots.1" in b.tail()
+        assert b.stop(signal.SIGTERM, timeout=10) == 0, b.tail()
+    finally:
+        a.kill_all()
+        if b is not None:
+            b.kill_all()
+    assert took < 10
+    # Each poll exactly once, none stale (a's were put back ahead of the later ones): no gap.
+    assert stored() == {h: 3 * PORTS for h in hosts}
+    assert not PortSample.objects.filter(interval_s__gt=10.5).exists()
+    assert broker.redis.llen(shard_queue(0)) == broker.redis.llen(shard_queue(1)) == 0
