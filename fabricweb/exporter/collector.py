@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from operator import methodcaller
 
 from prometheus_client.metrics_core import Metric
 
@@ -342,7 +343,7 @@ class PortCounters:
             if family is None:
                 continue
             file = c.file
-            values = [source.get(file) for source in self.sources[c.source]]
+            values = list(map(methodcaller("get", file), self.sources[c.source]))
             if not any_capped and None not in values:
                 family.labels, family.values = labels, values  # every port: share the labels column
                 continue

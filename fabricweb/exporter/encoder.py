@@ -15,7 +15,9 @@ the negotiated prometheus_client encoder itself, once, and reused:
   `{counter="x",` + the port's label text. The encoder sorts label names and joins them with
   commas, so that concatenation is its own output;
 - values: prometheus_client.utils.floatToGoString, memoised per scrape (ints and non-zero
-  floats: -0.0 == 0.0 but prints otherwise).
+  floats: -0.0 == 0.0 but prints otherwise); a column of mostly distinct counts (traffic,
+  packets) by go_int_texts, floatToGoString's own result for an int below 2**53 built from
+  str(n), about 4x cheaper a value.
 
 - the rows of a KeyedFamily (the health series: grouped.py): each row's lines are kept across
   scrapes by the serial of the row's key, which is exactly what they are made of, so a family's body
@@ -123,6 +125,24 @@ class Exposition:
         return parts
 
 
+EXACT_INTS = 2**53  # below it, float(n) is n and repr(float(n)) is str(n) + ".0"
+
+
+def go_int_texts(values: list[int]) -> list[str]:
+    """floatToGoString(n) for each int 0 <= n < EXACT_INTS: `n.0` up to 6 digits, else Go's
+    exponent form of the shortest digits (1234567 -> 1.234567e+06, 1000000 -> 1e+06)."""
+    texts = []
+    append = texts.append
+    for text in map(str, values):
+        digits = len(text)
+        if digits <= 6:
+            append(text + ".0")
+            continue
+        rest = text[1:].rstrip("0")
+        append(f"{text[0]}.{rest}e+{digits - 1:02d}" if rest else f"{text[0]}e+{digits - 1:02d}")
+    return texts
+
+
 class _Values(dict):
     """floatToGoString of each value, rendered once per scrape.
 
@@ -182,6 +202,8 @@ class _Scrape:
         """floatToGoString of each value; memoised where that is safe (see _Values)."""
         memo = self.memo
         types = set(map(type, values))
+        if types == {int} and min(values) >= 0 and max(values) < EXACT_INTS and len(set(values)) > len(values) // 4:
+            return go_int_texts(values)
         if types <= {int} or (types <= {int, float} and 0 not in values):  # `in` is ==: -0.0 too
             return list(map(memo.__getitem__, values))
         return [memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values]
@@ -218,7 +240,7 @@ class _Scrape:
             except KeyError:
                 if attempt:
                     break  # a label set with a name that sorts before the extra one
-            unique = {id(ls): ls for ls in labels}
+            unique = dict(zip(map(id, labels), labels, strict=True))
             self.learn(unique.values())
             for ident, ls in unique.items():
                 if ident not in tails and ls and extra < min(ls):
