@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from operator import methodcaller
 
+import orjson
 from prometheus_client.metrics_core import Metric
 
 from collectors.pcie import usable_gbps
@@ -92,7 +93,8 @@ class FabricCollector:
     # -- devices -------------------------------------------------------------------
 
     def _devices(self, out: Families, nodes: dict[int, tuple[str, bool]]) -> dict[int, tuple]:
-        """Device id -> (node name, device name, stale, row) for the devices of the selected nodes."""
+        """Device id -> (node name, device name, stale, row, serial and key of its health row
+        (None without the health set)) for the devices of the selected nodes."""
         counters = self.selection.counters
         health = Grouped(out, DEVICE_SPECS, _device_memo) if self.selection.health else None
         rows = tables.devices(list(nodes) if self._narrowed() else None, counters)
@@ -103,8 +105,12 @@ class FabricCollector:
         devices: dict[int, tuple] = {}
         for node, name, row in picked:
             stale = nodes[row[1]][1]
-            devices[row[0]] = (node, name, stale, row)
-            labels = health.add((node, name, *row[3:10])) if health is not None else {"node": node, "device": name}
+            if health is not None:
+                device_key = (node, name, *row[3:10])
+                serial, labels = health.add(device_key)
+            else:
+                device_key, serial, labels = None, None, {"node": node, "device": name}
+            devices[row[0]] = (node, name, stale, row, serial, device_key)
             if counters and not stale and row[10] is None and row[11]:
                 hw = out.family(
                     PREFIX + "device_hw_stat",
@@ -130,16 +136,15 @@ class FabricCollector:
         health = Grouped(out, PORT_SPECS, _port_memo) if self.selection.health else None
         counters = PortCounters(out) if self.selection.counters else None
         for row in picked:
-            node, device, stale, device_row = devices[row[1]]
+            node, device, stale, device_row, device_serial, device_key = devices[row[1]]
             where[row[0]] = (node, device, row[2])
             if health is not None:
-                # Exactly what port_health() reads; capped as a tuple, the flags as 0/1 whatever the driver gave.
-                capped = tuple(row[12]) if row[12] else None
-                key = (node, device, *row[2:12], capped, 1 if row[14] else 0, 1 if row[15] else 0, *device_row[3:5])
-                labels = health.add(key)
+                # Exactly what port_health() reads: the device's health row (names, firmware, HCA
+                # type) by its serial, the port number, rate and the database's JSON of the rest.
+                _, labels = health.add((device_serial, row[2], row[4], row[5]), device_key)
             else:
                 labels = {"node": node, "device": device, "port": str(row[2])}
-            vanished = row[13] is not None or device_row[10] is not None
+            vanished = row[3] is not None or device_row[10] is not None
             if counters is not None and not stale and not vanished:
                 counters.add(labels, row)
         if health is not None:
@@ -224,13 +229,20 @@ DEVICE_SPECS: dict[str, Spec] = {
 }
 
 
-def port_health(key: tuple) -> tuple[Samples, dict[str, str]]:
-    """The health samples of the port of `key` (as collector._ports builds it), and its labels.
+def port_health(key: tuple, device_key: tuple) -> tuple[Samples, dict[str, str]]:
+    """The health samples of the port of `key` (as collector._ports builds it: its device's
+    serial, number, rate and tables.PORT_HEALTH_FIELDS as JSON) on the device of `device_key`
+    (as _devices builds it), and its labels.
 
     Values + 0.0: -0.0 and 0.0 are one key, so they print alike (0.0).
     """
-    (node, device, number, state_id, phys_id, link_layer, rate_gbps, lanes, speed, exp_speed, exp_lanes,
-     exp_source, capped, up, degraded, fw_ver, hca_type) = key  # fmt: skip
+    _, number, rate_gbps, fields = key
+    node, device, fw_ver, hca_type = device_key[:4]
+    (state_id, phys_id, link_layer, lanes, speed, exp_speed, exp_lanes, exp_source, capped, up,
+     degraded) = orjson.loads(fields)  # fmt: skip
+    if isinstance(capped, str):  # SQLite's json_array carries a JSON column as its text
+        capped = orjson.loads(capped)
+    up, degraded = 1 if up else 0, 1 if degraded else 0  # SQLite's 1/0, PostgreSQL's true/false
     labels = {"node": node, "device": device, "port": str(number)}
     rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
     values = (state_id, phys_id, rate, up, degraded, lanes, exp_lanes)
@@ -258,7 +270,7 @@ def port_health(key: tuple) -> tuple[Samples, dict[str, str]]:
     return samples, labels
 
 
-def device_health(key: tuple) -> tuple[Samples, dict[str, str]]:
+def device_health(key: tuple, _: tuple) -> tuple[Samples, dict[str, str]]:
     """The health samples of the device of `key` (node, name, then tables.DEVICE_FIELDS[3:10]), and its labels."""
     node, name, fw_ver, hca_type, board_id, cur_gts, cur_width, max_gts, max_width = key
     labels = {"node": node, "device": name}
@@ -305,8 +317,8 @@ class PortCounters:
         self.hw_family: Family | None = None
 
     def add(self, labels: dict[str, str], row: tuple) -> None:
-        capped = row[12] or []
-        counters, counters_ext, hw_counters = row[16] or {}, row[17] or {}, row[18] or {}
+        capped = row[6] or []
+        counters, counters_ext, hw_counters = row[7] or {}, row[8] or {}, row[9] or {}
         self.labels.append(labels)
         self.sources["counters"].append(counters)
         self.sources["counters_ext"].append(counters_ext)

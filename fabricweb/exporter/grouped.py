@@ -29,7 +29,7 @@ _serials = count()  # one sequence for every Memo: a serial names one key of one
 class Memo:
     """Row key -> its serial, its samples, their shape (family name and count, in order) and its labels."""
 
-    def __init__(self, build: Callable[[tuple], tuple[Samples, dict[str, str]]]) -> None:
+    def __init__(self, build: Callable[[tuple, tuple], tuple[Samples, dict[str, str]]]) -> None:
         self.build = build
         self.entries: dict[tuple, Entry] = {}
         self.shapes: dict[tuple, tuple] = {}  # one object per shape: compared by identity first
@@ -37,10 +37,11 @@ class Memo:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def get(self, key: tuple) -> Entry:
+    def get(self, key: tuple, context: tuple = ()) -> Entry:
+        """The entry of `key`, built from `key` and `context` (what the key names by a serial) if new."""
         entry = self.entries.get(key)
         if entry is None:
-            samples, labels = self.build(key)
+            samples, labels = self.build(key, context)
             shape = tuple((name, len(rows)) for name, rows in samples.items())
             shape = self.shapes.setdefault(shape, shape)
             if len(self.entries) >= MAX_MEMO_ROWS:
@@ -63,9 +64,9 @@ class Grouped:
         self.seen: dict[int, tuple] = {}
         self.families: dict[str, KeyedFamily] = {}
 
-    def add(self, key: tuple) -> dict[str, str]:
-        """The row of `key`, next in order; returns its labels."""
-        serial, samples, shape, labels = self.memo.get(key)
+    def add(self, key: tuple, context: tuple = ()) -> tuple[int, dict[str, str]]:
+        """The row of `key`, next in order; returns its serial and labels."""
+        serial, samples, shape, labels = self.memo.get(key, context)
         self.groups[serial] = samples
         self.keys.append(serial)
         ident = id(shape)
@@ -76,7 +77,7 @@ class Grouped:
                 if name not in self.families:
                     family = self.families[name] = self.out.keyed(name, *self.specs[name])
                     family.groups = self.groups
-        return labels
+        return serial, labels
 
     def finish(self) -> None:
         """Each family's keys (the rows with samples in it, in order) and sample count."""

@@ -23,19 +23,24 @@ import orjson
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
 from django.db.models import Count, TextField
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, JSONArray
 from django.db.models.query import QuerySet
 
 from fabricweb.api.linkstate import annotate
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
 
-PORT_FIELDS = (
-    "id", "device_id", "number", "state_id", "phys_state_id", "link_layer", "rate_gbps", "lanes", "speed",
-    "expected_speed", "expected_lanes", "expected_source", "capped", "vanished_at", "api_up", "api_degraded",
+PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health")
+# What a port's health series are made of (collector.port_health) but its rate, as one JSON
+# array text made by the database (`health`): one column to fetch and one string to hash
+# instead of thirteen, and injective (JSON), so it can key what is kept across scrapes. The
+# rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
+PORT_HEALTH_FIELDS = (
+    "state_id", "phys_state_id", "link_layer", "lanes", "speed", "expected_speed", "expected_lanes",
+    "expected_source", "capped", "api_up", "api_degraded",
 )  # fmt: skip
-# Appended to PORT_FIELDS when counters are asked for: row[16], row[17], row[18].
-PORT_COUNTER_FIELDS = ("counters", "counters_ext", "hw_counters")
+# Appended to PORT_FIELDS when counters are asked for: row[6] to row[9].
+PORT_COUNTER_FIELDS = ("capped", "counters", "counters_ext", "hw_counters")
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
     "pci_current_gts", "pci_current_width", "pci_max_gts", "pci_max_width", "vanished_at",
@@ -98,7 +103,7 @@ def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
 
 def ports(device_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
     """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
-    rows = annotate(Port.objects.order_by())
+    rows = annotate(Port.objects.order_by()).annotate(health=Cast(JSONArray(*PORT_HEALTH_FIELDS), TextField()))
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
     return _rows(rows, PORT_FIELDS + (PORT_COUNTER_FIELDS if counters else ()))
