@@ -22,12 +22,16 @@ from .series import Families, KeyedFamily, Samples
 MAX_MEMO_ROWS = 200_000
 
 Spec = tuple[str, str, str | None]  # help, type, extra label
-Entry = tuple[int, Samples, tuple[tuple[str, int], ...], dict[str, str]]  # serial, samples, shape, labels
+Entry = tuple[int, tuple[tuple[str, int], ...], dict[str, str]]  # serial, shape, labels
 _serials = count()  # one sequence for every Memo: a serial names one key of one kind of row, for good
 
 
 class Memo:
-    """Row key -> its serial, its samples, their shape (family name and count, in order) and its labels."""
+    """Row key -> its serial, the shape of its samples (family name and count, in order) and its labels.
+
+    Not the samples themselves (a list, tuple and float each: 34 MB at 20,000 ports): the
+    encoder needs them only for a row whose lines it has not kept, and they are built again
+    then (build is pure; _Groups)."""
 
     def __init__(self, build: Callable[[tuple, tuple], tuple[Samples, dict[str, str]]]) -> None:
         self.build = build
@@ -37,17 +41,33 @@ class Memo:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def get(self, key: tuple, context: tuple = ()) -> Entry:
-        """The entry of `key`, built from `key` and `context` (what the key names by a serial) if new."""
+    def get(self, key: tuple, context: tuple = ()) -> tuple[Entry, Samples | None]:
+        """The entry of `key`, built from `key` and `context` (what the key names by a serial)
+        if new, and then its samples too."""
         entry = self.entries.get(key)
-        if entry is None:
-            samples, labels = self.build(key, context)
-            shape = tuple((name, len(rows)) for name, rows in samples.items())
-            shape = self.shapes.setdefault(shape, shape)
-            if len(self.entries) >= MAX_MEMO_ROWS:
-                self.entries.clear()
-            entry = self.entries[key] = (next(_serials), samples, shape, labels)
-        return entry
+        if entry is not None:
+            return entry, None
+        samples, labels = self.build(key, context)
+        shape = tuple((name, len(rows)) for name, rows in samples.items())
+        shape = self.shapes.setdefault(shape, shape)
+        if len(self.entries) >= MAX_MEMO_ROWS:
+            self.entries.clear()
+        entry = self.entries[key] = (next(_serials), shape, labels)
+        return entry, samples
+
+
+class _Groups(dict):
+    """Serial -> the samples of its row for one scrape, built again from the row's key when
+    the encoder asks for a row the memo did not build in this scrape."""
+
+    def __init__(self, build: Callable[[tuple, tuple], tuple[Samples, dict[str, str]]]) -> None:
+        super().__init__()
+        self.build = build
+        self.sources: dict[int, tuple[tuple, tuple]] = {}  # serial -> (key, context)
+
+    def __missing__(self, serial: int) -> Samples:
+        samples = self[serial] = self.build(*self.sources[serial])[0]
+        return samples
 
 
 class Grouped:
@@ -60,14 +80,16 @@ class Grouped:
         self.memo = memo
         self.keys: list[int] = []  # serials
         self.shapes: list[int] = []  # ids of the (unique) shape objects: no tuple hashed per row
-        self.groups: dict[int, Samples] = {}  # this scrape's: the memo may start afresh meanwhile
+        self.groups = _Groups(memo.build)  # this scrape's: the memo may start afresh meanwhile
         self.seen: dict[int, tuple] = {}
         self.families: dict[str, KeyedFamily] = {}
 
     def add(self, key: tuple, context: tuple = ()) -> tuple[int, dict[str, str]]:
         """The row of `key`, next in order; returns its serial and labels."""
-        serial, samples, shape, labels = self.memo.get(key, context)
-        self.groups[serial] = samples
+        (serial, shape, labels), samples = self.memo.get(key, context)
+        self.groups.sources[serial] = (key, context)
+        if samples is not None:
+            self.groups[serial] = samples
         self.keys.append(serial)
         ident = id(shape)
         self.shapes.append(ident)
