@@ -9,7 +9,7 @@ real simulated ConnectX-6 port (30 counters, 24 hw_counters each), its non-zero 
 distinct per port as on a real fabric (12 a port: traffic, packets, RDMA requests), 8 ports per
 node, an open event on one port in 50. Each figure is a GET of /metrics through Django's test
 client (view, collector and encoder, no network), `--repeat` times: the first with the encoder's
-label cache empty (a fresh web process), then warm; the nodes' last ingest is set to now before
+label cache and the kept health rows empty (a fresh web process), then warm; the nodes' last ingest is set to now before
 each GET (a slow scrape must not find them stale). Memory is the peak of Python allocations
 during one GET (tracemalloc), on top of the process as it was before.
 """
@@ -143,9 +143,13 @@ def measure(client, series: str, repeat: int, accept: str) -> tuple[list[float],
     """Seconds of each GET /metrics?set=series (the first with the label cache empty), peak MB,
     samples, body bytes, and the last one's collect seconds (reading the tables, before
     encoding: fabricweb_exporter_collect_seconds)."""
-    from fabricweb.exporter import encoder
+    from fabricweb.exporter import collector, encoder
 
+    # A fresh web process: no label texts, no health rows or lines kept from an earlier scrape.
     encoder._label_texts.clear()
+    encoder._row_lines.clear()
+    collector._port_memo.entries.clear()
+    collector._device_memo.entries.clear()
     times = []
     for _ in range(repeat):
         fresh()

@@ -5,6 +5,9 @@ known (a capped or unreadable counter, the counters of a stale node or a vanishe
 no sample rather than a made-up 0. Ports share one label dict across their series: at half
 a million samples that is most of the memory a scrape needs, and the encoder renders each
 shared dict once (fabricweb/exporter/encoder.py). The tables are read in tables.py.
+
+The health series of ports and devices are built from groups memoised across scrapes,
+keyed by the values they are made of (grouped.py): per scrape, a port's health is a key.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from operator import methodcaller
 
+import orjson
 from prometheus_client.metrics_core import Metric
 
 from collectors.pcie import usable_gbps
@@ -20,9 +25,10 @@ from fabricweb.api.freshness import is_stale, stale_after
 from fabricweb.health import context
 
 from . import tables
+from .grouped import Grouped, Memo, Spec
 from .names import HW_NOT_COUNTERS, PHYS_STATE_HELP, PORT_COUNTERS, PREFIX, STATE_HELP
 from .selection import Selection
-from .series import COUNTER, Families, Family
+from .series import COUNTER, GAUGE, Families, Family, Samples
 
 BYTES_PER_GBIT = 1e9 / 8
 
@@ -87,8 +93,10 @@ class FabricCollector:
     # -- devices -------------------------------------------------------------------
 
     def _devices(self, out: Families, nodes: dict[int, tuple[str, bool]]) -> dict[int, tuple]:
-        """Device id -> (node name, device name, stale, row) for the devices of the selected nodes."""
-        health, counters = self.selection.health, self.selection.counters
+        """Device id -> (node name, device name, stale, row, serial and key of its health row
+        (None without the health set)) for the devices of the selected nodes."""
+        counters = self.selection.counters
+        health = Grouped(out, DEVICE_SPECS, _device_memo) if self.selection.health else None
         rows = tables.devices(list(nodes) if self._narrowed() else None, counters)
         picked = sorted(
             ((nodes[r[1]][0], r[2], r) for r in rows if r[1] in nodes),
@@ -97,10 +105,12 @@ class FabricCollector:
         devices: dict[int, tuple] = {}
         for node, name, row in picked:
             stale = nodes[row[1]][1]
-            devices[row[0]] = (node, name, stale, row)
-            labels = {"node": node, "device": name}
-            if health:
-                self._device_health(out, labels, row)
+            if health is not None:
+                device_key = (node, name, *row[3:10])
+                serial, labels = health.add(device_key)
+            else:
+                device_key, serial, labels = None, None, {"node": node, "device": name}
+            devices[row[0]] = (node, name, stale, row, serial, device_key)
             if counters and not stale and row[10] is None and row[11]:
                 hw = out.family(
                     PREFIX + "device_hw_stat",
@@ -111,63 +121,41 @@ class FabricCollector:
                 for counter, value in sorted(row[11].items()):
                     if isinstance(value, int) and counter not in HW_NOT_COUNTERS:
                         hw.add(labels, value, counter)
+        if health is not None:
+            health.finish()
         return devices
-
-    def _device_health(self, out: Families, labels: dict[str, str], row: tuple) -> None:
-        _, _, _, fw_ver, hca_type, board_id, cur_gts, cur_width, max_gts, max_width, _ = row[:11]
-        info = out.family(PREFIX + "info", "Non-numeric data from /sys/class/infiniband/<device>, value is always 1.")
-        info_labels = {
-            "board_id": board_id or "",
-            **labels,
-            "firmware_version": fw_ver or "",
-            "hca_type": hca_type or "",
-        }
-        info.add(info_labels, 1)
-        pcie = (
-            ("device_pcie_link_speed_gts", "PCIe link speed the HCA trained at, GT/s per lane", cur_gts),
-            ("device_pcie_link_width_lanes", "PCIe lanes the HCA trained at", cur_width),
-            (
-                "device_pcie_max_link_speed_gts",
-                "PCIe link speed the HCA and slot are capable of, GT/s per lane",
-                max_gts,
-            ),
-            ("device_pcie_max_link_width_lanes", "PCIe lanes the HCA and slot are capable of", max_width),
-        )
-        for name, help, value in pcie:
-            if value is not None:
-                out.family(PREFIX + name, help).add(labels, value)
-        usable = usable_gbps(cur_gts, cur_width)
-        if usable is not None:
-            name = PREFIX + "device_pcie_bandwidth_bytes_per_second"
-            help = "Usable bandwidth of the PCIe link as trained, after line encoding"
-            out.family(name, help).add(labels, usable * BYTES_PER_GBIT)
 
     # -- ports ---------------------------------------------------------------------
 
-    def _ports(self, out: Families, devices: dict[int, tuple]) -> dict[int, dict[str, str]]:
-        """Every port of the selected devices: its series; returns port id -> its labels."""
+    def _ports(self, out: Families, devices: dict[int, tuple]) -> dict[int, tuple]:
+        """Every port of the selected devices: its series; returns port id -> (node, device, port number)."""
         rows = tables.ports(list(devices) if self._narrowed() else None, self.selection.counters)
         order = {device_id: i for i, device_id in enumerate(devices)}
         picked = sorted((r for r in rows if r[1] in devices), key=lambda r: (order[r[1]], r[2]))
-        labelled: dict[int, dict[str, str]] = {}
-        health = PortHealth(out) if self.selection.health else None
+        where: dict[int, tuple] = {}
+        health = Grouped(out, PORT_SPECS, _port_memo) if self.selection.health else None
         counters = PortCounters(out) if self.selection.counters else None
         for row in picked:
-            node, device, stale, device_row = devices[row[1]]
-            labels = {"node": node, "device": device, "port": str(row[2])}
-            labelled[row[0]] = labels
+            node, device, stale, device_row, device_serial, device_key = devices[row[1]]
+            where[row[0]] = (node, device, row[2])
             if health is not None:
-                health.add(labels, row, device_row)
-            vanished = row[13] is not None or device_row[10] is not None
+                # Exactly what port_health() reads: the device's health row (names, firmware, HCA
+                # type) by its serial, the port number, rate and the database's JSON of the rest.
+                _, labels = health.add((device_serial, row[2], row[4], row[5]), device_key)
+            else:
+                labels = {"node": node, "device": device, "port": str(row[2])}
+            vanished = row[3] is not None or device_row[10] is not None
             if counters is not None and not stale and not vanished:
                 counters.add(labels, row)
+        if health is not None:
+            health.finish()
         if counters is not None:
             counters.finish()
-        return labelled
+        return where
 
     # -- events --------------------------------------------------------------------
 
-    def _events(self, out: Families, nodes: dict, devices: dict, ports: dict[int, dict[str, str]]) -> None:
+    def _events(self, out: Families, nodes: dict, devices: dict, ports: dict[int, tuple]) -> None:
         samples = out.family(
             PREFIX + "events_open", "Open health events by kind and severity, per port (device, node: empty labels)"
         )
@@ -176,7 +164,8 @@ class FabricCollector:
             if node_id not in nodes:
                 continue
             if port_id is not None:
-                where = ports.get(port_id)
+                port = ports.get(port_id)
+                where = None if port is None else {"node": port[0], "device": port[1], "port": str(port[2])}
             elif device_id is not None:
                 where = (
                     {"node": devices[device_id][0], "device": devices[device_id][1], "port": ""}
@@ -204,67 +193,106 @@ class FabricCollector:
             out.family(name, help).add({}, max(0.0, (self.now - newest).total_seconds()))
 
 
-class PortHealth:
-    """A port's state, link, expectation and capped counters: the rows of the health set."""
+PORT_GAUGES = (
+    ("state_id", STATE_HELP),
+    ("physical_state_id", PHYS_STATE_HELP),
+    ("rate_bytes_per_second", "Maximum signal transfer rate"),
+    ("port_up", "1 when the port is ACTIVE (or ACTIVE_DEFER) and still reported by its node"),
+    ("port_degraded", "1 when the port is up and trained below its expected speed or width"),
+    ("port_lanes", "Lanes the link trained at (the X of 4X)"),
+    ("port_expected_lanes", "Lanes the link is expected to train at"),
+)
+PORT_SPECS: dict[str, Spec] = {
+    **{PREFIX + name: (help, GAUGE, None) for name, help in PORT_GAUGES},
+    PREFIX + "port_expected_rate_bytes_per_second": (
+        "Signal transfer rate of the link the port is expected to train at",
+        GAUGE,
+        None,
+    ),
+    PREFIX + "port_info": ("The port's link and what is expected of it, value is always 1", GAUGE, None),
+    PREFIX + "port_capped": ("1 for a counter stuck at all-ones: its rate is unknown until reset", GAUGE, "counter"),
+}
+DEVICE_PCIE = (
+    ("device_pcie_link_speed_gts", "PCIe link speed the HCA trained at, GT/s per lane"),
+    ("device_pcie_link_width_lanes", "PCIe lanes the HCA trained at"),
+    ("device_pcie_max_link_speed_gts", "PCIe link speed the HCA and slot are capable of, GT/s per lane"),
+    ("device_pcie_max_link_width_lanes", "PCIe lanes the HCA and slot are capable of"),
+)
+DEVICE_SPECS: dict[str, Spec] = {
+    PREFIX + "info": ("Non-numeric data from /sys/class/infiniband/<device>, value is always 1.", GAUGE, None),
+    **{PREFIX + name: (help, GAUGE, None) for name, help in DEVICE_PCIE},
+    PREFIX + "device_pcie_bandwidth_bytes_per_second": (
+        "Usable bandwidth of the PCIe link as trained, after line encoding",
+        GAUGE,
+        None,
+    ),
+}
 
-    GAUGES = (
-        ("state_id", STATE_HELP),
-        ("physical_state_id", PHYS_STATE_HELP),
-        ("rate_bytes_per_second", "Maximum signal transfer rate"),
-        ("port_up", "1 when the port is ACTIVE (or ACTIVE_DEFER) and still reported by its node"),
-        ("port_degraded", "1 when the port is up and trained below its expected speed or width"),
-        ("port_lanes", "Lanes the link trained at (the X of 4X)"),
-        ("port_expected_lanes", "Lanes the link is expected to train at"),
-    )
 
-    def __init__(self, out: Families) -> None:
-        self.out = out
-        # Each gauge's family once created (on first use: the exposition's order), per scrape.
-        self.gauges: list[Family | None] = [None] * len(self.GAUGES)
+def port_health(key: tuple, device_key: tuple) -> tuple[Samples, dict[str, str]]:
+    """The health samples of the port of `key` (as collector._ports builds it: its device's
+    serial, number, rate and tables.PORT_HEALTH_FIELDS as JSON) on the device of `device_key`
+    (as _devices builds it), and its labels.
 
-    def _gauge(self, i: int) -> Family:
-        name, help = self.GAUGES[i]
-        family = self.gauges[i] = self.out.family(PREFIX + name, help)
-        return family
+    Values + 0.0: -0.0 and 0.0 are one key, so they print alike (0.0).
+    """
+    _, number, rate_gbps, fields = key
+    node, device, fw_ver, hca_type = device_key[:4]
+    (state_id, phys_id, link_layer, lanes, speed, exp_speed, exp_lanes, exp_source, capped, up,
+     degraded) = orjson.loads(fields)  # fmt: skip
+    if isinstance(capped, str):  # SQLite's json_array carries a JSON column as its text
+        capped = orjson.loads(capped)
+    up, degraded = 1 if up else 0, 1 if degraded else 0  # SQLite's 1/0, PostgreSQL's true/false
+    labels = {"node": node, "device": device, "port": str(number)}
+    rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
+    values = (state_id, phys_id, rate, up, degraded, lanes, exp_lanes)
+    samples: Samples = {}
+    for (name, _), value in zip(PORT_GAUGES, values, strict=True):
+        if value is not None:
+            samples[PREFIX + name] = [(labels, value + 0.0, None)]
+    expected = context.rate(exp_speed, exp_lanes)
+    if expected is not None:
+        samples[PREFIX + "port_expected_rate_bytes_per_second"] = [(labels, expected.bytes_per_second + 0.0, None)]
+    info_labels = {
+        **labels,
+        "link_layer": link_layer or "",
+        "speed": speed or "",
+        "width": f"{lanes}X" if lanes else "",
+        "expected_speed": exp_speed or "",
+        "expected_width": f"{exp_lanes}X" if exp_lanes else "",
+        "expected_source": exp_source or "",
+        "hca_type": hca_type or "",
+        "firmware_version": fw_ver or "",
+    }
+    samples[PREFIX + "port_info"] = [(info_labels, 1, None)]
+    if capped:
+        samples[PREFIX + "port_capped"] = [(labels, 1, counter) for counter in capped]
+    return samples, labels
 
-    def add(self, labels: dict[str, str], row: tuple, device_row: tuple) -> None:
-        out = self.out
-        (_, _, _, state_id, phys_id, link_layer, rate_gbps, lanes, speed, exp_speed, exp_lanes, exp_source,
-         capped, _, up, degraded) = row[:16]  # fmt: skip
-        rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
-        values = (state_id, phys_id, rate, int(up), int(degraded), lanes, exp_lanes)
-        gauges = self.gauges
-        for i, value in enumerate(values):
-            if value is not None:
-                family = gauges[i] or self._gauge(i)
-                family.labels.append(labels)
-                family.values.append(value)
-        expected = context.rate(exp_speed, exp_lanes)
-        if expected is not None:
-            name = PREFIX + "port_expected_rate_bytes_per_second"
-            help = "Signal transfer rate of the link the port is expected to train at"
-            out.family(name, help).add(labels, expected.bytes_per_second)
-        info = out.family(PREFIX + "port_info", "The port's link and what is expected of it, value is always 1")
-        info_labels = {
-            **labels,
-            "link_layer": link_layer or "",
-            "speed": speed or "",
-            "width": f"{lanes}X" if lanes else "",
-            "expected_speed": exp_speed or "",
-            "expected_width": f"{exp_lanes}X" if exp_lanes else "",
-            "expected_source": exp_source or "",
-            "hca_type": device_row[4] or "",
-            "firmware_version": device_row[3] or "",
-        }
-        info.add(info_labels, 1)
-        if capped:
-            rows = out.family(
-                PREFIX + "port_capped",
-                "1 for a counter stuck at all-ones: its rate is unknown until reset",
-                extra="counter",
-            )
-            for counter in capped:
-                rows.add(labels, 1, counter)
+
+def device_health(key: tuple, _: tuple) -> tuple[Samples, dict[str, str]]:
+    """The health samples of the device of `key` (node, name, then tables.DEVICE_FIELDS[3:10]), and its labels."""
+    node, name, fw_ver, hca_type, board_id, cur_gts, cur_width, max_gts, max_width = key
+    labels = {"node": node, "device": name}
+    info_labels = {
+        "board_id": board_id or "",
+        **labels,
+        "firmware_version": fw_ver or "",
+        "hca_type": hca_type or "",
+    }
+    samples: Samples = {PREFIX + "info": [(info_labels, 1, None)]}
+    for (family, _), value in zip(DEVICE_PCIE, (cur_gts, cur_width, max_gts, max_width), strict=True):
+        if value is not None:
+            samples[PREFIX + family] = [(labels, value + 0.0, None)]
+    usable = usable_gbps(cur_gts, cur_width)
+    if usable is not None:
+        samples[PREFIX + "device_pcie_bandwidth_bytes_per_second"] = [(labels, usable * BYTES_PER_GBIT + 0.0, None)]
+    return samples, labels
+
+
+# Kept across scrapes (bounded: grouped.MAX_MEMO_ROWS), shared by the threads of a web process.
+_port_memo = Memo(port_health)
+_device_memo = Memo(device_health)
 
 
 class PortCounters:
@@ -289,8 +317,8 @@ class PortCounters:
         self.hw_family: Family | None = None
 
     def add(self, labels: dict[str, str], row: tuple) -> None:
-        capped = row[12] or []
-        counters, counters_ext, hw_counters = row[16] or {}, row[17] or {}, row[18] or {}
+        capped = row[6] or []
+        counters, counters_ext, hw_counters = row[7] or {}, row[8] or {}, row[9] or {}
         self.labels.append(labels)
         self.sources["counters"].append(counters)
         self.sources["counters_ext"].append(counters_ext)
@@ -327,7 +355,7 @@ class PortCounters:
             if family is None:
                 continue
             file = c.file
-            values = [source.get(file) for source in self.sources[c.source]]
+            values = list(map(methodcaller("get", file), self.sources[c.source]))
             if not any_capped and None not in values:
                 family.labels, family.values = labels, values  # every port: share the labels column
                 continue

@@ -77,8 +77,57 @@ class Families:
             family = self._families[name] = Family(name, help, typ, extra)
         return family
 
+    def keyed(self, name: str, help: str, typ: str = GAUGE, extra: str | None = None) -> KeyedFamily:
+        """KeyedFamily `name`, created on first use."""
+        family = self._families.get(name)
+        if family is None:
+            family = self._families[name] = KeyedFamily(name, help, typ, extra)
+        return family
+
     def __iter__(self) -> Iterator[Family]:
         return iter(self._families.values())
 
     def sample_count(self) -> int:
         return sum(len(f) for f in self._families.values())
+
+
+Samples = dict[str, list[tuple[dict[str, str], float, str | None]]]  # family name -> (labels, value, extra)
+
+
+class KeyedFamily(Family):
+    """A family whose samples come in groups, one group per row (a port, a device), each group a
+    pure function of its row's key: `keys` (the keys' serials, grouped.Memo) in order,
+    `groups[serial]` the key's samples.
+
+    Pure, so the encoder may keep a group's rendered lines across scrapes by the serial (a
+    number given to one key only): a row whose values changed has another key, never a stale line.
+    """
+
+    __slots__ = ("count", "groups", "keys")
+
+    def __init__(self, name: str, help: str, typ: str = GAUGE, extra: str | None = None) -> None:
+        super().__init__(name, help, typ, extra)
+        self.keys: list[int] = []
+        self.groups: dict[int, Samples] = {}  # shared by the families of one Grouped
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def expand(self, keys: list[int]) -> Family:
+        """A plain family of the samples of `keys`."""
+        family = Family(self.name, self.help, self.type, self.extra)
+        name, extra = self.name, self.extra is not None
+        for key in keys:
+            for labels, value, extra_value in self.groups[key].get(name, ()):
+                family.labels.append(labels)
+                family.values.append(value)
+                if extra:
+                    family.extras.append(extra_value)
+        return family
+
+    def head(self, stop: int, start: int = 0) -> Family:
+        return self.expand(self.keys).head(stop, start)
+
+    def to_metric(self) -> Metric:
+        return self.expand(self.keys).to_metric()

@@ -110,7 +110,7 @@ def test_hostile_device_strings_encode_as_prometheus_client_does(each_db):
     hostile_fabric()
     families = FabricCollector(Selection(), timezone.now()).families()
     info = next(f for f in families if f.name == "infiniband_info")
-    assert {labels["firmware_version"] for labels in info.labels} == set(HOSTILE)
+    assert {sample.labels["firmware_version"] for sample in info.to_metric().samples} == set(HOSTILE)
     assert_same_bytes(families)
 
 

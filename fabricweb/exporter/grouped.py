@@ -1,0 +1,114 @@
+"""Families built a row at a time from groups memoised across scrapes: the health series.
+
+A port's health series (state, link, expectation, capped counters) and a device's (info,
+PCIe link) are a pure function of a handful of the row's values, which change rarely, unlike
+its counters. `Grouped` keeps each row's samples keyed by exactly those values (a tuple: a
+row whose link, expectation or name changed has another key, so nothing served can be
+stale) and hands the families to the encoder as KeyedFamily, whose rendered lines the
+encoder keeps by the key's serial number (encoder.py): a number given to one key only, for
+the life of the process, and an int hashes for free where a tuple of 17 values is hashed
+again at every lookup. Per scrape and row what is left is building the key and one lookup.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from itertools import count
+
+from .series import Families, KeyedFamily, Samples
+
+# Rows kept per kind of row (ports, devices): 50,000 ports fit; past it the memo starts afresh.
+MAX_MEMO_ROWS = 200_000
+
+Spec = tuple[str, str, str | None]  # help, type, extra label
+Entry = tuple[int, tuple[tuple[str, int], ...], dict[str, str]]  # serial, shape, labels
+_serials = count()  # one sequence for every Memo: a serial names one key of one kind of row, for good
+
+
+class Memo:
+    """Row key -> its serial, the shape of its samples (family name and count, in order) and its labels.
+
+    Not the samples themselves (a list, tuple and float each: 34 MB at 20,000 ports): the
+    encoder needs them only for a row whose lines it has not kept, and they are built again
+    then (build is pure; _Groups)."""
+
+    def __init__(self, build: Callable[[tuple, tuple], tuple[Samples, dict[str, str]]]) -> None:
+        self.build = build
+        self.entries: dict[tuple, Entry] = {}
+        self.shapes: dict[tuple, tuple] = {}  # one object per shape: compared by identity first
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, key: tuple, context: tuple = ()) -> tuple[Entry, Samples | None]:
+        """The entry of `key`, built from `key` and `context` (what the key names by a serial)
+        if new, and then its samples too."""
+        entry = self.entries.get(key)
+        if entry is not None:
+            return entry, None
+        samples, labels = self.build(key, context)
+        shape = tuple((name, len(rows)) for name, rows in samples.items())
+        shape = self.shapes.setdefault(shape, shape)
+        if len(self.entries) >= MAX_MEMO_ROWS:
+            self.entries.clear()
+        entry = self.entries[key] = (next(_serials), shape, labels)
+        return entry, samples
+
+
+class _Groups(dict):
+    """Serial -> the samples of its row for one scrape, built again from the row's key when
+    the encoder asks for a row the memo did not build in this scrape."""
+
+    def __init__(self, build: Callable[[tuple, tuple], tuple[Samples, dict[str, str]]]) -> None:
+        super().__init__()
+        self.build = build
+        self.sources: dict[int, tuple[tuple, tuple]] = {}  # serial -> (key, context)
+
+    def __missing__(self, serial: int) -> Samples:
+        samples = self[serial] = self.build(*self.sources[serial])[0]
+        return samples
+
+
+class Grouped:
+    """The families of one kind of row for one scrape, filled from `memo`, created in the order
+    a row-by-row pass first needs them (the exposition's order)."""
+
+    def __init__(self, out: Families, specs: dict[str, Spec], memo: Memo) -> None:
+        self.out = out
+        self.specs = specs
+        self.memo = memo
+        self.keys: list[int] = []  # serials
+        self.shapes: list[int] = []  # ids of the (unique) shape objects: no tuple hashed per row
+        self.groups = _Groups(memo.build)  # this scrape's: the memo may start afresh meanwhile
+        self.seen: dict[int, tuple] = {}
+        self.families: dict[str, KeyedFamily] = {}
+
+    def add(self, key: tuple, context: tuple = ()) -> tuple[int, dict[str, str]]:
+        """The row of `key`, next in order; returns its serial and labels."""
+        (serial, shape, labels), samples = self.memo.get(key, context)
+        self.groups.sources[serial] = (key, context)
+        if samples is not None:
+            self.groups[serial] = samples
+        self.keys.append(serial)
+        ident = id(shape)
+        self.shapes.append(ident)
+        if ident not in self.seen:
+            self.seen[ident] = shape
+            for name, _ in shape:
+                if name not in self.families:
+                    family = self.families[name] = self.out.keyed(name, *self.specs[name])
+                    family.groups = self.groups
+        return serial, labels
+
+    def finish(self) -> None:
+        """Each family's keys (the rows with samples in it, in order) and sample count."""
+        shapes = Counter(self.shapes)
+        sizes = {ident: dict(self.seen[ident]) for ident in shapes}
+        for name, family in self.families.items():
+            having = {ident for ident in shapes if name in sizes[ident]}
+            family.count = sum(sizes[ident][name] * shapes[ident] for ident in having)
+            if len(having) == len(shapes):
+                family.keys = self.keys  # every row: one list shared
+            else:
+                family.keys = [key for key, ident in zip(self.keys, self.shapes, strict=True) if ident in having]

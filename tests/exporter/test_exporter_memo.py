@@ -1,0 +1,109 @@
+"""The health series kept across scrapes (fabricweb/exporter/grouped.py, encoder.py's kept lines)
+never serve a stale line: a port whose link, state or expectation changed, a renamed node and a
+re-flashed device show their new values in the next scrape, the same bytes as prometheus_client;
+the memos stay bounded; and the fast rendering of counts is floatToGoString's."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import timezone
+from exporter_support import by_name, port, scrape
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client.utils import floatToGoString
+from test_exporter_encoder import assert_scrapes_match
+
+from fabricweb.exporter import collector, encoder, grouped
+from fabricweb.exporter.selection import Selection
+from fabricweb.inventory.models import Device, Node, Port
+
+
+def small_fabric(nodes: int = 2) -> None:
+    """`nodes` fresh nodes of one HCA with two 4X HDR ports, LinkUp and as expected."""
+    now = timezone.now()
+    for i in range(nodes):
+        node = Node.objects.create(name=f"cn{i:03d}", first_seen_at=now, last_ingested_at=now)
+        device = Device.objects.create(
+            node=node, name="mlx5_0", fw_ver="20.31.1014", hca_type="MT4123", pci_current_gts=16.0,
+            pci_current_width=16, first_seen_at=now,
+        )  # fmt: skip
+        for number in (1, 2):
+            Port.objects.create(
+                device=device, number=number, state_id=4, phys_state_id=5, link_layer="InfiniBand",
+                rate_gbps=200.0, lanes=4, speed="HDR", expected_speed="HDR", expected_lanes=4,
+                expected_source="learned from this port's history", counters={"symbol_error": i},
+                first_seen_at=now,
+            )  # fmt: skip
+
+
+def test_a_port_whose_link_changes_between_scrapes_shows_the_new_values(client, each_db):
+    small_fabric()
+    first = scrape(client, set="health")
+    cn000 = port("cn000", "mlx5_0", 1)
+    assert by_name(first, "infiniband_port_degraded")[cn000] == 0
+    assert by_name(first, "infiniband_port_lanes")[cn000] == 4
+
+    # The link retrains at 1X QDR: same port, other values, so another key.
+    Port.objects.filter(device__node__name="cn000", number=1).update(speed="QDR", lanes=1, rate_gbps=10.0)
+    second = scrape(client, set="health")
+    assert by_name(second, "infiniband_port_degraded")[cn000] == 1
+    assert by_name(second, "infiniband_port_lanes")[cn000] == 1
+    assert by_name(second, "infiniband_rate_bytes_per_second")[cn000] == 1.25e9
+    info = [labels for labels in by_name(second, "infiniband_port_info") if ("port", "1") in labels]
+    assert {dict(labels)["width"] for labels in info if ("node", "cn000") in labels} == {"1X"}
+    # The other ports' lines, served from the memo, are unchanged.
+    assert by_name(second, "infiniband_port_lanes")[port("cn001", "mlx5_0", 1)] == 4
+    assert_scrapes_match(Selection("health"))
+
+    # It goes down: no longer up, not degraded, and its kept lines of before are not served.
+    Port.objects.filter(device__node__name="cn000", number=1).update(state_id=1, phys_state_id=3)
+    third = scrape(client, set="health")
+    assert by_name(third, "infiniband_port_up")[cn000] == 0
+    assert by_name(third, "infiniband_port_degraded")[cn000] == 0
+    assert by_name(third, "infiniband_state_id")[cn000] == 1
+    assert_scrapes_match()
+
+
+def test_a_renamed_node_and_reflashed_firmware_show_in_the_next_scrape(client, each_db):
+    small_fabric()
+    scrape(client)
+    Node.objects.filter(name="cn001").update(name="gpu001")
+    Device.objects.filter(node__name="gpu000").update(fw_ver="x")  # no such node: nothing changes
+    Device.objects.filter(node__name="cn000").update(fw_ver="28.39.1002", pci_current_width=8)
+    text = scrape(client)
+    assert port("gpu001", "mlx5_0", 2) in by_name(text, "infiniband_port_up")
+    assert not any(("node", "cn001") in labels for labels in by_name(text, "infiniband_port_up"))
+    firmware = {dict(labels)["node"]: dict(labels)["firmware_version"] for labels in by_name(text, "infiniband_info")}
+    assert firmware == {"cn000": "28.39.1002", "gpu001": "20.31.1014"}
+    width = by_name(text, "infiniband_device_pcie_link_width_lanes")
+    assert width[frozenset({"node": "cn000", "device": "mlx5_0"}.items())] == 8
+    assert_scrapes_match()
+
+
+def test_the_memos_stay_bounded_and_right_when_they_overflow(client, each_db, monkeypatch):
+    monkeypatch.setattr(grouped, "MAX_MEMO_ROWS", 3)
+    monkeypatch.setattr(encoder, "MAX_KEPT_ROWS", 3)
+    monkeypatch.setattr(encoder, "_row_lines", {})  # not the earlier tests' families
+    small_fabric(nodes=3)  # 6 ports, 3 devices: more rows than either memo keeps
+    for speed, rate in (("HDR", 200.0), ("EDR", 100.0), ("FDR", 56.0), ("EDR", 100.0)):
+        Port.objects.update(speed=speed, rate_gbps=rate)
+        text = scrape(client, set="health")
+        assert set(by_name(text, "infiniband_rate_bytes_per_second").values()) == {rate * 1e9 / 8}
+        assert len(by_name(text, "infiniband_port_info")) == 6
+        assert len(collector._port_memo) <= 3
+        assert len(collector._device_memo) <= 3
+        # The kept lines: at most one scrape's rows (6 ports) once past the bound.
+        assert max(len(kept) for kept in encoder._row_lines.values()) <= 6
+        assert_scrapes_match(Selection("health"))
+
+
+@pytest.mark.parametrize(
+    "n", [0, 1, 9, 10, 999_999, 1_000_000, 1_000_001, 1_200_000, 9_999_999, 10**15, 2**53 - 2, 2**53 - 1]
+)
+def test_counts_render_as_float_to_go_string_does(n):
+    assert encoder.go_int_texts([n]) == [floatToGoString(n)]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=encoder.EXACT_INTS - 1), max_size=50))
+def test_any_counts_below_two_to_the_53_render_as_float_to_go_string_does(values):
+    assert encoder.go_int_texts(values) == list(map(floatToGoString, values))
