@@ -255,13 +255,7 @@ class BatchConsumer:
         queues = [app.amqp.queues[name] for name in names]
         next_beat = time.monotonic() + self.lease_s / 3
         with conn.Consumer(queues, on_message=self._receive, accept=["json"], prefetch_count=self.batch):
-            log.info(
-                "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
-                ", ".join(names),
-                self.shown,
-                self.batch,
-                self.max_wait,
-            )
+            self._say_reading(names)
             while not self._done(until):
                 if len(self.pending) < self.batch:
                     with contextlib.suppress(socket.timeout):
@@ -271,13 +265,7 @@ class BatchConsumer:
                     self.flush()
                 self._report()
                 if self.leases is not None and time.monotonic() >= next_beat:
-                    held = self.leases.held
-                    self.leases.beat()
-                    if self.leases.over_share:
-                        self.flush()  # nothing in hand: a queue given up may be read elsewhere at once
-                        if not self.pending:  # (a batch kept for the database keeps its queues)
-                            self.leases.give_up()
-                    if self.leases.held != held:
+                    if self._leases_changed():
                         break
                     next_beat = time.monotonic() + self.lease_s / 3
             self.flush()
@@ -285,13 +273,7 @@ class BatchConsumer:
     def _take(self, until, names: list[str]) -> None:
         """_read on a plain redis:// broker: take up to a batch of messages per round trip (redisread.py)."""
         reader = self.reader
-        log.info(
-            "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
-            ", ".join(names),
-            self.shown,
-            self.batch,
-            self.max_wait,
-        )
+        self._say_reading(names)
         next_beat = time.monotonic() + self.lease_s / 3
         next_restore = 0.0
         while not self._done(until):
@@ -309,16 +291,29 @@ class BatchConsumer:
                 self._sleep(min(TAKE_EVERY_S, self._wait_s(next_beat)))
             self._report()
             if self.leases is not None and time.monotonic() >= next_beat:
-                held = self.leases.held
-                self.leases.beat()
-                if self.leases.over_share:
-                    self.flush()
-                    if not self.pending:  # a batch kept for the database keeps its queues
-                        self.leases.give_up()
-                if self.leases.held != held:
+                if self._leases_changed():
                     break
                 next_beat = time.monotonic() + self.lease_s / 3
         self.flush()
+
+    def _say_reading(self, names: list[str]) -> None:
+        log.info(
+            "ingest: reading %s on %s, batches of up to %d messages, %g s max wait",
+            ", ".join(names),
+            self.shown,
+            self.batch,
+            self.max_wait,
+        )
+
+    def _leases_changed(self) -> bool:
+        """Beat (several shards); True when the queues this consumer holds changed and it must read anew."""
+        held = self.leases.held
+        self.leases.beat()
+        if self.leases.over_share:
+            self.flush()  # nothing in hand: a queue given up may be read elsewhere at once
+            if not self.pending:  # (a batch kept for the database keeps its queues)
+                self.leases.give_up()
+        return self.leases.held != held
 
     def _receive(self, message) -> None:
         try:

@@ -432,7 +432,10 @@ def test_sigterm_stops_the_consumer_within_its_grace_while_the_broker_hangs(post
     with silent_server() as port:
         ingest = manage_ingest(tmp_path, postgres, Broker(f"redis://127.0.0.1:{port}/0", None, None))
         try:
-            time.sleep(3)  # connected, and waiting on a broker that never answers
+            # Started (however long Django takes on a loaded machine), connected, and waiting on a broker
+            # that never answers: its first call timed out, and it is trying again.
+            wait_for("the consumer waiting on the broker", lambda: "lost the broker" in ingest.tail(), ingest)
+            time.sleep(1.5)  # past its 1 s backoff: blocked in the next call to the silent broker
             assert ingest.proc.poll() is None, ingest.tail()
             sent = time.monotonic()
             status = ingest.stop(signal.SIGTERM, timeout=15)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.brokeracl import acl_line, node_password, user_name
+from fabricweb.telemetry.management.nodeargs import site_secret_and_nodes
 
 
 class Command(BaseCommand):
@@ -23,12 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--passwords", action="store_true", help="print each node's user and password")
 
     def handle(self, *args, nodes: list[str], **options):
-        secret = settings.FABRIC_NODE_KEY_SECRET
-        if not secret:
-            raise CommandError("FABRIC_NODE_KEY_SECRET is not set: broker passwords are derived from it")
-        bad = [n for n in nodes if not re.fullmatch(NODE_NAME_PATTERN, n)]
-        if bad:
-            raise CommandError(f"not node names: {', '.join(map(repr, bad))}")
+        secret = site_secret_and_nodes(nodes, "broker passwords")
         for node in nodes:
             password = node_password(secret, node)
             if options["passwords"]:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import re
 
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.nodeauth import node_key
+from fabricweb.telemetry.management.nodeargs import site_secret_and_nodes
 
 
 class Command(BaseCommand):
@@ -23,12 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="one JSON object {node: key}")
 
     def handle(self, *args, nodes: list[str], **options):
-        secret = settings.FABRIC_NODE_KEY_SECRET
-        if not secret:
-            raise CommandError("FABRIC_NODE_KEY_SECRET is not set: node keys are derived from it")
-        bad = [n for n in nodes if not re.fullmatch(NODE_NAME_PATTERN, n)]
-        if bad:
-            raise CommandError(f"not node names: {', '.join(map(repr, bad))}")
+        secret = site_secret_and_nodes(nodes, "node keys")
         keys = {n: node_key(secret, n) for n in nodes}
         if options["json"]:
             self.stdout.write(_dumps(keys))
