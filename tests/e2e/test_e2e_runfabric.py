@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -22,6 +23,19 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def healthz(web: str):
+    """(response, its JSON) of GET /healthz, or None while nothing listens there yet."""
+    try:
+        with urllib.request.urlopen(f"http://{web}/healthz", timeout=10) as response:
+            return response, json.loads(response.read())
+    except ConnectionRefusedError:
+        return None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, ConnectionRefusedError):
+            return None
+        raise
+
+
 def test_runfabric_serves_any_trees_and_stops_everything_when_one_process_dies(tmp_path, django_db_blocker):
     trees = tmp_path / "trees"
     Fabric.create(str(trees), 2)  # written once by someone else; runfabric starts no simulator
@@ -36,8 +50,8 @@ def test_runfabric_serves_any_trees_and_stops_everything_when_one_process_dies(t
         try:
             ports = Port.objects.using(db)
             fabric.wait("polls of both nodes stored", lambda: ports.filter(samples__isnull=False).count() >= 4, 60)
-            with urllib.request.urlopen(f"http://{web}/healthz", timeout=10) as response:
-                health = json.loads(response.read())
+            # The web server may still be starting (its system checks) when the first polls are stored.
+            response, health = fabric.wait("the web server answering /healthz", lambda: healthz(web), 60)
             assert response.status == 200 and health["status"] == "ok", health
 
             fabric.runner.watch()
