@@ -81,9 +81,8 @@ def tree_of(pid: int) -> list[int]:
     return found
 
 
-def cpu_ns(pids: list[int]) -> int:
-    """CPU time of every thread of `pids` (/proc/<pid>/task/<tid>/schedstat, in ns: finer than clock ticks)."""
-    total = 0
+def thread_files(pids: list[int], name: str):
+    """The text of /proc/<pid>/task/<tid>/`name` for every thread of `pids` (gone ones skipped)."""
     for pid in pids:
         try:
             tids = os.listdir(f"/proc/{pid}/task")
@@ -91,10 +90,14 @@ def cpu_ns(pids: list[int]) -> int:
             continue
         for tid in tids:
             try:
-                total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+                yield Path(f"/proc/{pid}/task/{tid}/{name}").read_text()
             except OSError:
                 continue
-    return total
+
+
+def cpu_ns(pids: list[int]) -> int:
+    """CPU time of every thread of `pids` (schedstat, in ns: finer than clock ticks)."""
+    return sum(int(text.split()[0]) for text in thread_files(pids, "schedstat"))
 
 
 def memory_kb(pids: list[int]) -> tuple[int, int]:
@@ -114,21 +117,12 @@ def memory_kb(pids: list[int]) -> tuple[int, int]:
 
 
 def context_switches(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
-            except OSError:
-                continue
-            for line in text.splitlines():
-                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                    total += int(line.split()[1])
-    return total
+    return sum(
+        int(line.split()[1])
+        for text in thread_files(pids, "status")
+        for line in text.splitlines()
+        if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+    )
 
 
 class Side:

@@ -6,6 +6,7 @@ PostgreSQL half is skipped, or fails when the CI variable is set: CI must test b
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -65,11 +66,27 @@ def each_db(request):
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+    with _postgres_as_default():
+        yield backend
+
+
+@pytest.fixture
+def postgres():
+    """The PostgreSQL test database as the default connection (as each_db does); its URL for other processes."""
+    from django.db import connections
+
+    with _postgres_as_default():
+        name = connections[PG_ALIAS].settings_dict["NAME"]
+        yield f"{os.environ['TEST_POSTGRES_URL'].rsplit('/', 1)[0]}/{name}"
+
+
+@contextlib.contextmanager
+def _postgres_as_default():
     from django.db import connections
 
     sqlite = connections["default"]
     connections["default"] = connections[PG_ALIAS]
     try:
-        yield backend
+        yield
     finally:
         connections["default"] = sqlite

@@ -14,7 +14,6 @@ from collections import Counter
 
 import pytest
 from alerts_support import Fabric, channel, wait_for
-from django.db import connections
 from django.utils import timezone
 
 from fabricweb.alerts.models import Delivery
@@ -26,17 +25,6 @@ needs_postgres = pytest.mark.skipif(
 pytestmark = [needs_postgres, pytest.mark.django_db(transaction=True, databases=["postgres"])]
 CELERY = [sys.executable, "-m", "celery", "-A", "fabricweb"]
 QUIET = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"]
-
-
-@pytest.fixture
-def postgres():
-    sqlite = connections["default"]
-    connections["default"] = connections["postgres"]
-    try:
-        name = connections["postgres"].settings_dict["NAME"]
-        yield f"{os.environ['TEST_POSTGRES_URL'].rsplit('/', 1)[0]}/{name}"
-    finally:
-        connections["default"] = sqlite
 
 
 class Workers:

@@ -60,18 +60,6 @@ def transactions():
     snapshots_ingested.disconnect(receiver)
 
 
-@pytest.fixture
-def postgres():
-    """The PostgreSQL test database as the default connection (as each_db does); its URL for other processes."""
-    sqlite = connections["default"]
-    connections["default"] = connections["postgres"]
-    try:
-        name = connections["postgres"].settings_dict["NAME"]
-        yield f"{os.environ['TEST_POSTGRES_URL'].rsplit('/', 1)[0]}/{name}"
-    finally:
-        connections["default"] = sqlite
-
-
 def consume(url: str, done, batch: int = 100, max_wait: float = 0.2, timeout: float = 20) -> BatchConsumer:
     """Run a consumer of the broker at `url` in this thread until done(consumer), or give up after `timeout` s."""
     consumer = BatchConsumer(batch, max_wait, broker_url=url)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from test_pipeline_consumer import needs_postgres, postgres, postgres_only, stored, wait_for  # noqa: F401
+from test_pipeline_consumer import needs_postgres, postgres_only, stored, wait_for
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.celery import app
@@ -142,7 +142,7 @@ def manage_ingest(tmp: Path, name: str, db_url: str, broker, *options: str) -> P
 
 @needs_postgres
 @postgres_only
-def test_two_consumers_store_every_poll_once_and_one_killed_has_its_share_taken_over(postgres, broker, tmp_path):  # noqa: F811
+def test_two_consumers_store_every_poll_once_and_one_killed_has_its_share_taken_over(postgres, broker, tmp_path):
     hosts = [f"cn{n:03d}" for n in range(1, 9)]
     assert {snapshot_shard(h, 2) for h in hosts} == {0, 1}
     firsts = [snapshot(host=h) for h in hosts]
