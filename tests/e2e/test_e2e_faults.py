@@ -9,7 +9,7 @@ import time
 from datetime import timedelta
 
 from django.db import connections
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Min
 from django.utils import timezone
 from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database, leased_redis_db
 
@@ -48,6 +48,10 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                     )
                     time.sleep(3 * INTERVAL)
 
+                    # Polls still queued when the broker dies are lost with it: on a loaded machine ingest may be
+                    # some seconds behind the nodes, and that lag is part of the gap, never more.
+                    stalest = nodes.aggregate(m=Min("last_collected_at"))["m"]
+                    behind = max(0.0, (timezone.now() - stalest).total_seconds())
                     broker.terminate()  # everything queued or in flight at the broker is gone with it
                     broker.wait(10)
                     down_at = time.monotonic()
@@ -64,8 +68,11 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                     assert not doubled.exists()
                     # The widest gap in any port's polls: the broker's downtime and the polls around it, no more.
                     widest = samples.aggregate(m=Max("interval_s"))["m"]
-                    print(f"broker down {downtime:.1f} s: widest gap in any port's polls {widest:.1f} s, none doubled")
-                    assert widest <= downtime + 3 * INTERVAL, (widest, downtime)
+                    print(
+                        f"broker down {downtime:.1f} s, ingest {behind:.1f} s behind before: "
+                        f"widest gap in any port's polls {widest:.1f} s, none doubled"
+                    )
+                    assert widest <= downtime + behind + 3 * INTERVAL, (widest, downtime, behind)
                 finally:
                     fabric.stop()
         finally:
