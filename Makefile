@@ -5,9 +5,10 @@ BIN := $(VENV)/bin
 SIM_DIR ?= var/sim
 SIM_NODES ?= 64
 # What the demo shows from its first poll: a port trained at QDR (40 Gb/s) where HDR (200 Gb/s) is expected,
+# a 100 Gb/s RoCE port come up at 40 Gb/s (cn033: 100GbE, 4X EDR to mlx5, by the demo's link policy),
 # a 4X port at 1X, a port down, a flapping link, rising symbol errors, a PCIe link trained low; and cn064's
-# agent stops (the node turns stale).
-DEMO_FAULTS ?= cn002/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down cn006/mlx5_0/1:flap \
+# agent stops (the node turns stale). tests/health_db/test_health_db_demo.py checks each shows.
+DEMO_FAULTS ?= cn002/mlx5_0/1:speed=QDR cn033/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down cn006/mlx5_0/1:flap \
 	cn008/mlx5_1/1:symbol-errors=20000/h cn009:pcie=GEN3x8
 DEMO_STOPPED_AGENT ?= cn064
 DEMO_WEB ?= 127.0.0.1:8000
