@@ -13,13 +13,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When
+from django.db.models import Case, Max, Min, Sum, Value, When
 from django.utils import timezone
 
-from collectors.link import SPEEDS
+from collectors.link import SPEED_RANK, SPEEDS
+from fabricweb.inventory.models import Port
 
+from . import partitions, samples
 from .columns import DELTA_COLUMNS
-from .models import PortRollup, PortSample
+from .models import NodePoll, PortRollup
 
 FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
 _RANK_TO_SPEED = {i: s.name for i, s in enumerate(SPEEDS)}
@@ -45,11 +47,6 @@ def _speed_rank(column: str) -> Case:
     return Case(*(When(**{column: s.name}, then=Value(i)) for i, s in enumerate(SPEEDS)), default=None)
 
 
-def _bps(column: str) -> Case:
-    # Rate of one poll; polls with no positive interval (first poll, clock step) have none.
-    return Case(When(interval_s__gt=0, then=F(column) * 1.0 / F("interval_s")), default=None, output_field=FloatField())
-
-
 def grace() -> timedelta:
     """How late a sample may arrive and still be counted in its bucket."""
     return timedelta(seconds=max(60.0, 2 * settings.FABRIC_POLL_INTERVAL))
@@ -60,14 +57,8 @@ def rollup(now: datetime | None = None) -> dict[int, int]:
     now = now or timezone.now()
     complete = _floor(now - grace(), FIVE)
     return {
-        FIVE: _roll(FIVE, PortSample.objects.all(), "ts", _sample_aggregates(), complete),
-        HOUR: _roll(
-            HOUR,
-            PortRollup.objects.filter(period_s=FIVE),
-            "bucket",
-            _rollup_aggregates(),
-            _floor(complete, HOUR),
-        ),
+        FIVE: _roll(FIVE, NodePoll.objects.all(), "ts", _SampleSums().of, complete),
+        HOUR: _roll(HOUR, PortRollup.objects.filter(period_s=FIVE), "bucket", _sum_rollups, _floor(complete, HOUR)),
     }
 
 
@@ -76,19 +67,69 @@ def _sums() -> dict:
     return {f"sum_{c}": Sum(c) for c in DELTA_COLUMNS}
 
 
-def _sample_aggregates() -> dict:
-    sums = _sums()
-    return {
-        "samples": Count("id"),
-        **sums,
-        "max_rcv_bps": Max(_bps("rcv_bytes")),
-        "max_xmit_bps": Max(_bps("xmit_bytes")),
-        "worst_state_id": Min("state_id"),
-        "speed_rank": Min(_speed_rank("speed")),
-        "min_lanes": Min("lanes"),
-        "resets": Count("id", filter=Q(reset=True)),
-        "capped_samples": Count("id", filter=Q(capped=True)),
-    }
+class _SampleSums:
+    """The raw samples of a bucket summed per port, in Python: they are packed (packing.py)."""
+
+    def __init__(self) -> None:
+        self.ports: set[int] = set()  # ports known to exist, looked up once per run
+
+    def of(self, since: datetime, until: datetime) -> list[dict]:
+        ports: dict[int, dict] = {}
+        for s in samples.between(since, until):
+            row = ports.get(s.port_id)
+            if row is None:
+                row = ports[s.port_id] = {
+                    "port_id": s.port_id,
+                    "samples": 0,
+                    **dict.fromkeys(DELTA_COLUMNS),
+                    "max_rcv_bps": None,
+                    "max_xmit_bps": None,
+                    "worst_state_id": None,
+                    "speed_rank": None,
+                    "min_lanes": None,
+                    "resets": 0,
+                    "capped_samples": 0,
+                }
+            row["samples"] += 1
+            # Like SQL's SUM, MIN and MAX: unknown values are skipped, and all unknown is None.
+            for c in DELTA_COLUMNS:
+                value = getattr(s, c)
+                if value is not None:
+                    total = row[c]
+                    row[c] = value if total is None else total + value
+            if s.interval_s is not None and s.interval_s > 0:  # rate of one poll
+                _keep(row, "max_rcv_bps", None if s.rcv_bytes is None else s.rcv_bytes * 1.0 / s.interval_s, max)
+                _keep(row, "max_xmit_bps", None if s.xmit_bytes is None else s.xmit_bytes * 1.0 / s.interval_s, max)
+            _keep(row, "worst_state_id", s.state_id, min)
+            _keep(row, "speed_rank", SPEED_RANK.get(s.speed), min)
+            _keep(row, "min_lanes", s.lanes, min)
+            row["resets"] += s.reset
+            row["capped_samples"] += s.capped
+        # A port deleted since (admin) took its rollups with it but not its packed samples: none for it.
+        unseen = ports.keys() - self.ports
+        if unseen:
+            self.ports.update(Port.objects.filter(pk__in=unseen).order_by().values_list("pk", flat=True))
+        return [row for pid, row in ports.items() if pid in self.ports]
+
+
+def _keep(row: dict, key: str, value, pick) -> None:
+    if value is not None:
+        row[key] = value if row[key] is None else pick(row[key], value)
+
+
+def _sum_rollups(since: datetime, until: datetime) -> list[dict]:
+    rows = (
+        PortRollup.objects.filter(period_s=FIVE, bucket__gte=since, bucket__lt=until)
+        .values("port_id")
+        .annotate(**_rollup_aggregates())
+        .order_by()
+    )
+    out = []
+    for row in rows:
+        for c in DELTA_COLUMNS:
+            row[c] = row.pop(f"sum_{c}")
+        out.append(row)
+    return out
 
 
 def _rollup_aggregates() -> dict:
@@ -106,8 +147,8 @@ def _rollup_aggregates() -> dict:
     }
 
 
-def _roll(period: int, source, time_field: str, aggregates: dict, end: datetime) -> int:
-    """Aggregate `source` rows per port into `period` buckets from the newest rolled one up to `end`."""
+def _roll(period: int, source, time_field: str, summed, end: datetime) -> int:
+    """Sum `source` rows per port (`summed(since, until)`) into `period` buckets from the newest rolled one to `end`."""
     last = PortRollup.objects.filter(period_s=period).aggregate(last=Max("bucket"))["last"]
     if last is None:
         first = source.aggregate(first=Min(time_field))["first"]
@@ -118,19 +159,13 @@ def _roll(period: int, source, time_field: str, aggregates: dict, end: datetime)
     step = timedelta(seconds=period)
     bucket = last
     while bucket + step <= end:
-        rows = (
-            source.filter(**{f"{time_field}__gte": bucket, f"{time_field}__lt": bucket + step})
-            .values("port_id")
-            .annotate(**aggregates)
-            .order_by()
-        )
         objs = []
-        for row in rows:
+        for row in summed(bucket, bucket + step):
             row["min_speed"] = _RANK_TO_SPEED.get(row.pop("speed_rank"))
-            for c in DELTA_COLUMNS:
-                row[c] = row.pop(f"sum_{c}")
             objs.append(PortRollup(period_s=period, bucket=bucket, **row))
         if objs:
+            # Rollups run one at a time (scheduling: exclusive): no other writer races for the partition.
+            (partitions.ROLLUPS_5MIN if period == FIVE else partitions.ROLLUPS_1H).ensure([bucket])
             PortRollup.objects.bulk_create(
                 objs,
                 update_conflicts=True,
