@@ -83,11 +83,13 @@ def of_port(
     newest_first: bool = False,
     after: tuple[datetime, int] | None = None,
     limit: int | None = None,
+    using: str = "default",
 ) -> list[Sample]:
     """The port's samples in [since, until), in time order, after the (ts, id) cursor `after`, at most `limit`."""
     out: list[Sample] = []
     pid = port.pk
-    for row_id, node_id, ts, data in _rows(_node_id(port), since, until, newest_first, after).iterator(_CHUNK):
+    rows = _rows(_node_id(port), since, until, newest_first, after, using)
+    for row_id, node_id, ts, data in rows.iterator(_CHUNK):
         found = entries_of(bytes(data), pid)
         for _, head, deltas in reversed(found) if newest_first else found:
             out.append(Sample(row_id, node_id, ts, pid, head, deltas))

@@ -9,7 +9,7 @@ from support import T0, later, snapshot
 from fabricweb.inventory.models import Port
 from fabricweb.telemetry import samples
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
-from fabricweb.telemetry.models import PortRollup
+from fabricweb.telemetry.models import NodePoll, PortRollup
 from fabricweb.telemetry.rollup import rollup
 
 
@@ -54,3 +54,17 @@ def test_a_deleted_ports_packed_samples_are_left_out_of_the_rollups(each_db):
     ports = set(PortRollup.objects.values_list("port_id", flat=True))
     assert ports == set(Port.objects.values_list("pk", flat=True)) and deleted not in ports
     assert written[PortRollup.FIVE_MINUTES] == len(ports)
+
+
+def test_the_admin_lists_node_polls_and_shows_their_samples_decoded(each_db, client, django_user_model):
+    base = snapshot()
+    ingest_batch([base, later(base, 10, {"symbol_error": 3})])
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "x")
+    client.force_login(admin)
+    listing = client.get("/admin/telemetry/nodepoll/", secure=True)
+    assert listing.status_code == 200 and "cn001" in listing.content.decode()
+    poll = NodePoll.objects.order_by("ts").last()
+    page = client.get(f"/admin/telemetry/nodepoll/{poll.pk}/change/", secure=True)
+    assert page.status_code == 200
+    mlx5 = port("mlx5_0")
+    assert f"port {mlx5.pk}: interval_s=10.0" in page.content.decode()
