@@ -17,7 +17,7 @@ from .models import NodePoll
 from .packing import entries_of, unpack
 
 HEAD = ("interval_s", "state_id", "phys_state_id", "speed", "lanes", "reset", "capped")
-_CHUNK = 500  # node-poll rows fetched per round trip while a port's entries are looked for
+_CHUNK = 2000  # node-poll rows fetched per query
 
 
 class Sample:
@@ -56,23 +56,45 @@ def _node_id(port: Port) -> int:
 
 
 def _rows(
-    node_id: int | None, since, until, newest_first: bool, after: tuple[datetime, int] | None, using: str = "default"
-):
+    node_ids: list[int] | None,
+    since: datetime | None,
+    until: datetime | None,
+    *,
+    newest_first: bool = False,
+    after: tuple[datetime, int] | None = None,
+    using: str = "default",
+    chunk: int = _CHUNK,
+) -> Iterator[tuple[int, int, datetime, bytes]]:
+    """(id, node id, ts, packed bytes) of the node-poll rows asked for, in (ts, id) order.
+
+    A page of `chunk` rows (doubling up to _CHUNK) per query, each after the last (keyset):
+    memory stays bounded and no server-side cursor is needed (in autocommit Django's are
+    WITH HOLD, which makes PostgreSQL materialize the whole result first).
+    """
     rows = NodePoll.objects.using(using)
-    if node_id is not None:
-        rows = rows.filter(node_id=node_id)
+    if node_ids is not None:
+        rows = rows.filter(node_id__in=node_ids) if len(node_ids) != 1 else rows.filter(node_id=node_ids[0])
     if since is not None:
         rows = rows.filter(ts__gte=since)
     if until is not None:
         rows = rows.filter(ts__lt=until)
-    if after is not None:
-        when, pk = after
-        if newest_first:
-            rows = rows.filter(ts__lte=when).exclude(ts=when, id__gte=pk)
-        else:
-            rows = rows.filter(ts__gte=when).exclude(ts=when, id__lte=pk)
     order = ("-ts", "-id") if newest_first else ("ts", "id")
-    return rows.order_by(*order).values_list("id", "node_id", "ts", "ports")
+    rows = rows.order_by(*order).values_list("id", "node_id", "ts", "ports")
+    while True:
+        page = rows
+        if after is not None:
+            when, pk = after
+            if newest_first:
+                page = page.filter(ts__lte=when).exclude(ts=when, id__gte=pk)
+            else:
+                page = page.filter(ts__gte=when).exclude(ts=when, id__lte=pk)
+        got = list(page[:chunk])
+        for row_id, node_id, ts, data in got:
+            yield row_id, node_id, ts, bytes(data)
+        if len(got) < chunk:
+            return
+        after = (got[-1][2], got[-1][0])
+        chunk = min(2 * chunk, _CHUNK)  # a port missing from the first rows (vanished) may be far back
 
 
 def of_port(
@@ -88,9 +110,11 @@ def of_port(
     """The port's samples in [since, until), in time order, after the (ts, id) cursor `after`, at most `limit`."""
     out: list[Sample] = []
     pid = port.pk
-    rows = _rows(_node_id(port), since, until, newest_first, after, using)
-    for row_id, node_id, ts, data in rows.iterator(_CHUNK):
-        found = entries_of(bytes(data), pid)
+    # A port is in nearly every row of its node: a page of `limit` rows nearly always suffices.
+    chunk = _CHUNK if limit is None else max(limit, 16)
+    rows = _rows([_node_id(port)], since, until, newest_first=newest_first, after=after, using=using, chunk=chunk)
+    for row_id, node_id, ts, data in rows:
+        found = entries_of(data, pid)
         for _, head, deltas in reversed(found) if newest_first else found:
             out.append(Sample(row_id, node_id, ts, pid, head, deltas))
         if limit is not None and len(out) >= limit:
@@ -100,14 +124,8 @@ def of_port(
 
 def last_of_port(port: Port) -> Sample | None:
     """The port's newest sample (by ts): in the node's newest row unless the port was not polled there."""
-    node_id = _node_id(port)
-    for rows in (_rows(node_id, None, None, True, None)[:4], _rows(node_id, None, None, True, None)):
-        for row_id, row_node, ts, data in rows.iterator(_CHUNK):
-            found = entries_of(bytes(data), port.pk)
-            if found:
-                _, head, deltas = found[-1]
-                return Sample(row_id, row_node, ts, port.pk, head, deltas)
-    return None
+    found = of_port(port, newest_first=True, limit=1)
+    return found[0] if found else None
 
 
 def between(
@@ -118,9 +136,6 @@ def between(
 ) -> Iterator[Sample]:
     """Every port's samples in [since, until) (of `nodes` only, when given), in time order, from database `using`."""
     node_ids = None if nodes is None else [n.pk for n in nodes]
-    rows = _rows(None, since, until, False, None, using)
-    if node_ids is not None:
-        rows = rows.filter(node_id__in=node_ids)
-    for row_id, node_id, ts, data in rows.iterator(_CHUNK):
-        for port_id, head, deltas in unpack(bytes(data)):
+    for row_id, node_id, ts, data in _rows(node_ids, since, until, using=using):
+        for port_id, head, deltas in unpack(data):
             yield Sample(row_id, node_id, ts, port_id, head, deltas)
