@@ -11,13 +11,15 @@ after one warm-up, on the middle node's first port:
   default page) and all 6 hours in one page (limit 2160);
 - the port chart's series (dashboard/series.py port_series) for its 6 h range (raw samples)
   and, after the rollups are computed, its 24 h range (5-minute rollups);
-- rollup(): all the 5-minute and hourly buckets of the 6 hours, once (it writes them).
+- rollup(): all the 5-minute and hourly buckets of the 6 hours, once (it writes them), and a
+  digest of the rollups' values (sums, maxima, counts), which must be the same on every tree.
 
 Only the project's public entry points are called, so the same script measures an older tree.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import statistics
 import sys
@@ -47,11 +49,14 @@ def measure(args) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(args.db, scratch)
         from django.contrib.auth import get_user_model
+        from django.db.models import Count, Max, Sum
         from django.test import Client
 
         from fabricweb.dashboard import series
         from fabricweb.inventory.models import Port
+        from fabricweb.telemetry.columns import DELTA_COLUMNS
         from fabricweb.telemetry.ingest import ingest_batch
+        from fabricweb.telemetry.models import PortRollup
         from fabricweb.telemetry.rollup import rollup
 
         try:
@@ -87,6 +92,15 @@ def measure(args) -> None:
             began = time.perf_counter()
             written = rollup(now=end + timedelta(hours=1))
             print(f"rollup of the {args.polls} polls     : {(time.perf_counter() - began) * 1000:8.1f} ms ({written})")
+            # The same on every tree: the rollups' values did not change with the layout.
+            totals = PortRollup.objects.aggregate(
+                rows=Count("id"),
+                samples=Sum("samples"),
+                fastest=Max("max_xmit_bps"),
+                **{c: Sum(c) for c in DELTA_COLUMNS},
+            )
+            digest = hashlib.sha256(repr(sorted(totals.items())).encode()).hexdigest()[:16]
+            print(f"rollup values digest          : {digest} ({totals['rows']} rows, {totals['samples']} samples)")
             day = series.RANGES["24h"]
             print(f"chart 24h (5-minute rollups)  : {timed(lambda: series.port_series(port, day, end)):8.1f} ms")
         finally:
