@@ -2,8 +2,7 @@ from django.contrib import admin
 from django.utils.html import format_html_join
 
 from .models import NodePoll, PortRollup
-from .packing import unpack
-from .samples import HEAD
+from .packing import HEAD, unpack
 
 
 @admin.register(NodePoll)

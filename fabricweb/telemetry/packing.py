@@ -32,6 +32,7 @@ from collectors.link import SPEEDS
 from .columns import DELTA_COLUMNS
 
 VERSION = 1
+HEAD = ("interval_s", "state_id", "phys_state_id", "speed", "lanes", "reset", "capped")  # an entry's head, in order
 COUNTERS = len(DELTA_COLUMNS)
 
 RESET, CAPPED, INTERVAL, MILLIS, WIDE, BACKWARDS = 1, 2, 4, 8, 16, 32

@@ -67,6 +67,9 @@ def _sums() -> dict:
     return {f"sum_{c}": Sum(c) for c in DELTA_COLUMNS}
 
 
+_RCV, _XMIT = DELTA_COLUMNS.index("rcv_bytes"), DELTA_COLUMNS.index("xmit_bytes")
+
+
 class _SampleSums:
     """The raw samples of a bucket summed per port, in Python: they are packed (packing.py)."""
 
@@ -74,47 +77,53 @@ class _SampleSums:
         self.ports: set[int] = set()  # ports known to exist, looked up once per run
 
     def of(self, since: datetime, until: datetime) -> list[dict]:
-        ports: dict[int, dict] = {}
-        for s in samples.between(since, until):
-            row = ports.get(s.port_id)
-            if row is None:
-                row = ports[s.port_id] = {
-                    "port_id": s.port_id,
-                    "samples": 0,
-                    **dict.fromkeys(DELTA_COLUMNS),
-                    "max_rcv_bps": None,
-                    "max_xmit_bps": None,
-                    "worst_state_id": None,
-                    "speed_rank": None,
-                    "min_lanes": None,
-                    "resets": 0,
-                    "capped_samples": 0,
-                }
-            row["samples"] += 1
-            # Like SQL's SUM, MIN and MAX: unknown values are skipped, and all unknown is None.
-            for c in DELTA_COLUMNS:
-                value = getattr(s, c)
+        # Per port: samples, the delta sums, then max rcv and xmit rate, worst state, slowest speed rank,
+        # narrowest width, resets, capped. Like SQL's SUM, MIN and MAX: unknown values are skipped, all
+        # unknown is None.
+        acc: dict[int, list] = {}
+        for port_id, (interval, state, _, speed, lanes, reset, capped), deltas in samples.entries_between(since, until):
+            a = acc.get(port_id)
+            if a is None:
+                a = acc[port_id] = [0, [None] * len(deltas), None, None, None, None, None, 0, 0]
+            a[0] += 1
+            sums = a[1]
+            for i, value in enumerate(deltas):
                 if value is not None:
-                    total = row[c]
-                    row[c] = value if total is None else total + value
-            if s.interval_s is not None and s.interval_s > 0:  # rate of one poll
-                _keep(row, "max_rcv_bps", None if s.rcv_bytes is None else s.rcv_bytes * 1.0 / s.interval_s, max)
-                _keep(row, "max_xmit_bps", None if s.xmit_bytes is None else s.xmit_bytes * 1.0 / s.interval_s, max)
-            _keep(row, "worst_state_id", s.state_id, min)
-            _keep(row, "speed_rank", SPEED_RANK.get(s.speed), min)
-            _keep(row, "min_lanes", s.lanes, min)
-            row["resets"] += s.reset
-            row["capped_samples"] += s.capped
+                    total = sums[i]
+                    sums[i] = value if total is None else total + value
+            if interval is not None and interval > 0:  # rate of one poll
+                if (rcv := deltas[_RCV]) is not None and (a[2] is None or rcv * 1.0 / interval > a[2]):
+                    a[2] = rcv * 1.0 / interval
+                if (xmit := deltas[_XMIT]) is not None and (a[3] is None or xmit * 1.0 / interval > a[3]):
+                    a[3] = xmit * 1.0 / interval
+            if state is not None and (a[4] is None or state < a[4]):
+                a[4] = state
+            if (rank := SPEED_RANK.get(speed)) is not None and (a[5] is None or rank < a[5]):
+                a[5] = rank
+            if lanes is not None and (a[6] is None or lanes < a[6]):
+                a[6] = lanes
+            a[7] += reset
+            a[8] += capped
         # A port deleted since (admin) took its rollups with it but not its packed samples: none for it.
-        unseen = ports.keys() - self.ports
+        unseen = acc.keys() - self.ports
         if unseen:
             self.ports.update(Port.objects.filter(pk__in=unseen).order_by().values_list("pk", flat=True))
-        return [row for pid, row in ports.items() if pid in self.ports]
-
-
-def _keep(row: dict, key: str, value, pick) -> None:
-    if value is not None:
-        row[key] = value if row[key] is None else pick(row[key], value)
+        return [
+            {
+                "port_id": port_id,
+                "samples": a[0],
+                **dict(zip(DELTA_COLUMNS, a[1], strict=True)),
+                "max_rcv_bps": a[2],
+                "max_xmit_bps": a[3],
+                "worst_state_id": a[4],
+                "speed_rank": a[5],
+                "min_lanes": a[6],
+                "resets": a[7],
+                "capped_samples": a[8],
+            }
+            for port_id, a in acc.items()
+            if port_id in self.ports
+        ]
 
 
 def _sum_rollups(since: datetime, until: datetime) -> list[dict]:
