@@ -1,4 +1,6 @@
-"""Rollups: raw samples summed into 5-minute buckets, 5-minute buckets into hours.
+"""Rollups: raw samples summed into 5-minute buckets (in Python: they are packed), 5-minute
+buckets into hours (in SQL). Each bucket's rows go into its day's or month's partition on
+PostgreSQL (partitions.py), created here before they are written.
 
 Each run recomputes the newest bucket already rolled (samples may arrive late, up to
 the grace period) and every complete bucket after it, and upserts them, so a run can
