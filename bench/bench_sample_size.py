@@ -1,47 +1,28 @@
-"""Bytes per raw port-sample on PostgreSQL, indexes included, and what a packed layout would take.
+"""Bytes per raw port-sample and per rollup row on PostgreSQL, indexes included.
 
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_sample_size.py [--nodes 100] [--polls 31] [--hcas 2] [--ports 2]
 
 Ingests --polls simulated polls of --nodes nodes (collectors.sim, seed 1, 10 s apart) into a
 fresh database migrated by the project, then sums pg_total_relation_size (heap, TOAST and
-indexes) over every table of telemetry_portsample's partition tree (the table itself when it
-is not partitioned: the same script measures an older tree) and divides by the samples.
+indexes) over every table of the samples' partition tree and divides by the samples: the
+packed node-poll rows (telemetry_nodepoll), or on an older tree the row-per-sample table
+(telemetry_portsample, partitioned or not): the same script measures both.
 
-It then builds, in the same database, a *candidate* layout from the very same samples (not
-used by the project): one row per node and poll, its ports' samples packed in one bytea
-(port id, interval in ms, link, flags, unknown-delta bitmap, then each known delta as a
-varint), with a (node, ts) B-tree and a BRIN on ts, and measures it the same way.
+Rollups: rollup() over those polls, then the first complete 5-minute bucket's rows copied
+to fill a whole UTC day of 5-minute buckets (288 per port) and the first hour's rows to fill
+a whole month of hourly buckets (744 per port), so that each is measured as a full partition
+would be (or, on an older tree, as the same rows in the one table).
 """
 
 from __future__ import annotations
 
 import sys
 import tempfile
-from collections import defaultdict
+from datetime import UTC, datetime, timedelta
 
 # bench_ingest puts the repository on sys.path: fabricweb is imported after it, in the functions.
-from bench_ingest import _drop_postgres_database, _setup_django, generate, snapshot_args
-
-SPEEDS = {None: 0, "SDR": 1, "DDR": 2, "QDR": 3, "FDR10": 4, "FDR": 5, "EDR": 6, "HDR": 7, "NDR": 8, "XDR": 9}
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def pack_port(row: tuple) -> bytes:
-    port_id, interval_s, state, phys, speed, lanes, reset, capped, *deltas = row
-    unknown = sum(1 << i for i, d in enumerate(deltas) if d is None)
-    flags = reset | capped << 1 | (interval_s is None) << 2
-    link = (state or 0) | (phys or 0) << 3 | SPEEDS.get(speed, 15) << 6 | (lanes or 0) << 10
-    head = varint(port_id) + varint(max(0, round((interval_s or 0) * 1000))) + link.to_bytes(2, "little")
-    return head + bytes([flags]) + unknown.to_bytes(3, "little") + b"".join(varint(d) for d in deltas if d is not None)
+from bench_ingest import T0, _drop_postgres_database, _setup_django, generate, snapshot_args
 
 
 def total_bytes(cursor, table: str) -> tuple[int, int]:
@@ -53,7 +34,7 @@ def total_bytes(cursor, table: str) -> tuple[int, int]:
     if total is None:  # not partitioned: no tree
         cursor.execute("SELECT pg_total_relation_size(%s), pg_relation_size(%s)", [table, table])
         total, heap = cursor.fetchone()
-    return total, heap
+    return int(total), int(heap)
 
 
 def measure(args) -> None:
@@ -70,43 +51,70 @@ def measure(args) -> None:
                     ingest_batch(snaps[i : i + 100])
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE")
-                cursor.execute("SELECT count(*) FROM telemetry_portsample")
-                samples = cursor.fetchone()[0]
-                total, heap = total_bytes(cursor, "telemetry_portsample")
+                cursor.execute("SELECT to_regclass('telemetry_nodepoll') IS NOT NULL")
+                table = "telemetry_nodepoll" if cursor.fetchone()[0] else "telemetry_portsample"
+                samples = count_samples(cursor)
+                total, heap = total_bytes(cursor, table)
+                cursor.execute(f"SELECT count(*) FROM {table}")
+                rows = cursor.fetchone()[0]
                 print(f"{what}; {label}")
                 print(
-                    f"project layout : {samples} samples, {total / samples:6.1f} B per sample "
+                    f"samples ({table}, {rows} rows): {samples} samples, {total / samples:6.1f} B per sample "
                     f"(heap {heap / samples:.1f}, indexes {(total - heap) / samples:.1f}); "
                     f"goal 100 B: {total / samples / 100:.2f}x"
                 )
-                packed_candidate(cursor, samples)
+            rollups(connection)
         finally:
             _drop_postgres_database()
 
 
-def packed_candidate(cursor, samples: int) -> None:
-    from fabricweb.telemetry.columns import DELTA_COLUMNS
+def count_samples(cursor) -> int:
+    cursor.execute("SELECT to_regclass('telemetry_nodepoll') IS NOT NULL")
+    if not cursor.fetchone()[0]:
+        cursor.execute("SELECT count(*) FROM telemetry_portsample")
+        return cursor.fetchone()[0]
+    from fabricweb.telemetry import samples
 
-    names = ["port_id", "interval_s", "state_id", "phys_state_id", "speed", "lanes", "reset", "capped", *DELTA_COLUMNS]
-    cursor.execute(
-        f"SELECT d.node_id, s.ts, {', '.join('s.' + n for n in names)} FROM telemetry_portsample s "
-        "JOIN inventory_port p ON p.id = s.port_id JOIN inventory_device d ON d.id = p.device_id ORDER BY s.ts"
-    )
-    per_poll: dict[tuple, bytearray] = defaultdict(bytearray)
-    for node_id, ts, *rest in cursor.fetchall():
-        per_poll[(node_id, ts)] += pack_port(tuple(rest))
-    cursor.execute("CREATE TABLE candidate_node_poll (node_id integer NOT NULL, ts timestamptz NOT NULL, ports bytea)")
-    with cursor.copy("COPY candidate_node_poll (node_id, ts, ports) FROM STDIN") as copy:
-        for (node_id, ts), packed in per_poll.items():
-            copy.write_row((node_id, ts, bytes(packed)))
-    cursor.execute("CREATE INDEX ON candidate_node_poll (node_id, ts)")
-    cursor.execute("CREATE INDEX ON candidate_node_poll USING brin (ts)")
-    cursor.execute("VACUUM ANALYZE candidate_node_poll")
-    total, heap = total_bytes(cursor, "candidate_node_poll")
-    print(
-        f"packed candidate: {len(per_poll)} node-polls, {total / samples:6.1f} B per sample "
-        f"(heap {heap / samples:.1f}, indexes {(total - heap) / samples:.1f}); goal 100 B: {total / samples / 100:.2f}x"
-    )
+    return sum(1 for _ in samples.between())
+
+
+def rollups(connection) -> None:
+    from fabricweb.telemetry import partitions
+    from fabricweb.telemetry.rollup import rollup
+
+    first = datetime.fromtimestamp(T0, UTC)
+    rollup(now=first + timedelta(hours=2))
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM telemetry_portrollup WHERE bucket <> %s", [first])
+        cursor.execute("SELECT * FROM telemetry_portrollup LIMIT 0")
+        columns = [c.name for c in cursor.description]
+        copied = ", ".join(c for c in columns if c != "id")
+        for period, count in ((300, 288), (3600, 744)):
+            step = timedelta(seconds=period)
+            ensure = getattr(partitions, "ROLLUPS_5MIN" if period == 300 else "ROLLUPS_1H", None)
+            if ensure is not None:
+                ensure.ensure([first + k * step for k in range(count)])
+            cursor.execute(
+                f"INSERT INTO telemetry_portrollup ({copied}) "
+                f"SELECT {copied.replace('bucket', 'bucket + k * %s')} FROM telemetry_portrollup, "
+                "generate_series(1, %s) AS k WHERE period_s = %s AND bucket = %s",
+                [step, count - 1, period, first],
+            )
+        cursor.execute("VACUUM ANALYZE telemetry_portrollup")
+        for period, table in ((300, "telemetry_portrollup_300"), (3600, "telemetry_portrollup_3600")):
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [table])
+            if not cursor.fetchone()[0]:
+                table = "telemetry_portrollup"  # an older tree: both periods in one table
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE period_s = %s", [period])
+            rows = cursor.fetchone()[0]
+            cursor.execute("SELECT count(*) FROM telemetry_portrollup")
+            everything = cursor.fetchone()[0]
+            total, heap = total_bytes(cursor, table)
+            share = rows / everything if table == "telemetry_portrollup" else 1.0
+            print(
+                f"rollups {period:>4} s ({table}): {rows} rows, {total * share / rows:6.1f} B per row "
+                f"(heap {heap * share / rows:.1f}, indexes {(total - heap) * share / rows:.1f})"
+            )
 
 
 def main() -> int:

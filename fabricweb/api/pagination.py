@@ -78,7 +78,11 @@ def keyset_page(
         op = "lt" if newest_first else "gt"
         queryset = queryset.filter(Q(**{f"{field}__{op}": when}) | Q(**{field: when, f"id__{op}": pk}))
     order = (f"-{field}", "-id") if newest_first else (field, "id")
-    rows = list(queryset.order_by(*order)[: limit + 1])
+    return keyset_cut(request, list(queryset.order_by(*order)[: limit + 1]), field, limit, **pinned)
+
+
+def keyset_cut(request: HttpRequest, rows: list, field: str, limit: int, **pinned: object) -> tuple[list, str | None]:
+    """The first `limit` of `rows` (up to limit + 1 read in cursor order) and the link to the next page, if any."""
     if len(rows) <= limit:
         return rows, None
     last = rows[limit - 1]

@@ -14,7 +14,7 @@ from collectors.link import SPEED_BY_NAME, make_rate
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.columns import DELTA_COLUMNS, TRAFFIC
-from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry.samples import Sample
 
 SEVERITIES = tuple(Event.Severity.values)
 
@@ -91,7 +91,7 @@ def port_summary(port: Port) -> dict:
     }
 
 
-def port_detail(port: Port, open_events: list[Event], last_sample: PortSample | None) -> dict:
+def port_detail(port: Port, open_events: list[Event], last_sample: Sample | None) -> dict:
     return {
         **port_summary(port),
         "lid": port.lid,
@@ -117,7 +117,7 @@ def port_detail(port: Port, open_events: list[Event], last_sample: PortSample | 
     }
 
 
-def sample(s: PortSample) -> dict:
+def sample(s: Sample) -> dict:
     """One poll of one port: deltas over `interval_s` (bytes, packets, counts; xmit_wait in ticks) and rates."""
     out = {
         "ts": iso(s.ts),

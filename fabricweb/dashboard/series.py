@@ -17,8 +17,9 @@ from collectors.link import SPEED_BY_NAME, make_rate
 from fabricweb.api.serializers import iso
 from fabricweb.health import context
 from fabricweb.inventory.models import Port
+from fabricweb.telemetry import samples
 from fabricweb.telemetry.columns import ERRORS
-from fabricweb.telemetry.models import PortRollup, PortSample
+from fabricweb.telemetry.models import PortRollup
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,18 +99,13 @@ def port_series(port: Port, wanted: Range, now: datetime) -> dict:
     out = _Series()
     poll = float(settings.FABRIC_POLL_INTERVAL)
     if wanted.period_s is None:
-        rows = (
-            PortSample.objects.filter(port=port, ts__gte=since)
-            .order_by("ts", "id")
-            .values("ts", "interval_s", "speed", "lanes", "reset", "capped", *FIELDS)
-        )
-        for row in rows:
-            out.gap_before(row["ts"], poll)
-            out.add(row["ts"], row["interval_s"], row, row["speed"], row["lanes"])
-            if row["reset"]:
-                out.resets.append(iso(row["ts"]))
-            if row["capped"]:
-                out.capped.append(iso(row["ts"]))
+        for sample in samples.of_port(port, since):
+            out.gap_before(sample.ts, poll)
+            out.add(sample.ts, sample.interval_s, sample.deltas(), sample.speed, sample.lanes)
+            if sample.reset:
+                out.resets.append(iso(sample.ts))
+            if sample.capped:
+                out.capped.append(iso(sample.ts))
     else:
         rows = (
             PortRollup.objects.filter(port=port, period_s=wanted.period_s, bucket__gte=since)

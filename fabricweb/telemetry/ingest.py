@@ -104,8 +104,8 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
     # Rows are reused between batches only when this is the outermost transaction (see rowcache).
     cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
     with transaction.atomic():
-        # Before any row lock: creating an hour's partition may wait for other writers' commits.
-        partitions.ensure(snap.collected_at for _, snap in ordered)
+        # Before any row lock: creating an hour's partition of samples may wait for other writers' commits.
+        partitions.SAMPLES.ensure(snap.collected_at for _, snap in ordered)
         rows = store.load_nodes(first_seen, cache)
         changes = Changes()
         results = {i: apply_snapshot(snap, rows[snap.host], changes, now) for i, snap in ordered}

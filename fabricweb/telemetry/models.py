@@ -1,4 +1,4 @@
-"""Per-poll samples of every port, and their 5-minute and 1-hour rollups.
+"""Per-poll samples of every port (packed per node-poll), and their 5-minute and 1-hour rollups.
 
 Deltas are null when unknown (first poll, capped counter, clock step), never 0:
 a rate that cannot be known must not read as an idle link.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from fabricweb.inventory.models import Port
+from fabricweb.inventory.models import Node, Port
 
 
 class DeltaColumns(models.Model):
@@ -36,27 +36,23 @@ class DeltaColumns(models.Model):
         abstract = True
 
 
-class PortSample(DeltaColumns):
-    """One port at one poll: its link and the counter deltas since its previous poll."""
+class NodePoll(models.Model):
+    """One node at one poll: the samples of its ports packed in `ports` (fabricweb/telemetry/packing.py).
 
-    # The (port, ts) index serves per-port history; a separate FK index would only slow inserts.
-    port = models.ForeignKey(Port, on_delete=models.CASCADE, related_name="samples", db_index=False)
+    A port's sample is its link and its counter deltas since its previous poll; read them with
+    fabricweb/telemetry/samples.py. One row per node-poll rather than per port: the row header
+    and the index entries are paid once for all the node's ports.
+    """
+
+    # The (node, ts) index serves per-node (so per-port) history; a separate FK index would only slow inserts.
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="polls", db_index=False)
     ts = models.DateTimeField(help_text="collected_at of the snapshot (the node's clock).")
-    interval_s = models.FloatField(
-        null=True,
-        help_text="Seconds since the port's previous sample; null at the first; <= 0 if the clock stepped back.",
-    )
-    state_id = models.SmallIntegerField(null=True)
-    phys_state_id = models.SmallIntegerField(null=True)
-    speed = models.CharField(max_length=8, null=True)
-    lanes = models.SmallIntegerField(null=True)
-    reset = models.BooleanField(default=False, help_text="A counter went down since the previous poll.")
-    capped = models.BooleanField(default=False, help_text="A counter is at all-ones: its delta is unknown.")
+    ports = models.BinaryField(help_text="The ports' samples, packed by fabricweb.telemetry.packing.")
 
     class Meta:
         indexes = [
-            models.Index(fields=["port", "ts"], name="telemetry_sample_port_ts"),
-            models.Index(fields=["ts"], name="telemetry_sample_ts"),
+            models.Index(fields=["node", "ts"], name="telemetry_poll_node_ts"),
+            models.Index(fields=["ts"], name="telemetry_poll_ts"),
         ]
 
 

@@ -1,4 +1,6 @@
-"""Rollups: raw samples summed into 5-minute buckets, 5-minute buckets into hours.
+"""Rollups: raw samples summed into 5-minute buckets (in Python: they are packed), 5-minute
+buckets into hours (in SQL). Each bucket's rows go into its day's or month's partition on
+PostgreSQL (partitions.py), created here before they are written.
 
 Each run recomputes the newest bucket already rolled (samples may arrive late, up to
 the grace period) and every complete bucket after it, and upserts them, so a run can
@@ -13,13 +15,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, F, FloatField, Max, Min, Q, Sum, Value, When
+from django.db.models import Case, Max, Min, Sum, Value, When
 from django.utils import timezone
 
-from collectors.link import SPEEDS
+from collectors.link import SPEED_RANK, SPEEDS
+from fabricweb.inventory.models import Port
 
+from . import partitions, samples
 from .columns import DELTA_COLUMNS
-from .models import PortRollup, PortSample
+from .models import NodePoll, PortRollup
 
 FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
 _RANK_TO_SPEED = {i: s.name for i, s in enumerate(SPEEDS)}
@@ -45,11 +49,6 @@ def _speed_rank(column: str) -> Case:
     return Case(*(When(**{column: s.name}, then=Value(i)) for i, s in enumerate(SPEEDS)), default=None)
 
 
-def _bps(column: str) -> Case:
-    # Rate of one poll; polls with no positive interval (first poll, clock step) have none.
-    return Case(When(interval_s__gt=0, then=F(column) * 1.0 / F("interval_s")), default=None, output_field=FloatField())
-
-
 def grace() -> timedelta:
     """How late a sample may arrive and still be counted in its bucket."""
     return timedelta(seconds=max(60.0, 2 * settings.FABRIC_POLL_INTERVAL))
@@ -60,14 +59,8 @@ def rollup(now: datetime | None = None) -> dict[int, int]:
     now = now or timezone.now()
     complete = _floor(now - grace(), FIVE)
     return {
-        FIVE: _roll(FIVE, PortSample.objects.all(), "ts", _sample_aggregates(), complete),
-        HOUR: _roll(
-            HOUR,
-            PortRollup.objects.filter(period_s=FIVE),
-            "bucket",
-            _rollup_aggregates(),
-            _floor(complete, HOUR),
-        ),
+        FIVE: _roll(FIVE, NodePoll.objects.all(), "ts", _SampleSums().of, complete),
+        HOUR: _roll(HOUR, PortRollup.objects.filter(period_s=FIVE), "bucket", _sum_rollups, _floor(complete, HOUR)),
     }
 
 
@@ -76,19 +69,78 @@ def _sums() -> dict:
     return {f"sum_{c}": Sum(c) for c in DELTA_COLUMNS}
 
 
-def _sample_aggregates() -> dict:
-    sums = _sums()
-    return {
-        "samples": Count("id"),
-        **sums,
-        "max_rcv_bps": Max(_bps("rcv_bytes")),
-        "max_xmit_bps": Max(_bps("xmit_bytes")),
-        "worst_state_id": Min("state_id"),
-        "speed_rank": Min(_speed_rank("speed")),
-        "min_lanes": Min("lanes"),
-        "resets": Count("id", filter=Q(reset=True)),
-        "capped_samples": Count("id", filter=Q(capped=True)),
-    }
+_RCV, _XMIT = DELTA_COLUMNS.index("rcv_bytes"), DELTA_COLUMNS.index("xmit_bytes")
+
+
+class _SampleSums:
+    """The raw samples of a bucket summed per port, in Python: they are packed (packing.py)."""
+
+    def __init__(self) -> None:
+        self.ports: set[int] = set()  # ports known to exist, looked up once per run
+
+    def of(self, since: datetime, until: datetime) -> list[dict]:
+        # Per port: samples, the delta sums, then max rcv and xmit rate, worst state, slowest speed rank,
+        # narrowest width, resets, capped. Like SQL's SUM, MIN and MAX: unknown values are skipped, all
+        # unknown is None.
+        acc: dict[int, list] = {}
+        for port_id, (interval, state, _, speed, lanes, reset, capped), deltas in samples.entries_between(since, until):
+            a = acc.get(port_id)
+            if a is None:
+                a = acc[port_id] = [0, [None] * len(deltas), None, None, None, None, None, 0, 0]
+            a[0] += 1
+            sums = a[1]
+            for i, value in enumerate(deltas):
+                if value is not None:
+                    total = sums[i]
+                    sums[i] = value if total is None else total + value
+            if interval is not None and interval > 0:  # rate of one poll
+                if (rcv := deltas[_RCV]) is not None and (a[2] is None or rcv * 1.0 / interval > a[2]):
+                    a[2] = rcv * 1.0 / interval
+                if (xmit := deltas[_XMIT]) is not None and (a[3] is None or xmit * 1.0 / interval > a[3]):
+                    a[3] = xmit * 1.0 / interval
+            if state is not None and (a[4] is None or state < a[4]):
+                a[4] = state
+            if (rank := SPEED_RANK.get(speed)) is not None and (a[5] is None or rank < a[5]):
+                a[5] = rank
+            if lanes is not None and (a[6] is None or lanes < a[6]):
+                a[6] = lanes
+            a[7] += reset
+            a[8] += capped
+        # A port deleted since (admin) took its rollups with it but not its packed samples: none for it.
+        unseen = acc.keys() - self.ports
+        if unseen:
+            self.ports.update(Port.objects.filter(pk__in=unseen).order_by().values_list("pk", flat=True))
+        return [
+            {
+                "port_id": port_id,
+                "samples": a[0],
+                **dict(zip(DELTA_COLUMNS, a[1], strict=True)),
+                "max_rcv_bps": a[2],
+                "max_xmit_bps": a[3],
+                "worst_state_id": a[4],
+                "speed_rank": a[5],
+                "min_lanes": a[6],
+                "resets": a[7],
+                "capped_samples": a[8],
+            }
+            for port_id, a in acc.items()
+            if port_id in self.ports
+        ]
+
+
+def _sum_rollups(since: datetime, until: datetime) -> list[dict]:
+    rows = (
+        PortRollup.objects.filter(period_s=FIVE, bucket__gte=since, bucket__lt=until)
+        .values("port_id")
+        .annotate(**_rollup_aggregates())
+        .order_by()
+    )
+    out = []
+    for row in rows:
+        for c in DELTA_COLUMNS:
+            row[c] = row.pop(f"sum_{c}")
+        out.append(row)
+    return out
 
 
 def _rollup_aggregates() -> dict:
@@ -106,8 +158,8 @@ def _rollup_aggregates() -> dict:
     }
 
 
-def _roll(period: int, source, time_field: str, aggregates: dict, end: datetime) -> int:
-    """Aggregate `source` rows per port into `period` buckets from the newest rolled one up to `end`."""
+def _roll(period: int, source, time_field: str, summed, end: datetime) -> int:
+    """Sum `source` rows per port (`summed(since, until)`) into `period` buckets from the newest rolled one to `end`."""
     last = PortRollup.objects.filter(period_s=period).aggregate(last=Max("bucket"))["last"]
     if last is None:
         first = source.aggregate(first=Min(time_field))["first"]
@@ -118,19 +170,13 @@ def _roll(period: int, source, time_field: str, aggregates: dict, end: datetime)
     step = timedelta(seconds=period)
     bucket = last
     while bucket + step <= end:
-        rows = (
-            source.filter(**{f"{time_field}__gte": bucket, f"{time_field}__lt": bucket + step})
-            .values("port_id")
-            .annotate(**aggregates)
-            .order_by()
-        )
         objs = []
-        for row in rows:
+        for row in summed(bucket, bucket + step):
             row["min_speed"] = _RANK_TO_SPEED.get(row.pop("speed_rank"))
-            for c in DELTA_COLUMNS:
-                row[c] = row.pop(f"sum_{c}")
             objs.append(PortRollup(period_s=period, bucket=bucket, **row))
         if objs:
+            # Rollups run one at a time (scheduling: exclusive): no other writer races for the partition.
+            (partitions.ROLLUPS_5MIN if period == FIVE else partitions.ROLLUPS_1H).ensure([bucket])
             PortRollup.objects.bulk_create(
                 objs,
                 update_conflicts=True,

@@ -2,13 +2,14 @@
 
 A batch costs a fixed handful of statements whatever its size: lock nodes, load devices,
 load ports, then one statement per kind of write. Must run inside a transaction.
-Samples and port updates bypass the ORM's per-object machinery (see `write`): at one
-row per port per poll, that machinery was most of the cost of ingest.
+Samples (one packed row per node-poll) and port updates bypass the ORM's per-object
+machinery (see `write`): at one row per port per poll, that machinery was most of the cost of ingest.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -18,8 +19,8 @@ from fabricweb.inventory.models import Device, Node, Port
 
 from . import rowcache
 from .apply import Changes, NodeRows
-from .columns import DELTA_COLUMNS
-from .models import PortSample
+from .models import NodePoll
+from .packing import pack
 from .schema import LINK_FIELDS
 
 NODE_FIELDS = ["last_collected_at", "last_ingested_at", "read_errors", "source", "ingest_token"]
@@ -52,18 +53,6 @@ PORT_RARE_FIELDS = ["counters_ext", "capped", "last_reset_at", "missed_polls", "
 PORT_LINK_FIELDS = [*LINK_FIELDS, "best_speed", "best_lanes", "ever_up"]
 PORT_GONE_FIELDS = ["vanished_at", "missed_polls"]
 PORT_UNREAD_FIELDS = ["hw_counters"]  # written at every poll, read by neither ingest nor health
-SAMPLE_COLUMNS = [
-    "port_id",
-    "ts",
-    "interval_s",
-    "state_id",
-    "phys_state_id",
-    "speed",
-    "lanes",
-    "reset",
-    "capped",
-    *DELTA_COLUMNS,
-]
 
 
 def load_nodes(first_seen: dict[str, datetime], cache: rowcache.RowCache | None = None) -> dict[str, NodeRows]:
@@ -123,7 +112,7 @@ def write(changes: Changes) -> None:
     if changes.new_ports:
         Port.objects.bulk_create(changes.new_ports)
     if changes.samples:
-        insert_samples([(port.pk, *head, *deltas) for port, head, deltas in changes.samples])
+        insert_samples(changes.samples)
     if changes.nodes:
         for node in changes.nodes.values():
             node.ingest_token = rowcache.new_token()
@@ -140,10 +129,18 @@ def write(changes: Changes) -> None:
         update_rows(Port, changes.gone.values(), PORT_GONE_FIELDS)
 
 
-def insert_samples(rows: list[tuple]) -> None:
-    """PostgreSQL: COPY, several times faster than INSERT; elsewhere one prepared INSERT for all rows."""
+def insert_samples(samples: list[tuple[Port, tuple, tuple]]) -> None:
+    """One packed row per node and poll (packing.py), from `Changes.samples`.
+
+    PostgreSQL: COPY, several times faster than INSERT; elsewhere one prepared INSERT for all rows.
+    """
+    polls: dict[tuple[int, datetime], list] = defaultdict(list)
+    for port, (ts, *head), deltas in samples:
+        polls[(port.device.node_id, ts)].append((port.pk, head, deltas))
+    rows = [(node_id, ts, pack(entries)) for (node_id, ts), entries in polls.items()]
     qn = connection.ops.quote_name
-    table, columns = qn(PortSample._meta.db_table), ", ".join(qn(c) for c in SAMPLE_COLUMNS)
+    table = qn(NodePoll._meta.db_table)
+    columns = "node_id, ts, ports"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Django does not wrap COPY: map its errors to django.db's like any other statement.
@@ -151,10 +148,10 @@ def insert_samples(rows: list[tuple]) -> None:
                 for row in rows:
                     copy.write_row(row)
             return
-        adapt = connection.ops.adapt_datetimefield_value  # the ts column, second in each row
-        rows = [(row[0], adapt(row[1]), *row[2:]) for row in rows]
-        marks = ", ".join(["%s"] * len(SAMPLE_COLUMNS))
-        cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+        adapt = connection.ops.adapt_datetimefield_value
+        cursor.executemany(
+            f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s)", [(n, adapt(ts), p) for n, ts, p in rows]
+        )
 
 
 # Compact, and without the cycle check (decoded JSON has no cycles): half the time of json.dumps

@@ -29,10 +29,10 @@ from pipeline_support import Broker
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.inventory.models import Node
+from fabricweb.telemetry import samples
 from fabricweb.telemetry.broker import TRANSPORT, transport_for
 from fabricweb.telemetry.broker import Channel as BrokerChannel
 from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer
-from fabricweb.telemetry.models import PortSample
 from fabricweb.telemetry.signals import snapshots_ingested
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
@@ -75,7 +75,7 @@ def polls(nodes: int, each: int) -> list[dict]:
 
 
 def stored() -> dict[str, int]:
-    return {n.name: PortSample.objects.filter(port__device__node=n).count() for n in Node.objects.all()}
+    return {n.name: len(list(samples.between(nodes=[n]))) for n in Node.objects.all()}
 
 
 def manage_ingest(tmp: Path, db_url: str, broker: Broker, *options: str) -> Process:
@@ -402,7 +402,7 @@ def test_a_consumer_killed_mid_batch_has_its_batch_stored_by_the_next_within_red
     killed_at = time.monotonic()
     again = manage_ingest(tmp_path, postgres, broker, "--redeliver-after", "3")
     try:
-        wait_for("the 6 snapshots stored", lambda: PortSample.objects.count() == 6 * PORTS, again)
+        wait_for("the 6 snapshots stored", lambda: len(list(samples.between())) == 6 * PORTS, again)
         took = time.monotonic() - killed_at
         assert again.stop(signal.SIGTERM, timeout=10) == 0, again.tail()
     finally:

@@ -7,8 +7,8 @@ from support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
-from fabricweb.telemetry.models import PortSample
 from fabricweb.telemetry.results import DUPLICATE, STALE, STORED
+from fabricweb.telemetry.samples import Sample, between, of_port
 
 U32 = (1 << 32) - 1
 
@@ -17,12 +17,9 @@ def port(node: str, device: str, number: int) -> Port:
     return Port.objects.select_related("device__node").get(device__node__name=node, device__name=device, number=number)
 
 
-def samples(node: str, device: str, number: int) -> list[PortSample]:
-    return list(
-        PortSample.objects.filter(
-            port__device__node__name=node, port__device__name=device, port__number=number
-        ).order_by("id")  # insertion order: the poll order, even when the clock stepped back
-    )
+def samples(node: str, device: str, number: int) -> list[Sample]:
+    # Insertion order (the rows' ids): the poll order, even when the clock stepped back.
+    return sorted(of_port(port(node, device, number)), key=lambda s: s.id)
 
 
 def test_a_new_node_registers_itself_with_its_devices_and_ports(each_db):
@@ -47,7 +44,7 @@ def test_the_same_snapshot_twice_stores_once(each_db):
     again = ingest_snapshot(snap)
 
     assert again.status == DUPLICATE and again.samples_written == 0
-    assert PortSample.objects.count() == 4
+    assert len(list(between())) == 4
     assert Node.objects.count() == 1 and Port.objects.count() == 4
 
 
@@ -216,7 +213,7 @@ def test_a_batch_stores_many_nodes_and_polls_in_time_order(each_db):
     assert [r.node for r in batch.results] == ["cn001", "cn002", "cn001", "cn002"]
     assert samples("cn001", "mlx4_0", 1)[-1].symbol_error == 4
     assert samples("cn002", "mlx4_0", 2)[-1].xmit_bytes == 40
-    assert PortSample.objects.count() == 14
+    assert len(list(between())) == 14
 
 
 @pytest.mark.parametrize("source", [PROCFS, NODE_EXPORTER], ids=["procfs", "node-exporter"])

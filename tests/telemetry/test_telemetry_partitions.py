@@ -1,11 +1,12 @@
-"""Raw samples in hourly partitions on PostgreSQL (one table on SQLite), and the migration that moved them."""
+"""Samples and rollups in time partitions on PostgreSQL (plain tables on SQLite), and the migrations that moved them."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -13,9 +14,11 @@ import pytest
 from django.db import connection
 from support import T0, later, snapshot
 
-from fabricweb.telemetry import partitions
+from fabricweb.inventory.models import Port
+from fabricweb.telemetry import partitions, samples
 from fabricweb.telemetry.ingest import ingest_batch
-from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry.models import PortRollup
+from fabricweb.telemetry.rollup import rollup
 from tests.e2e.e2e_harness import SECRET, clean_env, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,69 +30,128 @@ def test_ingest_puts_each_hours_samples_in_a_partition_of_its_own(each_db):
     polls = [later(base, 60 * m) for m in (0, 30, 59, 61, 125)]  # 12:00 to 14:05
     ingest_batch(polls[:3])
     ingest_batch(polls[3:])
-    assert PortSample.objects.count() == 5 * PORTS
+    assert len(list(samples.between())) == 5 * PORTS
     if each_db == "sqlite":  # one plain table: nothing to create
         assert not partitions.partitioned()
         return
-    assert partitions.hours() == [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=2)]
+    assert partitions.SAMPLES.spans() == [T0, T0 + timedelta(hours=1), T0 + timedelta(hours=2)]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tableoid::regclass::text, count(*) FROM telemetry_portsample GROUP BY 1 ORDER BY 1")
+        # One packed row per node and poll.
+        cursor.execute("SELECT tableoid::regclass::text, count(*) FROM telemetry_nodepoll GROUP BY 1 ORDER BY 1")
         assert cursor.fetchall() == [
-            ("telemetry_portsample_p2026030112", 3 * PORTS),
-            ("telemetry_portsample_p2026030113", 1 * PORTS),
-            ("telemetry_portsample_p2026030114", 1 * PORTS),
+            ("telemetry_nodepoll_p2026030112", 3),
+            ("telemetry_nodepoll_p2026030113", 1),
+            ("telemetry_nodepoll_p2026030114", 1),
         ]
     # Readers see one table: a port's last hour across two partitions, in time order.
-    port = PortSample.objects.order_by("ts").first().port
-    got = list(PortSample.objects.filter(port=port, ts__gte=T0 + timedelta(minutes=59)).order_by("ts"))
+    port = Port.objects.order_by("pk").first()
+    got = samples.of_port(port, T0 + timedelta(minutes=59))
     assert [s.ts for s in got] == [T0 + timedelta(minutes=m) for m in (59, 61, 125)]
 
 
-def manage(url: str, *args: str) -> None:
+def test_rollups_go_into_a_partition_per_day_and_per_month(each_db):
+    base = snapshot()
+    ingest_batch([later(base, 60 * m) for m in (0, 1, 2)])
+    ingest_batch([later(base, 86400 + 60 * m) for m in (0, 1, 2)])  # the next day
+    rollup(now=T0 + timedelta(days=1, hours=2))
+    assert PortRollup.objects.filter(period_s=PortRollup.FIVE_MINUTES).count() == 2 * PORTS
+    assert PortRollup.objects.filter(period_s=PortRollup.HOUR).count() == 2 * PORTS
+    if each_db == "sqlite":
+        return
+    day = T0.replace(hour=0)
+    assert partitions.ROLLUPS_5MIN.spans() == [day, day + timedelta(days=1)]
+    assert partitions.ROLLUPS_1H.spans() == [day.replace(day=1)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tableoid::regclass::text, count(*) FROM telemetry_portrollup GROUP BY 1 ORDER BY 1")
+        assert cursor.fetchall() == [
+            ("telemetry_portrollup_300_p20260301", PORTS),
+            ("telemetry_portrollup_300_p20260302", PORTS),
+            ("telemetry_portrollup_3600_p202603", 2 * PORTS),
+        ]
+
+
+def manage(url: str, *args: str) -> str:
     env = clean_env(DATABASE_URL=url, SECRET_KEY=SECRET, LOG_LEVEL="WARNING")
     done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
-ROWS = "SELECT id, ts, symbol_error, rcv_bytes FROM telemetry_portsample ORDER BY id"
+# Samples and a rollup as the first layout stored them (migration 0001: a row per port and poll).
 OLD_LAYOUT_ROWS = """
 from datetime import datetime, timedelta, UTC
+from django.db import connection
 from fabricweb.inventory.models import Node, Device, Port
-from fabricweb.telemetry.models import PortSample
 t0 = datetime(2026, 3, 1, 11, 50, tzinfo=UTC)
 node = Node.objects.create(name="cn001", first_seen_at=t0)
 device = Device.objects.create(node=node, name="mlx5_0", first_seen_at=t0)
-port = Port.objects.create(device=device, number=1, first_seen_at=t0)
-PortSample.objects.bulk_create(
-    PortSample(port=port, ts=t0 + timedelta(minutes=5 * k), interval_s=300.0, symbol_error=k, rcv_bytes=10**12 + k)
-    for k in range(6)
-)
+one = Port.objects.create(device=device, number=1, first_seen_at=t0)
+two = Port.objects.create(device=device, number=2, first_seen_at=t0)
+ts = connection.ops.adapt_datetimefield_value
+with connection.cursor() as cursor:
+    for k in range(6):
+        for port, speed in ((one, "HDR"), (two, None)):
+            cursor.execute(
+                "INSERT INTO telemetry_portsample (port_id, ts, interval_s, state_id, speed, lanes, reset, capped, "
+                "symbol_error, rcv_bytes) VALUES (%s, %s, %s, 4, %s, 4, %s, false, %s, %s)",
+                [port.pk, ts(t0 + timedelta(minutes=5 * k)), 300.0 if k else None, speed, k == 3, k,
+                 10**12 + k if port == one else None],
+            )
+    cursor.execute(
+        "INSERT INTO telemetry_portrollup (port_id, period_s, bucket, samples, symbol_error, resets, capped_samples) "
+        "VALUES (%s, 300, %s, 2, 7, 0, 0)",
+        [one.pk, ts(t0)],
+    )
+"""
+READ = """
+import json
+from fabricweb.telemetry.samples import between
+from fabricweb.telemetry.models import PortRollup
+print(json.dumps({
+    "samples": [
+        [s.port_id, s.ts.isoformat(), s.interval_s, s.state_id, s.speed, s.lanes, s.reset, s.capped,
+         s.symbol_error, s.rcv_bytes, s.xmit_bytes]
+        for s in between()
+    ],
+    "rollups": [[r.bucket.isoformat(), r.samples, r.symbol_error] for r in PortRollup.objects.all()],
+}))
 """
 
 
-@pytest.mark.skipif(not os.environ.get("TEST_POSTGRES_URL"), reason="TEST_POSTGRES_URL is not set")
-def test_the_migration_moves_samples_stored_in_the_old_layout_into_hourly_partitions(tmp_path):
-    with fresh_database("postgres", tmp_path) as url:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_migrations_pack_the_samples_and_partition_the_rollups_stored_in_older_layouts(backend, tmp_path):
+    if backend == "postgres" and not os.environ.get("TEST_POSTGRES_URL"):
+        pytest.fail("TEST_POSTGRES_URL is not set")
+    with fresh_database(backend, tmp_path) as url:
         manage(url, "migrate", "inventory")
         manage(url, "migrate", "telemetry", "0001")
         manage(url, "shell", "-c", OLD_LAYOUT_ROWS)
-        with psycopg.connect(url) as db:
-            before = db.execute(ROWS).fetchall()
-        assert len(before) == 6
 
         manage(url, "migrate")
 
+        got = json.loads(manage(url, "shell", "--no-imports", "-c", READ))
+        t0 = datetime(2026, 3, 1, 11, 50, tzinfo=UTC)
+        expected = []
+        for k in range(6):
+            when = (t0 + timedelta(minutes=5 * k)).isoformat()
+            interval = 300.0 if k else None
+            expected.append([1, when, interval, 4, "HDR", 4, k == 3, False, k, 10**12 + k, None])
+            expected.append([2, when, interval, 4, None, 4, k == 3, False, k, None, None])
+        assert got["samples"] == expected  # every sample, unknown still None, 0 still 0
+        assert got["rollups"] == [[t0.isoformat(), 2, 7]]
+        if backend == "sqlite":
+            return
         with psycopg.connect(url) as db:
-            after = db.execute(ROWS).fetchall()
-            assert after == before  # every row, with its id
             by_partition = db.execute(
-                "SELECT tableoid::regclass::text, count(*) FROM telemetry_portsample GROUP BY 1 ORDER BY 1"
+                "SELECT tableoid::regclass::text, count(*) FROM telemetry_nodepoll GROUP BY 1 ORDER BY 1"
             ).fetchall()
-            assert by_partition == [("telemetry_portsample_p2026030111", 2), ("telemetry_portsample_p2026030112", 4)]
-            # New samples continue the ids.
+            assert by_partition == [("telemetry_nodepoll_p2026030111", 2), ("telemetry_nodepoll_p2026030112", 4)]
+            rollups = db.execute("SELECT tableoid::regclass::text, id FROM telemetry_portrollup").fetchall()
+            assert rollups == [("telemetry_portrollup_300_p20260301", 1)]
+            # New rollups continue the ids.
             new_id = db.execute(
-                "INSERT INTO telemetry_portsample (port_id, ts, interval_s, reset, capped) "
-                "SELECT port_id, ts + interval '5 minutes', 300, false, false FROM telemetry_portsample "
-                "ORDER BY ts DESC LIMIT 1 RETURNING id"
+                "INSERT INTO telemetry_portrollup (port_id, period_s, bucket, samples, resets, capped_samples) "
+                "SELECT port_id, period_s, bucket + interval '5 minutes', 1, 0, 0 FROM telemetry_portrollup "
+                "RETURNING id"
             ).fetchone()[0]
-            assert new_id == before[-1][0] + 1
+            assert new_id == 2

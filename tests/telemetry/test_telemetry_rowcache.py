@@ -11,9 +11,8 @@ from support import PROCFS, T0, later, snapshot
 
 from fabricweb.health.actions import accept_baseline
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import rowcache
+from fabricweb.telemetry import rowcache, samples
 from fabricweb.telemetry.ingest import ingest_snapshot
-from fabricweb.telemetry.models import PortSample
 from fabricweb.telemetry.signals import snapshots_ingested
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -30,7 +29,7 @@ def fresh_cache():
 
 def xmit_deltas() -> list[int | None]:
     port = Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1)
-    return list(PortSample.objects.filter(port=port).order_by("id").values_list("xmit_bytes", flat=True))
+    return [s.xmit_bytes for s in samples.of_port(port)]
 
 
 def test_it_reuses_the_rows_it_wrote_and_computes_the_same_deltas(each_db, fresh_cache):

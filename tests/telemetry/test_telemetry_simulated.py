@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 import pytest
 
 from collectors import read_host, to_dict
-from fabricweb.inventory.models import Device, Port
+from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.telemetry import samples
 from fabricweb.telemetry.ingest import ingest_batch
-from fabricweb.telemetry.models import PortSample
 
 sim = pytest.importorskip("collectors.sim")
 
@@ -49,10 +49,10 @@ def test_a_simulated_fabric_ingests_poll_after_poll(each_db, tmp_path):
     assert ports == Port.objects.count() > 0
     for _ in range(3):
         fab.poll()
-    assert PortSample.objects.count() == 4 * ports
-    moving = PortSample.objects.filter(interval_s=STEP, xmit_bytes__gt=0)
-    assert moving.exists()
-    assert not PortSample.objects.filter(interval_s=STEP, reset=False, xmit_bytes__lt=0).exists()
+    stored = list(samples.between())
+    assert len(stored) == 4 * ports
+    assert any(s.interval_s == STEP and (s.xmit_bytes or 0) > 0 for s in stored)
+    assert not [s for s in stored if s.interval_s == STEP and not s.reset and (s.xmit_bytes or 0) < 0]
 
 
 def test_simulated_faults_show_in_the_port_state(each_db, tmp_path):
@@ -75,8 +75,8 @@ def test_simulated_faults_show_in_the_port_state(each_db, tmp_path):
     assert (slow.best_speed, slow.best_lanes) == native  # the best link held is remembered
     assert gone_dev in results["cn003"].vanished
     assert Device.objects.get(node__name="cn003", name=gone_dev).vanished_at is not None
-    noisy = PortSample.objects.filter(port=port("cn001", noisy_dev)).order_by("-ts").first()
+    noisy = samples.last_of_port(port("cn001", noisy_dev))
     assert noisy.symbol_error == pytest.approx(5 * STEP, abs=5)
     assert port("cn001", noisy_dev).recent
     assert results["cn004"].resets > 0
-    assert PortSample.objects.filter(port__device__node__name="cn004", reset=True).exists()
+    assert any(s.reset for s in samples.between(nodes=Node.objects.filter(name="cn004")))

@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX, Port
-from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry import samples
 
 from .. import linkstate, params, serializers
 from ..http import api_view, not_found
@@ -56,5 +56,5 @@ def port_detail(request, node: str, device: str, port: int):
     params.read(request, {})
     row = find_port(node, device, port)
     events = list(Event.objects.filter(port=row, resolved_at__isnull=True).select_related("node", "device", "port"))
-    last = PortSample.objects.filter(port=row).order_by("-ts", "-id").first()
+    last = samples.last_of_port(row)
     return serializers.port_detail(row, events, last)

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from fabricweb.telemetry.models import PortSample
+from fabricweb.telemetry import samples
 
 from .. import params, serializers
 from ..http import api_view, bad_param
-from ..pagination import cursor, keyset_page
+from ..pagination import cursor, keyset_cut
 from .ports import find_port
 
 DEFAULT_WINDOW = timedelta(hours=1)
@@ -33,17 +33,9 @@ def sample_list(request, node: str, device: str, port: int):
         raise bad_param("since", "is after until")
     row = find_port(node, device, port)
     # Half-open [since, until): consecutive windows never share a sample.
-    rows = PortSample.objects.filter(port=row, ts__gte=since, ts__lt=until)
-    page, next_link = keyset_page(
-        request,
-        rows,
-        "ts",
-        newest_first=False,
-        after=given.get("cursor"),
-        limit=given.get("limit", PAGE),
-        since=serializers.iso(since),
-        until=serializers.iso(until),
-    )
+    limit = given.get("limit", PAGE)
+    rows = samples.of_port(row, since, until, after=given.get("cursor"), limit=limit + 1)
+    page, next_link = keyset_cut(request, rows, "ts", limit, since=serializers.iso(since), until=serializers.iso(until))
     return {
         "node": node,
         "device": device,
