@@ -1,6 +1,6 @@
 """What the pages read, each in a fixed number of queries whatever the size of the fabric.
 
-Up, down and degraded come from fabricweb/api/linkstate.py (the API's definition);
+Up, down and degraded come from fabricweb/inventory/linkstate.py (kept on the port row);
 "erroring" is a port that is up and at its expected link but has an open event of another
 kind (symbol errors, flapping, congestion...).
 """
@@ -15,9 +15,9 @@ from operator import itemgetter
 
 from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 
-from fabricweb.api import linkstate
 from fabricweb.api.freshness import stale_after
 from fabricweb.health.models import Event, Silence, silencing
+from fabricweb.inventory import linkstate
 from fabricweb.inventory.models import Node, Port
 
 from .forms import glob_filter
