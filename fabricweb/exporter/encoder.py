@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
@@ -59,6 +60,7 @@ MAX_KEPT_ROWS = 200_000
 # outside the legacy charset): a process serving text and OpenMetrics keeps each once.
 _label_texts: dict[tuple, list[str | None]] = {}
 _slots: dict[tuple, int] = {}  # Exposition.key -> its index in _label_texts' lists
+_slots_lock = threading.Lock()
 _family_parts: dict[tuple, tuple[str, str]] = {}
 # Per format and KeyedFamily: the serial of a row's key (grouped.Memo) -> its lines; lines
 # equal to another format's for the same row are that format's string (_keep).
@@ -176,7 +178,8 @@ class _Scrape:
         self.columns: dict[int, list[str]] = {}  # id of a labels column -> its label texts
         self.alive: list[object] = []
         self.memo = _Values()
-        self.slot = _slots.setdefault(exposition.key, len(_slots))
+        with _slots_lock:  # two threads must not give two formats one slot
+            self.slot = _slots.setdefault(exposition.key, len(_slots))
         self.unkept: dict[int, tuple[tuple, str]] = {}  # rendered by learn(keep=False): id -> key, text
 
     def learn(self, label_sets: Iterable[dict[str, str]], keep: bool = True) -> None:
@@ -300,8 +303,9 @@ class _Scrape:
             kept.clear()
         twins = [lines for k, lines in _row_lines.items() if k[1:] == identity and lines is not kept]
         plain = family.expand(missing)
-        # Their label texts are not cached beyond this scrape: the lines are (port_info's alone
-        # were ~20 MB a format at 20,000 ports), and the label sets the counters share were cached by them.
+        # Their label texts are not cached for later scrapes (port_info's alone were ~20 MB a format
+        # at 20,000 ports): the lines are kept instead; the label sets the counter families reuse
+        # are cached when those families meet them.
         lines = self.text(plain, name, keep=False).split("\n")
         start = 0
         for key in missing:
