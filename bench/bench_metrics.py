@@ -10,8 +10,10 @@ distinct per port as on a real fabric (12 a port: traffic, packets, RDMA request
 node, an open event on one port in 50. Each figure is a GET of /metrics through Django's test
 client (view, collector and encoder, no network), `--repeat` times: the first with the encoder's
 label cache and the kept health rows empty (a fresh web process), then warm; the nodes' last ingest is set to now before
-each GET (a slow scrape must not find them stale). Memory is the peak of Python allocations
-during one GET (tracemalloc), on top of the process as it was before.
+each GET (a slow scrape must not find them stale); a GET is read to its end, a streamed body
+chunk by chunk as a server writes it out. Memory is the peak of Python allocations during one
+GET (tracemalloc), on top of the process as it was before; with --memory, also what a fresh
+process keeps after serving both formats and its peak during a full scrape on top of that.
 """
 
 from __future__ import annotations
@@ -133,10 +135,14 @@ def fresh() -> None:
     Node.objects.update(last_ingested_at=timezone.now())
 
 
-def get(client, series: str, accept: str):
+def get(client, series: str, accept: str, keep: bool = False) -> bytes | int:
+    """GET /metrics?set=series read to its end, as a scraper reads it: the body with `keep`, else
+    its size (a streamed body is not gathered here: its chunks are counted and dropped)."""
     response = client.get("/metrics", {"set": series}, HTTP_ACCEPT=accept)
     assert response.status_code == 200
-    return response
+    if keep:
+        return response.getvalue()
+    return sum(map(len, response.streaming_content)) if response.streaming else len(response.content)
 
 
 def measure(client, series: str, repeat: int, accept: str) -> tuple[list[float], float, int, int, float]:
@@ -154,9 +160,10 @@ def measure(client, series: str, repeat: int, accept: str) -> tuple[list[float],
     for _ in range(repeat):
         fresh()
         started = time.perf_counter()
-        response = get(client, series, accept)
+        get(client, series, accept)
         times.append(time.perf_counter() - started)
-    body = response.content
+    fresh()
+    body = get(client, series, accept, keep=True)
     samples = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
     collect = float(
         next(line for line in body.splitlines() if line.startswith(b"fabricweb_exporter_collect_s")).split()[1]
@@ -169,6 +176,35 @@ def measure(client, series: str, repeat: int, accept: str) -> tuple[list[float],
     return times, peak / 1e6, samples, len(body), collect
 
 
+def kept_memory(client) -> tuple[float, float, float]:
+    """MB of Python allocations a fresh web process keeps after serving every set in text, then
+    also in OpenMetrics (what a Prometheus and a curl between them ask for), and the peak during
+    one more full OpenMetrics scrape with all of that kept: the process's Python memory at its highest."""
+    import gc
+
+    from fabricweb.exporter import collector, encoder
+
+    encoder._label_texts.clear()
+    encoder._row_lines.clear()
+    collector._port_memo.entries.clear()
+    collector._device_memo.entries.clear()
+    gc.collect()
+    tracemalloc.start()
+    kept = []
+    for accept in FORMATS.values():
+        for series in ("health", "all"):
+            fresh()
+            get(client, series, accept)
+        gc.collect()
+        kept.append(tracemalloc.get_traced_memory()[0] / 1e6)
+    fresh()
+    tracemalloc.reset_peak()
+    get(client, "all", FORMATS["openmetrics"])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return kept[0], kept[1], peak / 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
@@ -179,6 +215,11 @@ def main() -> None:
         choices=FORMATS,
         default="text",
         help="text: Prometheus text 0.0.4; openmetrics: what Prometheus asks for first",
+    )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="also: what the process keeps between scrapes (both formats) and its peak with that kept",
     )
     args = parser.parse_args()
 
@@ -220,6 +261,14 @@ def main() -> None:
                     f"peak {mb:6.1f} MB  {samples:7d} samples  {size / 1e6:5.1f} MB body",
                     ratio if ports == 20000 else "",
                     sep="",
+                    flush=True,
+                )
+            if args.memory:
+                text, both, peak = kept_memory(client)
+                print(
+                    f"{ports:6d} ports  kept between scrapes: {text:6.1f} MB (text), {both:6.1f} MB (text and "
+                    f"OpenMetrics); peak of a full scrape with that kept {peak:6.1f} MB"
+                    + (f"  ({peak / GOALS['all'][1]:.2f} of the memory goal)" if ports == 20000 else ""),
                     flush=True,
                 )
     finally:

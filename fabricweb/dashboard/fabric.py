@@ -1,6 +1,6 @@
 """What the pages read, each in a fixed number of queries whatever the size of the fabric.
 
-Up, down and degraded come from fabricweb/api/linkstate.py (the API's definition);
+Up, down and degraded come from fabricweb/inventory/linkstate.py (kept on the port row);
 "erroring" is a port that is up and at its expected link but has an open event of another
 kind (symbol errors, flapping, congestion...).
 """
@@ -12,12 +12,13 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
+from typing import NamedTuple
 
 from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 
-from fabricweb.api import linkstate
 from fabricweb.api.freshness import stale_after
 from fabricweb.health.models import Event, Silence, silencing
+from fabricweb.inventory import linkstate
 from fabricweb.inventory.models import Node, Port
 
 from .forms import glob_filter
@@ -45,8 +46,7 @@ class Counts:
     last_ingest: datetime | None
 
 
-@dataclass(frozen=True, slots=True)
-class Cell:
+class Cell(NamedTuple):  # a tuple: built 20,000 times a page, 3x cheaper than a frozen dataclass
     node: str
     device: str
     port: int
@@ -115,6 +115,27 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
             "link_layer",
         )
     )
+    tally, cells = _health_and_cells(rows, filters, erroring_ids, stale_names, with_cells)
+    total = sum(tally.values())
+    counts = Counts(
+        nodes=nodes["total"],
+        stale_nodes=nodes["stale"],
+        ports=total,
+        up=total - tally["down"],
+        down=tally["down"],
+        degraded=tally["degraded"],
+        erroring=tally["erroring"],
+        open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
+        last_ingest=nodes["latest"],
+    )
+    return counts, cells
+
+
+def _health_and_cells(
+    rows, filters: dict, erroring_ids: set[int], stale_names: set[str], with_cells: bool
+) -> tuple[dict[str, int], list[Cell]]:
+    """How many ports of each health, and the cells of those matching `filters`, in node,
+    device, port order. The plain overview (no filter) keeps every port: no test per row."""
     node_match, device_match = _glob_matcher(filters.get("node")), _glob_matcher(filters.get("device"))
     equal = [
         (index, filters[key])
@@ -122,37 +143,26 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
         if filters.get(key) not in (None, "")
     ]
     wanted_state, only_problems = filters.get("state"), filters.get("problems")
-    total = up = degraded = erroring = 0
-    cells = []
+    filtering = bool(wanted_state or only_problems or node_match or device_match or equal)
+    tally = dict.fromkeys(("up", "down", "degraded", "erroring"), 0)
+    cells: list[Cell] = []
+    append, new_cell = cells.append, Cell._make
     for row in sorted(rows, key=itemgetter(1, 2, 3)):  # node, device, port; code-point order on every database
         health = port_health(row[4], row[5], row[0] in erroring_ids)
-        total += 1
-        if health != "down":
-            up += 1
-            degraded += health == "degraded"
-            erroring += health == "erroring"
-        if (
-            not with_cells
-            or (wanted_state and health != wanted_state)
-            or (only_problems and health == "up")
-            or (node_match and not node_match(row[1]))
-            or (device_match and not device_match(row[2]))
-            or (equal and any(row[index] != value for index, value in equal))
+        tally[health] += 1
+        if not with_cells or (
+            filtering
+            and (
+                (wanted_state and health != wanted_state)
+                or (only_problems and health == "up")
+                or (node_match and not node_match(row[1]))
+                or (device_match and not device_match(row[2]))
+                or (equal and any(row[index] != value for index, value in equal))
+            )
         ):
             continue
-        cells.append(Cell(row[1], row[2], row[3], health, row[1] in stale_names))
-    counts = Counts(
-        nodes=nodes["total"],
-        stale_nodes=nodes["stale"],
-        ports=total,
-        up=up,
-        down=total - up,
-        degraded=degraded,
-        erroring=erroring,
-        open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
-        last_ingest=nodes["latest"],
-    )
-    return counts, cells
+        append(new_cell((row[1], row[2], row[3], health, row[1] in stale_names)))
+    return tally, cells
 
 
 def counts(now: datetime) -> Counts:

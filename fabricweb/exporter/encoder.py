@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
 from prometheus_client.metrics_core import Metric
@@ -50,13 +51,19 @@ ZERO = " " + floatToGoString(0.0)  # the value part of a probe line
 MAX_CACHED_LABEL_SETS = 400_000
 # Lines rendered and encoded at a time: hw_stat alone is ~480,000 lines at 20,000 ports.
 LINES_PER_WRITE = 50_000
+CHUNK_BYTES = 1 << 20  # what encode_chunks gathers before handing it on (a socket write, in a server)
 # Rows' lines kept per KeyedFamily and format (grouped.MAX_MEMO_ROWS rows): past it, afresh.
 MAX_KEPT_ROWS = 200_000
 
-# Per format (Exposition.key): a label set's items -> its text.
-_label_texts: dict[tuple, dict[tuple, str]] = {}
+# A label set's items -> its text in each format, by the format's slot (_slots): one key for
+# every format, and one string where the formats render it alike (they do, but for names
+# outside the legacy charset): a process serving text and OpenMetrics keeps each once.
+_label_texts: dict[tuple, list[str | None]] = {}
+_slots: dict[tuple, int] = {}  # Exposition.key -> its index in _label_texts' lists
+_slots_lock = threading.Lock()
 _family_parts: dict[tuple, tuple[str, str]] = {}
-# Per format and KeyedFamily: the serial of a row's key (grouped.Memo) -> its lines.
+# Per format and KeyedFamily: the serial of a row's key (grouped.Memo) -> its lines; lines
+# equal to another format's for the same row are that format's string (_keep).
 _row_lines: dict[tuple, dict[int, str]] = {}
 
 
@@ -171,32 +178,54 @@ class _Scrape:
         self.columns: dict[int, list[str]] = {}  # id of a labels column -> its label texts
         self.alive: list[object] = []
         self.memo = _Values()
-        self.cached = _label_texts.setdefault(exposition.key, {})
+        with _slots_lock:  # two threads must not give two formats one slot
+            self.slot = _slots.setdefault(exposition.key, len(_slots))
+        self.unkept: dict[int, tuple[tuple, str]] = {}  # rendered by learn(keep=False): id -> key, text
 
-    def learn(self, label_sets: Iterable[dict[str, str]]) -> None:
-        """Render (or find in the cache) the texts of `label_sets` not seen yet in this scrape."""
+    def learn(self, label_sets: Iterable[dict[str, str]], keep: bool = True) -> None:
+        """Render (or find in the cache) the texts of `label_sets` not seen yet in this scrape;
+        with `keep`, put those rendered in the cache for later scrapes."""
         by_id = self.by_id
         missing: dict[int, dict[str, str]] = {}
         keys: dict[int, tuple] = {}
-        cached = self.cached
+        slot = self.slot
         for labels in {id(labels): labels for labels in label_sets}.values():
             ident = id(labels)
             if ident in by_id:
+                if keep and ident in self.unkept:  # a port's labels: its health lines first, then its counters
+                    self._cache(*self.unkept.pop(ident))
                 continue
             self.alive.append(labels)
             key = keys[ident] = tuple(labels.items())
-            text = cached.get(key)
+            texts = _label_texts.get(key)
+            text = texts[slot] if texts is not None and slot < len(texts) else None
             if text is None:
                 missing[ident] = labels
             else:
                 by_id[ident] = text
         if not missing:
             return
-        if len(cached) + len(missing) > MAX_CACHED_LABEL_SETS:
-            cached.clear()
-        texts = self.exposition.label_texts(list(missing.values()))
-        for ident, text in zip(missing, texts, strict=True):
-            by_id[ident] = cached[keys[ident]] = text + " "  # the space before the value
+        rendered = self.exposition.label_texts(list(missing.values()))
+        for ident, text in zip(missing, rendered, strict=True):
+            text += " "  # the space before the value
+            if keep:
+                by_id[ident] = self._cache(keys[ident], text)
+            else:
+                by_id[ident] = text
+                self.unkept[ident] = (keys[ident], text)
+
+    def _cache(self, key: tuple, text: str) -> str:
+        """Keep `text` as this format's for the label set `key`; returns it, or the equal string
+        another format keeps (one copy for both)."""
+        texts = _label_texts.get(key)
+        if texts is None:
+            if len(_label_texts) >= MAX_CACHED_LABEL_SETS:
+                _label_texts.clear()
+            texts = _label_texts[key] = [None] * len(_slots)
+        elif len(texts) < len(_slots):
+            texts.extend([None] * (len(_slots) - len(texts)))
+        texts[self.slot] = next((t for t in texts if t == text), text)
+        return texts[self.slot]
 
     def values(self, values: list[float]) -> list[str]:
         """floatToGoString of each value; memoised where that is safe (see _Values)."""
@@ -208,9 +237,9 @@ class _Scrape:
             return list(map(memo.__getitem__, values))
         return [memo[v] if type(v) is int or (v and type(v) is float) else floatToGoString(v) for v in values]
 
-    def text(self, family: Family, name: str) -> str:
+    def text(self, family: Family, name: str, keep: bool = True) -> str:
         """The sample lines of `family`, `name` being its sample name as rendered: for each
-        sample `name`, its label text and a space (by_id), its value, a newline."""
+        sample `name`, its label text and a space (by_id), its value, a newline. `keep`: as learn's."""
         if not len(family):
             return ""
         labels = family.labels
@@ -220,6 +249,8 @@ class _Scrape:
                     # The counter families of the ports share one labels column: look it up once.
                     texts = self.columns.get(id(labels))
                     if texts is None:
+                        if keep and self.unkept:  # labels the health lines rendered: cache them now
+                            self.learn(labels)
                         texts = list(map(self.by_id.__getitem__, map(id, labels)))
                         self.columns[id(labels)] = texts
                         self.alive.append(labels)
@@ -227,10 +258,10 @@ class _Scrape:
                 except KeyError:  # label sets not seen yet in this scrape
                     if attempt:
                         raise
-                self.learn(labels)
+                self.learn(labels, keep)
         extra, extras = family.extra, family.extras
         pieces = [{extra: value} for value in set(extras)]
-        self.learn(pieces)
+        self.learn(pieces, keep)
         heads = {piece[extra]: self.by_id[id(piece)][:-2] + "," for piece in pieces}  # `{counter="x",`
         tails = self.tails.setdefault(extra, {})  # a label set's text after its `{`
         for attempt in range(2):
@@ -241,7 +272,7 @@ class _Scrape:
                 if attempt:
                     break  # a label set with a name that sorts before the extra one
             unique = dict(zip(map(id, labels), labels, strict=True))
-            self.learn(unique.values())
+            self.learn(unique.values(), keep)
             for ident, ls in unique.items():
                 if ident not in tails and ls and extra < min(ls):
                     tails[ident] = self.by_id[ident][1:]
@@ -250,7 +281,7 @@ class _Scrape:
             tail = tails.get(id(ls))
             if tail is None:  # the extra label sorts among the others: render the merged set
                 merged = {**ls, extra: e}
-                self.learn((merged,))
+                self.learn((merged,), keep)
                 lines.append(f"{name}{self.by_id[id(merged)]}{v}\n")
             else:
                 lines.append(f"{name}{heads[e]}{tail}{v}\n")
@@ -258,7 +289,8 @@ class _Scrape:
 
     def keyed_text(self, family: KeyedFamily, name: str) -> str:
         """The sample lines of `family`: its rows' kept lines, those not kept yet rendered by text()."""
-        kept = _row_lines.setdefault((self.exposition.key, family.name, family.help, family.type, family.extra), {})
+        identity = (family.name, family.help, family.type, family.extra)
+        kept = _row_lines.setdefault((self.exposition.key, *identity), {})
         keys = family.keys
         try:
             return "".join(map(kept.__getitem__, keys))
@@ -269,14 +301,27 @@ class _Scrape:
         missing = [key for key, lines in found.items() if lines is None]
         if len(kept) + len(missing) > MAX_KEPT_ROWS:
             kept.clear()
+        twins = [lines for k, lines in _row_lines.items() if k[1:] == identity and lines is not kept]
         plain = family.expand(missing)
-        lines = self.text(plain, name).split("\n")
+        # Their label texts are not cached for later scrapes (port_info's alone were ~20 MB a format
+        # at 20,000 ports): the lines are kept instead; the label sets the counter families reuse
+        # are cached when those families meet them.
+        lines = self.text(plain, name, keep=False).split("\n")
         start = 0
         for key in missing:
             stop = start + len(family.groups[key][family.name])
-            found[key] = kept[key] = "\n".join(lines[start:stop]) + "\n"
+            found[key] = kept[key] = _keep("\n".join(lines[start:stop]) + "\n", key, twins)
             start = stop
         return "".join(map(found.__getitem__, keys))
+
+
+def _keep(text: str, key: int, twins: list[dict[int, str]]) -> str:
+    """`text`, or the equal string another format keeps for the same row: one copy for both."""
+    for twin in twins:
+        other = twin.get(key)
+        if other == text:
+            return other
+    return text
 
 
 def _lines(name: str, *columns: list[str]) -> str:
@@ -293,38 +338,48 @@ def _lines(name: str, *columns: list[str]) -> str:
 
 def encode(families: Iterable[Family], encoder: Encoder) -> bytes:
     """The exposition of `families` in `encoder`'s format: encoder(registry of to_metric()), faster."""
-    exposition = Exposition(encoder)
+    return b"".join(encode_chunks(families, encoder))
+
+
+def encode_chunks(families: Iterable[Family], encoder: Encoder) -> Iterator[bytes]:
+    """encode()'s bytes in chunks of about CHUNK_BYTES, rendered as they are asked for: a streamed
+    response never holds the whole body (~110 MB at 20,000 ports, most of a full scrape's peak)."""
+    buffer = io.BytesIO()
+    for text in _texts(families, Exposition(encoder)):
+        buffer.write(text.encode("utf-8"))
+        if buffer.tell() >= CHUNK_BYTES:
+            yield buffer.getvalue()
+            buffer = io.BytesIO()
+    yield buffer.getvalue()
+
+
+def _texts(families: Iterable[Family], exposition: Exposition) -> Iterator[str]:
     scrape = _Scrape(exposition)
-    # One growing buffer, not a list of chunks joined at the end: the body is ~100 MB at 20,000 ports.
-    body = io.BytesIO()
     for family in families:
         header, name = exposition.family_parts(family)
         if isinstance(family, KeyedFamily):
-            _write_keyed(body, exposition, scrape, family, header, name)
+            yield from _keyed_texts(exposition, scrape, family, header, name)
             continue
         if len(family):
             first = scrape.text(family.head(1), name)
             if exposition.render([family.head(1).to_metric()]) != header + first + exposition.trailer:
                 log.warning("%s: composed line differs from prometheus_client's, rendering it there", family.name)
-                body.write(exposition.render([family.to_metric()])[: -len(exposition.trailer) or None].encode())
+                yield exposition.render([family.to_metric()])[: -len(exposition.trailer) or None]
                 continue
-        body.write(header.encode("utf-8"))
+        yield header
         for start in range(0, len(family), LINES_PER_WRITE):
             part = family.head(start + LINES_PER_WRITE, start) if len(family) > LINES_PER_WRITE else family
-            body.write(scrape.text(part, name).encode("utf-8"))
-    body.write(exposition.trailer.encode("utf-8"))
-    return body.getvalue()
+            yield scrape.text(part, name)
+    yield exposition.trailer
 
 
-def _write_keyed(
-    body: io.BytesIO, exposition: Exposition, scrape: _Scrape, family: KeyedFamily, header: str, name: str
-) -> None:
+def _keyed_texts(exposition: Exposition, scrape: _Scrape, family: KeyedFamily, header: str, name: str) -> Iterator[str]:
     text = scrape.keyed_text(family, name) if len(family) else ""
     if text:
         first = family.expand(family.keys[:1]).head(1)
         if exposition.render([first.to_metric()]) != header + text[: text.index("\n") + 1] + exposition.trailer:
             log.warning("%s: composed line differs from prometheus_client's, rendering it there", family.name)
-            body.write(exposition.render([family.to_metric()])[: -len(exposition.trailer) or None].encode())
+            yield exposition.render([family.to_metric()])[: -len(exposition.trailer) or None]
             return
-    body.write(header.encode("utf-8"))
-    body.write(text.encode("utf-8"))
+    yield header
+    yield text

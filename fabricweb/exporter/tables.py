@@ -26,8 +26,8 @@ from django.db.models import Count, Func, TextField
 from django.db.models.functions import Cast
 from django.db.models.query import QuerySet
 
-from fabricweb.api.linkstate import annotate
 from fabricweb.health.models import Event
+from fabricweb.inventory.linkstate import annotate
 from fabricweb.inventory.models import Device, Node, Port
 
 PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health")

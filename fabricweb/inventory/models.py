@@ -11,6 +11,8 @@ from django.db import models
 
 from collectors.facts import is_up
 
+from .linkstate import DEGRADED_FLAG, UP_FLAG
+
 NAME_MAX = 64  # host, device names: short names, as in queue names and URLs
 TEXT_MAX = 256  # free text a node reports (board_id, node_desc, fw_ver...)
 
@@ -130,6 +132,10 @@ class Port(models.Model):
     )
     first_seen_at = models.DateTimeField()
     vanished_at = models.DateTimeField(null=True)
+
+    # Computed by the database at every write (linkstate: the one definition); read-only here.
+    up = models.GeneratedField(expression=UP_FLAG, output_field=models.BooleanField(), db_persist=True)
+    degraded = models.GeneratedField(expression=DEGRADED_FLAG, output_field=models.BooleanField(), db_persist=True)
 
     class Meta:
         ordering = ["device__node__name", "device__name", "number"]

@@ -24,12 +24,15 @@ def test_up_means_active_or_active_defer():
 
 
 def test_every_layer_judges_up_by_the_one_definition():
-    from fabricweb.api import linkstate
     from fabricweb.health import view
+    from fabricweb.inventory import linkstate
     from fabricweb.inventory.models import Port as PortRow
 
     assert view.UP_STATE_IDS is facts.UP_STATE_IDS
     assert dict(linkstate.UP.children)["state_id__in"] == sorted(facts.UP_STATE_IDS)
+    # The columns the database keeps are built from the same expressions (their values: tests/api, tests/telemetry).
+    assert PortRow._meta.get_field("up").expression is linkstate.UP_FLAG
+    assert PortRow._meta.get_field("degraded").expression is linkstate.DEGRADED_FLAG
     assert PortRow(state_id=5).is_up and not PortRow(state_id=3).is_up
 
 

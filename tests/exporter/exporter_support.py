@@ -38,8 +38,8 @@ class LiveSim(SimFabric):
 
 def scrape(client: Client, **params: str) -> str:
     response = client.get("/metrics", params)
-    assert response.status_code == 200, response.content
-    return response.content.decode()
+    assert response.status_code == 200, response.getvalue()
+    return response.getvalue().decode()  # streamed: getvalue() joins the chunks
 
 
 def samples(text: str) -> dict[tuple[str, frozenset], float]:

@@ -118,7 +118,7 @@ def test_the_view_serves_the_encoders_bytes(client, db):
     hostile_fabric()
     now = timezone.now()
     for accept in ACCEPTS[:2]:
-        body = client.get("/metrics", HTTP_ACCEPT=accept).content
+        body = client.get("/metrics", HTTP_ACCEPT=accept).getvalue()
         encoder, _ = choose_encoder(accept)
         expected = encoder(FabricCollector(Selection(), now))
         # The scrape's own cost and the ingest's age differ from one scrape to the next.

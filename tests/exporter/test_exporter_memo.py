@@ -107,3 +107,33 @@ def test_counts_render_as_float_to_go_string_does(n):
 @given(st.lists(st.integers(min_value=0, max_value=encoder.EXACT_INTS - 1), max_size=50))
 def test_any_counts_below_two_to_the_53_render_as_float_to_go_string_does(values):
     assert encoder.go_int_texts(values) == list(map(floatToGoString, values))
+
+
+def test_text_and_openmetrics_scrapes_keep_one_copy_of_what_they_render_alike(client, each_db, monkeypatch):
+    # A Prometheus (OpenMetrics) and a curl (text) scraping one web process: the health lines
+    # and label texts both formats render alike are kept once, and each format's bytes stay its own.
+    monkeypatch.setattr(encoder, "_row_lines", {})
+    monkeypatch.setattr(encoder, "_label_texts", {})
+    small_fabric()
+    text = scrape(client)
+    openmetrics = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text;version=1.0.0").getvalue().decode()
+    assert openmetrics.endswith("# EOF\n") and not text.endswith("# EOF\n")
+    assert by_name(openmetrics, "infiniband_port_up") == by_name(text, "infiniband_port_up")
+
+    kept: dict[tuple, list[dict[int, str]]] = {}
+    for (_, *family), lines in encoder._row_lines.items():
+        kept.setdefault(tuple(family), []).append(lines)
+    port_up = next(lines for family, lines in kept.items() if family[0] == "infiniband_port_up")
+    assert len(port_up) == 2 and len(port_up[0]) == 4  # two formats, four ports
+    for lines in kept.values():
+        assert len(lines) == 2
+        first, second = lines
+        assert first.keys() == second.keys()
+        assert all(first[key] is second[key] for key in first)  # one string, not two equal ones
+
+    cached = list(encoder._label_texts.values())
+    assert cached and all(sum(t is not None for t in texts) == 2 for texts in cached)  # both formats
+    assert all(len({id(t) for t in texts if t is not None}) == 1 for texts in cached)  # one string
+    # Only the label sets the counters share (a port's, a device's) are cached, not port_info's.
+    assert all(len(key) <= 3 for key in encoder._label_texts)
+    assert_scrapes_match()

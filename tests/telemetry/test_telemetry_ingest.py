@@ -225,3 +225,35 @@ def test_every_fixture_tree_ingests_and_its_raw_counters_round_trip(each_db, sou
             row = port("cn001", dev["name"], p["port"])
             assert (row.counters, row.counters_ext, row.capped) == (p["counters"], p["counters_ext"], p["capped"])
             assert row.hw_counters == p["hw_counters"]
+
+
+def test_the_stored_up_and_degraded_follow_links_changed_by_ingest(each_db):
+    # Ingest writes links with raw UPDATEs (store.update_rows); the database computes the
+    # generated columns on those writes too, and the API's annotations read them.
+    from fabricweb.inventory.linkstate import annotate
+
+    def flags() -> tuple[bool, bool]:
+        p = annotate(Port.objects.filter(device__name="hfi1_0", number=1)).get()
+        assert (p.api_up, p.api_degraded) == (p.up, p.degraded)
+        return p.up, p.degraded
+
+    s0 = snapshot()
+    ingest_snapshot(s0)
+    assert flags() == (True, False)  # no expectation yet: not degraded
+    Port.objects.filter(device__name="hfi1_0").update(expected_speed="EDR", expected_lanes=4)
+    assert flags() == (True, False)
+
+    ingest_snapshot(later(s0, 10, rate={"gbps": 40.0, "lanes": 4, "speed": "QDR"}))
+    assert flags() == (True, True)
+    ingest_snapshot(later(s0, 20, rate={"gbps": 25.0, "lanes": 1, "speed": "EDR"}))
+    assert flags() == (True, True)  # width alone
+    ingest_snapshot(later(s0, 30))
+    assert flags() == (True, False)
+    ingest_snapshot(later(s0, 40, state={"id": 1, "name": "DOWN"}, rate={"gbps": 0.0, "lanes": None, "speed": None}))
+    assert flags() == (False, False)
+    ingest_snapshot(later(s0, 50, rate={"gbps": 40.0, "lanes": 4, "speed": "QDR"}))
+    assert flags() == (True, True)
+    gone = later(s0, 60, rate={"gbps": 40.0, "lanes": 4, "speed": "QDR"})
+    gone["devices"] = [d for d in gone["devices"] if d["name"] != "hfi1_0"]
+    ingest_snapshot(gone)
+    assert flags() == (False, False)  # vanished: down whatever its last state

@@ -8,9 +8,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from fabricweb.health.models import Event
+from fabricweb.inventory import linkstate
 from fabricweb.inventory.models import Node, Port
 
-from .. import linkstate, params, serializers
+from .. import params, serializers
 from ..freshness import is_stale
 from ..http import api_view, not_found
 from ..pagination import link, offset_page, offset_parsers

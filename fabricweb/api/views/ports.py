@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from fabricweb.health.models import Event
+from fabricweb.inventory import linkstate
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX, Port
 from fabricweb.telemetry import samples
 
-from .. import linkstate, params, serializers
+from .. import params, serializers
 from ..http import api_view, not_found
 from ..pagination import offset_page, offset_parsers
 

@@ -8,8 +8,9 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
-from fabricweb.api import linkstate, serializers
+from fabricweb.api import serializers
 from fabricweb.health.models import Event
+from fabricweb.inventory import linkstate
 from fabricweb.inventory.models import Port
 
 from .. import fabric, series
