@@ -1,0 +1,86 @@
+"""Per-poll port readings move out of the port rows into one NodeReadings row per node.
+
+The existing values are copied over first, so ingest continues every port's deltas, ring and
+state_polls across the upgrade. The layout is fabricweb.inventory.readings' at the time of
+writing, spelled out here so that this migration does not change with that module.
+"""
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import django.db.models.deletion
+from django.db import migrations, models
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+US = timedelta(microseconds=1)
+
+
+def copy_out(apps, schema_editor):
+    Port, NodeReadings = apps.get_model("inventory", "Port"), apps.get_model("inventory", "NodeReadings")
+    db = schema_editor.connection.alias
+    by_node = {}
+    fields = ("id", "device__node_id", "last_collected_at", "state_polls", "counters", "counters_ext", "hw_counters")
+    for pk, node_id, at, polls, counters, ext, hw, recent in Port.objects.using(db).order_by("id").values_list(*fields, "recent"):
+        at = None if at is None else (at - EPOCH) // US
+        by_node.setdefault(node_id, []).append([pk, at, polls, counters, ext, hw, recent])
+    NodeReadings.objects.using(db).bulk_create(
+        NodeReadings(node_id=n, data=json.dumps(entries, separators=(",", ":")).encode())
+        for n, entries in by_node.items()
+    )
+
+
+def copy_back(apps, schema_editor):
+    Port, NodeReadings = apps.get_model("inventory", "Port"), apps.get_model("inventory", "NodeReadings")
+    db = schema_editor.connection.alias
+    for data in NodeReadings.objects.using(db).values_list("data", flat=True):
+        for pk, at, polls, counters, ext, hw, recent in json.loads(bytes(data)):
+            Port.objects.using(db).filter(pk=pk).update(
+                last_collected_at=None if at is None else EPOCH + at * US,
+                state_polls=polls,
+                counters=counters,
+                counters_ext=ext,
+                hw_counters=hw,
+                recent=recent,
+            )
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('inventory', '0004_node_ingest_token'),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name='NodeReadings',
+            fields=[
+                ('node', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='readings', serialize=False, to='inventory.node')),
+                ('data', models.BinaryField(help_text='JSON: one entry per port (fabricweb.inventory.readings).')),
+            ],
+        ),
+        migrations.RunPython(copy_out, copy_back, elidable=False),
+        migrations.RemoveField(
+            model_name='port',
+            name='counters',
+        ),
+        migrations.RemoveField(
+            model_name='port',
+            name='counters_ext',
+        ),
+        migrations.RemoveField(
+            model_name='port',
+            name='hw_counters',
+        ),
+        migrations.RemoveField(
+            model_name='port',
+            name='last_collected_at',
+        ),
+        migrations.RemoveField(
+            model_name='port',
+            name='recent',
+        ),
+        migrations.RemoveField(
+            model_name='port',
+            name='state_polls',
+        ),
+    ]
