@@ -147,6 +147,7 @@ class PhaseClock:
         ("deltas+state", "fabricweb.telemetry.ingest", "apply_snapshot"),
         ("insert samples", "fabricweb.telemetry.store", "insert_samples"),
         ("update rows", "fabricweb.telemetry.store", "update_rows"),
+        ("write readings", "fabricweb.telemetry.store", "write_readings"),  # the ports' per-poll readings
     )
 
     def __init__(self) -> None:

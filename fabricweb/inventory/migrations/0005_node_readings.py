@@ -24,7 +24,8 @@ def copy_out(apps, schema_editor):
         at = None if at is None else (at - EPOCH) // US
         by_node.setdefault(node_id, []).append([pk, at, polls, counters, ext, hw, recent])
     NodeReadings.objects.using(db).bulk_create(
-        NodeReadings(node_id=n, data=json.dumps(entries, separators=(",", ":")).encode())
+        # Led by a space: read back with json, exact for counters past 64 bits (see readings.BIG).
+        NodeReadings(node_id=n, data=b" " + json.dumps(entries, separators=(",", ":")).encode())
         for n, entries in by_node.items()
     )
 
