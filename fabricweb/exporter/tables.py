@@ -40,8 +40,8 @@ PORT_HEALTH_FIELDS = (
     "state_id", "phys_state_id", "link_layer", "lanes", "speed", "expected_speed", "expected_lanes",
     "expected_source", "capped", "api_up", "api_degraded",
 )  # fmt: skip
-# Appended to PORT_FIELDS when counters are asked for: row[6] (a column), then row[7] to row[9] (readings).
-PORT_COUNTER_FIELDS = ("capped", "counters", "counters_ext", "hw_counters")
+# Appended to PORT_FIELDS when counters are asked for: row[6] capped (a column), then row[7] to row[9]
+# counters, counters_ext and hw_counters (the node's readings).
 _READ_COUNTERS = slice(2, 5)  # counters, counters_ext and hw_counters of an entry of readings.decode
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
