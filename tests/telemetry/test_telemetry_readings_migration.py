@@ -43,6 +43,11 @@ def test_the_migration_carries_every_ports_readings_over(tmp_path):
         with psycopg.connect(url) as db:
             (data,) = db.execute("SELECT data FROM inventory_nodereadings").fetchone()
             ids = [i for (i,) in db.execute("SELECT id FROM inventory_port ORDER BY number")]
+            compression = db.execute(
+                "SELECT attcompression FROM pg_attribute WHERE attrelid = 'inventory_nodereadings'::regclass "
+                "AND attname = 'data'"
+            ).fetchone()[0]
+        assert compression == "l"  # lz4: this PostgreSQL has it
         got = readings.decode(data)
         t0 = datetime(2026, 3, 1, 11, 50, tzinfo=UTC)
         for polls, pk in enumerate(ids, start=8):

@@ -30,6 +30,18 @@ def copy_out(apps, schema_editor):
     )
 
 
+def compress_with_lz4(apps, schema_editor):
+    """PostgreSQL built with lz4: the readings, rewritten with every poll, compress in less than half of
+    pglz's time (BENCHMARKS.md, issue 11). Elsewhere the default stays."""
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
+        row = cursor.fetchone()
+    if row and row[0]:
+        schema_editor.execute("ALTER TABLE inventory_nodereadings ALTER COLUMN data SET COMPRESSION lz4")
+
+
 def copy_back(apps, schema_editor):
     Port, NodeReadings = apps.get_model("inventory", "Port"), apps.get_model("inventory", "NodeReadings")
     db = schema_editor.connection.alias
@@ -59,6 +71,7 @@ class Migration(migrations.Migration):
                 ('data', models.BinaryField(help_text='JSON: one entry per port (fabricweb.inventory.readings).')),
             ],
         ),
+        migrations.RunPython(compress_with_lz4, migrations.RunPython.noop, elidable=False),
         migrations.RunPython(copy_out, copy_back, elidable=False),
         migrations.RemoveField(
             model_name='port',
