@@ -113,7 +113,7 @@ def fill(ports: int, port: dict) -> None:
     for r in rows:  # counters, counters_ext, hw_counters and last_collected_at are stored per node
         by_node.setdefault(r.device.node_id, []).append(r)
     NodeReadings.objects.bulk_create(
-        (NodeReadings(node_id=n, data=readings.encode(ports)) for n, ports in by_node.items()), batch_size=2000
+        (NodeReadings(node_id=n, **readings.encode(ports)) for n, ports in by_node.items()), batch_size=2000
     )
     Event.objects.bulk_create(
         Event(

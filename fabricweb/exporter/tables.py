@@ -41,8 +41,7 @@ PORT_HEALTH_FIELDS = (
     "expected_source", "capped", "api_up", "api_degraded",
 )  # fmt: skip
 # Appended to PORT_FIELDS when counters are asked for: row[6] capped (a column), then row[7] to row[9]
-# counters, counters_ext and hw_counters (the node's readings).
-_READ_COUNTERS = slice(2, 5)  # counters, counters_ext and hw_counters of an entry of readings.decode
+# counters, counters_ext and hw_counters (the node's readings, without their history).
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
     "pci_current_gts", "pci_current_width", "pci_max_gts", "pci_max_width", "vanished_at",
@@ -126,10 +125,10 @@ def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
         yield from _rows(rows, PORT_FIELDS)
         return
     nodes = None if device_ids is None else Device.objects.filter(id__in=device_ids).values_list("node_id", flat=True)
-    polled = readings.of_nodes(nodes)
+    polled = readings.of_nodes(nodes, history=False)
     for row in _rows(rows, (*PORT_FIELDS, "capped")):
         entry = polled.get(row[0])
-        yield (*row, *(entry[_READ_COUNTERS] if entry is not None else (None, None, None)))
+        yield (*row, *(entry[readings.COUNTERS] if entry is not None else (None, None, None)))
 
 
 def open_events() -> Iterable[tuple[int, int | None, int | None, str, str, int]]:

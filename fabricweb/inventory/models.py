@@ -168,10 +168,12 @@ class Port(models.Model):
 class NodeReadings(models.Model):
     """What changes at every poll of a node's ports, one row per node, rewritten with each of its polls.
 
-    For every port of the node: when it was last read, its polls in that state, its raw counters,
-    counters_ext and hw_counters, and its `recent` ring (layout: fabricweb.inventory.readings).
-    Kept out of the port rows so that a poll rewrites one narrow row per node, not every port row.
+    For every port of the node: when it was last read, its raw counters, counters_ext and
+    hw_counters (`counters`), its polls in that state and its `recent` ring (`history`); layout:
+    fabricweb.inventory.readings. Kept out of the port rows so that a poll rewrites one narrow
+    row per node, not every port row.
     """
 
     node = models.OneToOneField(Node, on_delete=models.CASCADE, primary_key=True, related_name="readings")
-    data = models.BinaryField(help_text="JSON: one entry per port (fabricweb.inventory.readings).")
+    counters = models.BinaryField(help_text="JSON: per port, last poll and raw counters (inventory.readings).")
+    history = models.BinaryField(help_text="JSON: per port, state_polls and the recent ring (inventory.readings).")

@@ -143,19 +143,22 @@ def write(changes: Changes) -> None:
 
 def write_readings(nodes: Iterable[NodeRows]) -> None:
     """One NodeReadings row per node, all of its ports (present or not) in it: one statement for all nodes."""
-    rows = [(r.node.pk, readings.encode(p for ports in r.ports.values() for p in ports.values())) for r in nodes]
+    rows = []
+    for r in nodes:
+        columns = readings.encode(p for ports in r.ports.values() for p in ports.values())
+        rows.append((r.node.pk, columns["counters"], columns["history"]))
     qn = connection.ops.quote_name
     table = qn(NodeReadings._meta.db_table)
-    upsert = "ON CONFLICT (node_id) DO UPDATE SET data = EXCLUDED.data"
+    insert = f"INSERT INTO {table} (node_id, counters, history)"
+    upsert = "ON CONFLICT (node_id) DO UPDATE SET counters = EXCLUDED.counters, history = EXCLUDED.history"
     if connection.vendor == "postgresql":
-        ids, data = zip(*rows, strict=True)
         _server_bound(
-            f"INSERT INTO {table} (node_id, data) SELECT * FROM unnest(%b::bigint[], %b::bytea[]) {upsert}",
-            [list(ids), list(data)],
+            f"{insert} SELECT * FROM unnest(%b::bigint[], %b::bytea[], %b::bytea[]) {upsert}",
+            [list(column) for column in zip(*rows, strict=True)],
         )
         return
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} (node_id, data) VALUES (%s, %s) {upsert}", rows)
+        cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", rows)
 
 
 def insert_samples(rows: list[tuple]) -> None:

@@ -105,7 +105,7 @@ def hostile_fabric() -> None:
             hw_counters={text or "x": i, "out_of_buffer": 2**53 + 1, "lifespan": 10},
             first_seen_at=now,
         )
-        NodeReadings.objects.create(node=node, data=readings.encode([port]))  # its counters, as ingest stores them
+        NodeReadings.objects.create(node=node, **readings.encode([port]))  # its counters, as ingest stores them
 
 
 def test_hostile_device_strings_encode_as_prometheus_client_does(each_db):

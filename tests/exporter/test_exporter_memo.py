@@ -37,7 +37,7 @@ def small_fabric(nodes: int = 2) -> None:
             )
             for number in (1, 2)
         ]  # fmt: skip
-        NodeReadings.objects.create(node=node, data=readings.encode(ports))  # their counters, as ingest stores them
+        NodeReadings.objects.create(node=node, **readings.encode(ports))  # their counters, as ingest stores them
 
 
 def test_a_port_whose_link_changes_between_scrapes_shows_the_new_values(client, each_db):

@@ -41,14 +41,14 @@ def test_the_migration_carries_every_ports_readings_over(tmp_path):
         manage(url, "shell", "-c", OLD_PORT_ROWS)
         manage(url, "migrate")
         with psycopg.connect(url) as db:
-            (data,) = db.execute("SELECT data FROM inventory_nodereadings").fetchone()
+            counters, history = db.execute("SELECT counters, history FROM inventory_nodereadings").fetchone()
             ids = [i for (i,) in db.execute("SELECT id FROM inventory_port ORDER BY number")]
             compression = db.execute(
-                "SELECT attcompression FROM pg_attribute WHERE attrelid = 'inventory_nodereadings'::regclass "
-                "AND attname = 'data'"
+                "SELECT array_agg(attcompression::text ORDER BY attname) FROM pg_attribute "
+                "WHERE attrelid = 'inventory_nodereadings'::regclass AND attname IN ('counters', 'history')"
             ).fetchone()[0]
-        assert compression == "l"  # lz4: this PostgreSQL has it
-        got = readings.decode(data)
+        assert compression == ["l", "l"]  # lz4: this PostgreSQL has it
+        got = readings.decode(counters, history)
         t0 = datetime(2026, 3, 1, 11, 50, tzinfo=UTC)
         for polls, pk in enumerate(ids, start=8):
             assert got[pk] == [

@@ -22,12 +22,18 @@ def copy_out(apps, schema_editor):
     fields = ("id", "device__node_id", "last_collected_at", "state_polls", "counters", "counters_ext", "hw_counters")
     for pk, node_id, at, polls, counters, ext, hw, recent in Port.objects.using(db).order_by("id").values_list(*fields, "recent"):
         at = None if at is None else (at - EPOCH) // US
-        by_node.setdefault(node_id, []).append([pk, at, polls, counters, ext, hw, recent])
+        node = by_node.setdefault(node_id, ([], []))
+        node[0].append([pk, at, counters, ext, hw])
+        node[1].append([pk, polls, recent])
     NodeReadings.objects.using(db).bulk_create(
-        # Led by a space: read back with json, exact for counters past 64 bits (see readings.BIG).
-        NodeReadings(node_id=n, data=b" " + json.dumps(entries, separators=(",", ":")).encode())
-        for n, entries in by_node.items()
+        NodeReadings(node_id=n, counters=_json(counters), history=_json(history))
+        for n, (counters, history) in by_node.items()
     )
+
+
+def _json(entries):
+    # Led by a space: read back with json, exact for counters past 64 bits (see readings.BIG).
+    return b" " + json.dumps(entries, separators=(",", ":")).encode()
 
 
 def compress_with_lz4(apps, schema_editor):
@@ -39,14 +45,17 @@ def compress_with_lz4(apps, schema_editor):
         cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
         row = cursor.fetchone()
     if row and row[0]:
-        schema_editor.execute("ALTER TABLE inventory_nodereadings ALTER COLUMN data SET COMPRESSION lz4")
+        for column in ("counters", "history"):
+            schema_editor.execute(f"ALTER TABLE inventory_nodereadings ALTER COLUMN {column} SET COMPRESSION lz4")
 
 
 def copy_back(apps, schema_editor):
     Port, NodeReadings = apps.get_model("inventory", "Port"), apps.get_model("inventory", "NodeReadings")
     db = schema_editor.connection.alias
-    for data in NodeReadings.objects.using(db).values_list("data", flat=True):
-        for pk, at, polls, counters, ext, hw, recent in json.loads(bytes(data)):
+    for counters, history in NodeReadings.objects.using(db).values_list("counters", "history"):
+        kept = {pk: (polls, recent) for pk, polls, recent in json.loads(bytes(history))}
+        for pk, at, counters, ext, hw in json.loads(bytes(counters)):
+            polls, recent = kept[pk]
             Port.objects.using(db).filter(pk=pk).update(
                 last_collected_at=None if at is None else EPOCH + at * US,
                 state_polls=polls,
@@ -68,7 +77,8 @@ class Migration(migrations.Migration):
             name='NodeReadings',
             fields=[
                 ('node', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='readings', serialize=False, to='inventory.node')),
-                ('data', models.BinaryField(help_text='JSON: one entry per port (fabricweb.inventory.readings).')),
+                ('counters', models.BinaryField(help_text='JSON: per port, last poll and raw counters (inventory.readings).')),
+                ('history', models.BinaryField(help_text='JSON: per port, state_polls and the recent ring (inventory.readings).')),
             ],
         ),
         migrations.RunPython(compress_with_lz4, migrations.RunPython.noop, elidable=False),
