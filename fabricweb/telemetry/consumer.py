@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import socket
 import time
 from collections import Counter
@@ -108,19 +107,25 @@ def message_id(message) -> str:
     return str((message.headers or {}).get("id") or message.delivery_tag)
 
 
-# 2^64 is the first integer of 20 digits: orjson reads those as floats, json exactly.
-_LONG_INTEGER = re.compile(rb"[0-9]{20}")
+# 2^64 is the first integer of 20 digits: orjson reads those as floats, json exactly. Found by
+# making every digit a 0 and looking for 20 of them (~13 µs a snapshot; a regex took ~120).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_TWENTY_DIGITS = b"0" * 20
 
 
 def decode_body(message) -> object:
-    """The JSON body as kombu decodes it, with orjson (~3x faster on a snapshot) where that reads the same.
+    """The JSON body as kombu decodes it, with orjson (~4x faster on a snapshot) where that reads the same.
 
     Anything orjson refuses (NaN, lone surrogates...) or might read differently (an integer of
     20 digits or more, which it makes a float) is left to kombu, so what is accepted and what
     it decodes to do not change.
     """
     body = message.body
-    if isinstance(body, bytes) and message.content_encoding == "utf-8" and not _LONG_INTEGER.search(body):
+    if (
+        isinstance(body, bytes)
+        and message.content_encoding == "utf-8"
+        and _TWENTY_DIGITS not in body.translate(_DIGITS_AS_ZERO)
+    ):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError:
