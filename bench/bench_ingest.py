@@ -147,6 +147,7 @@ class PhaseClock:
         ("deltas+state", "fabricweb.telemetry.ingest", "apply_snapshot"),
         ("insert samples", "fabricweb.telemetry.store", "insert_samples"),
         ("update rows", "fabricweb.telemetry.store", "update_rows"),
+        ("write readings", "fabricweb.telemetry.store", "write_readings"),  # the ports' per-poll readings
     )
 
     def __init__(self) -> None:
@@ -189,6 +190,27 @@ def _drop_postgres_database() -> None:
         conn.execute("DROP DATABASE IF EXISTS fabric_bench")
 
 
+def _wal_lsn() -> str | None:
+    """PostgreSQL: the WAL position now (the cluster's: run nothing else on it while measuring)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_lsn()::text")
+        return cursor.fetchone()[0]
+
+
+def _wal_since(lsn: str | None) -> int | None:
+    from django.db import connection
+
+    if lsn is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", [lsn])
+        return int(cursor.fetchone()[0])
+
+
 def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], profile: bool) -> list[dict]:
     label = _setup_django(db, scratch)
     from fabricweb.health import engine
@@ -209,6 +231,7 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
         hits_before = engine.quiet_hits
         profiler = cProfile.Profile() if profile else None
         samples = 0
+        wal_start = _wal_lsn()
         if profiler:
             profiler.enable()
         start = time.perf_counter()
@@ -218,6 +241,7 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
         elapsed = time.perf_counter() - start
         if profiler:
             profiler.disable()
+        wal = _wal_since(wal_start)
         phases = {k: round(v / samples * 1e6, 1) for k, v in clock.seconds.items()}
         phases["other (commit, hook, glue)"] = round((elapsed - sum(clock.seconds.values())) / samples * 1e6, 1)
         row = {
@@ -230,6 +254,7 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
             "us_per_sample": phases,
             "quiet_reused": round((engine.quiet_hits - hits_before) / samples, 3),
             "row_cache": f"{rowcache.CACHE.hits} hits / {rowcache.CACHE.misses} misses",
+            "wal_bytes_per_sample": None if wal is None else round(wal / samples),
         }
         if profiler:
             text = io.StringIO()
@@ -274,6 +299,8 @@ def main() -> int:
                 print("    µs per sample: " + ", ".join(f"{k} {v}" for k, v in row["us_per_sample"].items()))
                 reused = f"{row['quiet_reused']:.0%}"
                 print(f"    quiet ports' judgements reused: {reused}; rows in memory: {row['row_cache']}")
+                if row["wal_bytes_per_sample"] is not None:
+                    print(f"    WAL written per sample: {row['wal_bytes_per_sample']} B")
                 if "profile" in row:
                     print(row["profile"])
     finally:

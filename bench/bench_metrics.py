@@ -57,7 +57,8 @@ def fill(ports: int, port: dict) -> None:
     from django.utils import timezone
 
     from fabricweb.health.models import Event
-    from fabricweb.inventory.models import Device, Node, Port
+    from fabricweb.inventory import readings
+    from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 
     Event.objects.all().delete()
     Node.objects.all().delete()
@@ -109,6 +110,12 @@ def fill(ports: int, port: dict) -> None:
             for i, (dev, p) in enumerate((dev, p) for dev in devices for p in (1, 2))
         ),
         batch_size=2000,
+    )
+    by_node: dict[int, list] = {}
+    for r in rows:  # counters, counters_ext, hw_counters and last_collected_at are stored per node
+        by_node.setdefault(r.device.node_id, []).append(r)
+    NodeReadings.objects.bulk_create(
+        (NodeReadings(node_id=n, **readings.encode(ports)) for n, ports in by_node.items()), batch_size=2000
     )
     Event.objects.bulk_create(
         Event(

@@ -1,8 +1,8 @@
 """Everything /metrics reads from the database, in one place: the current-state tables as plain rows.
 
 Only the columns a scrape needs, as tuples (values_list, no model instances). Where a port's
-raw counters live (today the JSON columns Port.counters, counters_ext and hw_counters) is
-known here and nowhere else in the exporter: the rows carry them as dicts, or None.
+raw counters live (its node's NodeReadings row, fabricweb.inventory.readings) is known here
+and nowhere else in the exporter: the rows carry them as dicts, or None.
 
 The JSON columns are read as text and decoded with orjson: 80,000 documents at 20,000 ports,
 where json.loads behind Django's JSONField took a quarter of the scrape (BENCHMARKS.md). The
@@ -27,6 +27,7 @@ from django.db.models.functions import Cast
 from django.db.models.query import QuerySet
 
 from fabricweb.health.models import Event
+from fabricweb.inventory import readings
 from fabricweb.inventory.linkstate import annotate
 from fabricweb.inventory.models import Device, Node, Port
 
@@ -39,8 +40,8 @@ PORT_HEALTH_FIELDS = (
     "state_id", "phys_state_id", "link_layer", "lanes", "speed", "expected_speed", "expected_lanes",
     "expected_source", "capped", "api_up", "api_degraded",
 )  # fmt: skip
-# Appended to PORT_FIELDS when counters are asked for: row[6] to row[9].
-PORT_COUNTER_FIELDS = ("capped", "counters", "counters_ext", "hw_counters")
+# Appended to PORT_FIELDS when counters are asked for: row[6] capped (a column), then row[7] to row[9]
+# counters, counters_ext and hw_counters (the node's readings, without their history).
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
     "pci_current_gts", "pci_current_width", "pci_max_gts", "pci_max_width", "vanished_at",
@@ -63,7 +64,7 @@ class JSONArrayText(Func):
         )
 
 
-JSON_FIELDS = frozenset({"capped", "counters", "counters_ext", "hw_counters"})
+JSON_FIELDS = frozenset({"capped", "hw_counters"})
 
 
 def _loads(text: str | None) -> object:
@@ -115,12 +116,19 @@ def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
     return _rows(rows, DEVICE_FIELDS + (DEVICE_COUNTER_FIELDS if counters else ()))
 
 
-def ports(device_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
+def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
     """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
     rows = annotate(Port.objects.order_by()).annotate(health=JSONArrayText(*PORT_HEALTH_FIELDS))
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
-    return _rows(rows, PORT_FIELDS + (PORT_COUNTER_FIELDS if counters else ()))
+    if not counters:
+        yield from _rows(rows, PORT_FIELDS)
+        return
+    nodes = None if device_ids is None else Device.objects.filter(id__in=device_ids).values_list("node_id", flat=True)
+    polled = readings.of_nodes(nodes, history=False)
+    for row in _rows(rows, (*PORT_FIELDS, "capped")):
+        entry = polled.get(row[0])
+        yield (*row, *(entry[readings.COUNTERS] if entry is not None else (None, None, None)))
 
 
 def open_events() -> Iterable[tuple[int, int | None, int | None, str, str, int]]:

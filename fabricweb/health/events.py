@@ -51,6 +51,11 @@ def target_of(key: str) -> str:
     return key.partition(":")[2]
 
 
+def _node_of(target: str) -> str:
+    """`cn042` of `cn042/mlx5_0/1`: the same for a target and for every key whose target it is."""
+    return target.partition("/")[0]
+
+
 @dataclass(slots=True)
 class Tally:
     opened: int = 0
@@ -65,6 +70,11 @@ class Tally:
 class EventBook:
     def __init__(self, open_rows: Iterable[Event]) -> None:
         self.open: dict[str, Event] = {e.key: e for e in open_rows}
+        # The same events by node (of their target): open_for looks at a snapshot's node's alone, not
+        # at every open event of a batch of a hundred nodes for each of them.
+        self._by_node: dict[str, dict[str, Event]] = {}
+        for key, e in self.open.items():
+            self._by_node.setdefault(_node_of(target_of(key)), {})[key] = e
         self.new: list[Event] = []
         self.dirty: dict[int, Event] = {}
         self.changes: list[tuple[Event, str]] = []  # for events_changed: opened, severity changed, resolved
@@ -76,9 +86,11 @@ class EventBook:
 
     def open_for(self, targets: Mapping[str, Target]) -> dict[str, OpenEvent]:
         """lifecycle's view of the open events about the things in `targets`, and only those."""
+        nodes = {_node_of(t) for t in targets}
+        candidates = self._by_node.get(nodes.pop(), {}) if len(nodes) == 1 else self.open  # in the same order
         return {
             key: OpenEvent(key, e.kind, e.severity, e.message, e.clean_polls, e.details)
-            for key, e in self.open.items()
+            for key, e in candidates.items()
             if target_of(key) in targets
         }
 
@@ -103,6 +115,7 @@ class EventBook:
                     details=dict(a.details),
                 )
                 self.open[a.key] = event
+                self._by_node.setdefault(_node_of(target_of(a.key)), {})[a.key] = event
                 self.new.append(event)
                 self.changes.append((event, OPENED))
                 self.tally.opened += 1
@@ -123,6 +136,7 @@ class EventBook:
                 event.resolved_at = event.updated_at = at
                 event.reason = a.reason
                 del self.open[a.key]
+                del self._by_node[_node_of(target_of(a.key))][a.key]
                 self.changes.append((event, RESOLVED))
                 self.tally.resolved += 1
                 log.info("health: resolved, %s: %s", a.reason, a.message)

@@ -19,7 +19,7 @@ class DeviceAdmin(admin.ModelAdmin):
 
 @admin.register(Port)
 class PortAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "state_name", "phys_state_name", "rate_gbps", "lanes", "speed", "last_collected_at"]
+    list_display = ["__str__", "state_name", "phys_state_name", "rate_gbps", "lanes", "speed"]
     list_filter = ["state_name", "speed", "lanes", "link_layer"]
     search_fields = ["device__node__name", "device__name"]
     raw_id_fields = ["device"]

@@ -7,6 +7,8 @@ lives in telemetry's samples. Text limits match what ingest validation accepts
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db import models
 
 from collectors.facts import is_up
@@ -15,6 +17,23 @@ from .linkstate import DEGRADED_FLAG, UP_FLAG
 
 NAME_MAX = 64  # host, device names: short names, as in queue names and URLs
 TEXT_MAX = 256  # free text a node reports (board_id, node_desc, fw_ver...)
+
+
+def _polled(name: str, default: Callable[[], object], doc: str | None = None) -> property:
+    """An attribute of a Port instance (not a column), `default()` until set."""
+    key = f"_polled_{name}"
+
+    def get(self):
+        try:
+            return self.__dict__[key]
+        except KeyError:
+            value = self.__dict__[key] = default()
+            return value
+
+    def set(self, value) -> None:
+        self.__dict__[key] = value
+
+    return property(get, set, doc=doc)
 
 
 class Node(models.Model):
@@ -104,29 +123,16 @@ class Port(models.Model):
     verbs = models.JSONField(null=True)
     disagreements = models.JSONField(default=list)
 
-    # Raw counters in base units exactly as the snapshot carried them: the baseline for the next deltas.
-    counters = models.JSONField(default=dict)
-    counters_ext = models.JSONField(default=dict)
     capped = models.JSONField(default=list, help_text="Counters stuck at all-ones: rate unknown until reset.")
-    hw_counters = models.JSONField(default=dict)
-    last_collected_at = models.DateTimeField(null=True)
     last_reset_at = models.DateTimeField(null=True, help_text="Last time a counter went down (reboot, perfquery -R).")
 
     # Facts from history, for the health rules.
-    state_polls = models.IntegerField(default=1, help_text="Consecutive polls in this state and physical state.")
     best_speed = models.CharField(max_length=8, null=True, help_text="Fastest speed held while ACTIVE.")
     best_lanes = models.SmallIntegerField(null=True, help_text="Widest width held while ACTIVE.")
     ever_up = models.BooleanField(default=False)
     expected_speed = models.CharField(max_length=8, null=True)
     expected_lanes = models.SmallIntegerField(null=True)
     expected_source = models.TextField(blank=True, default="", help_text="What set the expectation.")
-    recent = models.JSONField(
-        default=list,
-        help_text=(
-            "Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; "
-            "clean polls merged (see fabricweb.telemetry.ring)."
-        ),
-    )
     missed_polls = models.IntegerField(
         default=0, help_text="Consecutive snapshots of its node that lacked it (or its device)."
     )
@@ -136,6 +142,22 @@ class Port(models.Model):
     # Computed by the database at every write (linkstate: the one definition); read-only here.
     up = models.GeneratedField(expression=UP_FLAG, output_field=models.BooleanField(), db_persist=True)
     degraded = models.GeneratedField(expression=DEGRADED_FLAG, output_field=models.BooleanField(), db_persist=True)
+
+    # What changes at every poll is not a column: ingest keeps it in memory and stores it once per
+    # node-poll in NodeReadings (fabricweb.inventory.readings, which also attaches it to rows read
+    # elsewhere). Unattached, a port reads as never polled.
+    last_collected_at = _polled("last_collected_at", lambda: None)
+    state_polls = _polled("state_polls", lambda: 1, "Consecutive polls in this state and physical state.")
+    # Raw counters in base units exactly as the snapshot carried them: the baseline for the next deltas.
+    counters = _polled("counters", dict)
+    counters_ext = _polled("counters_ext", dict)
+    hw_counters = _polled("hw_counters", dict)
+    recent = _polled(
+        "recent",
+        list,
+        "Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; "
+        "clean polls merged (see fabricweb.telemetry.ring).",
+    )
 
     class Meta:
         ordering = ["device__node__name", "device__name", "number"]
@@ -147,3 +169,17 @@ class Port(models.Model):
     @property
     def is_up(self) -> bool:
         return is_up(self.state_id)
+
+
+class NodeReadings(models.Model):
+    """What changes at every poll of a node's ports, one row per node, rewritten with each of its polls.
+
+    For every port of the node: when it was last read, its raw counters, counters_ext and
+    hw_counters (`counters`), its polls in that state and its `recent` ring (`history`); layout:
+    fabricweb.inventory.readings. Kept out of the port rows so that a poll rewrites one narrow
+    row per node, not every port row.
+    """
+
+    node = models.OneToOneField(Node, on_delete=models.CASCADE, primary_key=True, related_name="readings")
+    counters = models.BinaryField(help_text="JSON: per port, last poll and raw counters (inventory.readings).")
+    history = models.BinaryField(help_text="JSON: per port, state_polls and the recent ring (inventory.readings).")

@@ -44,13 +44,15 @@ class Changes:
     new_ports: list[Port] = field(default_factory=list)
     # (port, (ts, interval_s, state_id, phys_state_id, speed, lanes, reset, capped), deltas in DELTA_COLUMNS order)
     samples: list[tuple[Port, tuple, tuple]] = field(default_factory=list)
-    # Existing rows to update, by id: nodes and devices whole; ports by what changed.
+    # Existing rows to update, by id: nodes and devices whole; ports only by what changed.
     nodes: dict[int, Node] = field(default_factory=dict)
     devices: dict[int, Device] = field(default_factory=dict)
-    ports: dict[int, Port] = field(default_factory=dict)  # seen this poll: raw counters, ring, timestamps
-    rare: dict[int, Port] = field(default_factory=dict)  # ... and their 64-bit copies, caps, reset or absence changed
+    rare: dict[int, Port] = field(default_factory=dict)  # seen this poll, and their caps, reset or absence changed
     links: dict[int, Port] = field(default_factory=dict)  # ... and their link (state, rate, lid...) changed
     gone: dict[int, Port] = field(default_factory=dict)  # absent from the snapshot
+    # Nodes with a snapshot stored, by id: their ports' per-poll readings (raw counters, ring,
+    # state_polls, last_collected_at) are written as one NodeReadings row each.
+    readings: dict[int, NodeRows] = field(default_factory=dict)
 
 
 def classify(snap: SnapshotIn, rows: NodeRows) -> tuple[str, bool]:
@@ -111,6 +113,7 @@ def apply_snapshot(snap: SnapshotIn, rows: NodeRows, changes: Changes, now: date
     node.source = snap.source
     if node.pk is not None:
         changes.nodes[node.pk] = node
+    changes.readings[node.pk] = rows
     rows.new = False
 
     for d in snap.devices:
@@ -180,17 +183,10 @@ def _port(
             prev_reading = Reading(port.counters, port.counters_ext, port.capped)
             interval = snap.ts - port.last_collected_at.timestamp()
         returned = port.vanished_at is not None
-        if port.pk is not None:
-            changes.ports[port.pk] = port
 
     d = port_deltas(prev_reading, Reading(p.counters, p.counters_ext, p.capped), interval)
-    if port.pk is not None and (
-        d.resets
-        or port.missed_polls
-        or port.vanished_at is not None
-        or port.capped != p.capped
-        or port.counters_ext != p.counters_ext
-    ):
+    rare = d.resets or port.missed_polls or port.vanished_at is not None or port.capped != p.capped
+    if rare and port.pk is not None:
         changes.rare[port.pk] = port
     same_state = previous is not None and (previous.state_id, previous.phys_state_id) == (p.state_id, p.phys_state_id)
     port.state_polls = port.state_polls + 1 if same_state else 1

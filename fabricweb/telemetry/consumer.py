@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import orjson
 import redis
 from django.db import DatabaseError, OperationalError, close_old_connections, connection
 from kombu.exceptions import OperationalError as BrokerUnreachable
@@ -106,6 +107,32 @@ def message_id(message) -> str:
     return str((message.headers or {}).get("id") or message.delivery_tag)
 
 
+# 2^64 is the first integer of 20 digits: orjson reads those as floats, json exactly. Found by
+# making every digit a 0 and looking for 20 of them (~13 µs a snapshot; a regex took ~120).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_TWENTY_DIGITS = b"0" * 20
+
+
+def decode_body(message) -> object:
+    """The JSON body as kombu decodes it, with orjson (~2.5x faster on a snapshot) where that reads the same.
+
+    Anything orjson refuses (NaN, lone surrogates...) or might read differently (an integer of
+    20 digits or more, which it makes a float) is left to kombu, so what is accepted and what
+    it decodes to do not change.
+    """
+    body = message.body
+    if (
+        isinstance(body, bytes)
+        and message.content_encoding == "utf-8"
+        and _TWENTY_DIGITS not in body.translate(_DIGITS_AS_ZERO)
+    ):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            pass
+    return message.decode()
+
+
 def snapshots_of(message) -> list:
     """The snapshots in a Celery protocol 2 message of ingest_snapshot(s); raise Dropped for anything else."""
     # The content type first: a body that is not JSON is never decoded, so never unpickled.
@@ -118,7 +145,7 @@ def snapshots_of(message) -> list:
     if size > MAX_MESSAGE_BYTES:  # before decoding: a 143 MB message must not cost a gigabyte and a stall
         raise Dropped(f"{size} bytes, more than the {MAX_MESSAGE_BYTES} a node's snapshots take")
     try:
-        body = message.decode()
+        body = decode_body(message)
     except Exception as e:  # bad JSON, bad encoding: kombu raises several kinds
         raise Dropped(f"undecodable body ({type(e).__name__}: {e})") from None
     if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list) and isinstance(body[1], dict)):

@@ -15,7 +15,8 @@ from datetime import datetime
 
 from django.db import connection, models
 
-from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory import readings
+from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 
 from . import rowcache
 from .apply import Changes, NodeRows
@@ -46,13 +47,12 @@ DEVICE_FIELDS = [
     "vanished_at",
     "missed_polls",
 ]
-# What ingest owns of a port, by how often it changes. expected_* belong to the health rules,
-# which may write them in the same transaction: never written here.
-PORT_POLL_FIELDS = ["counters", "hw_counters", "last_collected_at", "state_polls", "recent"]  # every poll
-PORT_RARE_FIELDS = ["counters_ext", "capped", "last_reset_at", "missed_polls", "vanished_at"]  # when they change
+# What ingest owns of a port row, written only when it changed (what changes at every poll is in
+# NodeReadings). expected_* belong to the health rules, which may write them in the same
+# transaction: never written here.
+PORT_RARE_FIELDS = ["capped", "last_reset_at", "missed_polls", "vanished_at"]
 PORT_LINK_FIELDS = [*LINK_FIELDS, "best_speed", "best_lanes", "ever_up"]
 PORT_GONE_FIELDS = ["vanished_at", "missed_polls"]
-PORT_UNREAD_FIELDS = ["hw_counters"]  # written at every poll, read by neither ingest nor health
 
 
 def load_nodes(first_seen: dict[str, datetime], cache: rowcache.RowCache | None = None) -> dict[str, NodeRows]:
@@ -93,11 +93,12 @@ def _load_devices_and_ports(by_id: dict[int, NodeRows]) -> None:
         device.node = node_rows.node
         node_rows.devices[device.name] = device
     devices = {d.pk: d for r in by_id.values() for d in r.devices.values()}
-    # Port.hw_counters is only ever overwritten by ingest, never read: not loaded.
-    ports = Port.objects.filter(device_id__in=devices).order_by().defer(*PORT_UNREAD_FIELDS)
+    ports = Port.objects.filter(device_id__in=devices).order_by()
+    polled = readings.of_nodes(by_id)  # each port's baseline: counters, ring, state_polls, last poll
     for port in sorted(ports, key=lambda p: (devices[p.device_id].name, p.number)):
         device = devices[port.device_id]
         port.device = device
+        readings.set_on(port, polled.get(port.pk))
         by_id[device.node_id].ports.setdefault(device.name, {})[port.number] = port
 
 
@@ -113,20 +114,40 @@ def write(changes: Changes) -> None:
         Port.objects.bulk_create(changes.new_ports)
     if changes.samples:
         insert_samples(changes.samples)
+    if changes.readings:
+        write_readings(changes.readings.values())
     if changes.nodes:
         for node in changes.nodes.values():
             node.ingest_token = rowcache.new_token()
         update_rows(Node, changes.nodes.values(), NODE_FIELDS)
     if changes.devices:
         update_rows(Device, changes.devices.values(), DEVICE_FIELDS)
-    if changes.ports:
-        update_rows(Port, changes.ports.values(), PORT_POLL_FIELDS)
     if changes.rare:
         update_rows(Port, changes.rare.values(), PORT_RARE_FIELDS)
     if changes.links:
         update_rows(Port, changes.links.values(), PORT_LINK_FIELDS)
     if changes.gone:
         update_rows(Port, changes.gone.values(), PORT_GONE_FIELDS)
+
+
+def write_readings(nodes: Iterable[NodeRows]) -> None:
+    """One NodeReadings row per node, all of its ports (present or not) in it: one statement for all nodes."""
+    rows = []
+    for r in nodes:
+        columns = readings.encode(p for ports in r.ports.values() for p in ports.values())
+        rows.append((r.node.pk, columns["counters"], columns["history"]))
+    qn = connection.ops.quote_name
+    table = qn(NodeReadings._meta.db_table)
+    insert = f"INSERT INTO {table} (node_id, counters, history)"
+    upsert = "ON CONFLICT (node_id) DO UPDATE SET counters = EXCLUDED.counters, history = EXCLUDED.history"
+    if connection.vendor == "postgresql":
+        _server_bound(
+            f"{insert} SELECT * FROM unnest(%b::bigint[], %b::bytea[], %b::bytea[]) {upsert}",
+            [list(column) for column in zip(*rows, strict=True)],
+        )
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", rows)
 
 
 def insert_samples(samples: list[tuple[Port, tuple, tuple]]) -> None:
@@ -154,8 +175,7 @@ def insert_samples(samples: list[tuple[Port, tuple, tuple]]) -> None:
         )
 
 
-# Compact, and without the cycle check (decoded JSON has no cycles): half the time of json.dumps
-# for a port's counters, hw_counters and ring, which are encoded at every poll.
+# Compact, and without the cycle check (decoded JSON has no cycles): half the time of json.dumps.
 _to_json = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 

@@ -19,7 +19,8 @@ from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.encoder import encode
 from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.series import COUNTER, GAUGE, Families
-from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory import readings
+from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 from tests.fixture_trees import NODE_EXPORTER, PROCFS
 
 # What Prometheus sends (OpenMetrics first), plain text, and each escaping prometheus_client knows.
@@ -91,7 +92,7 @@ def hostile_fabric() -> None:
         device = Device.objects.create(
             node=node, name=f"mlx5_{text}", fw_ver=text, hca_type=text, board_id=text, first_seen_at=now
         )
-        Port.objects.create(
+        port = Port.objects.create(
             device=device,
             number=1,
             state_id=4,
@@ -104,6 +105,7 @@ def hostile_fabric() -> None:
             hw_counters={text or "x": i, "out_of_buffer": 2**53 + 1, "lifespan": 10},
             first_seen_at=now,
         )
+        NodeReadings.objects.create(node=node, **readings.encode([port]))  # its counters, as ingest stores them
 
 
 def test_hostile_device_strings_encode_as_prometheus_client_does(each_db):

@@ -15,7 +15,8 @@ from test_exporter_encoder import assert_scrapes_match
 
 from fabricweb.exporter import collector, encoder, grouped
 from fabricweb.exporter.selection import Selection
-from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory import readings
+from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 
 
 def small_fabric(nodes: int = 2) -> None:
@@ -27,13 +28,16 @@ def small_fabric(nodes: int = 2) -> None:
             node=node, name="mlx5_0", fw_ver="20.31.1014", hca_type="MT4123", pci_current_gts=16.0,
             pci_current_width=16, first_seen_at=now,
         )  # fmt: skip
-        for number in (1, 2):
+        ports = [
             Port.objects.create(
                 device=device, number=number, state_id=4, phys_state_id=5, link_layer="InfiniBand",
                 rate_gbps=200.0, lanes=4, speed="HDR", expected_speed="HDR", expected_lanes=4,
                 expected_source="learned from this port's history", counters={"symbol_error": i},
                 first_seen_at=now,
-            )  # fmt: skip
+            )
+            for number in (1, 2)
+        ]  # fmt: skip
+        NodeReadings.objects.create(node=node, **readings.encode(ports))  # their counters, as ingest stores them
 
 
 def test_a_port_whose_link_changes_between_scrapes_shows_the_new_values(client, each_db):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
 
+from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.results import DUPLICATE, STALE, STORED
@@ -14,7 +15,9 @@ U32 = (1 << 32) - 1
 
 
 def port(node: str, device: str, number: int) -> Port:
-    return Port.objects.select_related("device__node").get(device__node__name=node, device__name=device, number=number)
+    """The stored port with its stored readings (raw counters, ring, state_polls)."""
+    row = Port.objects.select_related("device__node").get(device__node__name=node, device__name=device, number=number)
+    return readings.attach([row])[0]
 
 
 def samples(node: str, device: str, number: int) -> list[Sample]:

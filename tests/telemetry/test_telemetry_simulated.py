@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from collectors import read_host, to_dict
+from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry import samples
 from fabricweb.telemetry.ingest import ingest_batch
@@ -39,7 +40,8 @@ class Fabric:
 
 
 def port(node: str, device: str, number: int = 1) -> Port:
-    return Port.objects.get(device__node__name=node, device__name=device, number=number)
+    """The stored port with its stored readings (raw counters, ring, state_polls)."""
+    return readings.attach([Port.objects.get(device__node__name=node, device__name=device, number=number)])[0]
 
 
 def test_a_simulated_fabric_ingests_poll_after_poll(each_db, tmp_path):

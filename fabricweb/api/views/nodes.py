@@ -8,7 +8,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate
+from fabricweb.inventory import linkstate, readings
 from fabricweb.inventory.models import Node, Port
 
 from .. import params, serializers
@@ -65,13 +65,14 @@ def node_list(request):
 @api_view
 def node_detail(request, name: str):
     params.read(request, {})
-    node = Node.objects.filter(name=name).first()
+    node = Node.objects.filter(name=name).select_related("readings").first()  # no query of its own
     if node is None:
         raise not_found(f"node {name!r}")
-    ports = list(
+    ports = readings.attach(
         linkstate.annotate(Port.objects.filter(device__node=node).select_related("device__node")).order_by(
             "device__name", "number"
-        )
+        ),
+        readings.of_node(node),
     )
     by_device = defaultdict(list)
     for port in ports:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate
+from fabricweb.inventory import linkstate, readings
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX, Port
 from fabricweb.telemetry import samples
 
@@ -32,6 +32,7 @@ def find_port(node: str, device: str, number: int) -> Port:
     port = ports().filter(device__node__name=node, device__name=device, number=number).first()
     if port is None:
         raise not_found(f"port {number} on {node} {device}")
+    readings.attach([port])
     return port
 
 
@@ -49,7 +50,7 @@ def port_list(request):
         rows = rows.filter(device__hca_type=given["hca_type"])
     rows = rows.order_by("device__node__name", "device__name", "number")
     page, next_link = offset_page(request, rows, given, PAGE)
-    return {"ports": [serializers.port_summary(p) for p in page], "next": next_link}
+    return {"ports": [serializers.port_summary(p) for p in readings.attach(page)], "next": next_link}
 
 
 @api_view

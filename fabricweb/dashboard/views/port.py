@@ -10,7 +10,7 @@ from django.utils import timezone
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from fabricweb.api import serializers
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate
+from fabricweb.inventory import linkstate, readings
 from fabricweb.inventory.models import Port
 
 from .. import fabric, series
@@ -27,6 +27,7 @@ def find_port(node: str, device: str, number: int) -> Port:
     )
     if port is None:
         raise Http404(f"no port {node} {device}/{number}")
+    readings.attach([port])
     return port
 
 

@@ -1,0 +1,128 @@
+"""Per-poll readings (raw counters, ring, state_polls) live in NodeReadings, not in the port rows.
+
+Ingest keeps them in memory between batches (rowcache) and writes them once per node-poll; a
+process that starts empty, or takes a node over from another, continues from what is stored.
+Port rows are rewritten only when something on them changed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from support import PROCFS, T0, later, port_of, snapshot
+
+from fabricweb.inventory import readings
+from fabricweb.inventory.models import Node, Port
+from fabricweb.telemetry import rowcache, samples
+from fabricweb.telemetry.ingest import ingest_snapshot
+
+pytestmark = pytest.mark.django_db(transaction=True)  # each ingest commits: the row cache is in play
+STEP = {"port_xmit_data": 4000, "symbol_error": 3}
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    rowcache.CACHE.drop()
+    rowcache.CACHE.hits = rowcache.CACHE.misses = 0
+    yield rowcache.CACHE
+    rowcache.CACHE.drop()
+
+
+def polls(host: str, n: int) -> list[dict]:
+    out = [snapshot(PROCFS, host=host, at=T0)]
+    for _ in range(n - 1):
+        out.append(later(out[-1], 10, STEP))
+    return out
+
+
+def history(host: str) -> tuple[list, dict]:
+    """What a node's polls left: every sample's deltas, and each port's stored readings (ids made names)."""
+    ports = Port.objects.filter(device__node__name=host).select_related("device")
+    names = {p.pk: (p.device.name, p.number) for p in ports}
+    found = samples.between(nodes=Node.objects.filter(name=host))
+    deltas = sorted((*names[s.port_id], s.ts, s.interval_s, s.xmit_bytes, s.symbol_error) for s in found)
+    stored = {(p.device.name, p.number): readings.of_nodes([p.device.node_id])[p.pk] for p in ports}
+    return deltas, stored
+
+
+def test_a_fresh_process_continues_a_nodes_deltas_ring_and_state_polls_exactly(each_db, fresh_cache):
+    for snap in polls("cn001", 5):  # one process all along
+        ingest_snapshot(snap)
+    for snap in polls("cn002", 5):  # a restart (an empty row cache) before every poll
+        fresh_cache.drop()
+        ingest_snapshot(snap)
+    assert fresh_cache.hits == 4 and fresh_cache.misses == 6  # cn001 read once; cn002 at every poll
+    kept, restarted = history("cn001"), history("cn002")
+    assert kept == restarted
+    deltas, stored = restarted
+    assert [s[4] for s in deltas if s[:2] == ("mlx5_0", 1)] == [None, 4000, 4000, 4000, 4000]
+    last_collected_at, state_polls, _, _, _, recent = stored["mlx5_0", 1]
+    assert last_collected_at == T0.replace(second=40) and state_polls == 5
+    assert [entry[2].get("symbol_error") for entry in recent] == [3, 3, 3, 3]  # health's history, whole
+
+
+def test_a_node_taken_over_and_back_counts_every_poll_once(each_db, fresh_cache):
+    snaps = polls("cn001", 6)
+    node = lambda: Node.objects.get(name="cn001")  # noqa: E731
+    ingest_snapshot(snaps[0])
+    ingest_snapshot(snaps[1])
+    held = fresh_cache.take("cn001", node().pk, node().ingest_token)  # this process's rows as of poll 2
+    # Another consumer takes the node's shard over (shards.py) and stores polls 3 and 4 from the database.
+    ingest_snapshot(snaps[2])
+    fresh_cache.drop()
+    ingest_snapshot(snaps[3])
+    fresh_cache.drop()
+    # The shard comes back to the first process, which still holds its rows of poll 2: not reused.
+    fresh_cache.keep([held])
+    ingest_snapshot(snaps[4])
+    ingest_snapshot(snaps[5])
+    deltas, stored = history("cn001")
+    assert [s[4] for s in deltas if s[:2] == ("mlx5_0", 1)] == [None] + [4000] * 5
+    assert [s[5] for s in deltas if s[:2] == ("mlx5_0", 1)] == [None] + [3] * 5
+    assert stored["mlx5_0", 1][1] == 6  # state_polls: no poll lost, none counted twice
+
+
+def _versions(backend: str) -> dict[int, str]:
+    """PostgreSQL: each port row's physical version (ctid: a new one at every UPDATE, HOT or not)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id, ctid::text FROM inventory_port")
+        return dict(cursor.fetchall())
+
+
+def _port_updates(ctx: CaptureQueriesContext) -> list[str]:
+    # executemany is logged as "<n> times: UPDATE ..."
+    return [q["sql"] for q in ctx.captured_queries if 'UPDATE "inventory_port"' in q["sql"]]
+
+
+def test_a_quiet_poll_does_not_rewrite_the_port_rows(each_db):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    ingest_snapshot(later(first, 10, STEP))
+    if each_db == "postgres":
+        before = _versions(each_db)
+        ingest_snapshot(later(first, 20, {"port_xmit_data": 8000, "symbol_error": 6}))
+        assert _versions(each_db) == before
+    else:
+        with CaptureQueriesContext(connection) as ctx:
+            ingest_snapshot(later(first, 20, {"port_xmit_data": 8000, "symbol_error": 6}))
+        assert _port_updates(ctx) == []
+    port = readings.attach([Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1)])[0]
+    assert port.counters["symbol_error"] == port_of(first, "mlx5_0", 1)["counters"]["symbol_error"] + 6
+
+
+def test_a_port_row_is_rewritten_when_its_link_changes(each_db):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    ingest_snapshot(later(first, 10, STEP))
+    moved = later(first, 20, STEP, lid=4242)
+    if each_db == "postgres":
+        before = _versions(each_db)
+        ingest_snapshot(moved)
+        after = _versions(each_db)
+        assert all(after[pk] != before[pk] for pk in before)
+    else:
+        with CaptureQueriesContext(connection) as ctx:
+            ingest_snapshot(moved)
+        assert len(_port_updates(ctx)) == 1 and _port_updates(ctx)[0].startswith("4 times: ")  # each port once
+    assert set(Port.objects.values_list("lid", flat=True)) == {4242}
