@@ -90,7 +90,9 @@ def _rows(queryset: QuerySet, fields: tuple[str, ...]) -> Iterator[tuple]:
     # The SELECT's own order (Django's values_list reorders its rows to the asked one).
     selected = [alias for _, _, alias in compiler.select]
     pick = itemgetter(*(selected.index(c) for c in columns))
-    with connections[rows.db].chunked_cursor() as cursor:
+    # A plain cursor: rows are small now (the counters are read from the readings rows), and a server-side
+    # cursor outside a transaction is WITH HOLD, which PostgreSQL materializes whole before the first fetch.
+    with connections[rows.db].cursor() as cursor:
         cursor.execute(sql, params)
         while batch := cursor.fetchmany(2000):
             if not positions:
