@@ -14,19 +14,12 @@ from support import PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import rowcache, samples
+from fabricweb.telemetry import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 
-pytestmark = pytest.mark.django_db(transaction=True)  # each ingest commits: the row cache is in play
+# Each ingest commits: the row cache is in play.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_cache")]
 STEP = {"port_xmit_data": 4000, "symbol_error": 3}
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    rowcache.CACHE.drop()
-    rowcache.CACHE.hits = rowcache.CACHE.misses = 0
-    yield rowcache.CACHE
-    rowcache.CACHE.drop()
 
 
 def polls(host: str, n: int) -> list[dict]:

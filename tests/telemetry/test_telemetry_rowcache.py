@@ -15,16 +15,8 @@ from fabricweb.telemetry import rowcache, samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.signals import snapshots_ingested
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_cache")]
 STEP = {"port_xmit_data": 4000, "symbol_error": 0}
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    rowcache.CACHE.drop()
-    rowcache.CACHE.hits = rowcache.CACHE.misses = 0
-    yield rowcache.CACHE
-    rowcache.CACHE.drop()
 
 
 def xmit_deltas() -> list[int | None]:
