@@ -107,29 +107,29 @@ def message_id(message) -> str:
     return str((message.headers or {}).get("id") or message.delivery_tag)
 
 
-# 2^64 is the first integer of 20 digits: orjson reads those as floats, json exactly. Found by
-# making every digit a 0 and looking for 20 of them (~13 µs a snapshot; a regex took ~120).
+# orjson reads integers outside [-2^63, 2^64) as floats, json exactly: any of 20 digits or more, and
+# negative ones of 19. Found by making every digit a 0 and looking for those runs (~13 µs a
+# snapshot; a regex took ~120).
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _TWENTY_DIGITS = b"0" * 20
+_NEGATIVE_NINETEEN_DIGITS = b"-" + b"0" * 19
 
 
 def decode_body(message) -> object:
     """The JSON body as kombu decodes it, with orjson (~2.5x faster on a snapshot) where that reads the same.
 
-    Anything orjson refuses (NaN, lone surrogates...) or might read differently (an integer of
-    20 digits or more, which it makes a float) is left to kombu, so what is accepted and what
+    Anything orjson refuses (NaN, lone surrogates...) or might read differently (an integer past
+    64 bits, which it makes a float) is left to kombu, so what is accepted and what
     it decodes to do not change.
     """
     body = message.body
-    if (
-        isinstance(body, bytes)
-        and message.content_encoding == "utf-8"
-        and _TWENTY_DIGITS not in body.translate(_DIGITS_AS_ZERO)
-    ):
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass
+    if isinstance(body, bytes) and message.content_encoding == "utf-8":
+        digits = body.translate(_DIGITS_AS_ZERO)
+        if _TWENTY_DIGITS not in digits and _NEGATIVE_NINETEEN_DIGITS not in digits:
+            try:
+                return orjson.loads(body)
+            except orjson.JSONDecodeError:
+                pass
     return message.decode()
 
 

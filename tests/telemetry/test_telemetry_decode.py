@@ -32,8 +32,9 @@ def body_of(snap: dict) -> str:
         body_of({"counters": {"port_xmit_data": 4 * 2**64 - 1, "symbol_error": 2**64, "x": 2**64 - 1}}),
         '[[{"a": -12345678901234567890123, "b": 1e400}], {}, {}]',
         '[[{"host": "\\ud800"}], {}, {}]',  # a lone surrogate: orjson refuses it, json reads it
+        '[[{"a": -9223372036854775809, "b": -9999999999999999999}], {}, {}]',  # 19 digits, below -2^63
     ],
-    ids=["snapshot", "counters past 64 bits", "huge negative", "lone surrogate"],
+    ids=["snapshot", "counters past 64 bits", "huge negative", "lone surrogate", "negative past 64 bits"],
 )
 def test_it_decodes_every_body_as_kombu_does(text):
     got, expected = decode_body(message(text)), message(text).decode()
