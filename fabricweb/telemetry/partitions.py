@@ -66,12 +66,6 @@ class Partitioned:
     suffix: str  # strftime of a span's start in its partition's name
     _known: set[datetime] = field(default_factory=set)  # spans whose partition this process saw committed
 
-    def span_of(self, ts: datetime) -> datetime:
-        return self.floor(ts)
-
-    def end_of(self, start: datetime) -> datetime:
-        return self.after(start)
-
     def name(self, start: datetime) -> str:
         return f"{self.table}_p{start:{self.suffix}}"
 

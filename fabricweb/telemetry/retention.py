@@ -47,7 +47,7 @@ def _drop(table: partitions.Partitioned, rows: QuerySet, field: str, cutoff: dat
         return table.drop_before(cutoff)
     spans = 0
     while (first := rows.filter(**{f"{field}__lt": cutoff}).aggregate(first=Min(field))["first"]) is not None:
-        end = table.end_of(table.span_of(first))
+        end = table.after(table.floor(first))
         if end > cutoff:
             break
         rows.filter(**{f"{field}__lt": end}).delete()
