@@ -16,7 +16,7 @@ from collectors.link import Rate, better_link, make_rate
 from fabricweb.inventory.models import Device, Node, Port
 
 from . import ring
-from .columns import COUNTER_NAMES
+from .columns import COUNTER_NAMES, DELTA_COUNTERS
 from .deltas import Reading, port_deltas
 from .results import DUPLICATE, STALE, STORED, IngestResult, LinkState, PortObservation
 from .schema import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
@@ -43,7 +43,7 @@ class Changes:
     new_devices: list[Device] = field(default_factory=list)
     new_ports: list[Port] = field(default_factory=list)
     # (port, (ts, interval_s, state_id, phys_state_id, speed, lanes, reset, capped), deltas in DELTA_COLUMNS order)
-    samples: list[tuple[Port, tuple, tuple]] = field(default_factory=list)
+    samples: list[tuple[Port, tuple, list]] = field(default_factory=list)
     # Existing rows to update, by id: nodes and devices whole; ports only by what changed.
     nodes: dict[int, Node] = field(default_factory=dict)
     devices: dict[int, Device] = field(default_factory=dict)
@@ -213,9 +213,9 @@ def _port(
     if link_changed and port.pk is not None:
         changes.links[port.pk] = port
 
-    deltas = {COUNTER_NAMES[column]: value for column, value in d.values.items()}
-    resets = tuple(COUNTER_NAMES[c] for c in d.resets)
-    capped = tuple(COUNTER_NAMES[c] for c in d.capped)
+    deltas = dict(zip(DELTA_COUNTERS, d.deltas, strict=True))
+    resets = tuple(COUNTER_NAMES[c] for c in d.resets) if d.resets else ()
+    capped = tuple(COUNTER_NAMES[c] for c in d.capped) if d.capped else ()
     if interval is not None:
         unknown = deltas if d.clock_backwards else capped
         port.recent = ring.push(port.recent, snap.ts, interval, ring.kept_deltas(deltas, unknown))
@@ -232,7 +232,7 @@ def _port(
                 bool(d.resets),
                 bool(d.capped),
             ),
-            tuple(d.values.values()),
+            d.deltas,
         )
     )
     result.ports_ingested += 1

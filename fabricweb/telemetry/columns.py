@@ -33,4 +33,5 @@ DELTA_COLUMNS: tuple[str, ...] = tuple(SOURCES)
 # What the health rules and the `recent` ring call each column: the counters/ file name an
 # operator knows from perfquery and sysfs, whichever file the value actually came from.
 COUNTER_NAMES: dict[str, str] = {column: sources[-1][1] for column, sources in SOURCES.items()}
+DELTA_COUNTERS: tuple[str, ...] = tuple(COUNTER_NAMES.values())  # the same, in DELTA_COLUMNS order
 RING_COUNTERS: tuple[str, ...] = (*ERRORS.values(), *CONGESTION.values())

@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from operator import eq, sub
 
 from collectors.counters import to_base_units, width_bits
 from collectors.link import SPEEDS, WIDTHS
 
-from .columns import SOURCES
+from .columns import DELTA_COLUMNS, SOURCES
 
 # Why a delta is unknown.
 MISSING = "missing"  # no reading now
@@ -114,10 +115,15 @@ class Reading:
 
 @dataclass(slots=True)
 class PortDeltas:
-    values: dict[str, int | None]  # sample column -> delta
+    deltas: list[int | None]  # in DELTA_COLUMNS order; None when unknown
     resets: list[str] = field(default_factory=list)  # columns whose counter went down
     capped: list[str] = field(default_factory=list)  # columns whose rate is unknown because of a cap
     clock_backwards: bool = False
+
+    @property
+    def values(self) -> dict[str, int | None]:
+        """Sample column -> delta."""
+        return dict(zip(DELTA_COLUMNS, self.deltas, strict=True))
 
 
 # Per column: (column, ((is_ext, counter file, its all-ones value), ...)), resolved once.
@@ -125,6 +131,13 @@ _PLAN = tuple(
     (column, tuple((section == "counters_ext", name, all_ones(name)) for section, name in sources))
     for column, sources in SOURCES.items()
 )
+# The common case in one go (see port_deltas): each column's file in counters/ (its last source), and
+# for the traffic columns their 64-bit counters_ext/ files, with the all-ones value of each.
+_PLAIN = tuple(sources[-1][1] for sources in SOURCES.values())
+_TRAFFIC_EXT = tuple(name for sources in SOURCES.values() for section, name in sources if section == "counters_ext")
+_PLAIN_REST = _PLAIN[len(_TRAFFIC_EXT) :]  # (columns.py lists the traffic columns first)
+_ONES_PLAIN = tuple(map(all_ones, _PLAIN))
+_ONES_EXT = (*map(all_ones, _TRAFFIC_EXT), *_ONES_PLAIN[len(_TRAFFIC_EXT) :])
 
 
 def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> PortDeltas:
@@ -133,14 +146,34 @@ def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> P
     A column is computed from the first source (section, file) that has a value in
     both readings, so a port never mixes its 64-bit and 32-bit copy of a counter.
     With no previous reading every delta is None (but a capped counter is still flagged).
-    This runs for every port at every poll: the common case (both readings known, no
-    cap, no reset, a positive interval) is done inline; everything else goes through
-    counter_delta, which holds the rules.
+    This runs for every port at every poll: the common case (every counter known in
+    both readings from the same files, no cap, no reset, a positive interval) is done
+    with a few passes of builtins over all columns at once; anything else goes column
+    by column through the rules (`_by_column`, `counter_delta`).
     """
+    if prev is not None and (interval is None or interval > 0) and not cur.capped and not prev.capped:
+        cur_x, prev_x = cur.counters_ext, prev.counters_ext
+        if not cur_x and not prev_x:
+            now = list(map(cur.counters.get, _PLAIN))
+            before = list(map(prev.counters.get, _PLAIN))
+            ones = _ONES_PLAIN
+        else:
+            now = [*map(cur_x.get, _TRAFFIC_EXT), *map(cur.counters.get, _PLAIN_REST)]
+            before = [*map(prev_x.get, _TRAFFIC_EXT), *map(prev.counters.get, _PLAIN_REST)]
+            ones = _ONES_EXT
+        # (64-bit values in counters/, as mlx5 gives, run past the 32-bit all-ones: only equality caps.)
+        if None not in now and None not in before and not any(map(eq, now, ones)) and not any(map(eq, before, ones)):
+            deltas = list(map(sub, now, before))
+            if min(deltas) >= 0 and max(deltas) <= plausible_max(interval):
+                return PortDeltas(deltas)
+    return _by_column(prev, cur, interval)
+
+
+def _by_column(prev: Reading | None, cur: Reading, interval: float | None) -> PortDeltas:
     clock_ok = interval is None or interval > 0
     limit = plausible_max(interval)
-    out = PortDeltas(values={}, clock_backwards=prev is not None and not clock_ok)
-    values = out.values
+    out = PortDeltas([], clock_backwards=prev is not None and not clock_ok)
+    values = out.deltas
     cur_c, cur_x, cur_capped = cur.counters, cur.counters_ext, cur.capped
     if prev is None:
         prev_c = prev_x = {}
@@ -160,25 +193,25 @@ def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> P
             if chosen is None:
                 chosen = (name, None, now, ones)
         if chosen is None:
-            values[column] = None
+            values.append(None)
             continue
         name, before, now, ones = chosen
         if (
             before is not None
             and clock_ok
             and before <= now
-            and now != ones  # (64-bit values in counters/, as mlx5 gives, run past the 32-bit all-ones)
+            and now != ones
             and before != ones
             and now - before <= limit
             and name not in cur_capped
             and name not in prev_capped
         ):
-            values[column] = now - before
+            values.append(now - before)
             continue
         delta = counter_delta(
             name, before, now, interval, prev_capped=name in prev_capped, cur_capped=name in cur_capped
         )
-        values[column] = delta.value
+        values.append(delta.value)
         if delta.reset:
             out.resets.append(column)
         if delta.capped:

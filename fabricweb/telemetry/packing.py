@@ -25,7 +25,7 @@ Intervals keep a resolution of one microsecond, that of the timestamps they come
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from collectors.link import SPEEDS
 
@@ -40,7 +40,7 @@ _SPEED_RANK = {s.name: i for i, s in enumerate(SPEEDS)}
 _SPEED_NAME = [s.name for s in SPEEDS]
 _NONE3, _NONE4, _NONE5 = 7, 15, 31  # the all-ones value of each narrow link field means None
 
-Entry = tuple[int, tuple, tuple]
+Entry = tuple[int, tuple, Sequence[int | None]]
 
 
 class PackError(ValueError):
@@ -97,13 +97,19 @@ def _entry(port_id: int, head: tuple, deltas: tuple) -> bytearray:
         flags |= WIDE
     body[0] = flags
     unknown = 0
-    for i, d in enumerate(deltas):
-        if d is None:
-            unknown |= 1 << i
+    if None in deltas:
+        for i, d in enumerate(deltas):
+            if d is None:
+                unknown |= 1 << i
     _varint(body, unknown)
     for d in deltas:
-        if d is not None:
-            _varint(body, d << 1 if d >= 0 else (-d << 1) - 1)
+        if d is None:
+            continue
+        zigzag = d << 1 if d >= 0 else (-d << 1) - 1
+        if zigzag < 0x80:  # most deltas: error counters that did not move
+            body.append(zigzag)
+        else:
+            _varint(body, zigzag)
     return body
 
 

@@ -37,8 +37,11 @@ _RING = frozenset(RING_COUNTERS)
 
 def kept_deltas(deltas: Mapping[str, int | None], unknown: Iterable[str] = ()) -> dict[str, int | None]:
     """What an entry keeps of a poll's deltas: the ring's counters that moved, and `unknown` ones as None."""
+    moved = {c: value for c in RING_COUNTERS if (value := deltas.get(c))}
+    if not unknown:
+        return moved
     kept: dict[str, int | None] = {c: None for c in unknown if c in _RING}
-    kept.update((c, deltas[c]) for c in RING_COUNTERS if deltas.get(c))
+    kept.update(moved)
     return kept
 
 

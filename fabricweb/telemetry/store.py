@@ -150,7 +150,7 @@ def write_readings(nodes: Iterable[NodeRows]) -> None:
         cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", rows)
 
 
-def insert_samples(samples: list[tuple[Port, tuple, tuple]]) -> None:
+def insert_samples(samples: list[tuple[Port, tuple, list]]) -> None:
     """One packed row per node and poll (packing.py), from `Changes.samples`.
 
     PostgreSQL: COPY, several times faster than INSERT; elsewhere one prepared INSERT for all rows.

@@ -223,6 +223,45 @@ def test_port_deltas_match_the_per_counter_rules(prev, cur, interval):
     assert (got.values, got.resets, got.capped) == reference(prev, cur, interval)
 
 
+# Every counter of a real port present in both readings: what the all-columns-at-once path takes.
+PLAIN = sorted({sources[-1][1] for sources in SOURCES.values()})
+EXT = sorted({name for sources in SOURCES.values() for sec, name in sources if sec == "counters_ext"})
+NEAR = st.one_of(st.integers(min_value=0, max_value=1_000), SPECIAL, st.integers(min_value=0, max_value=4 * U64))
+
+
+@st.composite
+def full_readings(draw):
+    with_ext = draw(st.booleans())
+    names = PLAIN + (EXT if with_ext else [])
+    before = {name: draw(st.one_of(NEAR, st.just(all_ones(name)))) for name in names}
+    # Mostly counting up (else every example leaves the all-at-once path at its first reset).
+    now = {
+        name: draw(NEAR) if draw(st.integers(0, 30)) == 0 else before[name] + draw(st.sampled_from([0, 0, 1, 10**6]))
+        for name in names
+    }
+
+    def split(values):
+        return Reading({n: values[n] for n in PLAIN}, {n: values[n] for n in names if n in EXT})
+
+    return split(before), split(now)
+
+
+@settings(max_examples=400)
+@given(pair=full_readings(), interval=st.one_of(st.none(), st.floats(min_value=-5, max_value=1e5, allow_nan=False)))
+def test_port_deltas_of_complete_readings_match_the_per_counter_rules(pair, interval):
+    prev, cur = pair
+    got = port_deltas(prev, cur, interval)
+    assert (got.values, got.resets, got.capped) == reference(prev, cur, interval)
+
+
+def test_port_deltas_of_a_quiet_busy_port_are_exact():
+    prev = Reading({n: 1_000 for n in PLAIN}, {n: 5_000 for n in EXT})
+    cur = Reading({**{n: 1_000 for n in PLAIN}, "port_xmit_wait": 1_250}, {n: 9_000 for n in EXT})
+    d = port_deltas(prev, cur, 10.0)
+    assert d.deltas == [4_000] * 4 + [0] * 12 + [250]
+    assert (d.resets, d.capped, d.clock_backwards) == ([], [], False)
+
+
 def test_a_bound_summed_over_a_day_of_polls_stays_far_below_a_64_bit_column():
     # The worst a rollup bucket can hold: a day-long first interval plus the bucket, at 300 GB/s.
     assert PEAK_BYTES_PER_S == 300e9
