@@ -3,7 +3,7 @@
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_consumer.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6]
                                              [--batch 100] [--max-wait 0.2] [--source sim|fixtures]
-                                             [--consumers N]
+                                             [--consumers N] [--profile]
 
 Snapshots are made as bench_ingest.py makes them (its functions). For each run, the first
 poll of every node is stored directly (registration, not timed); the other polls are
@@ -25,8 +25,11 @@ from starting the consumers (forked from the measuring process) until every mess
 from __future__ import annotations
 
 import contextlib
+import cProfile
+import io
 import json
 import os
+import pstats
 import socket
 import subprocess
 import sys
@@ -132,7 +135,9 @@ def one_per_transaction(n: int) -> tuple[int, int, float]:
     return done["snapshots"], done["samples"], finished
 
 
-def run_child(db: str, rounds: list[list[dict]], batch: int, max_wait: float, consumers: int) -> list[dict]:
+def run_child(
+    db: str, rounds: list[list[dict]], batch: int, max_wait: float, consumers: int, profile: bool = False
+) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(db, scratch)
         try:
@@ -157,7 +162,12 @@ def run_child(db: str, rounds: list[list[dict]], batch: int, max_wait: float, co
                 elif mode.startswith("one"):
                     snapshots, samples, finished = one_per_transaction(n)
                 else:
+                    profiler = cProfile.Profile() if profile else None
+                    if profiler:
+                        profiler.enable()
                     snapshots, samples, finished = consumer_run(n, batch, max_wait)
+                    if profiler:
+                        profiler.disable()
                 elapsed = finished - start
                 out.append(
                     {
@@ -172,6 +182,12 @@ def run_child(db: str, rounds: list[list[dict]], batch: int, max_wait: float, co
                         "published_per_s": round(n / published_s),
                     }
                 )
+                if profile and not mode.startswith("one") and many == 1:
+                    text = io.StringIO()
+                    sort = os.environ.get("BENCH_SORT", "tottime")
+                    lines = int(os.environ.get("BENCH_LINES", "25"))
+                    pstats.Stats(profiler, stream=text).sort_stats(sort).print_stats(lines)
+                    out[-1]["profile"] = text.getvalue()
             return out
         finally:
             if db == "postgres":
@@ -189,11 +205,12 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=100, help="the consumer's --batch")
     parser.add_argument("--max-wait", type=float, default=0.2, help="the consumer's --max-wait")
     parser.add_argument("--consumers", type=int, default=1, help="N > 1: one consumer against N on N shards")
+    parser.add_argument("--profile", action="store_true", help="print where the batch consumer's time goes (cProfile)")
     args = parser.parse_args()
 
     if args.child:  # snapshots file from the parent; REDIS_URL is the parent's private redis-server
         rounds = json.loads(Path(args.child).read_text())
-        print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait, args.consumers)))
+        print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait, args.consumers, args.profile)))
         return 0
 
     rounds, what = generate(args)
@@ -210,7 +227,7 @@ def main() -> int:
         time.sleep(0.3)  # redis-server binding its port; the consumer would retry anyway
         for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
             cmd = [sys.executable, __file__, "--db", db, "--batch", str(args.batch), "--max-wait", str(args.max_wait)]
-            cmd += ["--consumers", str(args.consumers)]
+            cmd += ["--consumers", str(args.consumers)] + (["--profile"] if args.profile else [])
             done = subprocess.run([*cmd, "--child", f.name], capture_output=True, text=True, env=env, check=False)
             if done.returncode != 0:
                 print(done.stderr or done.stdout, file=sys.stderr)
@@ -222,6 +239,8 @@ def main() -> int:
                     f"{row['snapshots_per_s']:>5} snapshots/s ({row['snapshots']} snapshots, {row['samples']} samples "
                     f"in {row['seconds']} s; published at {row['published_per_s']}/s)"
                 )
+                if "profile" in row:
+                    print(row["profile"])
             first, second = rows
             ratio = first["samples_per_s"] / second["samples_per_s"]
             if args.consumers == 1:
