@@ -1,9 +1,9 @@
 """The `recent` ring on each Port: the last hour of error-counter deltas, for the health rules.
 
 Each entry is `[ts, interval, deltas]` (ts: end of the poll in epoch seconds; interval:
-seconds it covers; deltas: counter file name -> delta), oldest first, and the last
-entry is the poll just ingested, so rules that take "this poll" apart can skip the
-entry whose ts is the poll's own (fabricweb.health.window does).
+seconds it covers; deltas: counter file name -> delta), in time order; the poll just
+ingested is the last entry (unless the node's clock stepped back), and rules that take
+"this poll" apart skip the entry whose ts is the poll's own (fabricweb.health.window does).
 
 To keep the row small, `deltas` holds only counters that moved (non-zero) or whose
 delta is unknown for a reason the rules must hear (None: capped, clock step); a counter
@@ -24,7 +24,9 @@ covered entry of port_xmit_wait is shared out over a minute instead of one poll.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 
 from .columns import RING_COUNTERS
 
@@ -33,6 +35,7 @@ FINE_S = 600.0  # polls this recent stay whole
 COARSE_S = 60.0  # longest merged entry of quiet polls
 XMIT_WAIT = "port_xmit_wait"
 _RING = frozenset(RING_COUNTERS)
+_TS = itemgetter(0)
 
 
 def kept_deltas(deltas: Mapping[str, int | None], unknown: Iterable[str] = ()) -> dict[str, int | None]:
@@ -46,13 +49,43 @@ def kept_deltas(deltas: Mapping[str, int | None], unknown: Iterable[str] = ()) -
 
 
 def push(ring: list, ts: float, interval: float, deltas: dict, window: float = WINDOW_S) -> list:
-    """The ring with this poll appended, clean polls merged, and entries that ended before the window dropped."""
-    out = [e for e in ring if e[0] > ts - window]
-    if len(out) >= 2 and not out[-1][2] and not out[-2][2] and out[-1][1] > 0 and out[-2][1] > 0:
-        run, last = out[-2], out[-1]
-        out[-2:] = [[last[0], min(run[1] + last[1], window), {}]]
+    """The ring with this poll appended, clean polls merged, and entries that ended before the window dropped.
+
+    The ring is kept in time order, so each entry is coarsened once, at the first poll that
+    finds it older than FINE_S, and a poll touches the ring's two ends only, not the ~110
+    entries a busy port holds after an hour. A poll dated before the ring's last entry (the
+    node's clock stepped back) goes through the whole ring and sorts it again.
+    """
+    if not ring or ts <= ring[-1][0]:
+        return _push_anywhen(ring, ts, interval, deltas, window)
+    first = bisect_right(ring, ts - window, key=_TS)
+    out = ring[first:]
+    _merge_clean_tail(out, window)
+    before, newly = ts - FINE_S, ring[-1][0] - FINE_S  # entries up to `newly` were coarsened before
     out.append([ts, interval, deltas])
-    return _coarsen(out, ts - FINE_S)
+    end = bisect_right(out, before, key=_TS)
+    start = bisect_right(out, newly, 0, end, key=_TS)
+    if start < end:
+        # From the last entry coarsened before (it may take in the first of these) to the last one old enough.
+        head = max(start - 1, 0)
+        out[head:end] = _coarsen(out[head:end], before)
+    return out
+
+
+def _push_anywhen(ring: list, ts: float, interval: float, deltas: dict, window: float) -> list:
+    out = [e for e in ring if e[0] > ts - window]
+    _merge_clean_tail(out, window)
+    out.append([ts, interval, deltas])
+    out = _coarsen(out, ts - FINE_S)
+    out.sort(key=_TS)  # (stable: entries of one time keep their order)
+    return out
+
+
+def _merge_clean_tail(ring: list, window: float) -> None:
+    """Merge the last two entries when both are clean polls (no counter moved)."""
+    if len(ring) >= 2 and not ring[-1][2] and not ring[-2][2] and ring[-1][1] > 0 and ring[-2][1] > 0:
+        run, last = ring[-2], ring[-1]
+        ring[-2:] = [[last[0], min(run[1] + last[1], window), {}]]
 
 
 def _quiet(entry: list) -> bool:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fabricweb.health.view import PortView
 from fabricweb.health.window import Windows
-from fabricweb.telemetry.ring import WINDOW_S, kept_deltas, push
+from fabricweb.telemetry.ring import FINE_S, WINDOW_S, _coarsen, kept_deltas, push
 
 NOW = 1_772_366_400.0
 
@@ -53,3 +56,62 @@ def test_the_health_windows_see_the_whole_hour_and_only_the_errors_in_it():
     hour = Windows(view, [3600.0]).count("port_xmit_wait", 3600.0)
     assert hour.total == 5_000
     assert abs(hour.span_s - 3600.0) < 1e-6  # a sparse ring would have said 20 s, and a share 180 x too big
+
+
+# -- pushing at the ring's ends gives what going through the whole ring gave ------------------------
+
+
+def whole_ring_push(ring, ts, interval, deltas, window=WINDOW_S):
+    """The ring's rules applied to every entry at every poll, as push did before it kept to the ends."""
+    out = [e for e in ring if e[0] > ts - window]
+    if len(out) >= 2 and not out[-1][2] and not out[-2][2] and out[-1][1] > 0 and out[-2][1] > 0:
+        out[-2:] = [[out[-1][0], min(out[-2][1] + out[-1][1], window), {}]]
+    out.append([ts, interval, deltas])
+    return _coarsen(out, ts - FINE_S)
+
+
+POLL_DELTAS = [
+    {},
+    {},
+    {"port_xmit_wait": 7},
+    {"port_xmit_wait": 7},
+    {"port_xmit_wait": 90},
+    {"symbol_error": 1},
+    {"port_xmit_wait": None},
+    {"port_xmit_wait": 3, "link_downed": 1},
+]
+STEPS = [10.0, 10.0, 10.0, 5.0, 0.5, 30.0, 59.0, 61.0, 700.0, 4000.0]
+
+
+def trace(rnd, length: int, clock_steps: bool = False):
+    """(interval, deltas) of `length` polls, drawn evenly (hypothesis' own lists shrink towards clean polls)."""
+    for _ in range(length):
+        step = rnd.choice(STEPS)
+        if clock_steps and rnd.random() < 0.05:
+            step = -rnd.choice([20.0, 5000.0])
+        yield step, dict(rnd.choice(POLL_DELTAS))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(min_value=100, max_value=600))
+def test_pushing_at_the_ends_matches_the_whole_ring_rules(rnd, length):
+    ring = whole = []
+    ts = NOW
+    for interval, deltas in trace(rnd, length):
+        ts += interval
+        ring = push(ring, ts, interval, deltas)
+        whole = whole_ring_push(whole, ts, interval, dict(deltas))
+        assert ring == whole
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(min_value=1, max_value=600))
+def test_after_the_clock_steps_back_the_ring_stays_in_time_order_and_in_the_window(rnd, length):
+    ring, ts = [], NOW
+    for interval, deltas in trace(rnd, length, clock_steps=True):
+        ts += interval
+        ring = push(ring, ts, interval, deltas)
+        stamps = [e[0] for e in ring]
+        assert stamps == sorted(stamps)
+        assert all(e[0] > ts - WINDOW_S for e in ring)
+        assert [ts, interval, deltas] in ring
