@@ -203,6 +203,7 @@ def _port(
         port.last_reset_at = snap.collected_at
     # The link rarely changes: its columns are written only when one did.
     link_changed = _LINK(port) != _LINK(p)
+    current = previous if previous is not None and not link_changed else LinkState.of(p)
     if link_changed:
         for name in LINK_FIELDS:
             setattr(port, name, getattr(p, name))
@@ -244,7 +245,7 @@ def _port(
     result.observations.append(
         PortObservation(
             port=port,
-            current=LinkState.of(p),
+            current=current,
             previous=previous,
             interval_s=interval,
             deltas=deltas,

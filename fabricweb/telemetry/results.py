@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
+from typing import NamedTuple
 
 from fabricweb.inventory.models import Device, Port
 
@@ -16,8 +18,8 @@ DUPLICATE = "duplicate"  # the node's last applied snapshot again: nothing to do
 STALE = "stale"  # older than the node's last applied snapshot: not allowed to move state back
 
 
-@dataclass(frozen=True, slots=True)
-class LinkState:
+class LinkState(NamedTuple):
+    # A tuple, not a frozen dataclass: built twice per port and poll, at a fifth of the cost.
     state_id: int | None
     state_name: str | None
     phys_state_id: int | None
@@ -30,16 +32,10 @@ class LinkState:
     @classmethod
     def of(cls, port) -> LinkState:
         """From a Port row or a schema.PortIn (same field names)."""
-        return cls(
-            port.state_id,
-            port.state_name,
-            port.phys_state_id,
-            port.phys_state_name,
-            port.link_layer,
-            port.rate_gbps,
-            port.speed,
-            port.lanes,
-        )
+        return tuple.__new__(cls, _LINK_STATE(port))
+
+
+_LINK_STATE = attrgetter(*LinkState._fields)
 
 
 @dataclass(slots=True)
