@@ -1,10 +1,15 @@
 """A node's per-poll port readings as stored in its NodeReadings row, and reading them back onto ports.
 
-The layout, in one place. Two columns, each a JSON array with one entry per port:
-- `counters`: `[port_id, last_collected_at (µs since the epoch, UTC) or null, counters,
-  counters_ext, hw_counters]`: what /metrics reads;
-- `history`: `[port_id, state_polls, recent]`: what ingest and health read, up to ~110
-  ring entries per port after an hour, which a scrape need not decode.
+The layout, in one place. Two columns of JSON:
+- `counters`, an array with one entry per port: `[port_id, last_collected_at (µs since the
+  epoch, UTC) or null, counters, counters_ext, hw_counters]`: what /metrics reads; written
+  at every poll, so it holds the node's last one;
+- `history`: `{"at": µs or null, "ports": [[port_id, state_polls, recent, state_id,
+  phys_state_id], ...]}`: what ingest and health read, up to ~110 ring entries per port after
+  an hour. It is a checkpoint, written only every CHECKPOINT_S of the node's polls (or when
+  a poll cannot be replayed, see telemetry/catchup.py): `at` is the latest poll it includes, and
+  readers bring it up to date from the packed samples of the polls since (`catch_up`). The
+  older form, a bare array of `[port_id, state_polls, recent]`, was written at every poll.
 JSON text in a bytea, not jsonb: nobody queries inside it, so the database neither parses nor
 rebuilds it. Encoded with orjson; a column holding a counter past 64 bits (allowed up to
 4 x 2^64, schema.py), which orjson cannot write and would read back as a float, is written by
@@ -28,24 +33,40 @@ BIG = b" "  # leads a column written by json (integers past 64 bits)
 # What decode gives per port, in order; a port without history reads as never judged.
 FIELDS = ("last_collected_at", "state_polls", "counters", "counters_ext", "hw_counters", "recent")
 COUNTERS = slice(2, 5)  # counters, counters_ext, hw_counters of a decoded entry
+# The longest a node's history goes unwritten, in seconds of its own polls: a reader replays at most
+# this much (12 polls at 10 s) of packed samples, and a busy port's hour-long ring (~5 kB of JSON)
+# is rewritten once in 12 polls instead of at every one.
+CHECKPOINT_S = 120.0
 
 _dumps = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
-def encode(ports: Iterable[Port]) -> dict[str, bytes]:
-    """The NodeReadings columns for these ports (all of a node's): {"counters": ..., "history": ...}."""
+def encode(ports: Iterable[Port], at: float | None = None) -> dict[str, bytes]:
+    """The NodeReadings columns for these ports (all of a node's): {"counters": ..., "history": ...}.
+
+    `at`: the latest poll (epoch seconds) the history includes, None when it is current."""
     ports = list(ports)
-    counters = [
+    return {"counters": encode_counters(ports), "history": encode_history(ports, at)}
+
+
+def encode_counters(ports: list[Port]) -> bytes:
+    return _dump(
         [
-            p.pk,
-            None if p.last_collected_at is None else (p.last_collected_at - EPOCH) // US,
-            p.counters,
-            p.counters_ext,
-            p.hw_counters,
+            [
+                p.pk,
+                None if p.last_collected_at is None else (p.last_collected_at - EPOCH) // US,
+                p.counters,
+                p.counters_ext,
+                p.hw_counters,
+            ]
+            for p in ports
         ]
-        for p in ports
-    ]
-    return {"counters": _dump(counters), "history": _dump([[p.pk, p.state_polls, p.recent] for p in ports])}
+    )
+
+
+def encode_history(ports: list[Port], at: float | None) -> bytes:
+    entries = [[p.pk, p.state_polls, p.recent, p.state_id, p.phys_state_id] for p in ports]
+    return _dump({"at": None if at is None else round(at * 1_000_000), "ports": entries})
 
 
 def _dump(entries: list) -> bytes:
@@ -61,31 +82,62 @@ def _load(data: bytes | memoryview) -> list:
 
 
 def decode(counters: bytes | memoryview | None, history: bytes | memoryview | None) -> dict[int, list]:
-    """port id -> [last_collected_at (datetime or None), state_polls, counters, counters_ext, hw_counters, recent]."""
+    """port id -> [last_collected_at (datetime or None), state_polls, counters, counters_ext, hw_counters, recent],
+    the history as of its checkpoint (see `catch_up`)."""
+    return _decode(counters, history)[0]
+
+
+def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, list]]:
+    """(decode's result, the checkpoint's `at` in µs or None, port id -> [state_id, phys_state_id] at it)."""
     if counters is None:
-        return {}
-    kept = {pk: (polls, recent) for pk, polls, recent in _load(history)} if history is not None else {}
+        return {}, None, {}
+    at, kept, states = None, {}, {}
+    if history is not None:
+        raw = _load(history)
+        if type(raw) is list:  # the older form, written at every poll: current
+            kept = {pk: (polls, recent) for pk, polls, recent in raw}
+        else:
+            at = raw["at"]
+            for pk, polls, recent, state_id, phys_state_id in raw["ports"]:
+                kept[pk] = (polls, recent)
+                states[pk] = [state_id, phys_state_id]
     out = {}
     for pk, us, *raw in _load(counters):
         polls, recent = kept.get(pk, (1, []))
         out[pk] = [None if us is None else EPOCH + us * US, polls, *raw, recent]
-    return out
+    return out, at, states
 
 
-def of_nodes(node_ids: Iterable[int] | QuerySet | None, history: bool = True) -> dict[int, list]:
+def of_nodes(
+    node_ids: Iterable[int] | QuerySet | None, history: bool = True, checkpoints: dict | None = None
+) -> dict[int, list]:
     """The readings of every port of these nodes (None: all nodes), by port id; without `history`, its
-    state_polls and ring are not read (1 and [])."""
+    state_polls and ring are not read (1 and []). With history they are brought up to date from the
+    samples since their checkpoint, and `checkpoints`, when given, is filled with node id ->
+    [the checkpoint's latest poll, the latest poll replayed] (epoch seconds; None, None for the older form)."""
     rows = NodeReadings.objects.order_by()
     if node_ids is not None:  # ids, or a query of them (a subquery)
         rows = rows.filter(node_id__in=node_ids if isinstance(node_ids, QuerySet) else list(node_ids))
     out: dict[int, list] = {}
-    if history:
-        for counters, kept in rows.values_list("counters", "history").iterator(chunk_size=500):
-            out.update(decode(counters, kept))
-    else:
+    if not history:
         for counters in rows.values_list("counters", flat=True).iterator(chunk_size=500):
             out.update(decode(counters, None))
+        return out
+    states: dict[int, list] = {}
+    found = {} if checkpoints is None else checkpoints
+    for node_id, counters, kept in rows.values_list("node_id", "counters", "history").iterator(chunk_size=500):
+        by_port, at, at_states = _decode(counters, kept)
+        out.update(by_port)
+        states.update(at_states)
+        found[node_id] = [None, None] if at is None else [at / 1_000_000] * 2
+    _catch_up(out, states, found)
     return out
+
+
+def _catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: dict[int, list]) -> None:
+    from fabricweb.telemetry.catchup import catch_up  # telemetry builds on inventory, not the other way
+
+    catch_up(by_port, states, checkpoints)
 
 
 def of_node(node: Node) -> dict[int, list]:
@@ -94,7 +146,10 @@ def of_node(node: Node) -> dict[int, list]:
         row = node.readings
     except NodeReadings.DoesNotExist:  # never polled
         return {}
-    return decode(row.counters, row.history)
+    by_port, at, states = _decode(row.counters, row.history)
+    if at is not None:
+        _catch_up(by_port, states, {node.pk: [at / 1_000_000] * 2})
+    return by_port
 
 
 def set_on(port: Port, values: list | None) -> None:

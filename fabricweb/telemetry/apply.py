@@ -8,7 +8,7 @@ Snapshots of one node must be applied in time order against the same NodeRows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from operator import attrgetter
 
 from collectors.facts import UP_STATE_IDS
@@ -21,6 +21,7 @@ from .deltas import Reading, port_deltas
 from .results import DUPLICATE, STALE, STORED, IngestResult, LinkState, PortObservation
 from .schema import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 
+_US = timedelta(microseconds=1)
 _LINK = attrgetter(*LINK_FIELDS)  # one C call per side instead of a getattr per field, at every port and poll
 
 
@@ -36,6 +37,12 @@ class NodeRows:
     devices: dict[str, Device] = field(default_factory=dict)
     ports: dict[str, dict[int, Port]] = field(default_factory=dict)  # device name -> number -> port
     new: bool = False
+    # The ports' history (state_polls, rings) is written as a checkpoint (inventory.readings): the
+    # latest poll the stored one includes and the latest applied (epoch seconds; None: not known),
+    # and whether a poll since needs more than its sample to be replayed (telemetry.catchup).
+    checkpoint_at: float | None = None
+    seen_until: float | None = None
+    checkpoint_due: bool = True
 
 
 @dataclass(slots=True)
@@ -114,13 +121,17 @@ def apply_snapshot(snap: SnapshotIn, rows: NodeRows, changes: Changes, now: date
     if node.pk is not None:
         changes.nodes[node.pk] = node
     changes.readings[node.pk] = rows
+    if rows.new or rows.seen_until is None or snap.ts <= rows.seen_until:
+        rows.checkpoint_due = True  # (polls replayed in time order must be the order they were applied)
+    rows.seen_until = snap.ts if rows.seen_until is None else max(rows.seen_until, snap.ts)
     rows.new = False
 
     for d in snap.devices:
         device = _device(d, rows, changes, snap, result)
         known = rows.ports.setdefault(d.name, {})
         for p in d.ports:
-            _port(p, device, known, changes, snap, result)
+            if not _port(p, device, known, changes, snap, result):
+                rows.checkpoint_due = True
         if len(known) > len(d.ports) and not _listing_failed(snap.errors, f"/class/infiniband/{d.name}/ports"):
             present = {p.number for p in d.ports}
             for number, port in known.items():
@@ -169,7 +180,9 @@ def _device(d: DeviceIn, rows: NodeRows, changes: Changes, snap: SnapshotIn, res
 
 def _port(
     p: PortIn, device: Device, known: dict[int, Port], changes: Changes, snap: SnapshotIn, result: IngestResult
-) -> None:
+) -> bool:
+    """Apply one port's reading; False when what it did to the port's history cannot be replayed from its
+    sample alone (telemetry.catchup)."""
     port = known.get(p.number)
     previous = prev_reading = interval = None
     returned = False
@@ -181,7 +194,8 @@ def _port(
         previous = LinkState.of(port)
         if port.last_collected_at is not None:
             prev_reading = Reading(port.counters, port.counters_ext, port.capped)
-            interval = snap.ts - port.last_collected_at.timestamp()
+            # Whole µs, as packed in the sample: a replay of the ring gives the very same float.
+            interval = ((snap.collected_at - port.last_collected_at) // _US) / 1e6
         returned = port.vanished_at is not None
 
     d = port_deltas(prev_reading, Reading(p.counters, p.counters_ext, p.capped), interval)
@@ -255,6 +269,7 @@ def _port(
             returned=returned,
         )
     )
+    return interval is not None and not d.clock_backwards and not d.capped
 
 
 def _remember_best(port: Port, p: PortIn) -> bool:

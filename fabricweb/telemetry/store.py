@@ -94,7 +94,12 @@ def _load_devices_and_ports(by_id: dict[int, NodeRows]) -> None:
         node_rows.devices[device.name] = device
     devices = {d.pk: d for r in by_id.values() for d in r.devices.values()}
     ports = Port.objects.filter(device_id__in=devices).order_by()
-    polled = readings.of_nodes(by_id)  # each port's baseline: counters, ring, state_polls, last poll
+    checkpoints: dict[int, list] = {}
+    polled = readings.of_nodes(by_id, checkpoints=checkpoints)  # each port's baseline: counters, ring, state_polls
+    for node_id, (at, replayed) in checkpoints.items():
+        if at is not None:  # (else its history is in the older form: written again at this poll)
+            node_rows = by_id[node_id]
+            node_rows.checkpoint_at, node_rows.seen_until, node_rows.checkpoint_due = at, replayed, False
     for port in sorted(ports, key=lambda p: (devices[p.device_id].name, p.number)):
         device = devices[port.device_id]
         port.device = device
@@ -131,23 +136,46 @@ def write(changes: Changes) -> None:
 
 
 def write_readings(nodes: Iterable[NodeRows]) -> None:
-    """One NodeReadings row per node, all of its ports (present or not) in it: one statement for all nodes."""
-    rows = []
+    """One NodeReadings row per node, all of its ports (present or not) in it: its counters at every poll,
+    its history when a checkpoint is due (readings.CHECKPOINT_S, apply.NodeRows); one statement per kind."""
+    whole, counters_only = [], []
     for r in nodes:
-        columns = readings.encode(p for ports in r.ports.values() for p in ports.values())
-        rows.append((r.node.pk, columns["counters"], columns["history"]))
+        ports = [p for ports in r.ports.values() for p in ports.values()]
+        counters = readings.encode_counters(ports)
+        seen = r.seen_until
+        if (
+            r.checkpoint_due
+            or r.checkpoint_at is None
+            or seen is None
+            or seen - r.checkpoint_at >= readings.CHECKPOINT_S
+        ):
+            whole.append((r.node.pk, counters, readings.encode_history(ports, seen)))
+            r.checkpoint_at, r.checkpoint_due = seen, False
+        else:
+            counters_only.append((r.node.pk, counters))
     qn = connection.ops.quote_name
     table = qn(NodeReadings._meta.db_table)
     insert = f"INSERT INTO {table} (node_id, counters, history)"
     upsert = "ON CONFLICT (node_id) DO UPDATE SET counters = EXCLUDED.counters, history = EXCLUDED.history"
+    update = f"UPDATE {table} SET counters = "
     if connection.vendor == "postgresql":
-        _server_bound(
-            f"{insert} SELECT * FROM unnest(%b::bigint[], %b::bytea[], %b::bytea[]) {upsert}",
-            [list(column) for column in zip(*rows, strict=True)],
-        )
+        if whole:
+            _server_bound(
+                f"{insert} SELECT * FROM unnest(%b::bigint[], %b::bytea[], %b::bytea[]) {upsert}",
+                [list(column) for column in zip(*whole, strict=True)],
+            )
+        if counters_only:
+            _server_bound(
+                f"{update} v.counters FROM unnest(%b::bigint[], %b::bytea[]) AS v(id_, counters) "
+                f"WHERE {table}.node_id = v.id_",
+                [list(column) for column in zip(*counters_only, strict=True)],
+            )
         return
     with connection.cursor() as cursor:
-        cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", rows)
+        if whole:
+            cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", whole)
+        if counters_only:
+            cursor.executemany(f"{update} %s WHERE node_id = %s", [(c, n) for n, c in counters_only])
 
 
 def insert_samples(samples: list[tuple[Port, tuple, list]]) -> None:

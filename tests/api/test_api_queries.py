@@ -47,4 +47,5 @@ def test_query_counts_do_not_grow_with_the_fabric(each_db, api, tmp_path):
     after = {path: queries(api, path) for path in PATHS}
 
     assert after == before
-    assert max(before.values()) <= 5, before
+    # 6: a node's page also reads the samples of the polls since its history's checkpoint (inventory.readings)
+    assert max(before.values()) <= 6, before

@@ -119,3 +119,78 @@ def test_a_port_row_is_rewritten_when_its_link_changes(each_db):
             ingest_snapshot(moved)
         assert len(_port_updates(ctx)) == 1 and _port_updates(ctx)[0].startswith("4 times: ")  # each port once
     assert set(Port.objects.values_list("lid", flat=True)) == {4242}
+
+
+# -- the history is a checkpoint: a reader replays the samples of the polls since -------------------
+
+WAIT = {"port_xmit_data": 4000, "port_xmit_wait": 250}  # a busy port: its ring keeps every recent poll
+DOWN = {"id": 1, "name": "DOWN"}
+ACTIVE = {"id": 4, "name": "ACTIVE"}
+
+
+def eventful(host: str) -> list[dict]:
+    """Forty polls over 400 s (three checkpoints): congestion at every poll, errors, the links going
+    down and up, a capped counter, and the node's clock stepping back 25 s and on again."""
+    out = [snapshot(PROCFS, host=host, at=T0)]
+    for k in range(1, 40):
+        bump = {**WAIT, "symbol_error": 2} if k % 7 == 0 else WAIT
+        changes = {}
+        if k in (11, 12):
+            changes["state"] = DOWN
+        if k == 20:
+            changes["capped"] = ["port_xmit_wait"]
+        seconds = -25 if k == 30 else 10
+        out.append(later(out[-1], seconds, bump, **changes))
+        if k in (11, 12, 20):  # what later() set stays set: back to normal at the next poll
+            for port in (p for d in out[-1]["devices"] for p in d["ports"]):
+                port.setdefault("state", ACTIVE)
+    for snap in out[13:]:
+        for port in (p for d in snap["devices"] for p in d["ports"]):
+            port["state"] = ACTIVE
+    for snap in out[21:]:
+        for port in (p for d in snap["devices"] for p in d["ports"]):
+            port["capped"] = []
+    return out
+
+
+def test_a_process_that_restarts_at_every_poll_replays_the_history_exactly(each_db, fresh_cache):
+    for snap in eventful("cn001"):
+        ingest_snapshot(snap)
+    for snap in eventful("cn002"):
+        fresh_cache.drop()
+        ingest_snapshot(snap)
+    kept, restarted = history("cn001"), history("cn002")
+    assert kept == restarted
+    _, stored = kept
+    _, state_polls, _, _, _, recent = stored["mlx5_0", 1]
+    assert state_polls == 27  # up again since poll 13
+    assert sum(entry[2].get("symbol_error") or 0 for entry in recent) == 2 * 5  # polls 7, 14, 21, 28, 35
+    assert len(recent) > 30  # every poll of the last 600 s kept whole
+
+
+def test_a_quiet_poll_within_the_checkpoint_leaves_the_stored_history_as_it_was(each_db, fresh_cache):
+    polls_ = [snapshot(PROCFS, at=T0)]
+    for _ in range(5):
+        polls_.append(later(polls_[-1], 10, WAIT))
+    stored = []
+    for snap in polls_:
+        ingest_snapshot(snap)
+        row = Node.objects.get(name="cn001").readings
+        stored.append((bytes(row.counters), bytes(row.history)))
+    counters, histories = zip(*stored, strict=True)
+    assert len(set(counters)) == 6  # the counters at every poll
+    assert len(set(histories)) == 1  # the checkpoint of the first poll (every port new): 50 s ago
+    port = readings.attach([Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1)])[0]
+    assert port.state_polls == 6 and len(port.recent) == 5  # yet readers see every poll
+
+
+def test_a_checkpoint_is_written_again_after_its_interval(each_db, fresh_cache):
+    snap = snapshot(PROCFS, at=T0)
+    ingest_snapshot(snap)
+    histories = []
+    for _ in range(15):
+        snap = later(snap, 10, WAIT)
+        ingest_snapshot(snap)
+        histories.append(bytes(Node.objects.get(name="cn001").readings.history))
+    assert len(set(histories)) == 2  # polls 2-12 share the first checkpoint; the 13th (120 s on) writes one
+    assert histories[11] != histories[10] == histories[0]
