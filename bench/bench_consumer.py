@@ -3,7 +3,7 @@
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_consumer.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6]
                                              [--batch 100] [--max-wait 0.2] [--source sim|fixtures]
-                                             [--consumers N] [--profile]
+                                             [--consumers N] [--warm 360] [--profile]
 
 Snapshots are made as bench_ingest.py makes them (its functions). For each run, the first
 poll of every node is stored directly (registration, not timed); the other polls are
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 # bench_ingest puts the repository on sys.path: the fabricweb imports below come after it.
-from bench_ingest import _drop_postgres_database, _setup_django, generate, snapshot_args
+from bench_ingest import _drop_postgres_database, _setup_django, generate, snapshot_args, warm_up, warmed
 
 
 def publish(rounds: list[list[dict]], shards: int = 1) -> float:
@@ -136,7 +136,13 @@ def one_per_transaction(n: int) -> tuple[int, int, float]:
 
 
 def run_child(
-    db: str, rounds: list[list[dict]], batch: int, max_wait: float, consumers: int, profile: bool = False
+    db: str,
+    rounds: list[list[dict]],
+    batch: int,
+    max_wait: float,
+    consumers: int,
+    profile: bool = False,
+    warm: int = 0,
 ) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(db, scratch)
@@ -154,8 +160,10 @@ def run_child(
                 renamed = [[{**s, "host": tag + s["host"]} for s in snaps] for snaps in rounds]
                 for i in range(0, len(renamed[0]), 200):
                     ingest_batch(renamed[0][i : i + 200])
-                published_s = publish(renamed[1:], many)
-                n = sum(len(snaps) for snaps in renamed[1:])
+                extra, timed = warmed(renamed, warm)
+                warm_up(ingest_batch, extra)
+                published_s = publish(timed, many)
+                n = sum(len(snaps) for snaps in timed)
                 start = time.perf_counter()
                 if many > 1:
                     snapshots, samples, finished = consumers_run(n, many, batch, max_wait)
@@ -210,7 +218,9 @@ def main() -> int:
 
     if args.child:  # snapshots file from the parent; REDIS_URL is the parent's private redis-server
         rounds = json.loads(Path(args.child).read_text())
-        print(json.dumps(run_child(args.db, rounds, args.batch, args.max_wait, args.consumers, args.profile)))
+        print(
+            json.dumps(run_child(args.db, rounds, args.batch, args.max_wait, args.consumers, args.profile, args.warm))
+        )
         return 0
 
     rounds, what = generate(args)
@@ -227,7 +237,9 @@ def main() -> int:
         time.sleep(0.3)  # redis-server binding its port; the consumer would retry anyway
         for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
             cmd = [sys.executable, __file__, "--db", db, "--batch", str(args.batch), "--max-wait", str(args.max_wait)]
-            cmd += ["--consumers", str(args.consumers)] + (["--profile"] if args.profile else [])
+            cmd += ["--consumers", str(args.consumers), "--warm", str(args.warm)] + (
+                ["--profile"] if args.profile else []
+            )
             done = subprocess.run([*cmd, "--child", f.name], capture_output=True, text=True, env=env, check=False)
             if done.returncode != 0:
                 print(done.stderr or done.stdout, file=sys.stderr)

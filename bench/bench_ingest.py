@@ -2,6 +2,7 @@
 
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_ingest.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6] [--batch 1,25,200]
+                                           [--warm 360] [--profile]
 
 Snapshots come from the simulator (collectors.sim: --hcas x --ports per node) or,
 with --source fixtures, from the procfs fixture tree (4 ports per node) with counters
@@ -9,7 +10,9 @@ advanced by hand. They are generated first, outside the timing, and every poll a
 the first is timed: the first registers the nodes, a one-time cost reported apart.
 `--batch` is how many snapshots go into one ingest_batch call (one transaction); 1 is
 what the per-snapshot Celery task does. Each database runs in a child process with a
-fresh database, migrated, under the project's own settings.
+fresh database, migrated, under the project's own settings. With --warm N, N more polls
+are ingested untimed first (see `warmed`): each port's ring of the last hour is full, as in
+a fabric that has run for an hour, where a busy port's ring holds ~110 entries.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,6 +84,64 @@ def from_fixtures(nodes: int, polls: int) -> list[list[dict]]:
     return rounds
 
 
+def warmed(rounds: list[list[dict]], polls: int) -> tuple[Iterator[list[dict]], list[list[dict]]]:
+    """(`polls` more polls to put between the first round and the others, the other rounds moved after them).
+
+    Each extra poll moves every counter as much as it moved from the first round to the
+    second; the later rounds are moved on in time and counts by as much. Ingested untimed,
+    they fill each port's `recent` ring and the engine's state as an hour of polls does:
+    what ingest costs in steady state, not in a fabric's first minute.
+    """
+    if polls <= 0:
+        return iter(()), rounds[1:]
+    first, second = rounds[0], rounds[1]
+    step_s = _when(second[0]) - _when(first[0])
+
+    def moved(snap: dict, steps: dict, k: int, base_s: float) -> dict:
+        out = copy.deepcopy(snap)
+        out["collected_at"] = _iso(base_s + k * step_s)
+        for d, dev in enumerate(out["devices"]):
+            for i, port in enumerate(dev["ports"]):
+                for section in ("counters", "counters_ext", "hw_counters"):
+                    values = port.get(section) or {}
+                    for name, step in steps.get((d, i, section), {}).items():
+                        if values.get(name) is not None:
+                            values[name] += k * step
+        return out
+
+    steps = [_steps(a, b) for a, b in zip(first, second, strict=True)]
+
+    def extra() -> Iterator[list[dict]]:
+        for k in range(1, polls + 1):
+            yield [moved(snap, st, k, _when(snap)) for snap, st in zip(first, steps, strict=True)]
+
+    later = [
+        [moved(snap, st, polls, _when(snap)) for snap, st in zip(snaps, steps, strict=True)] for snaps in rounds[1:]
+    ]
+    return extra(), later
+
+
+def _steps(a: dict, b: dict) -> dict:
+    """(device index, port index, section) -> counter -> how much it moved from snapshot a to b (at least 0)."""
+    out = {}
+    for d, (dev_a, dev_b) in enumerate(zip(a["devices"], b["devices"], strict=True)):
+        for i, (pa, pb) in enumerate(zip(dev_a["ports"], dev_b["ports"], strict=True)):
+            for section in ("counters", "counters_ext", "hw_counters"):
+                before, after = pa.get(section) or {}, pb.get(section) or {}
+                out[d, i, section] = {
+                    n: max(after[n] - v, 0) for n, v in before.items() if v is not None and after.get(n) is not None
+                }
+    return out
+
+
+def _when(snap: dict) -> float:
+    return datetime.fromisoformat(snap["collected_at"]).timestamp()
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+
+
 def snapshot_args(doc: str) -> argparse.ArgumentParser:
     """The options of both ingest benchmarks: databases, the snapshots (see `generate`), the child's file."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,6 +151,9 @@ def snapshot_args(doc: str) -> argparse.ArgumentParser:
     parser.add_argument("--ports", type=int, default=2, help="ports per simulated HCA")
     parser.add_argument("--polls", type=int, default=6, help="polls per node (the first registers, not timed)")
     parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
+    parser.add_argument(
+        "--warm", type=int, default=0, help="polls ingested untimed before the timed ones (360: an hour at 10 s)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser
 
@@ -172,10 +237,10 @@ class PhaseClock:
         self.seconds = dict.fromkeys(self.seconds, 0.0)
 
 
-def run_one(db: str, rounds: list[list[dict]], batches: list[int], profile: bool) -> list[dict]:
+def run_one(db: str, rounds: list[list[dict]], batches: list[int], profile: bool, warm: int = 0) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         try:
-            return _run(db, scratch, rounds, batches, profile)
+            return _run(db, scratch, rounds, batches, profile, warm)
         finally:
             if db == "postgres":
                 _drop_postgres_database()
@@ -211,7 +276,19 @@ def _wal_since(lsn: str | None) -> int | None:
         return int(cursor.fetchone()[0])
 
 
-def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], profile: bool) -> list[dict]:
+def warm_up(ingest_batch, polls: Iterator[list[dict]]) -> tuple[int, float]:
+    """Ingest the warm-up polls (see `warmed`), 200 snapshots per transaction; (polls, seconds)."""
+    start, count = time.perf_counter(), 0
+    for snaps in polls:
+        for i in range(0, len(snaps), 200):
+            ingest_batch(snaps[i : i + 200])
+        count += 1
+    return count, time.perf_counter() - start
+
+
+def _run(
+    db: str, scratch: str, rounds: list[list[dict]], batches: list[int], profile: bool, warm: int = 0
+) -> list[dict]:
     label = _setup_django(db, scratch)
     from fabricweb.health import engine
     from fabricweb.telemetry import rowcache
@@ -227,6 +304,8 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
         for i in range(0, len(renamed[0]), batch):
             ingest_batch(renamed[0][i : i + batch])
         register = time.perf_counter() - start
+        extra, timed = warmed(renamed, warm)
+        warm_polls, warm_s = warm_up(ingest_batch, extra)
         clock.reset()
         hits_before = engine.quiet_hits
         profiler = cProfile.Profile() if profile else None
@@ -235,7 +314,7 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
         if profiler:
             profiler.enable()
         start = time.perf_counter()
-        for snaps in renamed[1:]:
+        for snaps in timed:
             for i in range(0, len(snaps), batch):
                 samples += ingest_batch(snaps[i : i + batch]).samples_written
         elapsed = time.perf_counter() - start
@@ -251,6 +330,7 @@ def _run(db: str, scratch: str, rounds: list[list[dict]], batches: list[int], pr
             "seconds": round(elapsed, 3),
             "samples_per_s": round(samples / elapsed),
             "register_s": round(register, 3),
+            "warm": f"{warm_polls} polls in {warm_s:.0f} s" if warm_polls else "",
             "us_per_sample": phases,
             "quiet_reused": round((engine.quiet_hits - hits_before) / samples, 3),
             "row_cache": f"{rowcache.CACHE.hits} hits / {rowcache.CACHE.misses} misses",
@@ -275,7 +355,7 @@ def main() -> int:
 
     if args.child:  # snapshots file from the parent
         rounds = json.loads(Path(args.child).read_text())
-        print(json.dumps(run_one(args.db, rounds, batches, args.profile)))
+        print(json.dumps(run_one(args.db, rounds, batches, args.profile, args.warm)))
         return 0
 
     rounds, what = generate(args)
@@ -284,7 +364,8 @@ def main() -> int:
         json.dump(rounds, f)
     try:
         for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
-            cmd = [sys.executable, __file__, "--db", db, "--batch", args.batch, "--child", f.name]
+            cmd = [sys.executable, __file__, "--db", db, "--batch", args.batch, "--warm", str(args.warm)]
+            cmd += ["--child", f.name]
             if args.profile:
                 cmd.append("--profile")
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -294,7 +375,9 @@ def main() -> int:
             for row in json.loads(done.stdout.strip().splitlines()[-1]):
                 print(
                     f"{row['db']:<34} batch {row['batch']:>4}: {row['samples_per_s']:>6} port-samples/s "
-                    f"({row['samples']} in {row['seconds']} s; first poll {row['register_s']} s)"
+                    f"({row['samples']} in {row['seconds']} s; first poll {row['register_s']} s"
+                    + (f"; after {row['warm']} untimed" if row["warm"] else "")
+                    + ")"
                 )
                 print("    µs per sample: " + ", ".join(f"{k} {v}" for k, v in row["us_per_sample"].items()))
                 reused = f"{row['quiet_reused']:.0%}"
