@@ -60,29 +60,49 @@ def load_nodes(first_seen: dict[str, datetime], cache: rowcache.RowCache | None 
     nodes with their devices and ports; a node not yet known is created: it registers itself.
 
     With a `cache`, a node whose rows this process wrote last (rowcache) reuses them and
-    only its node row is read; the rows are out of the cache until `cache.keep` puts them back.
+    only its id and token are read; the rows are out of the cache until `cache.keep` puts them back.
     """
     names = sorted(first_seen)
-    nodes = {n.name: n for n in Node.objects.select_for_update().filter(name__in=names).order_by("name")}
-    created = [name for name in names if name not in nodes]
+    locked = _lock_nodes(names)  # name -> (id, ingest_token)
+    rows: dict[str, NodeRows] = {}
+    unloaded: dict[int, NodeRows] = {}
+    for name, (pk, token) in locked.items():
+        # Its token as this process wrote it: the node row is as this process holds it, and all below it.
+        held = cache.take(name, pk, token) if cache is not None else None
+        if held is not None:
+            rows[name] = held
+    reread = [pk for name, (pk, _) in locked.items() if name not in rows]
+    nodes = {n.name: n for n in Node.objects.filter(pk__in=reread)} if reread else {}
+    created = [name for name in names if name not in locked]
     if created:
         # Another worker may register the same node at the same moment: let its row win.
         Node.objects.bulk_create([Node(name=n, first_seen_at=first_seen[n]) for n in created], ignore_conflicts=True)
-        nodes.update({n.name: n for n in Node.objects.select_for_update().filter(name__in=created).order_by("name")})
-    rows: dict[str, NodeRows] = {}
-    unloaded: dict[int, NodeRows] = {}
+        for node in Node.objects.select_for_update().filter(name__in=created).order_by("name"):
+            if cache is not None:
+                cache.take(node.name, node.pk, None)  # (a miss: and rows of an older node of that name go)
+            nodes[node.name] = node
     for name, node in nodes.items():
-        held = cache.take(name, node.pk, node.ingest_token) if cache is not None else None
-        if held is None:
-            rows[name] = unloaded[node.pk] = NodeRows(node, new=name in created)
-            continue
-        held.node = node  # the row as locked now; everything below it is as this process wrote it
-        for device in held.devices.values():
-            device.node = node
-        rows[name] = held
+        rows[name] = unloaded[node.pk] = NodeRows(node, new=name in created)
     if unloaded:
         _load_devices_and_ports(unloaded)
-    return rows
+    return {name: rows[name] for name in names}
+
+
+def _lock_nodes(names: list[str]) -> dict[str, tuple[int, int | None]]:
+    """Lock the named nodes' rows (PostgreSQL: FOR UPDATE, in name order so two workers cannot deadlock;
+    SQLite locks the whole database for the transaction): name -> (id, ingest_token). Only these two
+    columns: most nodes of a batch are held in memory (rowcache) and need nothing more."""
+    if not names:
+        return {}
+    qn = connection.ops.quote_name
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    sql = (
+        f"SELECT {qn('name')}, {qn('id')}, {qn('ingest_token')} FROM {qn(Node._meta.db_table)} "
+        f"WHERE {qn('name')} IN ({', '.join(['%s'] * len(names))}) ORDER BY {qn('name')}{lock}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, names)
+        return {name: (pk, token) for name, pk, token in cursor.fetchall()}
 
 
 def _load_devices_and_ports(by_id: dict[int, NodeRows]) -> None:
