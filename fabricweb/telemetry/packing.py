@@ -106,10 +106,10 @@ def _entry(port_id: int, head: tuple, deltas: tuple) -> bytearray:
         if d is None:
             continue
         zigzag = d << 1 if d >= 0 else (-d << 1) - 1
-        if zigzag < 0x80:  # most deltas: error counters that did not move
-            body.append(zigzag)
-        else:
-            _varint(body, zigzag)
+        while zigzag > 0x7F:  # (_varint, inlined: most deltas are error counters that did not move: one byte)
+            body.append(zigzag & 0x7F | 0x80)
+            zigzag >>= 7
+        body.append(zigzag)
     return body
 
 
