@@ -34,6 +34,8 @@ from .schema import (
     SnapshotIn,
 )
 
+_DEVICE_TEXTS = ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc")
+_PORT_INT_HIGHS = (0xFFFF, 0xFFFF, 7, 0xFFFFFFFF)  # lid, sm_lid, lmc, cap_mask: from 0
 _NOWHERE = ""  # the place a worded check would name: not needed, its reason is never shown
 
 
@@ -84,13 +86,13 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
     return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src)
 
 
-def _text(value, limit: int) -> str:
+def _storable(value: str) -> bool:
     # ASCII without NUL is storable, and isascii() is a flag lookup: storable() only for the rest.
-    if (
-        type(value) is not str
-        or len(value) > limit
-        or not ((value.isascii() and "\x00" not in value) or storable(value))
-    ):
+    return (value.isascii() and "\x00" not in value) or storable(value)
+
+
+def _text(value, limit: int) -> str:
+    if type(value) is not str or len(value) > limit or not _storable(value):
         raise _Doubt
     return value
 
@@ -157,8 +159,11 @@ def _device(d) -> DeviceIn:
         raise _Doubt
     node_type_id, node_type_name = _enum(d.get("node_type"))
     attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
-    for key in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
-        attrs[key] = _optional_text(d.get(key), TEXT_MAX)
+    for key in _DEVICE_TEXTS:
+        value = d.get(key)
+        if value is not None and not (type(value) is str and len(value) <= TEXT_MAX and _storable(value)):
+            raise _Doubt
+        attrs[key] = value
     pci = d.get("pci")
     if pci is None:
         pci = {}
@@ -211,12 +216,20 @@ def _port(p) -> PortIn:
             raise _Doubt
         if speed is not None and (type(speed) is not str or speed not in SPEED_BY_NAME):
             raise _Doubt
+    lid, sm_lid, lmc, cap_mask = ints = p.get("lid"), p.get("sm_lid"), p.get("lmc"), p.get("cap_mask")
+    for value, high in zip(ints, _PORT_INT_HIGHS, strict=True):
+        if value is not None and (type(value) is not int or not 0 <= value <= high):
+            raise _Doubt
     counters = _counters(p.get("counters"))
     counters_ext = _counters(p.get("counters_ext"))
-    capped = _names(p.get("capped"), MAX_COUNTERS)
-    for name in capped:
-        if name not in counters and name not in counters_ext:
-            raise _Doubt
+    capped = p.get("capped")
+    if capped is None:
+        capped = []
+    elif type(capped) is not list or capped:
+        capped = _names(capped, MAX_COUNTERS)
+        for name in capped:
+            if name not in counters and name not in counters_ext:
+                raise _Doubt
     return PortIn(
         number=number,
         state_id=state_id,
@@ -227,10 +240,10 @@ def _port(p) -> PortIn:
         rate_gbps=gbps,
         lanes=lanes,
         speed=speed,
-        lid=_optional_int(p.get("lid"), 0, 0xFFFF),
-        sm_lid=_optional_int(p.get("sm_lid"), 0, 0xFFFF),
-        lmc=_optional_int(p.get("lmc"), 0, 7),
-        cap_mask=_optional_int(p.get("cap_mask"), 0, 0xFFFFFFFF),
+        lid=lid,
+        sm_lid=sm_lid,
+        lmc=lmc,
+        cap_mask=cap_mask,
         netdevs=_names(p.get("netdevs")),
         counters=counters,
         counters_ext=counters_ext,
