@@ -19,11 +19,10 @@ import base64
 import json
 import time
 
+import orjson
 import redis
 from kombu.message import Message
 from kombu.utils.json import dumps, loads
-
-from .jsonread import NotExact, exact_loads
 
 TAG_COUNTER_KEY = "ingest.delivery_tag"
 
@@ -50,14 +49,28 @@ return out
 """
 
 
-def _envelope(raw: bytes | str) -> object:
-    """kombu's envelope of a message (its body in base64 and headers: ~11 kB for a 4-port snapshot)."""
-    if isinstance(raw, bytes):
-        try:
-            return exact_loads(raw)
-        except NotExact:
-            raw = raw.decode()  # as before: json reads the text; bytes that are not UTF-8 raise ValueError
-    return json.loads(raw)
+def _envelope(raw: bytes) -> object:
+    """kombu's envelope of a message, as json.loads reads it: with orjson (~2x faster on its ~11 kB, mostly
+    the body in base64) where that reads the same.
+
+    orjson differs from json only where it refuses (NaN, lone surrogates...) or where it reads an
+    integer past 64 bits as a float: an envelope with no float at all in what orjson read had none.
+    jsonread's digit scan would cost more than orjson saves here.
+    """
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)  # as before; bytes that are not UTF-8 raise ValueError
+    stack = [payload]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            stack.extend(value.values())
+        elif type(value) is list:
+            stack.extend(value)
+        elif type(value) is float:
+            return json.loads(raw)
+    return payload
 
 
 class TakenMessage(Message):

@@ -15,6 +15,7 @@ from support import T0, snapshot
 
 from fabricweb.telemetry.consumer import decode_body
 from fabricweb.telemetry.jsonread import NotExact, exact_loads
+from fabricweb.telemetry.redisread import _envelope
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
@@ -99,3 +100,21 @@ def test_exact_loads_leaves_integers_past_64_bits_to_json():
     assert (
         repr(exact_loads(b"[9999999999999999999, -999999999999999999]")) == "[9999999999999999999, -999999999999999999]"
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, headers=VALUES)
+def test_an_envelope_reads_as_json_reads_it(value, headers):
+    text = json.dumps({"body": "W1tdLCB7fSwge31d", "headers": {"x": headers}, "properties": {"v": value}})
+    assert repr(_envelope(text.encode())) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": "\\ud800"}', '{"h": {"n": 36893488147419103228}}', "{"])
+def test_an_envelope_orjson_reads_otherwise_is_read_by_json(text):
+    try:
+        expected = repr(json.loads(text))
+    except ValueError:
+        with pytest.raises(ValueError):
+            _envelope(text.encode())
+        return
+    assert repr(_envelope(text.encode())) == expected
