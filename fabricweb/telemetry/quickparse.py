@@ -86,19 +86,22 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
     return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src)
 
 
-def _storable(value: str) -> bool:
-    # ASCII without NUL is storable, and isascii() is a flag lookup: storable() only for the rest.
-    return (value.isascii() and "\x00" not in value) or storable(value)
+# Texts: ASCII without NUL is storable, and isascii() reads a flag; checks.storable() decides the rest.
+# Written out in each function (no call per check): texts are a third of a snapshot's fields.
 
 
 def _text(value, limit: int) -> str:
-    if type(value) is not str or len(value) > limit or not _storable(value):
-        raise _Doubt
-    return value
+    if type(value) is str and len(value) <= limit and ((value.isascii() and "\x00" not in value) or storable(value)):
+        return value
+    raise _Doubt
 
 
 def _optional_text(value, limit: int) -> str | None:
-    return None if value is None else _text(value, limit)
+    if value is None or (
+        type(value) is str and len(value) <= limit and ((value.isascii() and "\x00" not in value) or storable(value))
+    ):
+        return value
+    raise _Doubt
 
 
 def _optional_int(value, low: int, high: int) -> int | None:
@@ -160,10 +163,7 @@ def _device(d) -> DeviceIn:
     node_type_id, node_type_name = _enum(d.get("node_type"))
     attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
     for key in _DEVICE_TEXTS:
-        value = d.get(key)
-        if value is not None and not (type(value) is str and len(value) <= TEXT_MAX and _storable(value)):
-            raise _Doubt
-        attrs[key] = value
+        attrs[key] = _optional_text(d.get(key), TEXT_MAX)
     pci = d.get("pci")
     if pci is None:
         pci = {}
