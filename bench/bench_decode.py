@@ -1,24 +1,51 @@
-"""What decoding a snapshot message's body costs the consumer: kombu's decode against decode_body.
+"""What reading a snapshot message costs the consumer, step by step, old way against new, in turns.
 
     .venv/bin/python bench/bench_decode.py [--nodes 8] [--rounds 200]
 
 Bodies are Celery protocol 2 JSON of simulated 2 x 2-port snapshots (bench_ingest's
-simulator); every decode gets a fresh kombu Message (a Message caches what it decoded).
+simulator), in kombu's Redis envelope (the body in base64, headers, properties) as the
+consumer takes them. Steps: the envelope (json.loads against redisread's orjson read),
+the body (kombu's Message.decode, with a fresh Message each time since a Message caches
+what it decoded, against decode_body) and the validation (the worded checks alone against
+parse_snapshot with its quick path). Each pair runs alternately, three times; the figures
+are µs per message and per port-sample.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ingest import from_simulator
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+
+
+def envelope(body: bytes) -> bytes:
+    """The message as kombu's Redis transport stores it (a Celery send_task's headers and properties)."""
+    tag = str(uuid.uuid4())
+    headers = {"lang": "py", "task": "fabricweb.telemetry.tasks.ingest_snapshot", "id": tag, "shadow": None}
+    headers |= {"eta": None, "expires": None, "group": None, "group_index": None, "retries": 0}
+    headers |= {"timelimit": [None, None], "root_id": tag, "parent_id": None, "argsrepr": "...", "origin": "gen1@cn001"}
+    properties = {"correlation_id": tag, "reply_to": str(uuid.uuid4()), "delivery_mode": 2, "priority": 0}
+    properties |= {"delivery_info": {"exchange": "", "routing_key": "snapshots"}, "body_encoding": "base64"}
+    properties["delivery_tag"] = str(uuid.uuid4())
+    return json.dumps(
+        {
+            "body": base64.b64encode(body).decode(),
+            "content-encoding": "utf-8",
+            "content-type": "application/json",
+            "headers": headers,
+            "properties": properties,
+        }
+    ).encode()
 
 
 def main() -> int:
@@ -30,30 +57,57 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.utils import timezone
     from kombu.message import Message
 
     from fabricweb.telemetry.consumer import decode_body
+    from fabricweb.telemetry.redisread import _envelope
+    from fabricweb.telemetry.schema import parse_snapshot, parse_worded
 
-    bodies = [json.dumps([[s], {}, EMBED]).encode() for s in from_simulator(args.nodes, 2, 2, 2)[1]]
+    snapshots = from_simulator(args.nodes, 2, 2, 2)[1]
+    bodies = [json.dumps([[s], {}, EMBED]).encode() for s in snapshots]
+    raws = [envelope(b) for b in bodies]
+    ports = sum(len(d["ports"]) for s in snapshots for d in s["devices"]) / len(snapshots)
+    now = timezone.now()
+    for s in snapshots:
+        parse_worded(s, now)  # the counter names seen once, as after a node's first poll
 
     def fresh(body: bytes) -> Message:
         return Message(
             body=body, content_type="application/json", content_encoding="utf-8", accept=["application/json"]
         )
 
-    print(f"{len(bodies)} bodies, {sum(map(len, bodies)) / len(bodies):.0f} B on average")
-    for name, decode in (
-        ("kombu Message.decode", lambda b: fresh(b).decode()),
-        ("decode_body", lambda b: decode_body(fresh(b))),
-    ):
-        runs = []
+    print(
+        f"{len(bodies)} messages of {ports:.0f} ports: body {sum(map(len, bodies)) / len(bodies):.0f} B, "
+        f"envelope {sum(map(len, raws)) / len(raws):.0f} B"
+    )
+    steps = (
+        ("envelope", raws, (("json.loads", json.loads), ("redisread orjson", _envelope))),
+        (
+            "body",
+            bodies,
+            (("kombu Message.decode", lambda b: fresh(b).decode()), ("decode_body", lambda b: decode_body(fresh(b)))),
+        ),
+        ("validate", snapshots, (("worded checks", parse_worded), ("parse_snapshot", parse_snapshot))),
+    )
+    for step, items, pair in steps:
+        runs: dict[str, list[float]] = {name: [] for name, _ in pair}
         for _ in range(3):
-            start = time.perf_counter()
-            for _ in range(args.rounds):
-                for body in bodies:
-                    decode(body)
-            runs.append((time.perf_counter() - start) / (args.rounds * len(bodies)) * 1e6)
-        print(f"{name:22s} µs per message: " + " / ".join(f"{r:.1f}" for r in runs))
+            for name, func in pair:
+                start = time.perf_counter()
+                if step == "validate":
+                    for _ in range(args.rounds):
+                        for item in items:
+                            func(item, now)
+                else:
+                    for _ in range(args.rounds):
+                        for item in items:
+                            func(item)
+                runs[name].append((time.perf_counter() - start) / (args.rounds * len(items)) * 1e6)
+        for name, us in runs.items():
+            each = " / ".join(f"{u:.1f}" for u in us)
+            per_port = " / ".join(f"{u / ports:.1f}" for u in us)
+            print(f"{step:9s} {name:22s} µs per message: {each:22s} per port-sample: {per_port}")
     return 0
 
 

@@ -49,7 +49,8 @@ def _fail(where: str, expected: str, value) -> SnapshotRejected:
     return SnapshotRejected(f"{where}: expected {expected}, got {_show(value)}")
 
 
-def _storable(s: str) -> bool:
+def storable(s: str) -> bool:
+    """Whether PostgreSQL can store `s` (no NUL, no unpaired surrogate)."""
     if "\x00" in s:
         return False
     if s.isascii():
@@ -64,7 +65,7 @@ def _storable(s: str) -> bool:
 def text(value, where: str, limit: int = TEXT_MAX, *, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
-    if type(value) is not str or len(value) > limit or not _storable(value):
+    if type(value) is not str or len(value) > limit or not storable(value):
         raise _fail(where, f"text of at most {limit} characters", value)
     return value
 
@@ -110,7 +111,7 @@ def enum(value, where: str) -> tuple[int | None, str | None]:
 
 
 # Counter names already checked: a fleet reports the same few dozen on every poll.
-_GOOD_NAMES: set[str] = set()
+GOOD_NAMES: set[str] = set()
 
 
 def counters(value, where: str) -> dict[str, int | None]:
@@ -118,11 +119,11 @@ def counters(value, where: str) -> dict[str, int | None]:
     if len(d) > MAX_COUNTERS:
         raise _fail(where, f"at most {MAX_COUNTERS} counters", f"{len(d)} counters")
     for name, v in d.items():
-        if name not in _GOOD_NAMES:
+        if name not in GOOD_NAMES:
             if type(name) is not str or len(name) > NAME_MAX or not _COUNTER_RE.fullmatch(name):
                 raise _fail(where, "counter file names", name)
-            if len(_GOOD_NAMES) < 4096:
-                _GOOD_NAMES.add(name)
+            if len(GOOD_NAMES) < 4096:
+                GOOD_NAMES.add(name)
         if v is not None and (type(v) is not int or not 0 <= v <= MAX_COUNTER):
             raise _fail(f"{where}[{name!r}]", "null or a counter value from 0 to 4·(2^64-1)", v)
     return d

@@ -19,6 +19,7 @@ import base64
 import json
 import time
 
+import orjson
 import redis
 from kombu.message import Message
 from kombu.utils.json import dumps, loads
@@ -46,6 +47,30 @@ for i = 4, #KEYS do
 end
 return out
 """
+
+
+def _envelope(raw: bytes) -> object:
+    """kombu's envelope of a message, as json.loads reads it: with orjson (~2x faster on its ~11 kB, mostly
+    the body in base64) where that reads the same.
+
+    orjson differs from json only where it refuses (NaN, lone surrogates...) or where it reads an
+    integer past 64 bits as a float: an envelope with no float at all in what orjson read had none.
+    jsonread's digit scan would cost more than orjson saves here.
+    """
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)  # as before; bytes that are not UTF-8 raise ValueError
+    stack = [payload]
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            stack.extend(value.values())
+        elif type(value) is list:
+            stack.extend(value)
+        elif type(value) is float:
+            return json.loads(raw)
+    return payload
 
 
 class TakenMessage(Message):
@@ -90,9 +115,10 @@ class BatchReader:
         flat = self._take(keys=[self.unacked, self.index, TAG_COUNTER_KEY, *queues], args=[most, time.time()])
         out = []
         for i in range(0, len(flat), 3):
-            tag, queue, raw = (x.decode() if isinstance(x, bytes) else x for x in flat[i : i + 3])
+            tag, queue, raw = flat[i : i + 3]
+            tag, queue = (x.decode() if isinstance(x, bytes) else x for x in (tag, queue))
             try:
-                payload = json.loads(raw)
+                payload = _envelope(raw)
             except ValueError:
                 payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its content type
             out.append(TakenMessage(self, tag, queue, payload if isinstance(payload, dict) else {}))

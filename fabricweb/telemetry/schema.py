@@ -21,7 +21,7 @@ from fabricweb.inventory.models import NAME_MAX
 from . import checks
 from .checks import SnapshotRejected
 
-__all__ = ["KNOWN_SCHEMAS", "DeviceIn", "PortIn", "SnapshotIn", "SnapshotRejected", "parse_snapshot"]
+__all__ = ["KNOWN_SCHEMAS", "DeviceIn", "PortIn", "SnapshotIn", "SnapshotRejected", "parse_snapshot", "parse_worded"]
 
 # Limits that fit real hosts with room to spare (a large GPU server has 8-16 HCAs of 1-2 ports, and
 # a few hundred sysfs files that could fail): a snapshot past them is broken or hostile, and is refused
@@ -30,8 +30,8 @@ MAX_DEVICES = 64
 MAX_PORTS = 128  # per device
 MAX_PORTS_TOTAL = 512
 MAX_ERRORS = 2_000
-_HOST_RE = re.compile(NODE_NAME_PATTERN)
-_DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
+HOST_RE = re.compile(NODE_NAME_PATTERN)
+DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @dataclass(slots=True)
@@ -86,11 +86,19 @@ def parse_snapshot(data, now: datetime) -> SnapshotIn:
 
     `now` is this server's clock, to refuse times from a node whose clock is far ahead.
     """
+    from .quickparse import parse_common  # it builds this module's dataclasses
+
+    parsed = parse_common(data, now)  # a valid snapshot, checked without naming each field
+    return parsed if parsed is not None else parse_worded(data, now)
+
+
+def parse_worded(data, now: datetime) -> SnapshotIn:
+    """parse_snapshot's checks, each naming its field: the reason of a rejection comes from here."""
     if type(data) is not dict:
         raise SnapshotRejected(f"expected a JSON object, got {type(data).__name__}")
     # The host first, so that every rejection can say which node sent it.
     host = data.get("host")
-    named = host if type(host) is str and len(host) <= NAME_MAX and _HOST_RE.fullmatch(host) else None
+    named = host if type(host) is str and len(host) <= NAME_MAX and HOST_RE.fullmatch(host) else None
     schema = data.get("schema")
     if type(schema) is not int or schema not in KNOWN_SCHEMAS:
         known = ", ".join(map(str, sorted(KNOWN_SCHEMAS)))
@@ -131,7 +139,7 @@ def _error(value, where: str) -> dict[str, str]:
 def _device(value, where: str) -> DeviceIn:
     d = checks.mapping(value, where)
     name = checks.text(d.get("name"), f"{where}.name", NAME_MAX, optional=False)
-    if not _DEVICE_RE.fullmatch(name):
+    if not DEVICE_RE.fullmatch(name):
         raise SnapshotRejected(f"{where}.name: {name!r} is not a device name")
     where = f"device {name}"
     node_type_id, node_type_name = checks.enum(d.get("node_type"), f"{where}.node_type")

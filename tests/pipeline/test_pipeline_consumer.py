@@ -174,6 +174,17 @@ def test_it_drops_other_tasks_and_bodies_of_the_wrong_shape_with_the_reason(each
     assert broker.left() == (0, 0)
 
 
+def test_a_message_whose_bytes_are_not_utf8_is_dropped_and_the_rest_stored(each_db, broker, caplog):
+    broker.redis.lpush(SNAPSHOT_QUEUE, b'{"body": "\xff\xfe", "content-type": "application/json"}')
+    broker.send(ONE, snapshot(host="cn008"))
+
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
+    assert "content type 'invalid': only application/json is read" in caplog.text
+    assert consumer.totals["dropped"] == 1 and stored() == {"cn008": PORTS}
+    assert broker.left() == (0, 0)
+
+
 def test_a_message_larger_than_any_node_sends_is_dropped_before_it_is_decoded(each_db, broker, caplog):
     huge = snapshot(host="cn006")
     huge["errors"] = [{"path": "x" * 1000, "reason": "y" * 500}] * 6_000  # ~9 MB of JSON

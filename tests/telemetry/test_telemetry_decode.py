@@ -1,4 +1,5 @@
-"""The consumer decodes message bodies with orjson only where it reads exactly what kombu reads."""
+"""The consumer decodes message bodies (and redisread their envelopes) with orjson only where it reads exactly what
+kombu (json) reads."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kombu.exceptions import DecodeError
 from kombu.message import Message
 from support import T0, snapshot
 
 from fabricweb.telemetry.consumer import decode_body
+from fabricweb.telemetry.jsonread import NotExact, exact_loads
+from fabricweb.telemetry.redisread import _envelope
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
@@ -50,3 +55,66 @@ def test_nan_is_read_as_kombu_reads_it():
 def test_a_body_that_is_not_json_raises_as_kombu_does():
     with pytest.raises(DecodeError):
         decode_body(message("[[{"))
+
+
+# -- jsonread.exact_loads: what json.loads reads, or NotExact ----------------------------------
+
+NUMBERS = st.one_of(
+    st.integers(),
+    st.integers(min_value=-(1 << 70), max_value=1 << 70),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64 - 1, 2**64, 4 * (2**64 - 1), -(10**18)]),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), NUMBERS, st.text(max_size=20)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+ODD_TEXTS = st.sampled_from(
+    ["[NaN]", '{"a": Infinity}', "1e400", '["\\ud800"]', '{"a": 1, "a": 2}', "\ufeff[1]", "[1]x", "", '"\\u0000"']
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(VALUES.map(json.dumps), ODD_TEXTS))
+def test_exact_loads_reads_what_json_reads_or_leaves_it_to_json(text):
+    data = text.encode("utf-8", "surrogatepass")
+    try:
+        expected = json.loads(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            exact_loads(data)
+        return
+    try:
+        got = exact_loads(data)
+    except NotExact:
+        return  # the caller reads it with json
+    assert repr(got) == repr(expected)  # the same values of the same types: no integer turned float
+
+
+def test_exact_loads_leaves_integers_past_64_bits_to_json():
+    for text in ("[18446744073709551616]", "[-9223372036854775809]", '{"x": 36893488147419103228}'):
+        with pytest.raises(NotExact):
+            exact_loads(text.encode())
+    # 19 digits (18 negative) are read by orjson, as integers
+    assert (
+        repr(exact_loads(b"[9999999999999999999, -999999999999999999]")) == "[9999999999999999999, -999999999999999999]"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=VALUES, headers=VALUES)
+def test_an_envelope_reads_as_json_reads_it(value, headers):
+    text = json.dumps({"body": "W1tdLCB7fSwge31d", "headers": {"x": headers}, "properties": {"v": value}})
+    assert repr(_envelope(text.encode())) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": "\\ud800"}', '{"h": {"n": 36893488147419103228}}', "{"])
+def test_an_envelope_orjson_reads_otherwise_is_read_by_json(text):
+    try:
+        expected = repr(json.loads(text))
+    except ValueError:
+        with pytest.raises(ValueError):
+            _envelope(text.encode())
+        return
+    assert repr(_envelope(text.encode())) == expected

@@ -1,0 +1,254 @@
+"""The common case of schema.parse_snapshot, checked without wording a reason.
+
+parse_snapshot spends most of its time naming where each field is (`device mlx5_0/1.lid`), in
+case it is wrong; almost no snapshot is. This module applies the same checks to a snapshot
+inline and returns its typed form, or None as soon as anything is not certainly valid; the
+caller then runs the worded checks, which find the problem and say what it is. It must
+never accept what the worded checks refuse, nor return other values or types:
+tests/telemetry/test_telemetry_quickparse.py compares the two on random snapshots.
+
+Limits and rules are the worded checks' own (checks.py, schema.py); the less common parts
+(verbs views, disagreements, capped counters, read errors) go through those functions
+themselves, with no place named.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from collectors.facts import KNOWN_SCHEMAS
+from collectors.link import SPEED_BY_NAME, WIDTHS
+from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
+
+from . import checks
+from .checks import GOOD_NAMES, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
+from .schema import (
+    DEVICE_RE,
+    HOST_RE,
+    MAX_DEVICES,
+    MAX_ERRORS,
+    MAX_PORTS,
+    MAX_PORTS_TOTAL,
+    DeviceIn,
+    PortIn,
+    SnapshotIn,
+)
+
+_DEVICE_TEXTS = ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc")
+_PORT_INT_HIGHS = (0xFFFF, 0xFFFF, 7, 0xFFFFFFFF)  # lid, sm_lid, lmc, cap_mask: from 0
+_NOWHERE = ""  # the place a worded check would name: not needed, its reason is never shown
+
+
+class _Doubt(Exception):
+    """Something not certainly valid: the worded checks decide."""
+
+
+def parse_common(data, now: datetime) -> SnapshotIn | None:
+    """`data` as parse_snapshot returns it, or None where parse_snapshot must look closer."""
+    try:
+        return _snapshot(data, now)
+    except Exception:  # _Doubt, a worded check's SnapshotRejected, or anything odd: the worded checks decide
+        return None
+
+
+def _snapshot(data, now: datetime) -> SnapshotIn:
+    if type(data) is not dict:
+        raise _Doubt
+    host, schema = data.get("host"), data.get("schema")
+    if type(schema) is not int or schema not in KNOWN_SCHEMAS:
+        raise _Doubt
+    if type(host) is not str or len(host) > NAME_MAX or not HOST_RE.fullmatch(host):
+        raise _Doubt
+    when = checks.collected_at(data.get("collected_at"), now)
+    devices = data.get("devices")
+    if type(devices) is not list or len(devices) > MAX_DEVICES:
+        raise _Doubt
+    parsed = []
+    ports = 0
+    for d in devices:
+        dev = _device(d)
+        ports += len(dev.ports)
+        parsed.append(dev)
+    if ports > MAX_PORTS_TOTAL or len({d.name for d in parsed}) != len(parsed):
+        raise _Doubt
+    errors = data.get("errors")
+    if errors is None or (type(errors) is list and not errors):
+        errors = []
+    else:
+        errors = [checks.mapping(e, _NOWHERE) for e in checks.sequence(errors, _NOWHERE, MAX_ERRORS)]
+        errors = [{"path": _text(e.get("path"), 1024), "reason": _text(e.get("reason"), 512)} for e in errors]
+    source = data.get("source")
+    if source is None:
+        source = {}
+    elif type(source) is not dict:
+        raise _Doubt
+    src = {k: _optional_text(source.get(k), TEXT_MAX) for k in ("sysfs_root", "pyverbs")}
+    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src)
+
+
+# Texts: ASCII without NUL is storable, and isascii() reads a flag; checks.storable() decides the rest.
+# Written out in each function (no call per check): texts are a third of a snapshot's fields.
+
+
+def _text(value, limit: int) -> str:
+    if type(value) is str and len(value) <= limit and ((value.isascii() and "\x00" not in value) or storable(value)):
+        return value
+    raise _Doubt
+
+
+def _optional_text(value, limit: int) -> str | None:
+    if value is None or (
+        type(value) is str and len(value) <= limit and ((value.isascii() and "\x00" not in value) or storable(value))
+    ):
+        return value
+    raise _Doubt
+
+
+def _optional_int(value, low: int, high: int) -> int | None:
+    if value is not None and (type(value) is not int or not low <= value <= high):
+        raise _Doubt
+    return value
+
+
+def _optional_number(value, high: float) -> float | None:
+    if value is None:
+        return None
+    # NaN fails the range test; infinities are past `high`.
+    if type(value) not in (int, float) or not 0 <= value <= high:
+        raise _Doubt
+    return float(value)
+
+
+def _enum(value) -> tuple[int | None, str | None]:
+    if value is None:
+        return None, None
+    if type(value) is not dict:
+        raise _Doubt
+    ident = value.get("id")
+    if type(ident) is not int or not 0 <= ident <= 255:
+        raise _Doubt
+    return ident, _optional_text(value.get("name"), 32)
+
+
+def _counters(value) -> dict[str, int | None]:
+    if value is None:
+        return {}
+    if type(value) is not dict or len(value) > MAX_COUNTERS:
+        raise _Doubt
+    # A name the worded checks have not passed yet is left to them (they learn it).
+    if not GOOD_NAMES.issuperset(value):
+        raise _Doubt
+    for v in value.values():
+        if (type(v) is not int or not 0 <= v <= MAX_COUNTER) and v is not None:
+            raise _Doubt
+    return value
+
+
+def _names(value, limit: int = MAX_LIST) -> list[str]:
+    if value is None:
+        return []
+    if type(value) is not list or len(value) > limit:
+        raise _Doubt
+    for item in value:
+        _text(item, NAME_MAX)
+    return value
+
+
+def _device(d) -> DeviceIn:
+    if type(d) is not dict:
+        raise _Doubt
+    name = _text(d.get("name"), NAME_MAX)
+    if not DEVICE_RE.fullmatch(name):
+        raise _Doubt
+    node_type_id, node_type_name = _enum(d.get("node_type"))
+    attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
+    for key in _DEVICE_TEXTS:
+        attrs[key] = _optional_text(d.get(key), TEXT_MAX)
+    pci = d.get("pci")
+    if pci is None:
+        pci = {}
+    elif type(pci) is not dict:
+        raise _Doubt
+    attrs["pci_address"] = _optional_text(pci.get("address"), TEXT_MAX)
+    attrs["pci_current_gts"] = _optional_number(pci.get("current_gts"), 1024)
+    attrs["pci_max_gts"] = _optional_number(pci.get("max_gts"), 1024)
+    attrs["pci_current_width"] = _optional_int(pci.get("current_width"), 0, 64)
+    attrs["pci_max_width"] = _optional_int(pci.get("max_width"), 0, 64)
+    attrs["numa_node"] = _optional_int(pci.get("numa_node"), 0, 4095)
+    attrs["hw_counters"] = _counters(d.get("hw_counters"))
+    attrs["verbs"] = _verbs(d.get("verbs"))
+    attrs["disagreements"] = _disagreements(d.get("disagreements"))
+    ports = d.get("ports")
+    if type(ports) is not list or len(ports) > MAX_PORTS:
+        raise _Doubt
+    parsed = [_port(p) for p in ports]
+    if len({p.number for p in parsed}) != len(parsed):
+        raise _Doubt
+    return DeviceIn(name, attrs, parsed)
+
+
+def _verbs(value) -> dict | None:
+    return None if value is None else checks.scalars(value, _NOWHERE)
+
+
+def _disagreements(value) -> list[dict]:
+    return [] if value is None or (type(value) is list and not value) else checks.disagreements(value, _NOWHERE)
+
+
+def _port(p) -> PortIn:
+    if type(p) is not dict:
+        raise _Doubt
+    number = p.get("port")
+    if type(number) is not int or not 0 <= number <= 255:
+        raise _Doubt
+    state_id, state_name = _enum(p.get("state"))
+    phys_id, phys_name = _enum(p.get("phys_state"))
+    gbps = lanes = speed = None
+    rate = p.get("rate")
+    if rate is not None:
+        if type(rate) is not dict:
+            raise _Doubt
+        gbps = _optional_number(rate.get("gbps"), 100_000)
+        lanes, speed = rate.get("lanes"), rate.get("speed")
+        if gbps is None:
+            raise _Doubt
+        if lanes is not None and (type(lanes) is not int or lanes not in WIDTHS):
+            raise _Doubt
+        if speed is not None and (type(speed) is not str or speed not in SPEED_BY_NAME):
+            raise _Doubt
+    lid, sm_lid, lmc, cap_mask = ints = p.get("lid"), p.get("sm_lid"), p.get("lmc"), p.get("cap_mask")
+    for value, high in zip(ints, _PORT_INT_HIGHS, strict=True):
+        if value is not None and (type(value) is not int or not 0 <= value <= high):
+            raise _Doubt
+    counters = _counters(p.get("counters"))
+    counters_ext = _counters(p.get("counters_ext"))
+    capped = p.get("capped")
+    if capped is None:
+        capped = []
+    elif type(capped) is not list or capped:
+        capped = _names(capped, MAX_COUNTERS)
+        for name in capped:
+            if name not in counters and name not in counters_ext:
+                raise _Doubt
+    return PortIn(
+        number=number,
+        state_id=state_id,
+        state_name=state_name,
+        phys_state_id=phys_id,
+        phys_state_name=phys_name,
+        link_layer=_optional_text(p.get("link_layer"), 32),
+        rate_gbps=gbps,
+        lanes=lanes,
+        speed=speed,
+        lid=lid,
+        sm_lid=sm_lid,
+        lmc=lmc,
+        cap_mask=cap_mask,
+        netdevs=_names(p.get("netdevs")),
+        counters=counters,
+        counters_ext=counters_ext,
+        capped=capped,
+        hw_counters=_counters(p.get("hw_counters")),
+        verbs=_verbs(p.get("verbs")),
+        disagreements=_disagreements(p.get("disagreements")),
+    )

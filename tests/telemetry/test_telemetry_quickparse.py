@@ -1,0 +1,144 @@
+"""The quick path of parse_snapshot accepts only what the worded checks accept, and returns the same values."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import NODE_EXPORTER, PROCFS, T0, port_of, snapshot
+
+from fabricweb.telemetry.quickparse import parse_common
+from fabricweb.telemetry.schema import SnapshotRejected, parse_snapshot, parse_worded
+
+NOW = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
+BASES = [snapshot(NODE_EXPORTER, host="cn002", at=T0), snapshot(PROCFS, host="cn003", at=T0)]
+
+
+def worded(snap):
+    try:
+        return parse_worded(copy.deepcopy(snap), NOW)
+    except SnapshotRejected as e:
+        return e
+
+
+def test_it_takes_a_valid_snapshot_with_the_values_the_worded_checks_return():
+    for base in BASES:
+        expected = worded(base)  # (it also learns the counter names)
+        quick = parse_common(base, NOW)
+        assert quick is not None
+        # repr tells 16 from 16.0 and True, and dict key order: the same values of the same types
+        assert repr(quick) == repr(expected)
+        assert repr(parse_snapshot(base, NOW)) == repr(expected)
+
+
+def test_it_keeps_data_counters_past_64_bits_as_integers():
+    snap = copy.deepcopy(BASES[0])
+    worded(snap)
+    port = port_of(snap, "mlx4_0", 1)
+    port["counters_ext"]["port_xmit_data_64"] = 4 * (2**64 - 1)
+    port["counters"]["symbol_error"] = None
+    parsed = parse_common(snap, NOW)
+    assert parsed is not None
+    got = next(p for d in parsed.devices if d.name == "mlx4_0" for p in d.ports if p.number == 1)
+    assert got.counters_ext["port_xmit_data_64"] == 4 * (2**64 - 1)
+    assert got.counters["symbol_error"] is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("devices", 1, "ports", 0, "lid"), 16.0),
+        (("devices", 1, "ports", 0, "lid"), True),
+        (("devices", 1, "ports", 0, "counters", "symbol_error"), True),
+        (("devices", 1, "ports", 0, "counters", "symbol_error"), 4 * (2**64 - 1) + 1),
+        (("devices", 1, "ports", 0, "counters", "symbol_error"), 1.0),
+        (("devices", 1, "ports", 0, "rate", "gbps"), float("nan")),
+        (("devices", 1, "ports", 0, "link_layer"), "Infini\x00Band"),
+        (("devices", 1, "fw_ver"), "2.\ud800"),
+        (("devices", 1, "pci"), []),
+        (("devices", 1, "ports", 0, "capped"), ["nope"]),
+        (("errors",), [{"path": "p"}]),
+        (("source",), "x"),
+    ],
+)
+def test_it_leaves_every_fault_to_the_worded_checks(path, value):
+    snap = copy.deepcopy(BASES[0])
+    target = snap
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert parse_common(snap, NOW) is None
+    assert isinstance(worded(snap), SnapshotRejected)
+
+
+# -- random snapshots: the same accept/reject and the same values through both -------------
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*prefix, i))
+
+
+PATHS = sorted({p for base in BASES for p in _paths(base) if p}, key=repr)
+# Values that are almost right: each is the same as a valid one under ==, or valid at one field and not another.
+LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-2, max_value=300),
+    st.integers(min_value=-(1 << 70), max_value=1 << 70),
+    st.sampled_from([0.0, 1.0, 4.0, 16.0, 100.0, 1e6, float("nan"), float("inf"), -0.0, 2.0**64]),
+    st.sampled_from([2**64 - 1, 4 * (2**64 - 1), 4 * (2**64 - 1) + 1, 255, 256, 0xFFFF, 0x10000, 7, 8, 4095]),
+    st.text(max_size=70),
+    st.sampled_from(["", "\x00", "a\x00", "\ud800", "é", "x" * 33, "x" * 65, "x" * 257, "EDR", "HDR", "ACTIVE"]),
+    st.sampled_from(["2026-03-01T12:00:00Z", "2026-03-01T12:00:00", "2999-01-01T00:00:00Z", "mlx5_0", "a b"]),
+)
+JSONISH = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "name", "x", "é"]), inner),
+    max_leaves=6,
+)
+MUTATION = st.tuples(st.sampled_from(PATHS), st.sampled_from(["set", "delete", "rename"]), JSONISH)
+
+
+def _apply(snap, path, op, value):
+    target = snap
+    for key in path[:-1]:
+        try:
+            target = target[key]
+        except (KeyError, IndexError, TypeError):
+            return  # an earlier mutation removed this path
+    key = path[-1]
+    try:
+        if op == "delete":
+            del target[key]
+        elif op == "rename" and isinstance(target, dict) and key in target:
+            target[value if isinstance(value, str) else f"{key}!"] = target.pop(key)
+        else:
+            target[key] = value
+    except (KeyError, IndexError, TypeError):
+        pass
+
+
+@settings(max_examples=600, deadline=None)
+@given(base=st.sampled_from(BASES), mutations=st.lists(MUTATION, min_size=1, max_size=3))
+def test_random_snapshots_get_the_same_verdict_and_values_both_ways(base, mutations):
+    snap = copy.deepcopy(base)
+    for path, op, value in mutations:
+        _apply(snap, path, op, value)
+    quick = parse_common(copy.deepcopy(snap), NOW)
+    expected = worded(snap)
+    if quick is not None:  # accepted: the worded checks must accept it too, with the same values and types
+        assert not isinstance(expected, SnapshotRejected), expected
+        assert repr(quick) == repr(expected)
+    if isinstance(expected, SnapshotRejected):  # and parse_snapshot gives the worded reason
+        with pytest.raises(SnapshotRejected) as err:
+            parse_snapshot(snap, NOW)
+        assert err.value.reason == expected.reason
