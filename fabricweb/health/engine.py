@@ -6,6 +6,8 @@ of the batch's nodes (one query), then per snapshot in time order a PortView per
 port seen or missing, rules.judge_port on each, lifecycle.step against the node's
 open events about what was judged, and finally one INSERT/UPDATE for events and
 one UPDATE for ports whose expected link changed. Healthy ports cost no writes.
+A quiet port whose judgement can only repeat itself reuses it (quiet.py), most of
+the time without a PortView at all (memo.py, the fast path).
 
 A batch holding several snapshots of one node (a backfill) shares one Port row per
 port, as it was after the last of them; each snapshot is still judged on its own

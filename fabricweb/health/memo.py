@@ -32,7 +32,8 @@ from .quiet import STILL, WAIT, settle
 from .rules import Judgement, congested_share
 from .thresholds import Thresholds
 from .view import PortView
-from .window import Count, bounds, known_delta, trailing
+from .waitlog import WaitLog
+from .window import Count, known_delta, trailing
 
 MAX_PORTS = 500_000  # past that the memo starts over (it only saves time)
 
@@ -47,6 +48,7 @@ class Held:
     ts: float | None  # the ring was quiet and in time order up to this poll, its last entry (None: not so)
     congestion: str  # the port's congestion key
     plain: bool  # no congestion finding, and the congestion key unknown just when the wait is
+    waits: WaitLog | None  # the ring's waits, while `ts` is set
 
 
 _HELD: dict[int, Held] = {}  # Port id -> its last quiet judgement, in this process
@@ -61,14 +63,15 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
     port, link, deltas = obs.port, obs.current, obs.deltas
     device = port.device
     still = tuple(map(deltas.get, STILL))
+    hca = device.hca_type
     return (
         norms.thresholds,
         norms.policies,
-        norms.majorities,
+        norms.majorities.get(hca) if hca else None,  # its own model's: another model's count may change
         node,
         device.name,
         port.number,
-        device.hca_type,
+        hca,
         link.state_id,
         link.state_name,
         link.phys_state_id,
@@ -108,8 +111,9 @@ def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thres
             value = moved.get(c, 0)
             if value is not None and (type(value) is not int or value != 0):
                 return None
-    if not _calm(ts, interval, obs.deltas, ring, t):
+    if not _calm(held.waits, ts, interval, obs.deltas, ring, t):
         return None  # congested: its finding's words need the view
+    held.waits.add(this)
     last = held.judgement
     if not held.plain:
         held.judgement = settle(last, None, raw[-1], held.congestion)
@@ -118,9 +122,9 @@ def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thres
     return held.judgement
 
 
-def _calm(ts: float, interval: float, deltas: dict, ring: list, t: Thresholds) -> bool:
-    """No congestion: told by the window's bounds when they are far enough below, else by its count."""
-    b = bounds(ts, interval, deltas, ring, WAIT, t.congestion_window_s)
+def _calm(waits: WaitLog, ts: float, interval: float, deltas: dict, ring: list, t: Thresholds) -> bool:
+    """No congestion: told by bounds on the window's sums when they are far enough below, else by the sums."""
+    b = waits.bounds(ts, interval, deltas, ring, t.congestion_window_s)
     if b is not None and (b[0] == 0 or (b[1] > 0 and congested_share(Count(*b), t) is None)):
         return True
     return congested_share(trailing(ts, interval, deltas, ring, WAIT, t.congestion_window_s), t) is None
@@ -136,8 +140,10 @@ def keep(pk: int, raw: tuple | None, inputs: tuple, j: Judgement, view: PortView
         _HELD.clear()
     congestion = port_key(Kind.CONGESTION, view.node, view.device, view.port)
     wait_unknown = known_delta(view.deltas.get(WAIT)) is None
-    held_ts = view.ts if _in_order_to(view.recent, view.ts) else None
-    _HELD[pk] = Held(raw, inputs, j, held_ts, congestion, _plain(j, wait_unknown, congestion))
+    ordered = _in_order_to(view.recent, view.ts)
+    waits = WaitLog(view.recent) if ordered else None
+    plain = _plain(j, wait_unknown, congestion)
+    _HELD[pk] = Held(raw, inputs, j, view.ts if ordered else None, congestion, plain, waits)
 
 
 def drop(pk: int) -> None:

@@ -13,7 +13,6 @@ from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 
 from .view import PortView
@@ -178,41 +177,3 @@ def trailing(now: float, interval: object, deltas: Mapping[str, object], recent,
             elif d:
                 total += d * share
     return Count(total, max(span - unknown, 0.0))
-
-
-_INTERVAL, _DELTAS = itemgetter(1), itemgetter(2)
-_SLACK = 1e-6  # relative: far above the rounding of the sums in trailing, for polls of a millisecond or more
-
-
-def bounds(now: float, interval: float, deltas: Mapping[str, object], recent, counter: str, length: float):
-    """(at least trailing's total, at most its span) without its loop, or None when that cannot be said cheaply.
-
-    For a ring as trailing takes it whose last entry is this poll (at `now`); every count
-    must be a non-negative int and every interval in the window a float of 1 ms or more.
-    The total is at most the sum of the counts in the window (a poll's share is at most
-    all of it); the span is at least this poll's and the whole ones after the first.
-    """
-    w = float(length)
-    oldest = now - w
-    start = bisect_right(recent, oldest, key=_TS)
-    inside = recent[start:-1]  # the window's polls before this one
-    inner = inside[1:]  # whole inside the window: checked below
-    try:
-        counts = list(map(dict.get, map(_DELTAS, inside), repeat(counter), repeat(0)))
-        intervals = list(map(_INTERVAL, inner))
-    except (TypeError, IndexError, KeyError):  # not an entry of a dict
-        return None
-    now_count = deltas.get(counter, 0)
-    counts.append(now_count)
-    if set(map(type, counts)) != {int} or min(counts) < 0:
-        return None
-    first = inside[0][1] if inside else 0.0
-    if type(first) is not float or 0.0 < first < 1e-3:
-        return None
-    if intervals:
-        if set(map(type, intervals)) != {float} or not min(intervals) >= 1e-3:
-            return None
-        if not inner[0][0] - max(intervals) >= oldest + 1e-3:
-            return None
-    span = (math.fsum(intervals) + min(_seconds(interval), w)) * (1 - _SLACK)
-    return sum(counts) * (1 + _SLACK), span

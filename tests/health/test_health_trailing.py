@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fabricweb.health.view import PortView
-from fabricweb.health.window import Windows, bounds, trailing
+from fabricweb.health.waitlog import WaitLog
+from fabricweb.health.window import Windows, trailing
+from fabricweb.telemetry.ring import kept_deltas, push
 from tests.health.test_health_properties import numbers
 
 WAIT = "port_xmit_wait"
@@ -45,32 +45,60 @@ def test_it_counts_the_window_as_windows_does(ring, interval, deltas, length):
     assert (c.total, c.span_s) == _windows(ring, interval, deltas, length)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rings(), st.floats(0.0, 400.0), moved, lengths)
-def test_its_bounds_hold_the_count_when_it_gives_them(ring, interval, deltas, length):
-    b = bounds(NOW, interval, deltas, ring, WAIT, length)
-    assume(b is not None)
-    total, span = _windows(ring, interval, deltas, length)
-    assert total <= b[0]
-    assert span >= b[1]
+# A port's polls as ingest pushes them onto its ring: (seconds since the last, its wait count, an error moved).
+polls = st.lists(
+    st.tuples(
+        st.one_of(st.sampled_from([10.0, 10.000001, 9.999999]), st.floats(1e-4, 900.0)),
+        st.one_of(st.sampled_from([0, 0, 1, 10**9]), st.integers(0, 10**12), st.none()),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(polls, st.integers(0, 120), lengths)
+def test_its_bounds_hold_the_windows_count_as_ingest_grows_the_ring(steps, seed_at, length):
+    ring, ts, log = [], NOW, None
+    for k, (gap, wait, error) in enumerate(steps):
+        ts += gap
+        deltas = {WAIT: wait, "symbol_error": int(error)}
+        ring = push(ring, ts, gap, kept_deltas(deltas, [WAIT] if wait is None else []))
+        if log is not None:
+            b = log.bounds(ts, gap, deltas, ring, length)
+            if b is not None:
+                c = trailing(ts, gap, deltas, ring, WAIT, length)
+                assert c.total <= b[0]
+                assert c.span_s >= b[1]
+            log.add(ring[-1])
+        elif k >= seed_at:
+            log = WaitLog(ring)
 
 
 def test_it_bounds_a_regular_ring_close_to_its_count():
-    ring = [[NOW - 10.0 * k, 10.0, {WAIT: 1000}] for k in range(60, -1, -1)]
-    total, span = _windows(ring, 10.0, {WAIT: 1000}, 300.0)
-    assert (total, span) == (30_000.0, 300.0)
-    high, low = bounds(NOW, 10.0, {WAIT: 1000}, ring, WAIT, 300.0)
-    assert total <= high < total * 1.001
-    assert 0.9 * span < low <= span
+    ring, ts = [], NOW
+    for _ in range(61):
+        ts += 10.0
+        ring = push(ring, ts, 10.0, {WAIT: 1000})
+    log = WaitLog(ring)
+    ts += 10.0
+    ring = push(ring, ts, 10.0, {WAIT: 1000})
+    c = trailing(ts, 10.0, {WAIT: 1000}, ring, WAIT, 300.0)
+    assert (c.total, c.span_s) == (30_000.0, 300.0)
+    high, low = log.bounds(ts, 10.0, {WAIT: 1000}, ring, 300.0)
+    assert c.total <= high < c.total * 1.001
+    assert low > 40.0  # this poll and the four before: enough to say a port waiting 1% of the time is calm
 
 
-def test_it_gives_no_bounds_for_an_unknown_count_or_a_poll_reaching_back_past_the_window():
-    ring = [[NOW - 10.0 * k, 10.0, {WAIT: 1000}] for k in range(60, -1, -1)]
-    assert bounds(NOW, 10.0, {WAIT: None}, ring, WAIT, 300.0) is None
-    unknown = [*ring[:-3], [ring[-3][0], 10.0, {WAIT: None}], *ring[-2:]]
-    assert bounds(NOW, 10.0, {}, unknown, WAIT, 300.0) is None
-    long = [*ring[:-3], [ring[-3][0], 400.0, {WAIT: 5}], *ring[-2:]]
-    assert bounds(NOW, 10.0, {}, long, WAIT, 300.0) is None
-    assert trailing(NOW, 10.0, {}, long, WAIT, 300.0) == Windows(
-        dataclasses.replace(PortView("a", "b", 1), ts=NOW, interval_s=10.0, recent=long), (300.0,), (WAIT,)
-    ).count(WAIT, 300.0)
+def test_it_gives_no_bounds_for_an_unknown_count_or_a_ring_it_did_not_see_grow():
+    ring, ts = [], NOW
+    for _ in range(40):
+        ts += 10.0
+        ring = push(ring, ts, 10.0, {WAIT: 5})
+    log = WaitLog(ring)
+    later = push(ring, ts + 10.0, 10.0, {WAIT: 5})
+    assert log.bounds(ts + 10.0, 10.0, {WAIT: None}, later, 300.0) is None
+    elsewhere = push(later, ts + 20.0, 10.0, {WAIT: 5})  # a poll ingested by another process in between
+    assert log.bounds(ts + 20.0, 10.0, {WAIT: 5}, elsewhere, 300.0) is None
+    assert log.bounds(ts + 10.0, 10.0, {WAIT: 5}, later, 300.0) is not None
