@@ -35,7 +35,7 @@ from fabricweb.telemetry.store import update_rows
 from . import context, lifecycle, memo, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
-from .findings import Finding, Kind, merge_findings, node_key
+from .findings import Finding, Kind, device_target, merge_findings, node_key, port_target
 from .rules import Judgement, judge_clock, judge_port
 from .thresholds import Thresholds
 from .view import PcieView, PortView
@@ -267,11 +267,15 @@ def _judge(
     for obs in result.observations:
         port = obs.port
         interval = obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0
-        raw = memo.raw_inputs(obs, name, norms) if alone and port.pk is not None else None
-        j = memo.reuse(obs, raw, ts, interval, t) if raw is not None else None
-        if j is not None:
+        raw = memo.raw_inputs(obs, name, norms) if alone and port.id is not None else None
+        held = memo.reuse(obs, raw, ts, interval, t) if raw is not None else None
+        if held is not None:
             quiet_hits += 1
             fast_hits += 1
+            j = held.judgement
+            device = port.device
+            targets[held.target] = (device, port)
+            targets.setdefault(held.device_target, (device, None))
         else:
             view = _view(
                 port,
@@ -288,11 +292,11 @@ def _judge(
                 capped=frozenset(obs.capped),
             )
             j = _judge_port(view, port, t, raw)
+            _target(targets, name, port)
         findings.extend(j.findings)
         unknown |= j.unknown
         if j.expectation is not None:
             judged.append((port, j.expectation))
-        _target(targets, name, port)
     gone_devices = {id(d) for d in result.missing_devices}
     for port in result.missing_ports:
         device = port.device
@@ -318,8 +322,8 @@ def _judge(
 
 def _target(targets: dict[str, Target], node: str, port: Port) -> None:
     device = port.device
-    targets[f"{node}/{device.name}/{port.number}"] = (device, port)
-    targets.setdefault(f"{node}/{device.name}", (device, None))
+    targets[port_target(node, device.name, port.number)] = (device, port)
+    targets.setdefault(device_target(node, device.name), (device, None))
 
 
 quiet_hits = 0  # judgements reused (memo.reuse or quiet.rejudge), for the benchmarks

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fabricweb.telemetry.results import PortObservation
 
 from .context import Norms
-from .findings import Kind, port_key
+from .findings import Kind, device_target, port_key, port_target
 from .quiet import STILL, WAIT, settle
 from .rules import Judgement, congested_share
 from .thresholds import Thresholds
@@ -49,6 +49,8 @@ class Held:
     congestion: str  # the port's congestion key
     plain: bool  # no congestion finding, and the congestion key unknown just when the wait is
     waits: WaitLog | None  # the ring's waits, while `ts` is set
+    target: str  # what its events are about (findings.port_target), and its device
+    device_target: str
 
 
 _HELD: dict[int, Held] = {}  # Port id -> its last quiet judgement, in this process
@@ -92,10 +94,10 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
     )
 
 
-def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thresholds) -> Judgement | None:
-    """The port's judgement at this poll (ts), when it is its last one again; else None: judge it in full."""
+def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thresholds) -> Held | None:
+    """The port's judgement at this poll (ts) held, when it is its last one again; else None: judge it in full."""
     port = obs.port
-    held = _HELD.get(port.pk)
+    held = _HELD.get(port.id)  # (id, not pk: the same, without the property's cost)
     if held is None or held.ts is None or held.raw != raw or not ts > held.ts:
         return None
     ring = port.recent
@@ -119,7 +121,7 @@ def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thres
         held.judgement = settle(last, None, raw[-1], held.congestion)
         held.plain = _plain(held.judgement, raw[-1], held.congestion)
     held.ts = ts
-    return held.judgement
+    return held
 
 
 def _calm(waits: WaitLog, ts: float, interval: float, deltas: dict, ring: list, t: Thresholds) -> bool:
@@ -143,7 +145,8 @@ def keep(pk: int, raw: tuple | None, inputs: tuple, j: Judgement, view: PortView
     ordered = _in_order_to(view.recent, view.ts)
     waits = WaitLog(view.recent) if ordered else None
     plain = _plain(j, wait_unknown, congestion)
-    _HELD[pk] = Held(raw, inputs, j, view.ts if ordered else None, congestion, plain, waits)
+    target, device = port_target(view.node, view.device, view.port), device_target(view.node, view.device)
+    _HELD[pk] = Held(raw, inputs, j, view.ts if ordered else None, congestion, plain, waits, target, device)
 
 
 def drop(pk: int) -> None:

@@ -75,9 +75,9 @@ class WaitLog:
         now_count = deltas.get(WAIT, 0)
         if type(now_count) is not int or now_count < 0 or len(ring) < 2:
             return None
-        last = self._at(ring[-2][0])
+        last = len(self._times) - 1
         base = self._at(ring[start - 1][0]) if start else None
-        if last is None or (start and base is None):
+        if last < 0 or self._times[last] != ring[-2][0] or (start and base is None):
             return None  # not logged here
         if base:
             del self._times[:base], self._counts[:base], self._odds[:base]
