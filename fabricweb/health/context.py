@@ -172,7 +172,12 @@ class _Cache:
                 and 0 <= (now - self.at).total_seconds() < ttl
             )
             if not fresh:
-                self.policies, self.majorities = load_policies(), load_majorities()
+                policies, majorities = load_policies(), load_majorities()
+                # Unchanged, the same objects: the engine's memo of quiet ports compares them by identity first.
+                if policies != self.policies or self.db != db:
+                    self.policies = policies
+                if majorities != self.majorities or self.db != db:
+                    self.majorities = majorities
                 self.db, self.at = db, now
             return self.policies, self.majorities
 

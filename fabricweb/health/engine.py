@@ -6,6 +6,8 @@ of the batch's nodes (one query), then per snapshot in time order a PortView per
 port seen or missing, rules.judge_port on each, lifecycle.step against the node's
 open events about what was judged, and finally one INSERT/UPDATE for events and
 one UPDATE for ports whose expected link changed. Healthy ports cost no writes.
+A quiet port whose judgement can only repeat itself reuses it (quiet.py), most of
+the time without a PortView at all (memo.py, the fast path).
 
 A batch holding several snapshots of one node (a backfill) shares one Port row per
 port, as it was after the last of them; each snapshot is still judged on its own
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,10 +32,10 @@ from fabricweb.telemetry import rowcache
 from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
 from fabricweb.telemetry.store import update_rows
 
-from . import context, lifecycle, quiet
+from . import context, lifecycle, memo, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
-from .findings import Finding, Kind, merge_findings, node_key
+from .findings import Finding, Kind, device_target, merge_findings, node_key, port_target
 from .rules import Judgement, judge_clock, judge_port
 from .thresholds import Thresholds
 from .view import PcieView, PortView
@@ -83,13 +85,12 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
     book = EventBook.for_nodes(n.pk for n in nodes.values())
     expected: dict[int, Port] = {}
     newest = {r.node: r for r in results}
-    for result, state_polls, missing in _per_snapshot(results):
+    for result, state_polls, missing, alone in _per_snapshot(results):
         node = nodes.get(result.node)
         if node is None:
             continue
         at = min(result.collected_at, now)  # a node clock ahead of ours must not date events in the future
-        views, targets, ports = _views(result, node, norms, state_polls, missing)
-        findings, unknown, judged = _judge(views, ports, norms)
+        findings, unknown, judged, targets = _judge(result, node, norms, state_polls, missing, alone)
         # The node's newest snapshot against when this server stored it: its clock's skew (older ones of a
         # backfill batch arrived late by design). Judged only there, so only there are these events touched.
         if newest[node.name] is result and node.last_ingested_at is not None:
@@ -146,7 +147,22 @@ def _same_state(obs: PortObservation) -> bool:
 
 
 def _per_snapshot(results: list[IngestResult]):
-    """(result, state_polls by port id(), missed polls by row id()) for each result, in order.
+    """(result, state_polls by port id(), missed polls by row id(), alone) for each result, in order.
+
+    `alone`: the only snapshot of its node in the batch, whose rows hold its own values:
+    its state_polls are the rows' (an empty mapping), and a missing row's count is its own.
+    """
+    per_node = Counter(r.node for r in results)
+    backfills = _backfills([r for r in results if per_node[r.node] > 1])
+    for r in results:
+        if per_node[r.node] > 1:
+            yield r, *backfills[id(r)], False
+        else:
+            yield r, {}, {id(x): max(x.missed_polls, 1) for x in (*r.missing_devices, *r.missing_ports)}, True
+
+
+def _backfills(results: list[IngestResult]) -> dict[int, tuple[dict[int, int], dict[int, int]]]:
+    """Result id() -> (state_polls by port id(), missed polls by row id()), for nodes with several results.
 
     The rows hold the values after the batch's last snapshot of their node. For an
     earlier snapshot, state_polls is worked back from the last (counted forward within
@@ -187,9 +203,11 @@ def _per_snapshot(results: list[IngestResult]):
         if ks[-1] == order[node] - 1:  # still missing at the node's last snapshot: the row's count is exact
             for k in ks[start:]:
                 missed[key, k] = max(row.missed_polls - (ks[-1] - k), k - run_start + 1)
+    out = {}
     for r, k in zip(results, positions, strict=True):
         rows = (*r.missing_devices, *r.missing_ports)
-        yield r, {id(o.port): polls[id(o)] for o in r.observations}, {id(x): missed[id(x), k] for x in rows}
+        out[id(r)] = {id(o.port): polls[id(o)] for o in r.observations}, {id(x): missed[id(x), k] for x in rows}
+    return out
 
 
 # --- views and judgement ------------------------------------------------------------
@@ -228,104 +246,105 @@ def _view(port: Port, link: LinkState, node: str, ts: float, norms: context.Norm
     )
 
 
-def _views(
-    result: IngestResult, node: Node, norms: context.Norms, state_polls: dict[int, int], missed: dict[int, int]
-) -> tuple[list[PortView], dict[str, Target], list[Port | None]]:
-    """The views of one snapshot, the things they judge (event targets), and the port of each view
-    (None for a missing one: no expectation is worked out for what is not there)."""
-    name, ts = node.name, result.collected_at.timestamp()
+def _judge(
+    result: IngestResult,
+    node: Node,
+    norms: context.Norms,
+    state_polls: dict[int, int],
+    missed: dict[int, int],
+    alone: bool,
+) -> tuple[list[Finding], frozenset[str], list[tuple[Port, Expectation]], dict[str, Target]]:
+    """One snapshot judged: its findings merged, the keys it could not judge, each port's expectation to
+    store on its row, and the things judged (event targets). A quiet port of a node's only snapshot in
+    the batch is judged without a view when it can be (memo.reuse)."""
+    global quiet_hits, fast_hits
+    name, ts, t = node.name, result.collected_at.timestamp(), norms.thresholds
     targets: dict[str, Target] = {name: (None, None)}
-    views: list[PortView] = []
-    ports: list[Port | None] = []
+    findings: list[Finding] = []
+    unknown: set[str] = set()
+    judged = []
     pcie: dict[int, PcieView] = {}
     for obs in result.observations:
         port = obs.port
-        views.append(
-            _view(
+        interval = obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0
+        raw = memo.raw_inputs(obs, name, norms) if alone and port.id is not None else None
+        held = memo.reuse(obs, raw, ts, interval, t) if raw is not None else None
+        if held is not None:
+            quiet_hits += 1
+            fast_hits += 1
+            j = held.judgement
+            device = port.device
+            targets[held.target] = (device, port)
+            targets.setdefault(held.device_target, (device, None))
+        else:
+            view = _view(
                 port,
                 obs.current,
                 name,
                 ts,
                 norms,
                 pcie,
-                interval_s=obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0,
+                interval_s=interval,
                 state_polls=state_polls.get(id(port), port.state_polls),
                 deltas=obs.deltas,
                 # Counters whose rate is unknown for the cap, not every capped file: a 32-bit counters/
                 # file at all-ones says nothing when ingest read its 64-bit counters_ext/ copy.
                 capped=frozenset(obs.capped),
             )
-        )
-        ports.append(port)
-        _target(targets, name, port)
+            j = _judge_port(view, port, t, raw)
+            _target(targets, name, port)
+        findings.extend(j.findings)
+        unknown |= j.unknown
+        if j.expectation is not None:
+            judged.append((port, j.expectation))
     gone_devices = {id(d) for d in result.missing_devices}
     for port in result.missing_ports:
         device = port.device
-        views.append(
-            _view(
-                port,
-                LinkState.of(port),  # as last seen
-                name,
-                ts,
-                norms,
-                pcie,
-                interval_s=0.0,
-                deltas={},
-                device_missing_polls=missed.get(id(device), 1) if id(device) in gone_devices else 0,
-                port_missing_polls=missed.get(id(port), 1),
-            )
+        view = _view(
+            port,
+            LinkState.of(port),  # as last seen
+            name,
+            ts,
+            norms,
+            pcie,
+            interval_s=0.0,
+            deltas={},
+            device_missing_polls=missed.get(id(device), 1) if id(device) in gone_devices else 0,
+            port_missing_polls=missed.get(id(port), 1),
         )
-        ports.append(None)
+        j = _judge_port(view, None, t)  # no expectation is worked out for what is not there
+        findings.extend(j.findings)
+        unknown |= j.unknown
         _target(targets, name, port)
-    return views, targets, ports
+    merged = merge_findings(findings)
+    return merged, frozenset(unknown - {f.key for f in merged}), judged, targets
 
 
 def _target(targets: dict[str, Target], node: str, port: Port) -> None:
     device = port.device
-    targets[f"{node}/{device.name}/{port.number}"] = (device, port)
-    targets.setdefault(f"{node}/{device.name}", (device, None))
+    targets[port_target(node, device.name, port.number)] = (device, port)
+    targets.setdefault(device_target(node, device.name), (device, None))
 
 
-def _judge(
-    views: list[PortView], ports: list[Port | None], norms: context.Norms
-) -> tuple[list[Finding], frozenset[str], list[tuple[Port, Expectation]]]:
-    """rules.judge_ports, keeping each port's expectation to store on its row."""
-    findings: list[Finding] = []
-    unknown: set[str] = set()
-    judged = []
-    for view, port in zip(views, ports, strict=True):
-        j = _judge_port(view, port, norms.thresholds)
-        findings.extend(j.findings)
-        unknown |= j.unknown
-        if port is not None and j.expectation is not None:
-            judged.append((port, j.expectation))
-    merged = merge_findings(findings)
-    return merged, frozenset(unknown - {f.key for f in merged}), judged
+quiet_hits = 0  # judgements reused (memo.reuse or quiet.rejudge), for the benchmarks
+fast_hits = 0  # of which without a view (memo.reuse)
 
 
-# Port id -> (quiet.inputs, judgement) of its last quiet poll, in this process.
-_QUIET: dict[int, tuple[tuple, Judgement]] = {}
-QUIET_MAX = 500_000  # ports; past that the memo starts over (it only saves time)
-quiet_hits = 0  # judgements reused, for the benchmark
-
-
-def _judge_port(view: PortView, port: Port | None, t: Thresholds) -> Judgement:
+def _judge_port(view: PortView, port: Port | None, t: Thresholds, raw: tuple | None = None) -> Judgement:
     """rules.judge_port, or the port's last judgement when it is quiet and nothing it depends on changed."""
     global quiet_hits
     key = quiet.inputs(view, t) if port is not None and port.pk is not None else None
     if key is None:
         if port is not None:
-            _QUIET.pop(port.pk, None)
+            memo.drop(port.pk)
         return judge_port(view, t)
-    held = _QUIET.get(port.pk)
-    if held is not None and held[0] == key:
+    held = memo.get(port.pk)
+    if held is not None and held.inputs == key:
         quiet_hits += 1
-        j = quiet.rejudge(view, t, held[1])
+        j = quiet.rejudge(view, t, held.judgement)
     else:
         j = judge_port(view, t)
-    if len(_QUIET) >= QUIET_MAX:
-        _QUIET.clear()
-    _QUIET[port.pk] = (key, j)
+    memo.keep(port.pk, raw, key, j, view)
     return j
 
 

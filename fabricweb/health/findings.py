@@ -62,11 +62,20 @@ def port_label(node: str, device: str, port: int) -> str:
 
 
 def port_key(kind: Kind, node: str, device: str, port: int) -> str:
-    return f"{kind}:{node}/{device}/{port}"
+    return f"{kind}:{port_target(node, device, port)}"
 
 
 def device_key(kind: Kind, node: str, device: str) -> str:
-    return f"{kind}:{node}/{device}"
+    return f"{kind}:{device_target(node, device)}"
+
+
+def port_target(node: str, device: str, port: int) -> str:
+    """What a port's keys are about: `cn042/mlx5_0/1`."""
+    return f"{node}/{device}/{port}"
+
+
+def device_target(node: str, device: str) -> str:
+    return f"{node}/{device}"
 
 
 def node_key(kind: Kind, node: str) -> str:

@@ -17,7 +17,7 @@ else (a non-int value, a malformed ring entry) is not quiet: the full rules run.
 
 from __future__ import annotations
 
-from .findings import Kind, port_key
+from .findings import Finding, Kind, port_key
 from .rules import ARMED, INIT, KIND_COUNTERS, Judgement, _congestion, _ethernet, _expect_up
 from .thresholds import Thresholds
 from .view import LINK_UP, PortView
@@ -83,13 +83,18 @@ def rejudge(view: PortView, t: Thresholds, last: Judgement) -> Judgement:
     """judge_port(view, t), given `last`: its judgement of a view with the same `inputs`."""
     congested = _congestion(view, Windows(view, (t.congestion_window_s,), (WAIT,)), t)
     key = port_key(Kind.CONGESTION, view.node, view.device, view.port)
+    return settle(last, congested, known_delta(view.deltas.get(WAIT)) is None, key)
+
+
+def settle(last: Judgement, congested: Finding | None, wait_unknown: bool, key: str) -> Judgement:
+    """`last` with this poll's congestion finding (`key` its key) in place of its own."""
     findings = [f for f in last.findings if f.kind is not Kind.CONGESTION]
     unknown = last.unknown - {key}
     if congested is not None:
         # judge_port's order: the port's findings, congestion, then the device's PCIe finding.
         at = next((i for i, f in enumerate(findings) if f.kind is Kind.PCIE), len(findings))
         findings.insert(at, congested)
-    elif known_delta(view.deltas.get(WAIT)) is None:
+    elif wait_unknown:
         unknown = unknown | {key}
     if findings == last.findings and unknown == last.unknown:
         return last

@@ -418,10 +418,8 @@ def _counter(view: PortView, w: Windows, rule: CounterRule, t: Thresholds) -> Fi
 
 def _congestion(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
     c: Count = w.count("port_xmit_wait", t.congestion_window_s)
-    if c.span_s <= 0 or c.total <= 0:
-        return None
-    share = min(c.total * t.xmit_wait_tick_ns * 1e-9 / c.span_s, 1.0)
-    if share <= t.congestion_share:
+    share = congested_share(c, t)
+    if share is None:
         return None
     return _finding(
         view,
@@ -433,6 +431,14 @@ def _congestion(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
         window_s=round(c.span_s, 1),
         tick_ns=t.xmit_wait_tick_ns,
     )
+
+
+def congested_share(c: Count, t: Thresholds) -> float | None:
+    """The share of the window spent waiting for credits when it is over the threshold, else None."""
+    if c.span_s <= 0 or c.total <= 0:
+        return None
+    share = min(c.total * t.xmit_wait_tick_ns * 1e-9 / c.span_s, 1.0)
+    return share if share > t.congestion_share else None
 
 
 def _capped(view: PortView) -> Finding | None:

@@ -9,9 +9,11 @@ the window, assuming its events were spread evenly over it.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 from .view import PortView
 
@@ -118,3 +120,60 @@ class Windows:
         if self._only is not None and name not in self._only:
             raise KeyError(f"{name} was not summed")
         return Count(self._totals[w].get(name, 0.0), max(self._spans[w] - self._unknown[w].get(name, 0.0), 0.0))
+
+
+_TS = itemgetter(0)
+
+
+def trailing(now: float, interval: object, deltas: Mapping[str, object], recent, counter: str, length: float) -> Count:
+    """Windows(view, (length,), (counter,)).count(counter, length) for a view with this ts (`now`),
+    interval_s, deltas and `recent`, visiting only the polls inside the window.
+
+    Only for a ring in ascending order of ts (what ingest writes; the engine checks it
+    before calling this): a bisection skips what lies before the window. The sums run
+    in Windows' order with its arithmetic, so the floats are the same.
+    """
+    w = float(length)
+    now = _seconds(now)
+    oldest = now - w
+    total = unknown = 0.0
+    # This poll first, as Windows._add(0.0, ...) adds it.
+    seconds = _seconds(interval)
+    span = inside = min(0.0 + seconds, w) - 0.0
+    if counter in deltas:
+        value = deltas[counter]
+        d = value if type(value) is int and value >= 0 else known_delta(value)
+        if d is None:
+            unknown += inside
+        elif d:
+            total += d * (inside / seconds if seconds > 0 else 1.0)
+    start = bisect_right(recent, oldest, key=_TS)
+    for poll in recent[start:] if start else recent:
+        try:
+            ts, interval, moved = poll
+        except (TypeError, ValueError):
+            continue
+        if type(ts) is not float or not 0.0 <= ts < math.inf:
+            ts = _seconds(ts)
+        if not (oldest < ts < now) or (type(moved) is not dict and not isinstance(moved, Mapping)):
+            continue
+        age = now - ts
+        seconds = interval if type(interval) is float and 0.0 <= interval < math.inf else _seconds(interval)
+        end = age + seconds
+        if end > w or seconds <= 0:  # Windows._add (age > 0 here)
+            if age >= w:
+                continue
+            inside = min(end, w) - age
+            share = inside / seconds if seconds > 0 else 1.0
+        else:
+            inside = end - age
+            share = inside / seconds
+        span += inside
+        if counter in moved:
+            value = moved[counter]
+            d = value if type(value) is int and value >= 0 else known_delta(value)
+            if d is None:
+                unknown += inside
+            elif d:
+                total += d * share
+    return Count(total, max(span - unknown, 0.0))

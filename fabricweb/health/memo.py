@@ -1,0 +1,169 @@
+"""Quiet ports' last judgements, and reusing them without building a view: the engine's fast path.
+
+`quiet` says when judging a port can only repeat its last judgement: when the
+`inputs` of its view equal those of its last quiet poll. Building the view and
+walking the whole ring to learn that cost more than the rest of judging a quiet
+port, so the engine asks `reuse` first, which learns the same from what ingest holds:
+
+- `raw_inputs`: what the view's inputs are worked out from (the norms in force, the
+  names, the link, the best link, the device's model and PCIe link, which still
+  counters are unknown and whether the wait is) equals that of the poll judged last;
+- this poll's still counters are 0 or unknown (the same values as then), none capped;
+- the ring is quiet and in time order: it was up to the poll judged last (checked in
+  full when that poll was judged the full way), and since then ingest only appended
+  this poll (telemetry/ring.py: the entry before the last is that poll, perhaps
+  merged with clean ones before it; the last is this one) and this poll is quiet.
+  Any other history (another process's polls, a reloaded row) fails this check.
+
+Then only the congestion rule runs, over the polls inside its window. A congested
+port, and anything that fails a check, is judged the full way (engine._judge_port).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fabricweb.telemetry.results import PortObservation
+
+from .context import Norms
+from .findings import Kind, device_target, port_key, port_target
+from .quiet import STILL, WAIT, settle
+from .rules import Judgement, congested_share
+from .thresholds import Thresholds
+from .view import PortView
+from .waitlog import WaitLog
+from .window import Count, known_delta, trailing
+
+MAX_PORTS = 500_000  # past that the memo starts over (it only saves time)
+
+
+@dataclass(slots=True)
+class Held:
+    """A port's last quiet judgement."""
+
+    raw: tuple | None  # raw_inputs of that poll (None: not known, e.g. one of a node's several in a batch)
+    inputs: tuple  # quiet.inputs of its view
+    judgement: Judgement
+    ts: float | None  # the ring was quiet and in time order up to this poll, its last entry (None: not so)
+    congestion: str  # the port's congestion key
+    plain: bool  # no congestion finding, and the congestion key unknown just when the wait is
+    waits: WaitLog | None  # the ring's waits, while `ts` is set
+    target: str  # what its events are about (findings.port_target), and its device
+    device_target: str
+
+
+_HELD: dict[int, Held] = {}  # Port id -> its last quiet judgement, in this process
+
+
+def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
+    """What quiet.inputs of this observation's view is worked out from, comparable with ==; None when capped.
+
+    The still counters' values and types are in it: equal to those of a quiet poll, they are 0 or None."""
+    if obs.capped:
+        return None
+    port, link, deltas = obs.port, obs.current, obs.deltas
+    device = port.device
+    still = tuple(map(deltas.get, STILL))
+    hca = device.hca_type
+    return (
+        norms.thresholds,
+        norms.policies,
+        norms.majorities.get(hca) if hca else None,  # its own model's: another model's count may change
+        node,
+        device.name,
+        port.number,
+        hca,
+        link.state_id,
+        link.state_name,
+        link.phys_state_id,
+        link.phys_state_name,
+        link.link_layer,
+        link.speed,
+        link.lanes,
+        port.ever_up,
+        port.best_speed,
+        port.best_lanes,
+        device.pci_current_gts,
+        device.pci_current_width,
+        device.pci_max_gts,
+        device.pci_max_width,
+        still,
+        tuple(map(type, still)),
+        known_delta(deltas.get(WAIT)) is None,
+    )
+
+
+def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thresholds) -> Held | None:
+    """The port's judgement at this poll (ts) held, when it is its last one again; else None: judge it in full."""
+    port = obs.port
+    held = _HELD.get(port.id)  # (id, not pk: the same, without the property's cost)
+    if held is None or held.ts is None or held.raw != raw or not ts > held.ts:
+        return None
+    ring = port.recent
+    try:
+        this, before = ring[-1], ring[-2]
+        if this[0] != ts or before[0] != held.ts or len(this) != 3 or type(this[2]) is not dict:
+            return None
+    except (TypeError, IndexError, KeyError):
+        return None
+    moved = this[2]
+    if moved and (len(moved) > 1 or WAIT not in moved):
+        for c in STILL:
+            value = moved.get(c, 0)
+            if value is not None and (type(value) is not int or value != 0):
+                return None
+    if not _calm(held.waits, ts, interval, obs.deltas, ring, t):
+        return None  # congested: its finding's words need the view
+    held.waits.add(this)
+    last = held.judgement
+    if not held.plain:
+        held.judgement = settle(last, None, raw[-1], held.congestion)
+        held.plain = _plain(held.judgement, raw[-1], held.congestion)
+    held.ts = ts
+    return held
+
+
+def _calm(waits: WaitLog, ts: float, interval: float, deltas: dict, ring: list, t: Thresholds) -> bool:
+    """No congestion: told by bounds on the window's sums when they are far enough below, else by the sums."""
+    b = waits.bounds(ts, interval, deltas, ring, t.congestion_window_s)
+    if b is not None and (b[0] == 0 or (b[1] > 0 and congested_share(Count(*b), t) is None)):
+        return True
+    return congested_share(trailing(ts, interval, deltas, ring, WAIT, t.congestion_window_s), t) is None
+
+
+def get(pk: int) -> Held | None:
+    return _HELD.get(pk)
+
+
+def keep(pk: int, raw: tuple | None, inputs: tuple, j: Judgement, view: PortView) -> None:
+    """Hold a quiet port's judgement made the full way, of this view."""
+    if len(_HELD) >= MAX_PORTS:
+        _HELD.clear()
+    congestion = port_key(Kind.CONGESTION, view.node, view.device, view.port)
+    wait_unknown = known_delta(view.deltas.get(WAIT)) is None
+    ordered = _in_order_to(view.recent, view.ts)
+    waits = WaitLog(view.recent) if ordered else None
+    plain = _plain(j, wait_unknown, congestion)
+    target, device = port_target(view.node, view.device, view.port), device_target(view.node, view.device)
+    _HELD[pk] = Held(raw, inputs, j, view.ts if ordered else None, congestion, plain, waits, target, device)
+
+
+def drop(pk: int) -> None:
+    _HELD.pop(pk, None)
+
+
+def _plain(j: Judgement, wait_unknown: bool, congestion: str) -> bool:
+    return (congestion in j.unknown) == wait_unknown and all(f.kind is not Kind.CONGESTION for f in j.findings)
+
+
+def _in_order_to(ring: object, ts: float) -> bool:
+    """Entries with float times in strictly ascending order, the last at `ts` (this poll's, as ingest appends it)."""
+    if type(ring) not in (list, tuple):
+        return False
+    last = -math.inf
+    for entry in ring:
+        if type(entry) not in (list, tuple) or not entry or type(entry[0]) is not float or not entry[0] > last:
+            return False
+        last = entry[0]
+    return last == ts
