@@ -3,7 +3,7 @@
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_consumer.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6]
                                              [--batch 100] [--max-wait 0.2] [--source sim|fixtures]
-                                             [--consumers N] [--warm 360] [--profile]
+                                             [--consumers N] [--warm 360] [--default-gc] [--profile]
 
 Snapshots are made as bench_ingest.py makes them (its functions). For each run, the first
 poll of every node is stored directly (registration, not timed); the other polls are
@@ -143,11 +143,16 @@ def run_child(
     consumers: int,
     profile: bool = False,
     warm: int = 0,
+    default_gc: bool = False,
 ) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(db, scratch)
         try:
+            from fabricweb.telemetry import heap
             from fabricweb.telemetry.ingest import ingest_batch
+
+            if not default_gc:
+                heap.settle()  # as `manage.py ingest` does (the forked consumers inherit it)
 
             out = []
             modes = (
@@ -219,7 +224,11 @@ def main() -> int:
     if args.child:  # snapshots file from the parent; REDIS_URL is the parent's private redis-server
         rounds = json.loads(Path(args.child).read_text())
         print(
-            json.dumps(run_child(args.db, rounds, args.batch, args.max_wait, args.consumers, args.profile, args.warm))
+            json.dumps(
+                run_child(
+                    args.db, rounds, args.batch, args.max_wait, args.consumers, args.profile, args.warm, args.default_gc
+                )
+            )
         )
         return 0
 
@@ -240,6 +249,7 @@ def main() -> int:
             cmd += ["--consumers", str(args.consumers), "--warm", str(args.warm)] + (
                 ["--profile"] if args.profile else []
             )
+            cmd += ["--default-gc"] if args.default_gc else []
             done = subprocess.run([*cmd, "--child", f.name], capture_output=True, text=True, env=env, check=False)
             if done.returncode != 0:
                 print(done.stderr or done.stdout, file=sys.stderr)

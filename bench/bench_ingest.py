@@ -2,7 +2,7 @@
 
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432
     .venv/bin/python bench/bench_ingest.py [--db sqlite|postgres|both] [--nodes 200] [--polls 6] [--batch 1,25,200]
-                                           [--warm 360] [--profile]
+                                           [--warm 360] [--default-gc] [--profile]
 
 Snapshots come from the simulator (collectors.sim: --hcas x --ports per node) or,
 with --source fixtures, from the procfs fixture tree (4 ports per node) with counters
@@ -154,6 +154,9 @@ def snapshot_args(doc: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--warm", type=int, default=0, help="polls ingested untimed before the timed ones (360: an hour at 10 s)"
     )
+    parser.add_argument(
+        "--default-gc", action="store_true", help="CPython's collector thresholds, not the ingest command's (heap.py)"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser
 
@@ -237,10 +240,12 @@ class PhaseClock:
         self.seconds = dict.fromkeys(self.seconds, 0.0)
 
 
-def run_one(db: str, rounds: list[list[dict]], batches: list[int], profile: bool, warm: int = 0) -> list[dict]:
+def run_one(
+    db: str, rounds: list[list[dict]], batches: list[int], profile: bool, warm: int = 0, default_gc: bool = False
+) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         try:
-            return _run(db, scratch, rounds, batches, profile, warm)
+            return _run(db, scratch, rounds, batches, profile, warm, default_gc)
         finally:
             if db == "postgres":
                 _drop_postgres_database()
@@ -287,13 +292,21 @@ def warm_up(ingest_batch, polls: Iterator[list[dict]]) -> tuple[int, float]:
 
 
 def _run(
-    db: str, scratch: str, rounds: list[list[dict]], batches: list[int], profile: bool, warm: int = 0
+    db: str,
+    scratch: str,
+    rounds: list[list[dict]],
+    batches: list[int],
+    profile: bool,
+    warm: int = 0,
+    default_gc: bool = False,
 ) -> list[dict]:
     label = _setup_django(db, scratch)
     from fabricweb.health import engine
-    from fabricweb.telemetry import rowcache
+    from fabricweb.telemetry import heap, rowcache
     from fabricweb.telemetry.ingest import ingest_batch
 
+    if not default_gc:
+        heap.settle()  # as `manage.py ingest` does
     clock = PhaseClock()
     out = []
     for batch in batches:
@@ -357,7 +370,7 @@ def main() -> int:
 
     if args.child:  # snapshots file from the parent
         rounds = json.loads(Path(args.child).read_text())
-        print(json.dumps(run_one(args.db, rounds, batches, args.profile, args.warm)))
+        print(json.dumps(run_one(args.db, rounds, batches, args.profile, args.warm, args.default_gc)))
         return 0
 
     rounds, what = generate(args)
@@ -367,7 +380,7 @@ def main() -> int:
     try:
         for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
             cmd = [sys.executable, __file__, "--db", db, "--batch", args.batch, "--warm", str(args.warm)]
-            cmd += ["--child", f.name]
+            cmd += ["--child", f.name] + (["--default-gc"] if args.default_gc else [])
             if args.profile:
                 cmd.append("--profile")
             done = subprocess.run(cmd, capture_output=True, text=True, check=False)

@@ -9,6 +9,7 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from fabricweb.telemetry import heap
 from fabricweb.telemetry.consumer import LEASE_S, REDELIVER_AFTER_S, BatchConsumer
 from fabricweb.telemetry.shards import ShardCountMismatch
 
@@ -74,6 +75,7 @@ class Command(BaseCommand):
             raise CommandError(str(e)) from None
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, consumer.stop)
+        heap.settle()
         try:
             consumer.run()
         except ShardCountMismatch as e:
