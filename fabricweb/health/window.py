@@ -141,12 +141,8 @@ def trailing(now: float, interval: object, deltas: Mapping[str, object], recent,
     seconds = _seconds(interval)
     span = inside = min(0.0 + seconds, w) - 0.0
     if counter in deltas:
-        value = deltas[counter]
-        d = value if type(value) is int and value >= 0 else known_delta(value)
-        if d is None:
-            unknown += inside
-        elif d:
-            total += d * (inside / seconds if seconds > 0 else 1.0)
+        counted, missed = _tally(deltas[counter], inside, inside / seconds if seconds > 0 else 1.0)
+        total, unknown = total + counted, unknown + missed
     start = bisect_right(recent, oldest, key=_TS)
     for poll in recent[start:] if start else recent:
         try:
@@ -170,10 +166,14 @@ def trailing(now: float, interval: object, deltas: Mapping[str, object], recent,
             share = inside / seconds
         span += inside
         if counter in moved:
-            value = moved[counter]
-            d = value if type(value) is int and value >= 0 else known_delta(value)
-            if d is None:
-                unknown += inside
-            elif d:
-                total += d * share
+            counted, missed = _tally(moved[counter], inside, share)
+            total, unknown = total + counted, unknown + missed
     return Count(total, max(span - unknown, 0.0))
+
+
+def _tally(value: object, inside: float, share: float) -> tuple[float, float]:
+    """(events counted, seconds unknown) of one poll's delta, as Windows._add counts it."""
+    d = value if type(value) is int and value >= 0 else known_delta(value)
+    if d is None:
+        return 0.0, inside
+    return (d * share if d else 0.0), 0.0
