@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 # bench_ingest puts the repository on sys.path: the fabricweb imports below come after it.
-from bench_ingest import _drop_postgres_database, _setup_django, generate, snapshot_args, warm_up, warmed
+from bench_ingest import _drop_postgres_database, _setup_django, generate, promptly, snapshot_args, warm_up, warmed
 
 
 def publish(rounds: list[list[dict]], shards: int = 1) -> float:
@@ -148,8 +148,11 @@ def run_child(
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(db, scratch)
         try:
-            from fabricweb.telemetry import heap
-            from fabricweb.telemetry.ingest import ingest_batch
+            from fabricweb.telemetry import consumer, heap, ingest
+
+            promptly(ingest)  # the registration, the warm-up, and the old path (ingest_snapshot)
+            promptly(consumer)  # the batch consumer's own name for it
+            ingest_batch = ingest.ingest_batch
 
             if not default_gc:
                 heap.settle()  # as `manage.py ingest` does (the forked consumers inherit it)
