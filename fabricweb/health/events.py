@@ -31,15 +31,20 @@ CHANGED_FIELDS = ["severity", "message", "reason", "updated_at", "resolved_at", 
 
 def open_events(node_ids: list[int], kind: str | None = None) -> list[Event]:
     """The open events of these nodes. Raw SQL: this runs once per ingested batch, and compiling the
-    ORM query cost several times what running it does (~0.3 ms against ~0.05 ms on SQLite)."""
+    ORM query cost several times what running it does (~0.3 ms against ~0.05 ms on SQLite); on
+    PostgreSQL a list of 100 placeholders cost ~0.4 ms more than one array (BENCHMARKS.md, issue 11)."""
     if not node_ids:
         return []
     qn = connection.ops.quote_name
-    sql = (
-        f"SELECT * FROM {qn(Event._meta.db_table)} WHERE {qn('resolved_at')} IS NULL "
-        f"AND {qn('node_id')} IN ({', '.join(['%s'] * len(node_ids))})"
-    )
-    params: list[object] = list(node_ids)
+    sql = f"SELECT * FROM {qn(Event._meta.db_table)} WHERE {qn('resolved_at')} IS NULL AND {qn('node_id')} "
+    params: list[object]
+    if connection.vendor == "postgresql":
+        # One array parameter: the same statement text for any batch, which the driver prepares once.
+        sql += "= ANY(%s)"
+        params = [list(node_ids)]
+    else:
+        sql += f"IN ({', '.join(['%s'] * len(node_ids))})"
+        params = list(node_ids)
     if kind is not None:
         sql += f" AND {qn('kind')} = %s"
         params.append(str(kind))

@@ -44,3 +44,27 @@ def test_events_opened_and_resolved_through_the_book_are_found_and_forgotten():
     resolved = Action(Op.RESOLVE, "down:cn001/mlx5_0/1", "down", Severity.WARNING, "down", 3)
     book.apply([resolved], node, targets("cn001/mlx5_0/1"), T0)
     assert set(book.open_for(targets("cn001/mlx5_0/1"))) == {"flapping:cn001/mlx5_0/1"}
+
+
+def test_it_loads_the_open_events_of_the_batchs_nodes_alone(each_db):
+    nodes = [Node.objects.create(name=f"cn{i:03d}", first_seen_at=T0) for i in range(1, 5)]
+
+    def stored(node: Node, key: str, resolved: bool = False) -> Event:
+        e = event(key)
+        e.node, e.details = node, {"seen": node.name}
+        e.resolved_at = T0 if resolved else None
+        e.save()
+        return e
+
+    wanted = stored(nodes[0], "down:cn001/mlx5_0/1")
+    stored(nodes[0], "flap:cn001/mlx5_0/1", resolved=True)
+    skew = stored(nodes[2], "clock_skew:cn003")
+    stored(nodes[3], "stale:cn004")
+
+    book = EventBook.for_nodes([nodes[0].pk, nodes[1].pk, nodes[2].pk])
+    assert set(book.open) == {"down:cn001/mlx5_0/1", "clock_skew:cn003"}
+    assert book.open["down:cn001/mlx5_0/1"].pk == wanted.pk
+    assert book.open["clock_skew:cn003"].details == {"seen": "cn003"}  # JSON read back as the model reads it
+    assert set(EventBook.for_nodes([nodes[2].pk], kind="clock_skew").open) == {skew.key}
+    assert EventBook.for_nodes([nodes[2].pk], kind="down").open == {}
+    assert EventBook.for_nodes([]).open == {}
