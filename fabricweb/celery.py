@@ -17,6 +17,7 @@ from fabricweb.names import (
     INGEST_QUEUE,
     MESSAGE_SETTINGS,
     NODE_QUEUE_PREFIX,
+    PLAIN_BODIES,
     SNAPSHOT_QUEUE,
     node_queue,
     task_routes,
@@ -33,7 +34,13 @@ app = Celery("fabricweb", include=["fabricweb.scheduling"])
 # update below comes after, so what it fixes cannot be loosened there.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each task's queue is fabricweb/names.py's QUEUE_OF, the routing table of the agent's app too.
-app.conf.update(MESSAGE_SETTINGS, task_routes=task_routes(), task_soft_time_limit=60, task_time_limit=90)
+app.conf.update(
+    MESSAGE_SETTINGS,
+    task_routes=task_routes(),
+    task_soft_time_limit=60,
+    task_time_limit=90,
+    broker_transport_options=dict(PLAIN_BODIES),
+)
 app.autodiscover_tasks()
 
 

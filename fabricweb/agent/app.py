@@ -23,7 +23,7 @@ from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
 from fabricweb.brokeracl import unacked_keys
 from fabricweb.brokertls import celery_ssl_options
-from fabricweb.names import COLLECT, MESSAGE_SETTINGS, node_queue, task_routes
+from fabricweb.names import COLLECT, MESSAGE_SETTINGS, PLAIN_BODIES, node_queue, task_routes
 
 # Celery logs every task received and done at INFO: two lines per poll into each node's journal.
 PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
@@ -67,6 +67,7 @@ def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Cel
             "priority_steps": [0],
             # Its own unacknowledged-message keys, not the `unacked` hash every central worker shares.
             **unacked_keys(config.node_name),
+            **PLAIN_BODIES,
         },
     )
     agent = Agent(app, config)

@@ -22,7 +22,7 @@ import time
 import orjson
 import redis
 from kombu.message import Message
-from kombu.utils.json import dumps, loads
+from kombu.utils.json import dumps, loads, object_hook
 
 TAG_COUNTER_KEY = "ingest.delivery_tag"
 
@@ -50,8 +50,8 @@ return out
 
 
 def _envelope(raw: bytes) -> object:
-    """kombu's envelope of a message, as json.loads reads it: with orjson (~2x faster on its ~11 kB, mostly
-    the body in base64) where that reads the same.
+    """kombu's envelope of a message, as json.loads reads it: with orjson (~2x faster on its ~8-11 kB, mostly
+    the body) where that reads the same.
 
     orjson differs from json only where it refuses (NaN, lone surrogates...) or where it reads an
     integer past 64 bits as a float: an envelope with no float at all in what orjson read had none.
@@ -73,16 +73,41 @@ def _envelope(raw: bytes) -> object:
     return payload
 
 
+def _body(body: object, encoding: object) -> object:
+    """A message's body as bytes, from any form kombu's Redis transport writes it in.
+
+    Base64 text (kombu's default `body_encoding`, older agents), or the body itself
+    (names.PLAIN_BODIES): the JSON text as a string (what Celery sends), or, for bytes, kombu's
+    JSON of them ({"__type__": "bytes", "__value__": text}, or "base64" when not UTF-8).
+    Anything else is returned as it is, for snapshots_of to refuse.
+    """
+    if type(body) is dict:
+        try:
+            body = object_hook(body)
+        except ValueError:  # a "__type__" kombu does not know
+            return body
+    if not body:
+        return b""
+    if type(body) is str:
+        if encoding == "base64":
+            try:
+                return base64.b64decode(body)
+            except ValueError:  # not base64 after all: undecodable, dropped with the reason
+                return body
+        try:
+            return body.encode()
+        except UnicodeEncodeError:  # a lone surrogate (json.loads lets it through): kombu's to judge
+            return body
+    return body
+
+
 class TakenMessage(Message):
     """A message taken by BatchReader: ack and requeue go through the reader, not a kombu channel."""
 
     def __init__(self, reader: BatchReader, tag: str, queue: str, payload: dict) -> None:
         properties = payload.get("properties") or {}
-        body = payload.get("body") or b""
-        if body and properties.get("body_encoding") == "base64":
-            body = base64.b64decode(body)
         super().__init__(
-            body=body,
+            body=_body(payload.get("body"), properties.get("body_encoding")),
             delivery_tag=tag,
             content_type=payload.get("content-type"),
             content_encoding=payload.get("content-encoding"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -146,7 +145,8 @@ def test_the_agent_sends_over_tls_to_a_broker_whose_certificate_the_sites_ca_sig
         assert hello is not None, (tmp_path / "agent.log").read_text()
         message = json.loads(hello[1])
         assert message["headers"]["task"] == INGEST_SNAPSHOT
-        kwargs = json.loads(base64.b64decode(message["body"]))[1]
+        assert message["properties"]["body_encoding"] is None  # sent as it is, not in base64 (PLAIN_BODIES)
+        kwargs = json.loads(message["body"])[1]
         assert nodeauth.verify(SECRET, kwargs)["host"] == "cn001"
     finally:
         stop(agent)

@@ -6,7 +6,6 @@ database, as the agent sends them; the fake pyverbs stands in for the HCA.
 
 from __future__ import annotations
 
-import base64
 import importlib
 import json
 import time
@@ -20,7 +19,7 @@ from celery import Celery
 from collectors.sim import Fabric
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.tasks import Agent
-from fabricweb.names import MESSAGE_SETTINGS, SNAPSHOT_QUEUE, task_routes
+from fabricweb.names import MESSAGE_SETTINGS, PLAIN_BODIES, SNAPSHOT_QUEUE, task_routes
 from tests.e2e.e2e_harness import leased_redis_db
 
 LIMIT_S = 1.0  # DESIGN.md: a port that goes down is known in under a second
@@ -30,7 +29,8 @@ LIMIT_S = 1.0  # DESIGN.md: a port that goes down is known in under a second
 def broker():
     with leased_redis_db() as url:
         app = Celery("agent-under-test", broker=url, set_as_current=False)
-        app.conf.update(MESSAGE_SETTINGS, task_routes=task_routes())  # as the agent's app routes
+        # As the agent's app routes and sends
+        app.conf.update(MESSAGE_SETTINGS, task_routes=task_routes(), broker_transport_options=PLAIN_BODIES)
         yield app, redis.Redis.from_url(url)
         app.close()
 
@@ -62,7 +62,7 @@ def snapshots(client: redis.Redis, timeout: float) -> list[tuple[float, dict]]:
 
 
 def snapshot_args(message: dict) -> dict:
-    args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+    args, _kwargs, _embed = json.loads(message["body"])
     return args[0]
 
 

@@ -10,6 +10,7 @@ The consumer runs in the test's thread (so it uses the test's database connectio
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import pickle
@@ -182,6 +183,33 @@ def test_a_message_whose_bytes_are_not_utf8_is_dropped_and_the_rest_stored(each_
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
     assert "content type 'invalid': only application/json is read" in caplog.text
     assert consumer.totals["dropped"] == 1 and stored() == {"cn008": PORTS}
+    assert broker.left() == (0, 0)
+
+
+def test_it_stores_bodies_sent_plain_and_in_base64_as_older_agents_send_them(each_db, broker, caplog):
+    broker.send(ONE, snapshot(host="cn001"))  # this project's apps: the body as it is (PLAIN_BODIES)
+    with app.connection_for_write(broker.url, transport_options={"body_encoding": "base64"}) as older:
+        app.send_task(ONE, args=[snapshot(host="cn002")], queue=SNAPSHOT_QUEUE, connection=older)
+    queued = [json.loads(raw) for raw in broker.redis.lrange(SNAPSHOT_QUEUE, 0, -1)]
+    assert sorted(str(m["properties"]["body_encoding"]) for m in queued) == ["None", "base64"]
+    broker.redis.lpush(  # claims base64, is not: dropped with the reason, the others stored
+        SNAPSHOT_QUEUE,
+        json.dumps(
+            {
+                "body": "{not base64}",
+                "content-type": "application/json",
+                "content-encoding": "utf-8",
+                "headers": {"task": ONE, "id": "bad-base64"},
+                "properties": {"body_encoding": "base64"},
+            }
+        ),
+    )
+
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["dropped"] >= 3)
+    assert stored() == {"cn001": PORTS, "cn002": PORTS}
+    assert "dropped message bad-base64: undecodable body" in caplog.text
+    assert consumer.totals["dropped"] == 1
     assert broker.left() == (0, 0)
 
 

@@ -15,7 +15,7 @@ from support import T0, snapshot
 
 from fabricweb.telemetry.consumer import decode_body
 from fabricweb.telemetry.jsonread import NotExact, exact_loads
-from fabricweb.telemetry.redisread import _envelope
+from fabricweb.telemetry.redisread import _body, _envelope
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
@@ -118,3 +118,24 @@ def test_an_envelope_orjson_reads_otherwise_is_read_by_json(text):
             _envelope(text.encode())
         return
     assert repr(_envelope(text.encode())) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(body=st.binary(max_size=200), encoding=st.sampled_from(["base64", None, "utf-8"]))
+def test_a_taken_messages_body_is_the_bytes_kombu_would_give(body, encoding):
+    """kombu's Redis transport writes a body plain (kombu's JSON of bytes: text, or base64 when not UTF-8)
+    or in base64 by its body_encoding; what the batch reader reads is what kombu's own consumer reads."""
+    from kombu.transport.virtual.base import Channel
+    from kombu.utils.json import dumps, loads
+
+    encoded, named = Channel.encode_body(Channel.__new__(Channel), body, encoding)
+    raw = dumps({"body": encoded, "properties": {"body_encoding": named}}).encode()
+    envelope = _envelope(raw)
+    kombus = Channel.decode_body(Channel.__new__(Channel), loads(raw)["body"], named)
+    assert _body(envelope["body"], named) == kombus == body
+
+
+def test_a_body_in_a_form_kombu_does_not_write_is_left_for_the_consumer_to_refuse():
+    assert _body({"__type__": "pickle", "__value__": "x"}, None) == {"__type__": "pickle", "__value__": "x"}
+    assert _body("{not base64}", "base64") == "{not base64}"
+    assert _body(None, None) == b""
