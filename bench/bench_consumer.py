@@ -14,7 +14,8 @@ starting the consumer until every message is stored and acked.
 The old path reads the same messages as the Celery ingest worker did: prefetch 1, the
 ingest_snapshot task's body for each (one transaction), ack. It is the loop alone, without
 Celery's worker (pool, tracing), so it flatters the old path a little. Every run gets node
-names of its own, so each starts from registered nodes with the same history.
+names of its own, so each starts from registered nodes with the same history. Both paths store
+each batch as if just sent (bench_ingest's `promptly`), so no node's clock looks skewed.
 
 With --consumers N (N > 1) the comparison is one consumer against N consumer processes
 sharing N snapshot queues (FABRIC_INGEST_SHARDS=N, messages routed by node as agents route

@@ -12,7 +12,8 @@ the first is timed: the first registers the nodes, a one-time cost reported apar
 what the per-snapshot Celery task does. Each database runs in a child process with a
 fresh database, migrated, under the project's own settings. With --warm N, N more polls
 are ingested untimed first (see `warmed`): each port's ring of the last hour is full, as in
-a fabric that has run for an hour, where a busy port's ring holds ~110 entries.
+a fabric that has run for an hour, where a busy port's ring holds ~110 entries. Every batch is
+stored as if just sent (`promptly`), so no node's clock looks skewed.
 """
 
 from __future__ import annotations
