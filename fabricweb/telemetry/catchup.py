@@ -43,9 +43,15 @@ def catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: dic
         poll_ts = ts.timestamp()
         if poll_ts <= since[node_id]:
             continue
+        newer = False
         for port_id, head, deltas in unpack(bytes(packed)):
             values, state = by_port.get(port_id), states.get(port_id)
             if values is None or state is None:  # not in the checkpoint: its first poll wrote a new one
+                continue
+            if values[0] is None or ts > values[0]:
+                # Committed after the counters read with the checkpoint (readers take no lock): the
+                # readings stay those of one poll, the one their counters are of.
+                newer = True
                 continue
             interval, state_id, phys_state_id = head[0], head[1], head[2]
             values[1] = values[1] + 1 if [state_id, phys_state_id] == state else 1
@@ -54,4 +60,5 @@ def catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: dic
                 named = dict(zip(DELTA_COUNTERS, deltas, strict=True))
                 unknown = named if interval <= 0 else ()  # as ingest keeps a clock step: every counter unknown
                 values[5] = ring.push(values[5], poll_ts, interval, ring.kept_deltas(named, unknown))
-        checkpoints[node_id][1] = poll_ts
+        if not newer:
+            checkpoints[node_id][1] = poll_ts

@@ -194,3 +194,18 @@ def test_a_checkpoint_is_written_again_after_its_interval(each_db, fresh_cache):
         histories.append(bytes(Node.objects.get(name="cn001").readings.history))
     assert len(set(histories)) == 2  # polls 2-12 share the first checkpoint; the 13th (120 s on) writes one
     assert histories[11] != histories[10] == histories[0]
+
+
+def test_a_reader_replays_no_poll_newer_than_the_counters_it_read(each_db, fresh_cache):
+    """A poll committed between reading a node's readings row and its samples (readers take no lock) is left
+    out, so state_polls and the ring stay those of the poll the counters are of, not one ahead."""
+    snaps = polls("cn001", 5)
+    for snap in snaps[:4]:
+        ingest_snapshot(snap)
+    node = Node.objects.select_related("readings").get(name="cn001")  # the row as of poll 4, held
+    port = Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1).pk
+    before = readings.of_node(node)[port]
+    assert before[0] == T0.replace(second=30) and before[1] == 4 and len(before[5]) == 3
+    ingest_snapshot(snaps[4])  # committed meanwhile
+    assert readings.of_node(node)[port] == before
+    assert readings.of_node(Node.objects.select_related("readings").get(name="cn001"))[port][1] == 5
