@@ -40,6 +40,18 @@ def _seconds(value: object) -> float:
     return float(value)
 
 
+def _inside(age: float, seconds: float, window: float) -> tuple[float, float]:
+    """(seconds of a poll inside the window, the share of its events counted) for a poll ending `age` s ago.
+
+    A poll whole inside counts exactly once: (age + seconds) - age can come out a hair above
+    `seconds`, and one link down counted as 1.0000000000000002 is over a threshold of 1.
+    """
+    if age + seconds <= window:
+        return seconds, 1.0
+    inside = window - age
+    return inside, (inside / seconds if seconds > 0 else 1.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Count:
     total: float  # events in the window
@@ -81,24 +93,21 @@ class Windows:
                 self._add(age, interval, deltas)
                 continue
             # Most of an hour's polls lie whole in the longest window and in no other: summed
-            # inline, with the same arithmetic as _add, since a port runs this for every poll.
-            inside = end - age
-            share = inside / seconds
-            spans[longest] += inside
+            # inline, as _add sums a whole poll, since a port runs this for every poll.
+            spans[longest] += seconds
             for name, value in self._items(deltas):
                 d = value if type(value) is int and value >= 0 else known_delta(value)
                 if d is None:
-                    unknown[name] += inside
+                    unknown[name] += seconds
                 elif d:
-                    totals[name] += d * share
+                    totals[name] += d
 
     def _add(self, age: float, interval: object, deltas: Mapping[str, object]) -> None:
         seconds = _seconds(interval)
         for w in self._lengths:
             if age >= w:
                 break
-            inside = min(age + seconds, w) - age
-            share = inside / seconds if seconds > 0 else 1.0
+            inside, share = _inside(age, seconds, w)
             self._spans[w] += inside
             totals, unknown = self._totals[w], self._unknown[w]
             for name, value in self._items(deltas):
@@ -139,9 +148,9 @@ def trailing(now: float, interval: object, deltas: Mapping[str, object], recent,
     total = unknown = 0.0
     # This poll first, as Windows._add(0.0, ...) adds it.
     seconds = _seconds(interval)
-    span = inside = min(0.0 + seconds, w) - 0.0
+    span, share = _inside(0.0, seconds, w)
     if counter in deltas:
-        counted, missed = _tally(deltas[counter], inside, inside / seconds if seconds > 0 else 1.0)
+        counted, missed = _tally(deltas[counter], span, share)
         total, unknown = total + counted, unknown + missed
     start = bisect_right(recent, oldest, key=_TS)
     for poll in recent[start:] if start else recent:
@@ -155,15 +164,9 @@ def trailing(now: float, interval: object, deltas: Mapping[str, object], recent,
             continue
         age = now - ts
         seconds = interval if type(interval) is float and 0.0 <= interval < math.inf else _seconds(interval)
-        end = age + seconds
-        if end > w or seconds <= 0:  # Windows._add (age > 0 here)
-            if age >= w:
-                continue
-            inside = min(end, w) - age
-            share = inside / seconds if seconds > 0 else 1.0
-        else:
-            inside = end - age
-            share = inside / seconds
+        if age >= w:
+            continue
+        inside, share = _inside(age, seconds, w)
         span += inside
         if counter in moved:
             counted, missed = _tally(moved[counter], inside, share)

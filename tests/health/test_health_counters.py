@@ -137,6 +137,17 @@ def test_a_port_that_went_down_once_and_stays_down_is_down_not_flapping():
     assert kinds(judge_port(view)) == {"down"}
 
 
+def test_one_link_down_is_never_counted_as_a_hair_more_than_one():
+    # A poll's times as ingest stored them in an end-to-end run: (age + interval) - age came out
+    # 1.0000000000000002 intervals, so one bounce was "over 1 link downs/h" and paged as flapping.
+    now = 1796151443.52933
+    recent = ([1796151441.566242, 2.768597, {}], [1796151442.528108, 0.961866, {"link_downed": 1}], [now, 1.001222, {}])
+    f = only(judge_port(port_view(ts=now, interval_s=1.001222, recent=recent)), Kind.FLAPPING)
+    assert f.severity is Severity.INFO
+    assert f.message == "cn042 mlx5_0/1: link went down and came back once in the last hour (link_downed)"
+    assert f.details["link_downs_per_hour"] == 1
+
+
 def test_more_than_5_link_error_recoveries_a_minute_is_critical_flapping():
     recent = history({"link_error_recovery": 1}, {"link_error_recovery": 2}, {"link_error_recovery": 1})
     j = judge_port(port_view(deltas={"link_error_recovery": 2}, recent=recent))

@@ -102,3 +102,23 @@ def test_it_gives_no_bounds_for_an_unknown_count_or_a_ring_it_did_not_see_grow()
     elsewhere = push(later, ts + 20.0, 10.0, {WAIT: 5})  # a poll ingested by another process in between
     assert log.bounds(ts + 20.0, 10.0, {WAIT: 5}, elsewhere, 300.0) is None
     assert log.bounds(ts + 10.0, 10.0, {WAIT: 5}, later, 300.0) is not None
+
+
+# Polls of odd lengths, each ending a little after the one before and all of them whole inside the hour.
+whole_polls = st.lists(
+    st.tuples(st.floats(1e-3, 30.0), st.floats(1e-3, 30.0), st.integers(0, 3)), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(whole_polls, st.floats(1e-3, 30.0))
+def test_it_counts_polls_whole_inside_the_window_exactly(steps, interval):
+    ring, ts = [], NOW - 3000.0
+    for gap, seconds, downs in steps:
+        ts += gap
+        ring.append([ts, seconds, {"link_downed": downs}])
+    expected = sum(downs for *_, downs in steps)
+    view = PortView("cn001", "mlx5_0", 1, ts=NOW, interval_s=interval, deltas={}, recent=ring)
+    for length in (3600.0, 3300.0):  # all in the longest window; all in a shorter one
+        assert Windows(view, (length,)).count("link_downed", length).total == expected
+        assert trailing(NOW, interval, {}, ring, "link_downed", length).total == expected
