@@ -100,7 +100,9 @@ def test_a_port_that_goes_down_pages_every_channel_and_its_recovery_resolves_the
     )
     assert [e["key"] for e in resolved[0]["events"]] == [f"down:{PORT}"]
     fabric.wait("Alertmanager resolving it", lambda: not am_alert("active"), 15)
-    fabric.wait("the resolution mail", lambda: len(smtp_server.messages) == 2, 15)
-    assert smtp_server.messages[1]["Subject"].startswith("[fabricweb] RESOLVED: cn001 mlx5_0/1: port down")
+    fabric.wait("the resolution mail", lambda: len(smtp_server.messages) >= 2, 15)
+    subjects = [m["Subject"] for m in smtp_server.messages]  # named when this fails: what else paged
+    assert len(subjects) == 2, subjects
+    assert subjects[1].startswith("[fabricweb] RESOLVED: cn001 mlx5_0/1: port down"), subjects
     # Once each: the firing notification was not repeated or duplicated anywhere.
     assert [b["status"] for b in hook.bodies()] == ["firing", "resolved"]
