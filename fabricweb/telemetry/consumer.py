@@ -8,12 +8,13 @@ snapshot on PostgreSQL.
 
 Delivery is at least once. A message is acked only after the transaction holding its
 snapshot committed; one that is not is stored later (database down: the batch stays in
-hand, in order, and is tried again first) or delivered again (process killed: kombu puts
-it back after the visibility timeout), and ingest is idempotent, so a snapshot stored twice
+hand, in order, and is tried again first) or delivered again (process killed: it is put
+back after `redeliver_after`), and ingest is idempotent, so a snapshot stored twice
 is a harmless duplicate. Only JSON is decoded:
 every compute node can reach the broker, and nothing it sends may get unpickled here.
 
-The consumer keeps its unacked messages under keys of its own (`unacked.snapshots`...),
+The consumer keeps its unacked messages under keys of its own (`ingest.taken.*` on plain
+redis://, redisread.py; kombu's unacked hash `unacked.snapshots`... on other brokers),
 so it can take them back after `redeliver_after` seconds (60 by default, not kombu's
 hour) without touching the Celery workers' unacked tasks, some of which rightly run or
 wait longer: a consumer killed mid-batch has its batch stored by the next one to start
@@ -24,6 +25,7 @@ cannot hold the process past SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import socket
 import time
@@ -42,7 +44,7 @@ from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
 from .ingest import ingest_batch
 from .jsonread import NotExact, exact_loads
-from .redisread import BatchReader
+from .redisread import BatchReader, give_back
 from .shards import ShardLeases, new_consumer_id, unacked_keys
 from .tasks import log_result
 
@@ -178,6 +180,9 @@ class BatchConsumer:
         self.reader: BatchReader | None = None  # plain redis://: batches taken in one round trip
         self.redeliver_after = redeliver_after
         self.consumer_id = new_consumer_id() if shards > 1 else None
+        # A reader per connection takes as `<id>#<n>` (redisread): what one lost with its connection is
+        # given back after redeliver_after, while this process goes on reading with the next.
+        self.takers = (f"{self.consumer_id or new_consumer_id()}#{n}" for n in itertools.count(1))
         self.options = transport_options(redeliver_after, self.consumer_id)
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
         self.oldest_at = 0.0
@@ -218,7 +223,11 @@ class BatchConsumer:
                     )
                 if self.shards > 1 and self.leases is None:
                     self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)
-                self.reader = BatchReader(client, self.options) if transport_for(url) else None
+                previous, self.reader = self.reader, None
+                if transport_for(url):
+                    self.reader = BatchReader(client, self.options, next(self.takers))
+                    if previous is not None:  # the batch in hand went with the connection: read it again first
+                        give_back(client, previous.taker)
                 self._consume(conn, until)
             except (*conn.connection_errors, BrokerUnreachable, redis.ConnectionError, redis.TimeoutError) as e:
                 # Not acked, so the broker still has them and delivers them again.
@@ -312,6 +321,8 @@ class BatchConsumer:
                     break
                 next_beat = time.monotonic() + self.lease_s / 3
         self.flush()
+        if self.stopping:
+            reader.leave()
 
     def _say_reading(self, names: list[str]) -> None:
         log.info(

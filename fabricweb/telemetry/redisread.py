@@ -1,52 +1,63 @@
-"""Take a whole batch of snapshot messages from Redis in one round trip, ack a batch in another.
+"""Take a whole batch of snapshot messages from Redis in two round trips, ack a batch in one.
 
 kombu's Redis transport delivers one message per BRPOP and keeps it in its unacked hash with
 a pipeline of its own, then removes it at the ack with another: three round trips and two
-pipelines per message, ~1-1.5 ms each on the test machine, about a third of the consumer's
-time. Here one Lua script pops up to N messages from the queues and records them as unacked,
-atomically (a message is always on its queue or in the unacked hash), and the acks of a
-batch go in one pipeline.
+pipelines per message, ~1-1.5 ms each on the test machine. Here a take asks the queues'
+lengths, then *moves* up to N messages with `LMOVE` in one MULTI/EXEC from each queue to a
+list of this reader's own, `ingest.taken.<taker>.<queue>`: a message is always on its queue or
+on a taken list, never neither, and Redis copies nothing (a Lua script building kombu's
+unacked entries spent ~55 µs of Redis's single core per message, ~20 to bring each into
+Lua and ~18 to build its copy: BENCHMARKS.md, "Ingest, eighth round").
 
-The unacked hash and its index are kombu's, in kombu's format (`[payload, exchange, routing
-key]` by delivery tag, the index scored by delivery time), so the same keys work with
-kombu's restore (visibility timeout) and with shards.sweep. Tags are `ingest.<n>` from a
-counter, unique per broker database. Only for plain redis:// brokers, like telemetry/broker.py.
+A taken list keeps the queue's order (oldest on the right, read first). Acks come after the
+commit and are nearly always the oldest messages: they are removed by trimming the list's
+oldest end, when the list still holds exactly what this reader took (its length says so),
+or one by one by value (`LREM`) when it does not: a reader that stalled past its lease had
+its lists given back by another consumer meanwhile (shards.sweep).
+
+Takers are registered in `ingest.takers` (taker -> when last seen, epoch s) with the queues
+they took from (`ingest.taken.<taker>`). A taker unseen for `redeliver_after` seconds (a
+consumer killed, or one that lost its broker connection and started a new reader) has its
+lists given back to the head of their queues by whichever consumer looks first
+(`restore_older_than`); a dead sharded consumer's are given back at once by shards.sweep.
+Messages a consumer of an earlier version left in kombu's unacked hash are still restored
+from there. Only for plain redis:// brokers, like telemetry/broker.py.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import time
+from collections import deque
 
 import orjson
 import redis
 from kombu.message import Message
 from kombu.utils.json import dumps, loads, object_hook
 
-TAG_COUNTER_KEY = "ingest.delivery_tag"
+TAKERS_KEY = "ingest.takers"
+TAKEN_PREFIX = "ingest.taken."
+HEARTBEAT_EVERY_S = 1.0  # how often a reader with nothing to take still says it is alive
 
-# KEYS: unacked hash, unacked index, tag counter, queues... ; ARGV: most messages to take, now (s).
-# Returns a flat list: tag, queue, raw message, tag, queue, raw message...
-_TAKE = """
-local out, room = {}, tonumber(ARGV[1])
-for i = 4, #KEYS do
-  if room <= 0 then break end
-  local got = redis.call('RPOP', KEYS[i], room)
-  if got then
-    for _, raw in ipairs(got) do
-      local tag = 'ingest.' .. redis.call('INCR', KEYS[3])
-      redis.call('HSET', KEYS[1], tag, '[' .. raw .. ',"",' .. cjson.encode(KEYS[i]) .. ']')
-      redis.call('ZADD', KEYS[2], ARGV[2], tag)
-      table.insert(out, tag)
-      table.insert(out, KEYS[i])
-      table.insert(out, raw)
-    end
-    room = room - #got
-  end
-end
-return out
+# KEYS[1]: a taken list; ARGV: the length it must have, how many of its oldest to drop.
+# 1 when trimmed; 0 (nothing done) when its length says it no longer holds exactly what the reader took.
+_TRIM = """
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('LTRIM', KEYS[1], 0, -1 - tonumber(ARGV[2]))
+return 1
 """
+
+
+def taken_key(taker: str, queue: str) -> str:
+    """The list of messages `taker` took from `queue` and has not acked."""
+    return f"{TAKEN_PREFIX}{taker}.{queue}"
+
+
+def taken_queues_key(taker: str) -> str:
+    """The set of queues `taker` took messages from."""
+    return f"{TAKEN_PREFIX}{taker}"
 
 
 def _envelope(raw: bytes) -> object:
@@ -101,10 +112,20 @@ def _body(body: object, encoding: object) -> object:
     return body
 
 
+def redelivered(raw: bytes) -> bytes:
+    """A message put back on its queue, marked as kombu marks a redelivery (as it was, if it is not JSON)."""
+    try:
+        payload = loads(raw)
+        payload.setdefault("headers", {})["redelivered"] = True
+        return dumps(payload).encode()
+    except (ValueError, TypeError, AttributeError):
+        return raw
+
+
 class TakenMessage(Message):
     """A message taken by BatchReader: ack and requeue go through the reader, not a kombu channel."""
 
-    def __init__(self, reader: BatchReader, tag: str, queue: str, payload: dict) -> None:
+    def __init__(self, reader: BatchReader, tag: str, queue: str, raw: bytes, payload: dict) -> None:
         properties = payload.get("properties") or {}
         super().__init__(
             body=_body(payload.get("body"), properties.get("body_encoding")),
@@ -115,58 +136,151 @@ class TakenMessage(Message):
             properties=properties,
             accept=["application/json"],
         )
-        self.reader, self.queue, self.raw = reader, queue, payload
+        self.reader, self.queue, self.raw = reader, queue, raw
+        self.done = False  # acked (removed from its taken list at the next commit_acks)
 
     def ack(self, multiple=False) -> None:
-        self.reader.acks.append(self.delivery_tag)
+        self.done = True
+        self.reader.acks += 1
 
     def requeue(self) -> None:
         self.reader.requeue(self)
 
 
 class BatchReader:
-    """Reads snapshot queues for one consumer, whose unacked messages live under `keys` (kombu's names)."""
+    """Reads snapshot queues for one consumer, as taker `taker` (unique per process and connection).
 
-    def __init__(self, client: redis.Redis, keys: dict[str, str]) -> None:
-        self.client = client
+    `keys` are kombu's unacked keys of the consumer (where an earlier version kept its messages)."""
+
+    def __init__(self, client: redis.Redis, keys: dict[str, str], taker: str) -> None:
+        self.client, self.taker = client, taker
         self.unacked, self.index = keys["unacked_key"], keys["unacked_index_key"]
-        self.acks: list[str] = []
-        self._take = client.register_script(_TAKE)
+        # Per queue, what this reader took and has not yet trimmed, oldest first; and whether its taken
+        # list is known to hold exactly that (else acks remove by value).
+        self.held: dict[str, deque[TakenMessage]] = {}
+        self.exact: dict[str, bool] = {}
+        self.acks = 0  # acked since the last commit_acks
+        self._tags = itertools.count(1)
+        self._seen_at = 0.0
 
     def take(self, queues: list[str], most: int) -> list[TakenMessage]:
-        """Up to `most` messages, from the first queues first; each on its queue or unacked, never neither."""
+        """Up to `most` messages, from the first queues first; each on its queue or taken, never neither."""
         if most <= 0 or not queues:
+            self._heartbeat()
             return []
-        flat = self._take(keys=[self.unacked, self.index, TAG_COUNTER_KEY, *queues], args=[most, time.time()])
-        out = []
-        for i in range(0, len(flat), 3):
-            tag, queue, raw = flat[i : i + 3]
-            tag, queue = (x.decode() if isinstance(x, bytes) else x for x in (tag, queue))
-            try:
-                payload = _envelope(raw)
-            except ValueError:
-                payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its content type
-            out.append(TakenMessage(self, tag, queue, payload if isinstance(payload, dict) else {}))
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.llen(queue)
+            lengths = pipe.execute()
+        plan, room = [], most
+        for queue, length in zip(queues, lengths, strict=True):
+            if room <= 0:
+                break
+            if length:
+                plan.append((queue, min(length, room)))
+                room -= plan[-1][1]
+        if not plan:
+            self._heartbeat()
+            return []
+        now = time.time()
+        with self.client.pipeline() as pipe:  # MULTI: registered and moved together
+            pipe.zadd(TAKERS_KEY, {self.taker: now})
+            pipe.sadd(taken_queues_key(self.taker), *(queue for queue, _ in plan))
+            for queue, count in plan:
+                key = taken_key(self.taker, queue)
+                for _ in range(count):
+                    pipe.lmove(queue, key, "RIGHT", "LEFT")
+            moved = pipe.execute()[2:]
+        self._seen_at = now
+        out, at = [], 0
+        for queue, count in plan:
+            held = self.held.setdefault(queue, deque())
+            self.exact.setdefault(queue, True)
+            for raw in moved[at : at + count]:
+                if raw is None:  # taken meanwhile by another reader of an unsharded queue
+                    continue
+                try:
+                    payload = _envelope(raw)
+                except ValueError:
+                    payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its type
+                message = TakenMessage(
+                    self, f"{self.taker}.{next(self._tags)}", queue, raw, payload if isinstance(payload, dict) else {}
+                )
+                held.append(message)
+                out.append(message)
+            at += count
         return out
 
+    def _heartbeat(self) -> None:
+        """Say this reader is alive while it takes nothing (a batch in hand, the database away)."""
+        now = time.time()
+        if now - self._seen_at >= HEARTBEAT_EVERY_S:
+            self.client.zadd(TAKERS_KEY, {self.taker: now})
+            self._seen_at = now
+
     def commit_acks(self) -> None:
-        """Remove every message acked since the last call from the unacked hash: one round trip."""
+        """Remove every message acked since the last call from its taken list: one round trip."""
         if not self.acks:
             return
-        tags, self.acks = self.acks, []
+        self.acks = 0
+        plans = []
+        for queue, held in self.held.items():
+            oldest = 0  # the acked messages at the old end: trimmed in one go
+            while oldest < len(held) and held[oldest].done:
+                oldest += 1
+            if oldest:
+                plans.append((queue, held, oldest, len(held), self.exact[queue]))
+        if not plans:
+            return
         with self.client.pipeline(transaction=False) as pipe:
-            pipe.hdel(self.unacked, *tags).zrem(self.index, *tags).execute()
+            for queue, held, oldest, length, exact in plans:
+                key = taken_key(self.taker, queue)
+                if exact:
+                    pipe.eval(_TRIM, 1, key, length, oldest)
+                else:
+                    for i in range(oldest):
+                        pipe.lrem(key, -1, held[i].raw)
+            done = iter(pipe.execute())
+        for queue, held, oldest, _length, exact in plans:
+            if exact and not next(done):
+                # Given back while this reader stalled: the list holds at most what it took since.
+                self.exact[queue] = False
+                with self.client.pipeline(transaction=False) as pipe:
+                    for i in range(oldest):
+                        pipe.lrem(taken_key(self.taker, queue), -1, held[i].raw)
+                    pipe.execute()
+            elif not exact:
+                for _ in range(oldest):
+                    next(done)
+            for _ in range(oldest):
+                held.popleft()
+            if not held:
+                self.exact[queue] = True  # (an empty list is deleted: it holds exactly nothing)
 
     def requeue(self, message: TakenMessage) -> None:
         """Back at the end of its queue (as kombu's requeue: read after what waits there now)."""
-        with self.client.pipeline() as pipe:  # MULTI: on the queue again and out of unacked together
-            pipe.hdel(self.unacked, message.delivery_tag).zrem(self.index, message.delivery_tag)
-            pipe.lpush(message.queue, dumps(message.raw)).execute()
+        with self.client.pipeline() as pipe:  # MULTI: on the queue again and off the taken list together
+            pipe.lrem(taken_key(self.taker, message.queue), -1, message.raw)
+            pipe.lpush(message.queue, message.raw).execute()
+        held = self.held[message.queue]
+        held.remove(message)
+        if not held:
+            self.exact[message.queue] = True
 
     def restore_older_than(self, seconds: float) -> int:
-        """Put messages unacked for longer than `seconds` back at the head of their queues (a consumer
-        killed holding them, sharing these keys); how many."""
-        ceil = time.time() - seconds
+        """Give back the messages of takers unseen for `seconds` (a consumer killed holding them, or this one's
+        reader before it reconnected), and those kombu's unacked hash held as long; how many."""
+        now = time.time()
+        self.client.zadd(TAKERS_KEY, {self.taker: now})
+        self._seen_at = now
+        restored = 0
+        for taker in self.client.zrangebyscore(TAKERS_KEY, "-inf", now - seconds):
+            taker = taker.decode()
+            if taker != self.taker:
+                restored += give_back(self.client, taker) or 0
+        return restored + self._restore_unacked(now - seconds)
+
+    def _restore_unacked(self, ceil: float) -> int:
         restored = 0
         for tag in self.client.zrangebyscore(self.index, "-inf", ceil):
             with self.client.pipeline() as pipe:
@@ -184,3 +298,49 @@ class BatchReader:
                 except redis.WatchError:
                     continue
         return restored
+
+    def leave(self) -> None:
+        """Stopping: give back anything still taken (nothing, after a last flush) and forget this taker."""
+        give_back(self.client, self.taker)
+
+
+def give_back(client: redis.Redis, taker: str) -> int | None:
+    """Put what `taker` took back at the head of its queues (read next, oldest first, marked redelivered)
+    and forget the taker, at once; how many, or None if it took more meanwhile (alive after all)."""
+    queues_key = taken_queues_key(taker)
+    with client.pipeline() as pipe:
+        try:
+            pipe.watch(queues_key)
+            queues = sorted(q.decode() for q in pipe.smembers(queues_key))
+            keys = [taken_key(taker, q) for q in queues]
+            if keys:
+                pipe.watch(*keys)
+            held = [pipe.lrange(key, 0, -1) for key in keys]
+            pipe.multi()
+            for queue, messages in zip(queues, held, strict=True):
+                if messages:  # (oldest on the right, as on the queue: pushed in this order it is read first)
+                    pipe.rpush(queue, *map(redelivered, messages))
+            pipe.delete(queues_key, *keys)
+            pipe.zrem(TAKERS_KEY, taker)
+            pipe.execute()
+        except redis.WatchError:
+            return None
+    return sum(map(len, held))
+
+
+def takers_of(client: redis.Redis, consumer_id: str) -> list[str]:
+    """The takers (readers, one per connection) of ingest consumer `consumer_id`."""
+    prefix = f"{consumer_id}#"
+    return [t for t in (x.decode() for x in client.zrange(TAKERS_KEY, 0, -1)) if t.startswith(prefix)]
+
+
+def taken_count(client: redis.Redis) -> int:
+    """Messages taken by any reader and not yet acked."""
+    takers = [t.decode() for t in client.zrange(TAKERS_KEY, 0, -1)]
+    pipe = client.pipeline(transaction=False)
+    for taker in takers:
+        pipe.smembers(taken_queues_key(taker))
+    keys = [taken_key(t, q.decode()) for t, queues in zip(takers, pipe.execute(), strict=True) for q in queues]
+    for key in keys:
+        pipe.llen(key)
+    return sum(pipe.execute())

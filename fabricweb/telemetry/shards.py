@@ -10,16 +10,18 @@ Redis keys (the broker's database):
 - `ingest.consumers`: sorted set, consumer id -> when its heartbeat runs out (ms, Redis's clock);
 - `ingest.shard.<k>`: the id of the consumer holding queue k (no expiry: see below);
 - `ingest.shards`: K, so consumers started with another K refuse to run beside the others;
-- `unacked.snapshots.<id>` and its index: what consumer <id> holds delivered, not yet acked
-  (kombu's Redis transport, one set per consumer instead of one shared).
+- `ingest.taken.<id>#<n>.<queue>`: what consumer <id> took from a queue and has not acked (one
+  reader per connection, numbered n: telemetry/redisread.py), and `unacked.snapshots.<id>` and
+  its index: the same in kombu's unacked hash (brokers other than plain redis://, one set per
+  consumer instead of one shared).
 
 A consumer beats every lease/3 s (`beat`, one Lua script: atomic); when others joined, it
 stores what it holds, then gives up what is over its share (`give_up`). A consumer whose
 heartbeat ran out is *dead*; whichever consumer sees it first puts the messages it held
-unacked back at the head of their queues, then frees its leases and forgets it, in one
-MULTI/EXEC (`sweep`). Leases do not expire on their own, so a queue is taken over only
-after its dead holder's messages went back first: the new holder stores those polls
-before the ones that followed them, none is stale, none lost. A consumer only stalled (not
+unacked back at the head of their queues, then frees its leases and forgets it (`sweep`).
+Leases do not expire on their own, so a queue is taken over only after its dead holder's
+messages went back first: the new holder stores those polls before the ones that followed
+them, none is stale, none lost. A consumer only stalled (not
 dead) past its lease may still commit what it held: that snapshot is then stored twice,
 and ingest is idempotent (the second is a duplicate): never counted twice.
 """
@@ -34,6 +36,8 @@ import redis
 from kombu.utils.json import dumps, loads
 
 from fabricweb.names import SNAPSHOT_QUEUE, SNAPSHOT_UNACKED_KEY, shard_queue
+
+from .redisread import give_back, taken_count, takers_of
 
 CONSUMERS_KEY = "ingest.consumers"
 SHARDS_KEY = "ingest.shards"
@@ -54,7 +58,7 @@ def unacked_keys(consumer_id: str) -> dict[str, str]:
 
 
 def backlog(client: redis.Redis, shards: int) -> int:
-    """Snapshots sent and not yet stored: waiting on any snapshot queue, or held unacked by any consumer."""
+    """Snapshots sent and not yet stored: waiting on any snapshot queue, or taken and not acked by any consumer."""
     queues = [SNAPSHOT_QUEUE] + ([shard_queue(k) for k in range(shards)] if shards > 1 else [])
     holders = [SNAPSHOT_UNACKED_KEY] + [
         unacked_keys(c.decode())["unacked_key"] for c in client.zrange(CONSUMERS_KEY, 0, -1)
@@ -64,7 +68,7 @@ def backlog(client: redis.Redis, shards: int) -> int:
         pipe.llen(queue)
     for key in holders:
         pipe.hlen(key)
-    return sum(pipe.execute())
+    return sum(pipe.execute()) + taken_count(client)
 
 
 class ShardCountMismatch(RuntimeError):
@@ -188,6 +192,12 @@ class ShardLeases:
         `leaving`: this consumer itself, stopping (its heartbeat need not have run out)."""
         keys = unacked_keys(consumer_id)
         leases = [f"{LEASE_PREFIX}{k}" for k in range(self.shards)]
+        if not leaving and not self._dead(consumer_id):
+            return False
+        # What it took first: its queues are freed below only once that is back on them.
+        for taker in takers_of(self.client, consumer_id):
+            if give_back(self.client, taker) is None:
+                return False
         with self.client.pipeline() as pipe:
             try:
                 pipe.watch(CONSUMERS_KEY, keys["unacked_key"], keys["unacked_index_key"], *leases)
@@ -212,6 +222,11 @@ class ShardLeases:
             except redis.WatchError:
                 return False
         return True
+
+    def _dead(self, consumer_id: str) -> bool:
+        seconds, micros = self.client.time()
+        score = self.client.zscore(CONSUMERS_KEY, consumer_id)
+        return score is not None and score <= seconds * 1000 + micros // 1000
 
     def leave(self) -> None:
         """Give up every lease now (stopping, nothing in hand): the others take the queues at their next beat."""

@@ -8,6 +8,7 @@ import redis
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.telemetry.consumer import ONE, transport_options
+from fabricweb.telemetry.redisread import taken_count
 
 
 @dataclass
@@ -28,5 +29,7 @@ class Broker:
         )
 
     def left(self) -> tuple[int, int]:
-        """(messages waiting on the queue, messages delivered and not yet acked)."""
-        return self.redis.llen(SNAPSHOT_QUEUE), self.redis.hlen(transport_options(60)["unacked_key"])
+        """(messages waiting on the queue, messages taken and not yet acked: moved by the consumer's reader, or
+        delivered by kombu)."""
+        unacked = self.redis.hlen(transport_options(60)["unacked_key"])
+        return self.redis.llen(SNAPSHOT_QUEUE), taken_count(self.redis) + unacked

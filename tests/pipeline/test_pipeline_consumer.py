@@ -34,6 +34,7 @@ from fabricweb.telemetry import samples
 from fabricweb.telemetry.broker import TRANSPORT, transport_for
 from fabricweb.telemetry.broker import Channel as BrokerChannel
 from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer
+from fabricweb.telemetry.redisread import taken_count
 from fabricweb.telemetry.signals import snapshots_ingested
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
@@ -345,6 +346,68 @@ def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
             server.wait(10)
     assert f"lost the broker {url} (" in caplog.text  # named as configured, whatever transport reads it
     assert f"connected to the broker {url} again" in caplog.text
+    assert stored() == {"cn001": 2 * PORTS}
+
+
+@pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")
+def test_a_batch_in_hand_when_the_broker_went_away_is_read_again_first_once_it_is_back(tmp_path, caplog):
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    # A broker that keeps its data across a restart: what the consumer had taken is still there.
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
+    argv += ["--appendfsync", "always", "--dir", str(tmp_path)]
+
+    def start_redis() -> subprocess.Popen:
+        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=tmp_path)
+        client, deadline = redis.Redis.from_url(url), time.monotonic() + 10
+        while True:
+            with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
+                client.ping()
+                return server
+            assert time.monotonic() < deadline, "redis-server did not answer"
+            time.sleep(0.05)
+
+    def send(snap: dict) -> None:
+        with app.connection_for_write(url) as conn:
+            app.send_task(ONE, args=[snap], queue=SNAPSHOT_QUEUE, connection=conn)
+
+    first, second = polls(1, 2)
+    servers: list[subprocess.Popen | None] = []
+    back_at = []
+
+    def stop_once_taken() -> None:
+        """The broker goes away while the consumer holds the first poll (taken, waiting for max_wait)..."""
+        client, deadline = redis.Redis.from_url(url), time.monotonic() + 10
+        while time.monotonic() < deadline and taken_count(client) < 1:
+            time.sleep(0.01)
+        servers[0].terminate()
+        servers[0].wait(10)
+        servers.append(None)
+
+    def back(consumer) -> bool:
+        if len(servers) == 2 and servers[-1] is None and "lost the broker" in caplog.text:
+            servers[-1] = start_redis()  # ...and comes back with it, still taken
+            send(second)
+            back_at.append(time.monotonic())
+        return consumer.totals["snapshots"] >= 2
+
+    try:
+        servers.append(start_redis())
+        send(first)
+        watcher = threading.Thread(target=stop_once_taken)
+        watcher.start()
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+            consumer = consume(url, back, max_wait=3.0, timeout=30)
+        watcher.join()
+        took = time.monotonic() - back_at[0]
+        left = redis.Redis.from_url(url)
+        assert (left.llen(SNAPSHOT_QUEUE), taken_count(left)) == (0, 0)
+    finally:
+        for server in filter(None, servers):
+            server.terminate()
+            server.wait(10)
+    # Not after redeliver_after (60 s): at once, before the poll sent after it, so neither is stale.
+    assert consumer.totals["snapshots"] == 2 and took < 10
     assert stored() == {"cn001": 2 * PORTS}
 
 

@@ -23,6 +23,7 @@ from fabricweb.celery import app
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE, shard_queue, snapshot_queue, snapshot_shard
 from fabricweb.telemetry import samples
 from fabricweb.telemetry.consumer import transport_options
+from fabricweb.telemetry.redisread import TAKERS_KEY, BatchReader, taken_count
 from fabricweb.telemetry.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
@@ -122,6 +123,24 @@ def test_a_dead_consumers_unacked_polls_go_back_first_then_its_queues_are_taken_
     times = [json.loads(m["body"])[0][0]["collected_at"] for m in read]
     assert times == [later(first, 10 * k)["collected_at"] for k in range(5)]
     assert [m["headers"].get("redelivered", False) for m in read] == [True, True, True, False, False]
+
+
+def test_a_dead_consumers_taken_polls_go_back_first_then_its_queues_are_taken_over(broker, client):
+    a, b = leases(client, "a", lease_s=0.3), leases(client, "b", lease_s=5.0)
+    assert a.beat() == (0, 1, 2, 3)
+    first, queue = snapshot(host="cn001"), shard_queue(1)
+    for k in range(3):
+        send(broker.conn, later(first, 10 * k), 4)
+    # a's reader (plain redis://: messages moved to lists of its own) takes the three, and a dies.
+    assert len(BatchReader(client, transport_options(60, "a"), "a#1").take(a.queues(), 10)) == 3
+    send(broker.conn, later(first, 30), 4)
+    time.sleep(0.4)
+    assert b.beat() == (0, 1, 2, 3)
+    assert taken_count(client) == 0 and client.zscore(TAKERS_KEY, "a#1") is None
+    read = [json.loads(raw) for raw in iter(lambda: client.rpop(queue), None)]
+    times = [json.loads(m["body"])[0][0]["collected_at"] for m in read]
+    assert times == [later(first, 10 * k)["collected_at"] for k in range(4)]
+    assert [m["headers"].get("redelivered", False) for m in read] == [True, True, True, False]
 
 
 def test_a_consumer_that_stops_gives_its_queues_up_at_once(client):
