@@ -14,7 +14,6 @@ port events, reconnection.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
@@ -34,12 +33,13 @@ HW_EVERY = 6
 
 
 def message(snap: dict) -> bytes:
-    """A Celery protocol-2 task message as kombu's Redis transport stores it (JSON, base64 body)."""
+    """A Celery protocol-2 task message as kombu's Redis transport stores it for the agent (JSON, the body as it
+    is: names.PLAIN_BODIES)."""
     task_id = str(uuid.uuid4())
     body = json.dumps([[snap], {}, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
     return json.dumps(
         {
-            "body": base64.b64encode(body.encode()).decode(),
+            "body": body,
             "content-encoding": "utf-8",
             "content-type": "application/json",
             "headers": {
@@ -61,7 +61,7 @@ def message(snap: dict) -> bytes:
                 "delivery_mode": 2,
                 "delivery_info": {"exchange": "", "routing_key": SNAPSHOT_QUEUE},
                 "priority": 0,
-                "body_encoding": "base64",
+                "body_encoding": None,
                 "delivery_tag": str(uuid.uuid4()),
             },
         }

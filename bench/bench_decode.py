@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_decode.py [--nodes 8] [--rounds 200]
 
 Bodies are Celery protocol 2 JSON of simulated 2 x 2-port snapshots (bench_ingest's
-simulator), in kombu's Redis envelope (the body in base64, headers, properties) as the
+simulator), in kombu's Redis envelope (headers, properties, and the body as it is, as
+agents send it: names.PLAIN_BODIES; in base64, as older agents did, with --base64) as the
 consumer takes them. Steps: the envelope (json.loads against redisread's orjson read),
 the body (kombu's Message.decode, with a fresh Message each time since a Message caches
 what it decoded, against decode_body) and the validation (the worded checks alone against
@@ -28,18 +29,19 @@ from bench_ingest import from_simulator
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
-def envelope(body: bytes) -> bytes:
+def envelope(body: bytes, in_base64: bool = False) -> bytes:
     """The message as kombu's Redis transport stores it (a Celery send_task's headers and properties)."""
     tag = str(uuid.uuid4())
     headers = {"lang": "py", "task": "fabricweb.telemetry.tasks.ingest_snapshot", "id": tag, "shadow": None}
     headers |= {"eta": None, "expires": None, "group": None, "group_index": None, "retries": 0}
     headers |= {"timelimit": [None, None], "root_id": tag, "parent_id": None, "argsrepr": "...", "origin": "gen1@cn001"}
     properties = {"correlation_id": tag, "reply_to": str(uuid.uuid4()), "delivery_mode": 2, "priority": 0}
-    properties |= {"delivery_info": {"exchange": "", "routing_key": "snapshots"}, "body_encoding": "base64"}
+    encoding = "base64" if in_base64 else None
+    properties |= {"delivery_info": {"exchange": "", "routing_key": "snapshots"}, "body_encoding": encoding}
     properties["delivery_tag"] = str(uuid.uuid4())
     return json.dumps(
         {
-            "body": base64.b64encode(body).decode(),
+            "body": base64.b64encode(body).decode() if in_base64 else body.decode(),
             "content-encoding": "utf-8",
             "content-type": "application/json",
             "headers": headers,
@@ -52,6 +54,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--base64", action="store_true", help="bodies in base64, as agents sent them before")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     import django
@@ -66,7 +69,7 @@ def main() -> int:
 
     snapshots = from_simulator(args.nodes, 2, 2, 2)[1]
     bodies = [json.dumps([[s], {}, EMBED]).encode() for s in snapshots]
-    raws = [envelope(b) for b in bodies]
+    raws = [envelope(b, args.base64) for b in bodies]
     ports = sum(len(d["ports"]) for s in snapshots for d in s["devices"]) / len(snapshots)
     now = timezone.now()
     for s in snapshots:
