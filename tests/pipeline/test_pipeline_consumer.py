@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import psycopg
@@ -302,25 +303,30 @@ def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_
     assert broker.left() == (0, 0)
 
 
+def redis_server(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
+    """A redis-server of the test's own on `port`, keeping what it persists in `data_dir`, once it answers."""
+    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(data_dir), *options]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=data_dir)
+    client, deadline = redis.Redis(port=port), time.monotonic() + 10
+    while True:
+        with contextlib.suppress(redis.ConnectionError):  # (BusyLoadingError, while it reads its data, is one)
+            client.ping()
+            return server
+        assert time.monotonic() < deadline, "redis-server did not answer"
+        time.sleep(0.05)
+
+
+def send_to(url: str, snap: dict) -> None:
+    with app.connection_for_write(url) as conn:
+        app.send_task(ONE, args=[snap], queue=SNAPSHOT_QUEUE, connection=conn)
+
+
 @pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")
 def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
-
-    def start_redis() -> subprocess.Popen:
-        argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=tmp_path)
-        client, deadline = redis.Redis.from_url(url), time.monotonic() + 10
-        while True:
-            with contextlib.suppress(redis.ConnectionError):
-                client.ping()
-                return server
-            assert time.monotonic() < deadline, "redis-server did not answer"
-            time.sleep(0.05)
-
-    def send(snap: dict) -> None:
-        with app.connection_for_write(url) as conn:
-            app.send_task(ONE, args=[snap], queue=SNAPSHOT_QUEUE, connection=conn)
+    start_redis = partial(redis_server, port, tmp_path, "--appendonly", "no")
+    send = partial(send_to, url)
 
     first, second = polls(1, 2)
     servers: list[subprocess.Popen | None] = []
@@ -354,22 +360,8 @@ def test_a_batch_in_hand_when_the_broker_went_away_is_read_again_first_once_it_i
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     # A broker that keeps its data across a restart: what the consumer had taken is still there.
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes"]
-    argv += ["--appendfsync", "always", "--dir", str(tmp_path)]
-
-    def start_redis() -> subprocess.Popen:
-        server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=tmp_path)
-        client, deadline = redis.Redis.from_url(url), time.monotonic() + 10
-        while True:
-            with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
-                client.ping()
-                return server
-            assert time.monotonic() < deadline, "redis-server did not answer"
-            time.sleep(0.05)
-
-    def send(snap: dict) -> None:
-        with app.connection_for_write(url) as conn:
-            app.send_task(ONE, args=[snap], queue=SNAPSHOT_QUEUE, connection=conn)
+    start_redis = partial(redis_server, port, tmp_path, "--appendonly", "yes", "--appendfsync", "always")
+    send = partial(send_to, url)
 
     first, second = polls(1, 2)
     servers: list[subprocess.Popen | None] = []
