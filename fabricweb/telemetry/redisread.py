@@ -112,12 +112,16 @@ def _body(body: object, encoding: object) -> object:
     return body
 
 
+def mark_redelivered(payload: dict) -> str:
+    """kombu's envelope of a message put back on its queue, marked as kombu marks a redelivery."""
+    payload.setdefault("headers", {})["redelivered"] = True
+    return dumps(payload)
+
+
 def redelivered(raw: bytes) -> bytes:
-    """A message put back on its queue, marked as kombu marks a redelivery (as it was, if it is not JSON)."""
+    """mark_redelivered on a raw message (as it was, if it is not a JSON envelope)."""
     try:
-        payload = loads(raw)
-        payload.setdefault("headers", {})["redelivered"] = True
-        return dumps(payload).encode()
+        return mark_redelivered(loads(raw)).encode()
     except (ValueError, TypeError, AttributeError):
         return raw
 
@@ -155,10 +159,8 @@ class BatchReader:
     def __init__(self, client: redis.Redis, keys: dict[str, str], taker: str) -> None:
         self.client, self.taker = client, taker
         self.unacked, self.index = keys["unacked_key"], keys["unacked_index_key"]
-        # Per queue, what this reader took and has not yet trimmed, oldest first; and whether its taken
-        # list is known to hold exactly that (else acks remove by value).
+        # Per queue, what this reader took and has not yet trimmed, oldest first.
         self.held: dict[str, deque[TakenMessage]] = {}
-        self.exact: dict[str, bool] = {}
         self.acks = 0  # acked since the last commit_acks
         self._tags = itertools.count(1)
         self._seen_at = 0.0
@@ -195,7 +197,6 @@ class BatchReader:
         out, at = [], 0
         for queue, count in plan:
             held = self.held.setdefault(queue, deque())
-            self.exact.setdefault(queue, True)
             for raw in moved[at : at + count]:
                 if raw is None:  # taken meanwhile by another reader of an unsharded queue
                     continue
@@ -219,60 +220,50 @@ class BatchReader:
             self._seen_at = now
 
     def commit_acks(self) -> None:
-        """Remove every message acked since the last call from its taken list: one round trip."""
+        """Remove every message acked since the last call from its taken list: one round trip.
+
+        Only the acked messages at the old end are removed (a message acked before older ones waits for
+        them), by trimming the list if its length is still what this reader holds. If it is not, the
+        list was given back while this reader stalled and holds at most what it took since: the acked
+        messages are then removed by value, so nothing taken since is trimmed."""
         if not self.acks:
             return
         self.acks = 0
-        plans = []
+        acked = []  # (queue, its taken list, how many of its oldest are acked)
         for queue, held in self.held.items():
-            oldest = 0  # the acked messages at the old end: trimmed in one go
+            oldest = 0
             while oldest < len(held) and held[oldest].done:
                 oldest += 1
             if oldest:
-                plans.append((queue, held, oldest, len(held), self.exact[queue]))
-        if not plans:
+                acked.append((queue, held, oldest))
+        if not acked:
             return
         with self.client.pipeline(transaction=False) as pipe:
-            for queue, held, oldest, length, exact in plans:
-                key = taken_key(self.taker, queue)
-                if exact:
-                    pipe.eval(_TRIM, 1, key, length, oldest)
-                else:
-                    for i in range(oldest):
-                        pipe.lrem(key, -1, held[i].raw)
-            done = iter(pipe.execute())
-        for queue, held, oldest, _length, exact in plans:
-            if exact and not next(done):
-                # Given back while this reader stalled: the list holds at most what it took since.
-                self.exact[queue] = False
-                with self.client.pipeline(transaction=False) as pipe:
-                    for i in range(oldest):
+            for queue, held, oldest in acked:
+                pipe.eval(_TRIM, 1, taken_key(self.taker, queue), len(held), oldest)
+            trimmed = pipe.execute()
+        if not all(trimmed):
+            with self.client.pipeline(transaction=False) as pipe:
+                for (queue, held, oldest), done in zip(acked, trimmed, strict=True):
+                    for i in range(0 if done else oldest):
                         pipe.lrem(taken_key(self.taker, queue), -1, held[i].raw)
-                    pipe.execute()
-            elif not exact:
-                for _ in range(oldest):
-                    next(done)
+                pipe.execute()
+        for _queue, held, oldest in acked:
             for _ in range(oldest):
                 held.popleft()
-            if not held:
-                self.exact[queue] = True  # (an empty list is deleted: it holds exactly nothing)
 
     def requeue(self, message: TakenMessage) -> None:
         """Back at the end of its queue (as kombu's requeue: read after what waits there now)."""
         with self.client.pipeline() as pipe:  # MULTI: on the queue again and off the taken list together
             pipe.lrem(taken_key(self.taker, message.queue), -1, message.raw)
             pipe.lpush(message.queue, message.raw).execute()
-        held = self.held[message.queue]
-        held.remove(message)
-        if not held:
-            self.exact[message.queue] = True
+        self.held[message.queue].remove(message)
 
     def restore_older_than(self, seconds: float) -> int:
         """Give back the messages of takers unseen for `seconds` (a consumer killed holding them, or this one's
         reader before it reconnected), and those kombu's unacked hash held as long; how many."""
+        self._heartbeat()
         now = time.time()
-        self.client.zadd(TAKERS_KEY, {self.taker: now})
-        self._seen_at = now
         restored = 0
         for taker in self.client.zrangebyscore(TAKERS_KEY, "-inf", now - seconds):
             taker = taker.decode()
@@ -291,8 +282,7 @@ class BatchReader:
                     pipe.hdel(self.unacked, tag).zrem(self.index, tag)
                     if entry:
                         payload, _exchange, queue = loads(entry)
-                        payload.setdefault("headers", {})["redelivered"] = True
-                        pipe.rpush(queue, dumps(payload))
+                        pipe.rpush(queue, mark_redelivered(payload))
                         restored += 1
                     pipe.execute()
                 except redis.WatchError:

@@ -33,11 +33,11 @@ import secrets
 import socket
 
 import redis
-from kombu.utils.json import dumps, loads
+from kombu.utils.json import loads
 
 from fabricweb.names import SNAPSHOT_QUEUE, SNAPSHOT_UNACKED_KEY, shard_queue
 
-from .redisread import give_back, taken_count, takers_of
+from .redisread import give_back, mark_redelivered, taken_count, takers_of
 
 CONSUMERS_KEY = "ingest.consumers"
 SHARDS_KEY = "ingest.shards"
@@ -192,7 +192,7 @@ class ShardLeases:
         `leaving`: this consumer itself, stopping (its heartbeat need not have run out)."""
         keys = unacked_keys(consumer_id)
         leases = [f"{LEASE_PREFIX}{k}" for k in range(self.shards)]
-        if not leaving and not self._dead(consumer_id):
+        if not leaving and not self._dead(consumer_id, self.client):
             return False
         # What it took first: its queues are freed below only once that is back on them.
         for taker in takers_of(self.client, consumer_id):
@@ -201,9 +201,7 @@ class ShardLeases:
         with self.client.pipeline() as pipe:
             try:
                 pipe.watch(CONSUMERS_KEY, keys["unacked_key"], keys["unacked_index_key"], *leases)
-                seconds, micros = pipe.time()
-                score = pipe.zscore(CONSUMERS_KEY, consumer_id)
-                if not leaving and (score is None or score > seconds * 1000 + micros // 1000):
+                if not leaving and not self._dead(consumer_id, pipe):  # (again, watched)
                     return False
                 held = pipe.hgetall(keys["unacked_key"])
                 order = [t for t in pipe.zrange(keys["unacked_index_key"], 0, -1) if t in held]
@@ -214,8 +212,7 @@ class ShardLeases:
                 # BRPOP takes from the right: pushed newest first, the oldest is read next.
                 for tag in reversed(order):
                     payload, _exchange, routing_key = loads(held[tag])
-                    payload.setdefault("headers", {})["redelivered"] = True
-                    pipe.rpush(routing_key, dumps(payload))
+                    pipe.rpush(routing_key, mark_redelivered(payload))
                 pipe.delete(keys["unacked_key"], keys["unacked_index_key"], *owned)
                 pipe.zrem(CONSUMERS_KEY, consumer_id)
                 pipe.execute()
@@ -223,9 +220,11 @@ class ShardLeases:
                 return False
         return True
 
-    def _dead(self, consumer_id: str) -> bool:
-        seconds, micros = self.client.time()
-        score = self.client.zscore(CONSUMERS_KEY, consumer_id)
+    @staticmethod
+    def _dead(consumer_id: str, client: redis.Redis) -> bool:
+        """Whether `consumer_id`'s heartbeat ran out, by Redis's clock (`client`: a watching pipeline too)."""
+        seconds, micros = client.time()
+        score = client.zscore(CONSUMERS_KEY, consumer_id)
         return score is not None and score <= seconds * 1000 + micros // 1000
 
     def leave(self) -> None:
