@@ -1,0 +1,190 @@
+"""What only reading snapshot messages costs one ingest process: the floor under its throughput.
+
+    .venv/bin/python bench/bench_read_floor.py [--nodes 200] [--polls 6] [--source sim|fixtures] [--runs 3]
+
+The consumer's own steps on messages published as agents send them (send_task, plain JSON
+bodies) to a private redis-server, 100 messages at a time, with nothing stored or judged:
+the take (redisread.BatchReader: two round trips, the envelopes, the message objects), the
+body (consumer.snapshots_of), the validation (schema.parse_snapshot, its quick path) and the
+ack (commit_acks). At 20,000 port-samples/s (issue 11) one process has 50 µs per
+port-sample for everything; what these steps take is not available to the deltas, the
+health engine or the database.
+
+msgspec (not a dependency) was a named candidate for the decoding and the validation: when it
+is installed, the bench also times its typed decoding of the same bodies into the validated
+form, with the checks parse_snapshot's quick path makes that a type cannot (counter names,
+storable text, the time), against consumer.decode_body + parse_snapshot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_consumer import free_port, publish
+from bench_ingest import _setup_django, from_fixtures, from_simulator
+
+BATCH = 100
+BUDGET_US = 1e6 / 20_000  # per port-sample, at the issue's goal
+
+
+def read_all(reader, queue: str, count: int, now: datetime) -> dict[str, float]:
+    """Take, decode, validate and ack `count` messages with a redisread.BatchReader; seconds per step."""
+    from fabricweb.telemetry.consumer import snapshots_of
+    from fabricweb.telemetry.schema import parse_snapshot
+
+    spent = dict.fromkeys(("take", "body", "validate", "ack"), 0.0)
+    done = ports = 0
+    while done < count:
+        t0 = time.perf_counter()
+        taken = reader.take([queue], BATCH)
+        t1 = time.perf_counter()
+        bodies = [snapshots_of(message) for message in taken]
+        t2 = time.perf_counter()
+        for snaps in bodies:
+            for snap in snaps:
+                ports += sum(len(d.ports) for d in parse_snapshot(snap, now).devices)
+        t3 = time.perf_counter()
+        for message in taken:
+            message.ack()
+        reader.commit_acks()
+        t4 = time.perf_counter()
+        for step, seconds in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            spent[step] += seconds
+        done += len(taken)
+    spent["ports"] = ports
+    return spent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--polls", type=int, default=6)
+    parser.add_argument("--source", choices=("sim", "fixtures"), default="sim")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    rounds = (
+        from_simulator(args.nodes, 2, 2, args.polls) if args.source == "sim" else from_fixtures(args.nodes, args.polls)
+    )
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-floor-") as scratch:
+            _setup_django("sqlite", scratch)  # parse_snapshot and the consumer import the models
+            return _measure(rounds, args.runs, port)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
+    import redis
+
+    from fabricweb.names import SNAPSHOT_QUEUE
+    from fabricweb.telemetry import heap
+    from fabricweb.telemetry.consumer import transport_options
+    from fabricweb.telemetry.redisread import BatchReader
+    from fabricweb.telemetry.schema import parse_snapshot
+
+    heap.settle()  # as `manage.py ingest` does
+    client = redis.Redis(port=port)
+    for _ in range(50):  # redis-server binding its port
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.1)
+    count = sum(len(snaps) for snaps in rounds)
+    publish(rounds[:1])  # to see one message's size as Redis holds it
+    size = len(client.lindex(SNAPSHOT_QUEUE, 0) or b"")
+    client.delete(SNAPSHOT_QUEUE)
+    now = datetime.now(UTC)
+    parse_snapshot(rounds[0][0], now)  # the worded checks learn the counter names once per process
+    rows = []
+    for run in range(runs):
+        publish(rounds)
+        reader = BatchReader(client, transport_options(60.0), f"floor#{run}")
+        start = time.perf_counter()
+        spent = read_all(reader, SNAPSHOT_QUEUE, count, now)
+        spent["wall"] = time.perf_counter() - start
+        reader.leave()
+        rows.append(spent)
+    ports = rows[0]["ports"]
+    print(f"{count} messages of {ports / count:.0f} ports ({size:,} B in Redis), {runs} run(s)")
+    for step in ("take", "body", "validate", "ack", "wall"):
+        per_port = [r[step] / r["ports"] * 1e6 for r in rows]
+        per_message = [r[step] / count * 1e6 for r in rows]
+        print(
+            f"  {step:<9} µs per port-sample: {' / '.join(f'{v:.1f}' for v in per_port):<20}"
+            f" per message: {' / '.join(f'{v:.0f}' for v in per_message)}"
+        )
+    walls = [r["wall"] for r in rows]
+    floor = ports / statistics.median(walls)
+    median_us = statistics.median(r["wall"] / r["ports"] * 1e6 for r in rows)
+    print(
+        f"  reading alone: {floor:,.0f} port-samples/s (median); at 20,000/s the process has {BUDGET_US:.0f} µs "
+        f"per port-sample, and reading takes {median_us:.0f} of them ({median_us / BUDGET_US:.0%})"
+    )
+    _msgspec(rounds, now)
+    return 0
+
+
+def _msgspec(rounds: list[list[dict]], now: datetime) -> None:
+    try:
+        import msgspec_candidate
+    except ImportError as e:
+        print(f"  msgspec: not measured ({e}; `pip install msgspec` to measure it)")
+        return
+    import json
+
+    from fabricweb.telemetry.consumer import decode_body
+    from fabricweb.telemetry.schema import parse_snapshot
+
+    class Body:  # what decode_body reads of a message
+        content_encoding = "utf-8"
+
+        def __init__(self, body: bytes) -> None:
+            self.body = body
+
+    snaps = [s for snaps in rounds for s in snaps]
+    bodies = [json.dumps([[s], {}, {}]).encode() for s in snaps]
+    ports = sum(len(d["ports"]) for s in snaps for d in s["devices"])
+    decode = msgspec_candidate.decoder()
+    for theirs, ours in zip(bodies[:50], snaps[:50], strict=False):
+        if msgspec_candidate.parse(decode, theirs, now) != parse_snapshot(ours, now):
+            print("  msgspec: the candidate does not read these snapshots as parse_snapshot does: not timed")
+            return
+
+    def ours_once() -> None:
+        for body in bodies:
+            parse_snapshot(decode_body(Body(body))[0][0], now)
+
+    def theirs_once() -> None:
+        for body in bodies:
+            msgspec_candidate.parse(decode, body, now)
+
+    figures = {"decode_body + parse_snapshot": [], "msgspec typed decode": []}
+    for _ in range(3):
+        for label, run in zip(figures, (ours_once, theirs_once), strict=True):
+            start = time.perf_counter()
+            run()
+            figures[label].append((time.perf_counter() - start) / ports * 1e6)
+    for label, values in figures.items():
+        print(f"  {label:<30} µs per port-sample: {' / '.join(f'{v:.1f}' for v in values)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
