@@ -20,6 +20,7 @@ from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 from fabricweb.telemetry import checks
 from fabricweb.telemetry.checks import GOOD_NAMES, MAX_COUNTERS, MAX_LIST
+from fabricweb.telemetry.quickparse import _DEVICE_TEXTS as DEVICE_TEXTS
 from fabricweb.telemetry.schema import (
     DEVICE_RE,
     HOST_RE,
@@ -162,13 +163,7 @@ def _device(d: Device) -> DeviceIn | None:
     attrs = {
         "node_type_id": kind.id if kind else None,
         "node_type_name": kind.name if kind else None,
-        "node_guid": d.node_guid,
-        "sys_image_guid": d.sys_image_guid,
-        "fw_ver": d.fw_ver,
-        "hca_type": d.hca_type,
-        "board_id": d.board_id,
-        "hw_rev": d.hw_rev,
-        "node_desc": d.node_desc,
+        **{key: getattr(d, key) for key in DEVICE_TEXTS},
         "pci_address": pci.address,
         "pci_current_gts": pci.current_gts,
         "pci_max_gts": pci.max_gts,
