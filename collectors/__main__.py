@@ -28,6 +28,30 @@ def _snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fabric(args: argparse.Namespace) -> int:
+    from .fabric.snapshot import to_dict
+    from .fabric.sweep import Sweeper, SweepSettings, open_port
+    from .fabric.text import render_text
+    from .fabric.umad import UmadError
+
+    settings = SweepSettings(window=args.window, timeout_ms=args.timeout, retries=args.retries)
+    try:
+        with open_port(args.ca, args.port) as port:
+            sweeper = Sweeper(port, args.collector, settings)
+            sweep = sweeper.sweep()
+            if args.mode == "counters":
+                sweep = sweeper.sweep("counters")
+    except UmadError as e:
+        print(f"fabric: {e}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        json.dump(to_dict(sweep), sys.stdout, indent=2 if args.pretty else None)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(sweep))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m collectors", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -43,6 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snap.add_argument("--pretty", action="store_true", help="indent the JSON")
     snap.set_defaults(func=_snapshot)
+
+    fabric = sub.add_parser(
+        "fabric", help="sweep the fabric this host's port reaches (management datagrams) and print it"
+    )
+    fabric.add_argument("--format", choices=("json", "text"), default="text")
+    fabric.add_argument("--ca", default=None, help="local channel adapter to send from (default: the first)")
+    fabric.add_argument("--port", type=int, default=0, help="its port (default: the first active one)")
+    fabric.add_argument("--collector", default=None, help="the collector's name in the snapshot (default: host name)")
+    fabric.add_argument(
+        "--mode", choices=("full", "counters"), default="full", help="counters: discover, then print a counters-only poll"
+    )
+    fabric.add_argument("--timeout", type=int, default=300, metavar="MS", help="per query try (default 300 ms)")
+    fabric.add_argument("--retries", type=int, default=2, help="tries after the first (default 2)")
+    fabric.add_argument("--window", type=int, default=64, help="queries in flight at once (default 64)")
+    fabric.add_argument("--pretty", action="store_true", help="indent the JSON")
+    fabric.set_defaults(func=_fabric)
 
     from . import simulate
 

@@ -7,6 +7,7 @@ iblinkinfo's signalling rates. See shared/docs/infiniband.md §2.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 
@@ -179,3 +180,20 @@ def better_link(a: Rate | None, b: Rate | None) -> Rate | None:
         return a
     speed = a.speed if SPEED_RANK[a.speed] >= SPEED_RANK[b.speed] else b.speed
     return make_rate(speed, max(a.lanes, b.lanes))
+
+
+def best_common(
+    speeds_a: Collection[str] | None,
+    widths_a: Collection[int] | None,
+    speeds_b: Collection[str] | None,
+    widths_b: Collection[int] | None,
+) -> Rate | None:
+    """The fastest speed and the widest width both ends of a link support (iblinkinfo's "Could be"),
+    or None when either end's sets are unknown or share nothing."""
+    if not (speeds_a and widths_a and speeds_b and widths_b):
+        return None
+    speeds = [s for s in SPEED_RANK if s in speeds_a and s in speeds_b]
+    widths = [w for w in WIDTHS if w in widths_a and w in widths_b]
+    if not speeds or not widths:
+        return None
+    return make_rate(speeds[-1], widths[-1])

@@ -98,6 +98,8 @@ class Port:
     sm_lid: int | None = field(default=None, metadata=src("ports/<n>/sm_lid"))
     lmc: int | None = field(default=None, metadata=src("ports/<n>/lid_mask_count"))
     cap_mask: int | None = field(default=None, metadata=src("ports/<n>/cap_mask"))
+    # The lower 64 bits of GID 0: what the fabric knows this port by (NodeInfo.PortGUID), `0x0c42a10300a1b2c1`.
+    port_guid: str | None = field(default=None, metadata=src("ports/<n>/gids/0"))
     # Base units (data in bytes); None when the file could not be read.
     counters: dict[str, int | None] = field(default_factory=dict, metadata=src("ports/<n>/counters/*"))
     counters_ext: dict[str, int | None] = field(

@@ -134,6 +134,7 @@ def _port_dict(p: Port) -> dict:
         "sm_lid": p.sm_lid,
         "lmc": p.lmc,
         "cap_mask": p.cap_mask,
+        "port_guid": p.port_guid,
         "netdevs": list(p.netdevs),
         "counters": dict(p.counters),
         "counters_ext": dict(p.counters_ext),

@@ -24,6 +24,7 @@ from .model import Device, Enum, PciLink, Port, ReadError
 # re.ASCII: \d would otherwise take any Unicode digit ('٤: ACTIVE'), which int() accepts.
 _ENUM_RE = re.compile(r"^(\d+): ?(.*)$", re.ASCII)
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
+_GID_RE = re.compile(r"(?:[0-9a-fA-F]{4}:){7}[0-9a-fA-F]{4}")
 _PCI_ADDR_RE = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _PCI_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?) ?GT/s(?: PCIe)?$", re.ASCII)
 _NUMA_RE = re.compile(r"-?\d+", re.ASCII)
@@ -67,6 +68,15 @@ def _hex(text: str) -> int:
     if _HEX_RE.fullmatch(text) is None:
         raise Unparsable(f"not a 64-bit hexadecimal number: {text[:40]!r}")
     return int(text, 16)
+
+
+def _gid_guid(text: str) -> str | None:
+    """The port GUID in GID 0 (`fe80:0000:0000:0000:0c42:a103:00a1:b2c1`): its lower 64 bits, as
+    `0x0c42a10300a1b2c1`, the form ibnetdiscover prints and the fabric collector sends. All zeros: none."""
+    if _GID_RE.fullmatch(text) is None:
+        raise Unparsable(f"not a GID (8 groups of 4 hex digits): {text[:48]!r}")
+    guid = int("".join(text.split(":")[4:]), 16)
+    return f"0x{guid:016x}" if guid else None
 
 
 def _enum(text: str) -> Enum:
@@ -275,6 +285,7 @@ class SysfsReader:
             p.sm_lid = at("sm_lid", _hex)
             p.lmc = at("lid_mask_count", _int)
             p.cap_mask = at("cap_mask", _hex)
+            p.port_guid = at("gids/0", _gid_guid)
         p.counters = self.counter_dir(j(port_dir, "counters"), p.capped)
         p.counters_ext = self.counter_dir(j(port_dir, "counters_ext"), p.capped)
         if self.hw_counters:

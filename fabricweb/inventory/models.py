@@ -37,9 +37,20 @@ def _polled(name: str, default: Callable[[], object], doc: str | None = None) ->
 
 
 class Node(models.Model):
-    """A host that runs the node agent. Created by its first snapshot (self-registration)."""
+    """Something in the fabric that is reported on: a host (its node agent sends its snapshots; created by
+    its first one), a switch (seen by a fabric collector's sweeps, named from its NodeDescription) or a
+    fabric collector itself (which, like a host, is polled and goes stale when it stops answering)."""
+
+    class Kind(models.TextChoices):
+        HOST = "host"
+        SWITCH = "switch"
+        COLLECTOR = "collector"
 
     name = models.CharField(max_length=NAME_MAX, unique=True)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.HOST, db_index=True)
+    guid = models.CharField(
+        max_length=18, null=True, unique=True, help_text="A switch's node GUID (0x...), what the fabric knows it by."
+    )
     first_seen_at = models.DateTimeField()
     last_collected_at = models.DateTimeField(
         null=True, help_text="When the node read its last applied snapshot (the node's clock)."
@@ -119,6 +130,9 @@ class Port(models.Model):
     sm_lid = models.IntegerField(null=True)
     lmc = models.SmallIntegerField(null=True)
     cap_mask = models.BigIntegerField(null=True)
+    port_guid = models.CharField(
+        max_length=18, null=True, db_index=True, help_text="GID 0's lower 64 bits (NodeInfo.PortGUID): 0x..."
+    )
     netdevs = models.JSONField(default=list)
     verbs = models.JSONField(null=True)
     disagreements = models.JSONField(default=list)
@@ -138,6 +152,22 @@ class Port(models.Model):
     )
     first_seen_at = models.DateTimeField()
     vanished_at = models.DateTimeField(null=True)
+
+    # The link as the fabric collector sees it, from both ends (fabricweb.fabric.links); written by fabric
+    # ingest, never by a node's own snapshot.
+    peer = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The port at the other end of its cable, when that port is in the inventory.",
+    )  # fmt: skip
+    peer_label = models.CharField(
+        max_length=TEXT_MAX, blank=True, default="", help_text="The far end in words (leaf07 port 12): untrusted text."
+    )
+    capable_speed = models.CharField(max_length=8, null=True, help_text="Fastest speed both ends support.")
+    capable_lanes = models.SmallIntegerField(null=True, help_text="Widest width both ends support.")
+    link_owner = models.BooleanField(
+        default=True, help_text="This end reports the link's state (down, degraded, flapping); else the far end does."
+    )
+    link_seen_at = models.DateTimeField(null=True, help_text="The last sweep that saw this port's link.")
 
     # Computed by the database at every write (linkstate: the one definition); read-only here.
     up = models.GeneratedField(expression=UP_FLAG, output_field=models.BooleanField(), db_persist=True)

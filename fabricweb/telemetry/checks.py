@@ -86,6 +86,18 @@ def number(value, where: str, high: float, *, optional: bool = True) -> float | 
     return float(value)
 
 
+# A GUID as ibnetdiscover prints it and both collectors send it: 0x and 16 lower-case hex digits.
+GUID_RE = re.compile(r"0x[0-9a-f]{16}")
+
+
+def guid(value, where: str, *, optional: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if type(value) is not str or not GUID_RE.fullmatch(value):
+        raise _fail(where, "a GUID such as 0x0c42a10300a1b2c1", value)
+    return value
+
+
 def mapping(value, where: str, *, optional: bool = False) -> dict:
     if value is None and optional:
         return {}

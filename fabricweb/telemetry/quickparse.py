@@ -21,7 +21,7 @@ from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 from . import checks
-from .checks import GOOD_NAMES, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
+from .checks import GOOD_NAMES, GUID_RE, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
 from .schema import (
     DEVICE_RE,
     HOST_RE,
@@ -220,6 +220,9 @@ def _port(p) -> PortIn:
     for value, high in zip(ints, _PORT_INT_HIGHS, strict=True):
         if value is not None and (type(value) is not int or not 0 <= value <= high):
             raise _Doubt
+    port_guid = p.get("port_guid")
+    if port_guid is not None and (type(port_guid) is not str or not GUID_RE.fullmatch(port_guid)):
+        raise _Doubt
     counters = _counters(p.get("counters"))
     counters_ext = _counters(p.get("counters_ext"))
     capped = p.get("capped")
@@ -244,6 +247,7 @@ def _port(p) -> PortIn:
         sm_lid=sm_lid,
         lmc=lmc,
         cap_mask=cap_mask,
+        port_guid=port_guid,
         netdevs=_names(p.get("netdevs")),
         counters=counters,
         counters_ext=counters_ext,

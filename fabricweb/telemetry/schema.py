@@ -50,6 +50,7 @@ class PortIn:
     sm_lid: int | None
     lmc: int | None
     cap_mask: int | None
+    port_guid: str | None
     netdevs: list[str]
     counters: dict[str, int | None]
     counters_ext: dict[str, int | None]
@@ -202,6 +203,7 @@ def _port(value, device: str, index: int) -> PortIn:
         sm_lid=checks.integer(d.get("sm_lid"), f"{where}.sm_lid", 0, 0xFFFF),
         lmc=checks.integer(d.get("lmc"), f"{where}.lmc", 0, 7),
         cap_mask=checks.integer(d.get("cap_mask"), f"{where}.cap_mask", 0, 0xFFFFFFFF),
+        port_guid=checks.guid(d.get("port_guid"), f"{where}.port_guid"),
         netdevs=checks.names(d.get("netdevs"), f"{where}.netdevs"),
         counters=counters,
         counters_ext=counters_ext,

@@ -1,0 +1,84 @@
+"""One sweep of the fabric: discovery (nodes, ports, links) and every switch port's counters.
+
+`Sweeper` keeps the last discovery, so a counters-only poll (`mode="counters"`) queries the
+PMAs of the switches it found without walking the fabric again. A full sweep is what the
+fabric collector sends by default; see docs/fabric.md for the figures of each.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass
+
+from . import mad
+from .discover import Discovery
+from .engine import Engine
+from .model import FabricNode, FabricSweep
+from .pma import Counters
+
+# The management classes a sweep queries: directed-route SMPs and the performance management agent.
+CLASSES = ((mad.CLASS_SUBN_DIRECTED_ROUTE, 1), (mad.CLASS_PERFORMANCE, 1))
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSettings:
+    window: int = 64  # MADs in flight at once
+    timeout_ms: int = 300  # per try
+    retries: int = 2
+    deadline_s: float = 30.0  # the whole sweep; what is not answered by then is an error
+
+
+def open_port(ca: str | None = None, port: int = 0):
+    """This host's management datagram port, registered for the classes a sweep sends."""
+    from .umad import UmadPort  # ctypes and libibumad only when a real port is opened
+
+    return UmadPort(ca, port, CLASSES)
+
+
+class Sweeper:
+    def __init__(self, port, collector: str | None = None, settings: SweepSettings | None = None) -> None:
+        self.port = port
+        self.collector = collector or socket.gethostname().split(".")[0]
+        self.settings = settings or SweepSettings()
+        self.nodes: list[FabricNode] = []  # the last discovery's
+        self.local: tuple[int, int] | None = None
+
+    def _engine(self) -> Engine:
+        s = self.settings
+        return Engine(self.port, window=s.window, timeout_ms=s.timeout_ms, retries=s.retries)
+
+    def sweep(self, mode: str = "full", now: float | None = None) -> FabricSweep:
+        """A full sweep, or with mode "counters" the counters of the switches the last full sweep found."""
+        if mode not in ("full", "counters"):
+            raise ValueError(f"mode {mode!r}: 'full' or 'counters'")
+        if mode == "counters" and not self.nodes:
+            mode = "full"  # nothing known yet to count
+        started = time.monotonic()
+        out = FabricSweep(self.collector, time.time() if now is None else now, mode=mode)
+        deadline = started + self.settings.deadline_s
+        queries = 0
+        if mode == "full":
+            engine = self._engine()
+            discovery = Discovery(engine)
+            discovery.start()
+            engine.run(deadline)
+            queries += engine.stats.sent
+            self.nodes = sorted(discovery.nodes.values(), key=lambda n: n.guid)
+            self.local = discovery.local
+            out.errors.extend(discovery.errors)
+        else:
+            for node in self.nodes:  # a counters-only poll sends the last discovery's nodes with new counters
+                for port in node.ports.values():
+                    port.counters = {}
+        engine = self._engine()
+        counters = Counters(engine)
+        counters.query([n for n in self.nodes if n.is_switch])
+        engine.run(deadline)
+        queries += engine.stats.sent
+        out.errors.extend(counters.errors)
+        out.nodes = self.nodes
+        out.local = self.local
+        out.queries = queries
+        out.duration_s = time.monotonic() - started
+        return out
