@@ -262,6 +262,7 @@ class Fabric:
         w.dir(net)
         w.file(j(net, "dev_port"), f"{port.number - 1}\n")
         w.dir(j(pdir, "counters"))
+        w.dir(j(pdir, "gids"))
         if dev.model.old_pma:
             w.dir(j(pdir, "counters_ext"))
         if dev.model.hw_counters:

@@ -16,6 +16,9 @@ from .hardware import MODELS, HcaModel
 _BUSES = (0x3B, 0x86, 0xAF, 0xD8, 0x17, 0x5E, 0x18, 0x37)
 # GUID prefix (Mellanox OUI + 0x0300, as GUIDs derived from a MAC carry it).
 _OUI = {"mlx5": 0x0C42A1, "mlx4": 0x0002C9}
+# Each HCA takes a block of GUIDs: its port GUIDs are its node GUID + port number (as
+# ibsim makes them), so a step of 1 would give one HCA's port the next HCA's GUID.
+GUID_BLOCK = 8
 _FIRST_LID = 0x10
 SM_LID = 0x1
 
@@ -121,6 +124,28 @@ def _guid(oui: int, serial: int) -> str:
     return ":".join(h[i : i + 4] for i in range(0, 16, 4))
 
 
+def port_guid(dev: SimDevice, port: SimPort) -> int:
+    """The 64-bit port GUID: the node GUID + port number, as ibsim gives a CA's ports."""
+    return guid_int(dev.guid) + port.number
+
+
+def guid_int(text: str) -> int:
+    return int(text.replace(":", ""), 16)
+
+
+def port_gid(dev: SimDevice, port: SimPort) -> str:
+    """GID 0 (`gids/0`): fe80::/64 + the port GUID on InfiniBand; on RoCE the link-local
+    address of the port's MAC (the GUID's OUI and serial), as the kernel fills it."""
+    if dev.model.link_layer == "InfiniBand":
+        low = port_guid(dev, port)
+    else:
+        guid = guid_int(dev.guid)
+        oui, serial = guid >> 40, (guid + port.number - 1) & 0xFFFFFF
+        low = ((oui ^ 0x020000) << 40) | (0xFFFE << 24) | serial  # modified EUI-64: U/L bit flipped
+    h = f"{(0xFE80 << 112) | low:032x}"
+    return ":".join(h[i : i + 4] for i in range(0, 32, 4))
+
+
 def build(seed: int, nodes: int, ports: int | None = None, hcas: int | None = None) -> Layout:
     if nodes < 1:
         raise LayoutError("--nodes must be at least 1")
@@ -152,7 +177,7 @@ def build(seed: int, nodes: int, ports: int | None = None, hcas: int | None = No
                     lid += 1
                 ifindex += 1
                 port_list.append(SimPort(f"{name}/{dev_name}/{number}", number, netdev, port_lid))
-            serial += 1
+            serial += GUID_BLOCK
             devices.append(
                 SimDevice(
                     key=f"{name}/{dev_name}",

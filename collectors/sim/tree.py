@@ -21,7 +21,7 @@ from .hardware import (
     pcie_speed_text,
     rate_text,
 )
-from .layout import SM_LID, SimDevice, SimPort
+from .layout import SM_LID, SimDevice, SimPort, port_gid
 
 _STATES = {True: "4: ACTIVE", False: "1: DOWN"}
 _PHYS = {5: "5: LinkUp", 2: "2: Polling", 3: "3: Disabled"}
@@ -139,6 +139,7 @@ def port_files(dev: SimDevice, port: SimPort, st: dict, eff: PortEffects, phys: 
         "sm_sl": "0\n",
         "lid_mask_count": "0\n",
         "cap_mask": f"0x{m.cap_mask:08x}\n",
+        "gids/0": port_gid(dev, port) + "\n",
     }
     c = st["c"]
     for name in COUNTERS:
