@@ -2,11 +2,20 @@
 
 simulate --out DIR --nodes N [--ports P] [--hcas H] [--seed S] [--fault SPEC ...]
          [--once] [--interval SECONDS] [--step-seconds SECONDS] [--fresh]
+         [--fabric [--switch-ports R] [--leaves L] [--spines S] [--ibsim-ctl FIFO]]
     Writes DIR/cn001 ... DIR/cnNNN, each a sysfs tree (point `snapshot --sysfs-root`
     at one), and advances their counters by --step-seconds of simulated time every
     --interval seconds until SIGINT/SIGTERM; --once advances one step and exits.
     The state (simulated clock, counter totals) is kept in DIR/.simstate.json, so a
     later run with the same options continues where the last one stopped.
+
+    --fabric also writes the switch fabric the hosts hang on: DIR/fabric.net, ibsim's net
+    file (leaf01.., spine01..; hosts on a leaf's low ports, uplinks on its top ports spread
+    over the spines; by default half of a leaf's R ports face hosts), and
+    DIR/fabric-expected.yaml, the cabling as it should be. Each host port's tree says what
+    ibsim trains: its GUIDs, and a healthy link as 12X QDR, the best ibsim's ports do.
+    With --ibsim-ctl, each step writes to that FIFO (ibsim's console on its stdin) the
+    commands that bring ibsim in line with the faults: Unlink/ReLink, Error, PerformanceSet.
 
 fault --out DIR add SPEC... | remove SPEC... | clear | list
     Edits DIR/faults.json, which a running simulator re-reads every step.
@@ -15,6 +24,18 @@ SPEC is NODE[/DEVICE[/PORT]]:KIND[=VALUE]; a fault on a node or device applies t
 all its ports. Kinds: down, disabled, speed=QDR, width=1X, symbol-errors=RATE, rcv-errors=RATE,
 remote-errors=RATE, discards=RATE (per second, or N/s, N/min, N/h), flap, reset, saturate,
 pcie=GEN3x8, vanish.
+
+With --fabric, a SPEC may name a switch (leaf03) or a switch port (leaf03/12). Switch
+kinds: down (a switch loses power: all its links go down; a port: the cable is pulled),
+flap, symbol-errors=RATE (the switch port's SymbolErrorCounter), mute (a switch stops
+answering management datagrams), speed= and width= (start only). A host port's
+`miscable` (start only) cables it to a free port of another leaf than the expected file
+says. Host down, disabled, flap and vanish take the cable down in ibsim too.
+What ibsim cannot do: links train at SDR, DDR or QDR and 1X, 4X, 8X or 12X only, and a
+running ibsim cannot change a link's width, speed or cabling, so speed=, width= and
+miscable are built into fabric.net when the fabric is created (--fault at the first run,
+or with --fresh) and `fault add`/`remove` refuses them. After ReLink a port waits in
+Initialize until a subnet manager (opensm) sweeps it to Active.
 """
 
 from __future__ import annotations
@@ -27,7 +48,10 @@ import sys
 import threading
 import time
 
-from .sim import Fabric, FaultError, SimError
+from .sim import Fabric, FaultError, SimError, SwitchOptions
+from .sim.cabling import DEFAULT_SWITCH_PORTS
+from .sim.faults import START_ONLY
+from .sim.faults import parse as parse_fault
 from .sim.layout import LayoutError
 
 _LOCK_FILE = ".simlock"
@@ -39,7 +63,10 @@ fault SPEC: NODE[/DEVICE[/PORT]]:KIND[=VALUE], e.g. cn003/mlx5_0/1:speed=QDR, cn
 cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
 kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
 rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
-flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish"""
+flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish
+with --fabric: leaf03[/PORT]:down|flap|symbol-errors=N[/s|/min|/h]|speed=|width=, leaf03:mute,
+NODE/DEVICE/PORT:miscable; speed= (SDR, DDR, QDR), width= (1X, 4X, 8X, 12X) and miscable only at
+start: ibsim cannot change a running link"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +90,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--step-seconds", type=float, metavar="SECONDS", help="simulated seconds per step (default: --interval)"
     )
     parser.add_argument("--fresh", action="store_true", help="start a new fabric even if DIR holds one")
+    sw = parser.add_argument_group("the switch fabric (ibsim)")
+    sw.add_argument(
+        "--fabric", action="store_true", help="also write the switches: DIR/fabric.net for ibsim, fabric-expected.yaml"
+    )
+    sw.add_argument("--switch-ports", type=int, metavar="R", help="ports per switch (default 40)")
+    sw.add_argument("--leaves", type=int, metavar="L", help="leaf switches (default: enough for half their ports)")
+    sw.add_argument("--spines", type=int, metavar="S", help="spine switches (default: enough for the uplinks)")
+    sw.add_argument(
+        "--ibsim-ctl", metavar="FIFO", help="ibsim's console FIFO: each step, send it the commands for the faults"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -70,16 +107,26 @@ def main(args: argparse.Namespace) -> int:
     if not (args.interval > 0 and step_seconds > 0):
         print("simulate: --interval and --step-seconds must be more than 0", file=sys.stderr)
         return 2
+    switch_options = (args.switch_ports, args.leaves, args.spines, args.ibsim_ctl)
+    if not args.fabric and any(x is not None for x in switch_options):
+        print("simulate: --switch-ports, --leaves, --spines and --ibsim-ctl need --fabric", file=sys.stderr)
+        return 2
     try:
+        switches, faults = _switch_options(args)
         os.makedirs(args.out, exist_ok=True)
         lock = _exclusive(args.out)
         try:
-            fabric = Fabric.open(args.out, args.nodes, args.ports, args.seed, hcas=args.hcas, fresh=args.fresh)
-            if args.fault:
-                fabric.add_fault(*args.fault)
+            fabric = Fabric.open(
+                args.out, args.nodes, args.ports, args.seed, hcas=args.hcas, fresh=args.fresh, switches=switches
+            )
+            if args.ibsim_ctl:
+                fabric.use_console(args.ibsim_ctl)
+            if faults:
+                fabric.add_fault(*faults)
             if args.once:
                 fabric.step(step_seconds)
                 _say(fabric.warning)
+                _say(fabric.console_warning)
                 print(f"simulate: step {fabric.steps}, simulated clock {fabric.clock:g} s, {args.out}")
                 return 0
             return _run(fabric, args.interval, step_seconds)
@@ -88,6 +135,16 @@ def main(args: argparse.Namespace) -> int:
     except _ERRORS as e:
         print(f"simulate: {e}", file=sys.stderr)
         return 2
+
+
+def _switch_options(args: argparse.Namespace) -> tuple[SwitchOptions | None, list[str]]:
+    """The switch fabric's options with the faults built into fabric.net, and the faults for faults.json."""
+    if not args.fabric:
+        return None, args.fault
+    built = [spec for spec in args.fault if parse_fault(spec).kind in START_ONLY]
+    ports = args.switch_ports if args.switch_ports is not None else DEFAULT_SWITCH_PORTS
+    options = SwitchOptions(ports, args.leaves, args.spines, tuple(built))
+    return options, [spec for spec in args.fault if spec not in built]
 
 
 def _exclusive(out: str) -> int:
@@ -117,7 +174,8 @@ def _run(fabric: Fabric, interval: float, step_seconds: float) -> int:
             file=sys.stderr,
             flush=True,
         )
-        warned = None
+        _say(fabric.console_warning)
+        warned, console_warned = None, fabric.console_warning
         deadline = time.monotonic() + interval
         # A signal only sets `stop`: the step in progress finishes and its state is saved.
         while not stop.wait(max(0.0, deadline - time.monotonic())):
@@ -125,6 +183,9 @@ def _run(fabric: Fabric, interval: float, step_seconds: float) -> int:
             if fabric.warning != warned:
                 _say(fabric.warning)
                 warned = fabric.warning
+            if fabric.console_warning != console_warned:  # once per outage, not every step
+                _say(fabric.console_warning)
+                console_warned = fabric.console_warning
             deadline = max(deadline + interval, time.monotonic())
     finally:
         for sig, handler in previous.items():

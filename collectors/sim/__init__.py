@@ -2,10 +2,11 @@
 
 `Fabric` is the API; the modules: hardware (HCA models, counter files), layout
 (which node has what), faults (spec grammar, faults.json), traffic (counter
-model), tree (writing the sysfs-shaped trees), fabric (state and steps).
+model), tree (writing the sysfs-shaped trees), fabric (state and steps), and for
+`--fabric` cabling (switches, links, fabric.net) and console (ibsim's commands).
 """
 
-from .fabric import Fabric, SimError
+from .fabric import Fabric, SimError, SwitchOptions
 from .faults import FaultError, parse
 
-__all__ = ["Fabric", "FaultError", "SimError", "parse"]
+__all__ = ["Fabric", "FaultError", "SimError", "SwitchOptions", "parse"]

@@ -4,13 +4,19 @@ DIR/.simstate.json holds everything a later process needs to continue (options,
 simulated clock, step number, raw counter totals, what is vanished, which resets
 were applied), so `simulate --once` continues where the last step stopped and the
 same seed and steps give byte-identical trees. No wall-clock time goes into a value.
+
+In fabric mode (options["switches"]) it also holds the switch ports' counters and what
+was last applied to ibsim through its console, and DIR/fabric.net describes the switches.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
+from . import cabling as cb
+from . import console as ibsim
 from . import faults as fl
 from .hardware import pcie_usable_gbps, rate_gbps
 from .layout import Layout, SimDevice, SimNode, SimPort, build
@@ -23,6 +29,53 @@ STATE_VERSION = 1
 
 class SimError(ValueError):
     """A simulator directory or option that cannot be used, said in words."""
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchOptions:
+    """`simulate --fabric`: the switches, and the faults built into fabric.net (START_ONLY kinds)."""
+
+    switch_ports: int = cb.DEFAULT_SWITCH_PORTS
+    leaves: int | None = None
+    spines: int | None = None
+    faults: tuple[str, ...] = ()
+
+    def config(self) -> dict:
+        faults = {}  # normalised; a later spec for the same target and kind replaces an earlier one
+        for spec in self.faults:
+            f = fl.parse(spec)
+            faults[(f.target, f.kind)] = f.spec
+        sizes = {"switch_ports": self.switch_ports, "leaves": self.leaves, "spines": self.spines}
+        return {**sizes, "faults": list(faults.values())}
+
+
+def _layout(config: dict) -> Layout:
+    return build(config["seed"], config["nodes"], config["ports"], config["hcas"])
+
+
+def _cabling(config: dict, layout: Layout) -> cb.Cabling | None:
+    sw = config.get("switches")
+    if sw is None:
+        return None
+    return cb.build(layout, sw["switch_ports"], sw["leaves"], sw["spines"], sw["faults"])
+
+
+def _without_start_faults(config: dict) -> tuple[dict, list[str]]:
+    """The options to compare when continuing a fabric, and the faults built into its fabric.net."""
+    sw = config.get("switches")
+    if sw is None:
+        return config, []
+    return {**config, "switches": {k: v for k, v in sw.items() if k != "faults"}}, sw["faults"]
+
+
+def _options_text(config: dict) -> str:
+    text = " ".join(f"--{k} {v}" for k, v in config.items() if v is not None and k != "switches")
+    sw = config.get("switches")
+    if sw is not None:
+        text += " --fabric" + "".join(
+            f" --{k.replace('_', '-')} {sw[k]}" for k in ("switch_ports", "leaves", "spines") if sw[k] is not None
+        )
+    return text
 
 
 def _ancestry(key: str) -> list[str]:
@@ -46,41 +99,68 @@ class Fabric:
         self.layout = layout
         self.state = state
         self.writer = TreeWriter(out)
+        self.cabling = _cabling(state["config"], layout)
+        self.console: ibsim.Console | None = None  # set by use_console()
+        self.console_warning: str | None = None  # why ibsim's console did not take the last commands
         self.active: list[tuple[int, fl.Fault]] = []
         self.warning: str | None = None  # why faults.json was last ignored, if it was
         self._profiles: dict[str, Profile] = {}
         self._effects: dict[str, fl.PortEffects] = {}
         self._phys: dict[str, int] = {}
+        self._wanted: ibsim.Wanted | None = None  # what ibsim should show after this step
 
     # -- construction -----------------------------------------------------------------
     @classmethod
-    def create(cls, out: str, nodes: int, ports: int | None = None, seed: int = 0, *, hcas: int | None = None):
-        """A fresh fabric at simulated time 0, written to disk; replaces a fabric already in `out`."""
+    def create(
+        cls,
+        out: str,
+        nodes: int,
+        ports: int | None = None,
+        seed: int = 0,
+        *,
+        hcas: int | None = None,
+        switches: SwitchOptions | None = None,
+    ):
+        """A fresh fabric at simulated time 0, written to disk; replaces a fabric already in `out`.
+
+        With `switches`, also the switch fabric the hosts hang on: DIR/fabric.net for ibsim and
+        DIR/fabric-expected.yaml, and the host ports train what ibsim will train.
+        """
         layout = build(seed, nodes, ports, hcas)
+        config = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
+        if switches is not None:
+            config["switches"] = switches.config()
+        cabling = _cabling(config, layout)  # before anything is removed: a bad option changes nothing
         os.makedirs(out, exist_ok=True)
         old = _read_state(out)
         if old is not None:  # remove only the node trees the old fabric wrote
-            old_layout = build(**old["config"])
-            for node in old_layout.nodes:
+            for node in _layout(old["config"]).nodes:
                 TreeWriter(out).remove(os.path.join(out, node.name))
+        for name in (cb.NET_FILE, cb.EXPECTED_FILE):
+            if cabling is None and os.path.exists(os.path.join(out, name)):
+                os.unlink(os.path.join(out, name))  # an earlier fabric's: nothing describes these hosts now
         state = {
             "version": STATE_VERSION,
-            "config": {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas},
+            "config": config,
             "clock": 0.0,
             "step": 0,
             "absent": [],
             "resets_done": [],
             "ports": {},
         }
+        if cabling is not None:
+            state["switches"] = {"ports": {}, "applied": ibsim.empty_applied()}
         fabric = cls(out, layout, state)
-        no_faults = fl.PortEffects()
         for _, dev, port in layout.ports():
             m = dev.model
             roce = m.link_layer == "Ethernet"
             state["ports"][port.key] = new_port_state(
-                fabric._profile(port.key), _capacity(dev, no_faults), m.hw_counters, roce
+                fabric._profile(port.key), _capacity(dev, fabric._port_effects(port.key)), m.hw_counters, roce
             )
         fl.write_atomic(os.path.join(out, fl.FAULTS_FILE), b'{"version": 1, "next_id": 1, "faults": []}\n')
+        if cabling is not None:
+            fl.write_atomic(os.path.join(out, cb.NET_FILE), cabling.net_text(layout).encode())
+            fl.write_atomic(os.path.join(out, cb.EXPECTED_FILE), cabling.expected_yaml().encode())
         fabric._save()  # before the tree: whoever sees a node can already add faults
         fabric.render()
         return fabric
@@ -90,7 +170,7 @@ class Fabric:
         state = _read_state(out)
         if state is None:
             raise SimError(f"{out} holds no simulated fabric (no {STATE_FILE}); run `simulate --out {out}` first")
-        return cls(out, build(**state["config"]), state)
+        return cls(out, _layout(state["config"]), state)
 
     @classmethod
     def open(
@@ -102,33 +182,71 @@ class Fabric:
         *,
         hcas: int | None = None,
         fresh: bool = False,
+        switches: SwitchOptions | None = None,
     ) -> Fabric:
-        """Continue the fabric in `out` when its options match; create one when there is none (or `fresh`)."""
+        """Continue the fabric in `out` when its options match; create one when there is none (or `fresh`).
+
+        The faults of `switches` must be those it was created with: they are built into fabric.net.
+        """
         state = _read_state(out)
         if state is None or fresh:
-            return cls.create(out, nodes, ports, seed, hcas=hcas)
+            return cls.create(out, nodes, ports, seed, hcas=hcas, switches=switches)
         want = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
-        if state["config"] != want:
-            have = " ".join(f"--{k} {v}" for k, v in state["config"].items() if v is not None)
+        if switches is not None:
+            want["switches"] = switches.config()
+        have, built = _without_start_faults(state["config"])
+        want, given = _without_start_faults(want)
+        if have != want:
             raise SimError(
-                f"{out} already holds a simulated fabric ({have}); pass the same options to continue it, "
-                "or --fresh to start a new one there"
+                f"{out} already holds a simulated fabric ({_options_text(state['config'])}); pass the same "
+                "options to continue it, or --fresh to start a new one there"
             )
-        return cls(out, build(**state["config"]), state)
+        for spec in given:
+            if spec not in built:
+                raise SimError(
+                    f"{spec}: the fabric in {out} was built without it, and ibsim cannot change a link's "
+                    "cabling, width or speed while it runs; --fresh builds a new fabric with it"
+                )
+        return cls(out, _layout(state["config"]), state)
 
     # -- faults -------------------------------------------------------------------------
     def add_fault(self, *specs: str) -> list[str]:
         """Add faults (checked against this fabric); they take effect at the next step() or render()."""
-        return fl.edit(self.out, self.layout, add=specs)
+        return self._built_in() + fl.edit(self.out, self.layout, add=specs, cabling=self.cabling)
 
     def remove_fault(self, *specs: str) -> list[str]:
-        return fl.edit(self.out, self.layout, remove=specs)
+        built_in = self._built_in()
+        for spec in specs:
+            loose = fl.parse_loose(spec)
+            if any(fl.matches(loose, fl.parse(b)) for b in built_in):
+                raise fl.FaultError(
+                    f"{spec}: built into fabric.net when the fabric was created; ibsim cannot change a running "
+                    "link's cabling, width or speed (simulate --fresh --fabric builds a new fabric)"
+                )
+        return built_in + fl.edit(self.out, self.layout, remove=specs, cabling=self.cabling)
 
     def clear_faults(self) -> list[str]:
-        return fl.edit(self.out, self.layout, clear=True)
+        """Remove every fault but those built into fabric.net."""
+        return self._built_in() + fl.edit(self.out, self.layout, clear=True, cabling=self.cabling)
 
     def faults(self) -> list[str]:
-        return [f.spec for _, f in fl.load(self.out, self.layout)]
+        return self._built_in() + [f.spec for _, f in fl.load(self.out, self.layout, self.cabling)]
+
+    def _built_in(self) -> list[str]:
+        """Fabric mode's start-only faults: part of fabric.net, not of faults.json."""
+        return list(self.state["config"].get("switches", {}).get("faults", []))
+
+    # -- ibsim's console --------------------------------------------------------------
+    def use_console(self, path: str) -> None:
+        """Send ibsim the console commands that follow the faults, each step, to the FIFO at `path`."""
+        if self.cabling is None:
+            raise SimError("--ibsim-ctl drives ibsim, which only a --fabric simulator has")
+        console = ibsim.Console(path)
+        try:
+            console.check()
+        except ValueError as e:
+            raise SimError(str(e)) from None
+        self.console = console
 
     # -- time -------------------------------------------------------------------------
     @property
@@ -147,6 +265,8 @@ class Fabric:
         self._reload_faults()
         st["step"] += 1
         self._sync()
+        if self.cabling is not None:
+            self._count_switch_errors(seconds)
         seed, step, t_mid = st["config"]["seed"], st["step"], st["clock"] + seconds / 2
         for _, dev, port in self.layout.ports():
             if self._hidden(port.key):
@@ -165,6 +285,7 @@ class Fabric:
                 accrue(ps, "link_error_recovery", FLAP_RECOVERIES_PER_S, seconds)
         st["clock"] += seconds
         self._write_tree()
+        self._tell_ibsim()
         self._save()
 
     def render(self) -> None:
@@ -172,6 +293,7 @@ class Fabric:
         self._reload_faults()
         self._sync()
         self._write_tree()
+        self._tell_ibsim()
         self._save()
 
     # -- internals ----------------------------------------------------------------------
@@ -183,7 +305,7 @@ class Fabric:
 
     def _reload_faults(self) -> None:
         try:
-            self.active = fl.load(self.out, self.layout)
+            self.active = fl.load(self.out, self.layout, self.cabling)
             self.warning = None
         except fl.FaultError as e:
             self.warning = f"{e}; keeping the faults read before"
@@ -201,7 +323,7 @@ class Fabric:
         back = before - now
         done = set(st["resets_done"])
         for *_, port in self.layout.ports():
-            eff = self._effects[port.key] = fl.effects(self.active, port.key)
+            eff = self._effects[port.key] = self._port_effects(port.key)
             if self._hidden(port.key, now):
                 continue
             ps = st["ports"][port.key]
@@ -215,6 +337,76 @@ class Fabric:
                 zero(ps, hw=False)  # perfquery -R clears the PMA counters, not hw_counters
         st["resets_done"] = sorted(fid for fid, f in self.active if f.kind == "reset")
         st["absent"] = sorted(now)
+        if self.cabling is not None:
+            self._wanted = self._ibsim_wanted()
+
+    def _port_effects(self, key: str) -> fl.PortEffects:
+        """The faults' effects on a host port; in fabric mode it trains what its link trains in
+        fabric.net and goes down when the switch end does (a switch or its port down, flapping)."""
+        eff = fl.effects(self.active, key)
+        if self.cabling is None:
+            return eff
+        link = self.cabling.by_end.get(key)
+        if link is None:  # an Ethernet port: no cable in fabric.net, but the start faults still set its rate
+            built = fl.effects([(0, fl.parse(spec)) for spec in self._built_in()], key)
+            eff.speed, eff.lanes = built.speed, built.lanes
+            return eff
+        eff.speed, eff.lanes = link.speed, link.lanes
+        switch_end = fl.effects(self.active, link.switch_end.key)
+        eff.down = eff.down or switch_end.down
+        eff.flap = eff.flap or switch_end.flap
+        return eff
+
+    # -- the switch side (fabric mode) --------------------------------------------------
+    def _ibsim_wanted(self) -> ibsim.Wanted:
+        """What ibsim should show now: the host faults that break a cable break it there too."""
+        step, switches = self.state["step"], self.cabling.switches
+        on_switches = [f for _, f in self.active if f.node in switches]
+        links_down = set()
+        for link in self.cabling.links:
+            host = link.far_end.key if link.far_end.node not in switches else None
+            if host is not None:  # its effects already carry the switch end's
+                up = not self._hidden(host) and fl.port_link(self._effects[host], step)[0]
+            else:
+                up = all(
+                    fl.port_link(fl.effects(self.active, end.key), step)[0] for end in (link.switch_end, link.far_end)
+                )
+            if not up:
+                links_down.add(link.key)
+        counters = self.state["switches"]["ports"]
+        return ibsim.Wanted(
+            switches_down={
+                f.node for f in on_switches
+                if f.port is None and (f.kind == "down" or (f.kind == "flap" and step % 2 == 1))
+            },
+            links_down=links_down,
+            muted={f.node for f in on_switches if f.kind == "mute"},
+            symbol_errors={key: ps["c"]["symbol_error"] for key, ps in counters.items()},
+        )  # fmt: skip
+
+    def _count_switch_errors(self, seconds: float) -> None:
+        """Symbol errors on switch ports, kept in the state (ibsim's PMA holds what it is told)."""
+        counters = self.state["switches"]["ports"]
+        for link in self.cabling.links:
+            if link.key in self._wanted.links_down:
+                continue  # no symbols without a link
+            for end in (link.switch_end, link.far_end):
+                if end.node not in self.cabling.switches:
+                    continue
+                rate = fl.effects(self.active, end.key).symbol_rate
+                if rate:
+                    ps = counters.setdefault(end.key, {"c": {"symbol_error": 0}, "carry": {}})
+                    accrue(ps, "symbol_error", rate, seconds)
+        self._wanted.symbol_errors = {key: ps["c"]["symbol_error"] for key, ps in counters.items()}
+
+    def _tell_ibsim(self) -> None:
+        """Send the console commands for what changed since they were last applied (no --ibsim-ctl: none)."""
+        if self.console is None or self._wanted is None:
+            return
+        sw = self.state["switches"]
+        if self.console.send(ibsim.commands(self.cabling, sw["applied"], self._wanted)):
+            sw["applied"] = ibsim.applied_state(self._wanted)
+        self.console_warning = self.console.problem and f"{self.console.problem}; ibsim's commands wait until it does"
 
     def _remove(self, key: str) -> None:
         j, w = os.path.join, self.writer

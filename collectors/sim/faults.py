@@ -13,16 +13,20 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..link import SPEED_BY_NAME, WIDTHS
 from .hardware import PCIE_GTS, PCIE_WIDTHS
 from .layout import Layout, LayoutError
 
+if TYPE_CHECKING:
+    from .cabling import Cabling
+
 FAULTS_FILE = "faults.json"
 _LOCK_FILE = ".faults.lock"
 TMP_DIR = ".simtmp"
 
-_NO_VALUE = frozenset({"down", "disabled", "flap", "reset", "saturate", "vanish"})
+_NO_VALUE = frozenset({"down", "disabled", "flap", "reset", "saturate", "vanish", "mute", "miscable"})
 # Error faults: the counter each one raises at a rate, while the link is up.
 ERROR_RATE_COUNTERS = {
     "symbol-errors": "symbol_error",
@@ -33,6 +37,12 @@ ERROR_RATE_COUNTERS = {
 _WITH_VALUE = frozenset({"speed", "width", "pcie", *ERROR_RATE_COUNTERS})
 KINDS = tuple(sorted(_NO_VALUE | _WITH_VALUE))
 _PER_UNIT = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "hour": 3600.0}
+# What a fault on a switch (leaf03) or a switch port (leaf03/12) can be.
+SWITCH_KINDS = frozenset({"down", "flap", "symbol-errors", "mute", "speed", "width"})
+# In fabric mode these are built into fabric.net: ibsim cannot retrain or recable a running link.
+START_ONLY = frozenset({"speed", "width", "miscable"})
+IBSIM_SPEEDS = ("SDR", "DDR", "QDR")  # what ibsim's ports can train at
+IBSIM_WIDTHS = (1, 4, 8, 12)
 _SPEC_RE = re.compile(
     r"^(?P<node>[^/:\s]+)(?:/(?P<dev>[^/:\s]+)(?:/(?P<port>\d+))?)?:(?P<kind>[a-z-]+)(?:=(?P<val>\S+))?$"
 )
@@ -107,29 +117,92 @@ def parse(spec: str) -> Fault:
     kind, text = m.group("kind"), m.group("val")
     if kind not in KINDS:
         raise FaultError(f"{spec!r}: unknown fault kind {kind!r} (one of {', '.join(KINDS)})")
-    port = int(m.group("port")) if m.group("port") else None
+    node, device, port = _target(m)
     if kind == "pcie" and port is not None:
         raise FaultError(f"{spec!r}: pcie is a fault of the HCA's PCI function: name NODE or NODE/DEVICE")
     if kind in _NO_VALUE:
         if text is not None:
             raise FaultError(f"{spec!r}: {kind} takes no value")
-        return Fault(m.group("node"), m.group("dev"), port, kind)
+        return Fault(node, device, port, kind)
     if text is None:
         raise FaultError(f"{spec!r}: {kind} needs a value, e.g. {kind}={_EXAMPLES[kind]}")
     value, norm = _value(kind, text)
-    return Fault(m.group("node"), m.group("dev"), port, kind, value, norm)
+    return Fault(node, device, port, kind, value, norm)
+
+
+def _target(m: re.Match) -> tuple[str, str | None, int | None]:
+    """(node, device, port); a switch port is written SWITCH/NUMBER, so a number there is a port."""
+    node, dev, port = m.group("node"), m.group("dev"), m.group("port")
+    if dev is not None and dev.isdigit() and port is None:
+        return node, None, int(dev)
+    return node, dev, int(port) if port else None
 
 
 _EXAMPLES = {"speed": "QDR", "width": "1X", "pcie": "GEN3x8", **dict.fromkeys(ERROR_RATE_COUNTERS, "50/h")}
 
 
-def check(fault: Fault, layout: Layout) -> Fault:
-    """The fault, if the node/device/port it names exists; FaultError otherwise."""
+def check(fault: Fault, layout: Layout, cabling: Cabling | None = None, *, at_start: bool = False) -> Fault:
+    """The fault, if what it names exists and can have it; FaultError otherwise.
+
+    `cabling` is the switch fabric of a simulator in fabric mode (None without one);
+    `at_start` says the fabric is being created, the only time START_ONLY kinds are taken there.
+    """
+    if cabling is not None and fault.node in cabling.switches:
+        _check_switch(fault, cabling)
+    else:
+        _check_host(fault, layout, cabling)
+    if cabling is not None:
+        _check_ibsim(fault, at_start)
+    return fault
+
+
+def _check_host(fault: Fault, layout: Layout, cabling: Cabling | None) -> None:
     try:
+        layout.resolve(fault.node, None, None)
+        if fault.device is None and fault.port is not None:
+            raise FaultError(f"{fault.spec}: name a host port as NODE/DEVICE/PORT (NODE/NUMBER is a switch port)")
         layout.resolve(fault.node, fault.device, fault.port)
     except LayoutError as e:
-        raise FaultError(f"{fault.spec}: {e}") from None
-    return fault
+        more = f"; switches: {cabling.names()}" if cabling else ""
+        raise FaultError(f"{fault.spec}: {e}{more}") from None
+    if fault.kind == "mute":
+        raise FaultError(f"{fault.spec}: mute is a switch fault (SWITCH:mute, in a simulator started with --fabric)")
+    if fault.kind == "miscable":
+        if cabling is None:
+            raise FaultError(
+                f"{fault.spec}: miscable moves a cable between switches: start the simulator with --fabric"
+            )
+        if fault.port is None or layout.by_key[f"{fault.node}/{fault.device}"].model.link_layer != "InfiniBand":
+            raise FaultError(f"{fault.spec}: miscable names one InfiniBand host port, NODE/DEVICE/PORT")
+
+
+def _check_switch(fault: Fault, cabling: Cabling) -> None:
+    switch = cabling.switches[fault.node]
+    if fault.device is not None:
+        raise FaultError(f"{fault.spec}: a switch port is SWITCH/NUMBER, e.g. {switch.name}/12")
+    if fault.port is not None and not 1 <= fault.port <= switch.ports:
+        raise FaultError(f"{fault.spec}: {switch.name} has ports 1 to {switch.ports}")
+    if fault.kind not in SWITCH_KINDS:
+        raise FaultError(f"{fault.spec}: not a switch fault (switches take {', '.join(sorted(SWITCH_KINDS))})")
+    if fault.kind == "mute" and fault.port is not None:
+        raise FaultError(f"{fault.spec}: mute silences a whole switch: {switch.name}:mute")
+
+
+def _check_ibsim(fault: Fault, at_start: bool) -> None:
+    """What ibsim can simulate: SDR to QDR, 1X/4X/8X/12X, and no link change while it runs."""
+    if fault.kind not in START_ONLY:
+        return
+    if not at_start:
+        what = "its cabling" if fault.kind == "miscable" else "a link's width or speed"
+        raise FaultError(
+            f"{fault.spec}: ibsim cannot change {what} while it runs, so in a --fabric simulator "
+            f"{fault.kind} is built into fabric.net when the fabric is created "
+            f"(simulate --fresh --fabric --fault {fault.spec})"
+        )
+    if fault.kind == "speed" and fault.value not in IBSIM_SPEEDS:
+        raise FaultError(f"{fault.spec}: ibsim simulates {', '.join(IBSIM_SPEEDS)} links only")
+    if fault.kind == "width" and fault.value not in IBSIM_WIDTHS:
+        raise FaultError(f"{fault.spec}: ibsim simulates 1X, 4X, 8X and 12X links only")
 
 
 @dataclass(slots=True)
@@ -215,11 +288,11 @@ def read_file(out: str) -> dict:
     return doc
 
 
-def load(out: str, layout: Layout) -> list[tuple[int, Fault]]:
+def load(out: str, layout: Layout, cabling: Cabling | None = None) -> list[tuple[int, Fault]]:
     """Active faults as (id, Fault), each checked against the fabric."""
     doc = read_file(out)
     try:
-        return [(int(e["id"]), check(parse(e["spec"]), layout)) for e in doc["faults"]]
+        return [(int(e["id"]), check(parse(e["spec"]), layout, cabling)) for e in doc["faults"]]
     except (KeyError, TypeError) as e:
         raise FaultError(f"{os.path.join(out, FAULTS_FILE)}: malformed entry ({e})") from None
 
@@ -242,37 +315,43 @@ def _save(out: str, doc: dict) -> None:
     write_atomic(os.path.join(out, FAULTS_FILE), (json.dumps(doc, indent=1) + "\n").encode())
 
 
-def edit(out: str, layout: Layout, add: Iterable[str] = (), remove: Iterable[str] = (), clear: bool = False) -> list:
+def edit(
+    out: str,
+    layout: Layout,
+    add: Iterable[str] = (),
+    remove: Iterable[str] = (),
+    clear: bool = False,
+    cabling: Cabling | None = None,
+) -> list:
     """Add, remove or clear faults; returns the active specs. All specs are checked before anything changes."""
-    to_add = [check(parse(s), layout) for s in add]
-    to_remove = [_parse_loose(s) for s in remove]
+    to_add = [check(parse(s), layout, cabling) for s in add]
+    to_remove = [parse_loose(s) for s in remove]
     with _Locked(out):
         doc = read_file(out)
         entries = [] if clear else list(doc["faults"])
         for f in to_remove:
-            kept = [e for e in entries if not _matches(f, parse(e["spec"]))]
+            kept = [e for e in entries if not matches(f, parse(e["spec"]))]
             if len(kept) == len(entries):
                 raise FaultError(f"{f.spec}: no active fault matches")
             entries = kept
         next_id = int(doc.get("next_id", 1))
         for f in to_add:
             # One fault per target and kind: adding again replaces the value (and re-arms a reset).
-            entries = [e for e in entries if not _matches(Fault(f.node, f.device, f.port, f.kind), parse(e["spec"]))]
+            entries = [e for e in entries if not matches(Fault(f.node, f.device, f.port, f.kind), parse(e["spec"]))]
             entries.append({"id": next_id, "spec": f.spec})
             next_id += 1
         _save(out, {"version": 1, "next_id": next_id, "faults": entries})
     return [e["spec"] for e in entries]
 
 
-def _parse_loose(spec: str) -> Fault:
+def parse_loose(spec: str) -> Fault:
     """A spec for `remove` may leave out the value: `cn003/mlx5_0/1:speed` removes any speed fault there."""
     m = _SPEC_RE.match(spec.strip())
     if m and m.group("kind") in _WITH_VALUE and m.group("val") is None:
-        port = int(m.group("port")) if m.group("port") else None
-        return Fault(m.group("node"), m.group("dev"), port, m.group("kind"))
+        return Fault(*_target(m), m.group("kind"))
     return parse(spec)
 
 
-def _matches(pattern: Fault, f: Fault) -> bool:
+def matches(pattern: Fault, f: Fault) -> bool:
     same = (pattern.node, pattern.device, pattern.port, pattern.kind) == (f.node, f.device, f.port, f.kind)
     return same and (pattern.text is None or pattern.text == f.text)
