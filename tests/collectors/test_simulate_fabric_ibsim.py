@@ -1,0 +1,290 @@
+"""`simulate --fabric` against a real ibsim: what ibsim trains and reports is what the host trees say,
+and the faults given to a simulator reach ibsim through its console FIFO.
+
+Each test runs its own ibsim (its own IBSIM_SOCKNAME) on a small fabric: 6 nodes, 2 leaves, 1 spine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from collectors import read_host
+from collectors.sim import Fabric, SwitchOptions
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("ibsim", "ibsim-run", "opensm", "iblinkinfo", "perfquery")),
+    reason="needs ibsim-utils, opensm and infiniband-diags",
+)
+ROOT = Path(__file__).resolve().parents[2]
+NODES, SEED = 6, 3  # seed 3: IB ports cabled leaf01 1-5 (cn001-cn003), leaf02 1-5 (cn003, cn004, cn006)
+
+
+class Ibsim:
+    """ibsim on DIR/fabric.net, its console on the FIFO DIR/fabric.net.ctl, and the tools run against it."""
+
+    def __init__(self, fabric: Fabric, request) -> None:
+        self.fabric = fabric
+        out = Path(fabric.out)
+        self.env = {
+            **os.environ,
+            "IBSIM_SOCKNAME": f"fabricweb-test-{uuid.uuid4().hex[:12]}",
+            "OSM_CACHE_DIR": str(out),
+        }
+        self.ctl = str(out / "fabric.net.ctl")
+        os.mkfifo(self.ctl)
+        # Our own write end keeps ibsim from reading end-of-file between the simulator's writes.
+        self.holder = os.open(self.ctl, os.O_RDWR)
+        request.addfinalizer(lambda: os.close(self.holder))
+        self.log = out / "ibsim.log"
+        stdin = os.open(self.ctl, os.O_RDONLY)
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["ibsim", "-s", str(out / "fabric.net")],
+                stdin=stdin,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        os.close(stdin)
+        request.addfinalizer(lambda: stop(self.proc))
+        wait_until(lambda: "Network simulator ready" in self.log.read_text(), "ibsim to start")
+        self.sweep()
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ibsim-run", *cmd], env=self.env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+    def sweep(self) -> None:
+        """One subnet manager sweep: LIDs, and ports from Initialize to Active."""
+        r = self.run("opensm", "-o", "-f", str(Path(self.fabric.out) / "opensm.log"))
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def links(self) -> dict[tuple[str, int], dict]:
+        r = self.run("iblinkinfo", "-l")
+        assert r.returncode == 0, r.stderr
+        return parse_iblinkinfo(r.stdout)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_until(check, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+_LINE = re.compile(
+    r'^(0x[0-9a-f]+) "\s*([^"]*)"\s+(\d+)\s+(\d+)\[\s*\] ==\(\s*(?:(\d+X)\s+([\d.]+) Gbps\s+)?(\w+)/\s*(\w+)\)==>'
+    r'\s+(?:(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\[\s*\] "([^"]*)")?.*\((.*)\)\s*$'
+)
+
+
+def short(description: str) -> str:
+    """`MF0;leaf01:MQM8790-HS2F/U1` -> leaf01; a CA's description is its name already."""
+    return description.split(";", 1)[1].split(":", 1)[0] if description.startswith("MF0;") else description
+
+
+def parse_iblinkinfo(text: str) -> dict[tuple[str, int], dict]:
+    """`iblinkinfo -l`: (node, port) -> guid, lid, width, per-lane Gb/s, state, phys state, far end, "Could be"."""
+    out = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        assert m, line
+        guid, desc, lid, port, width, gbps, state, phys, _, _, far_port, far_desc, could = m.groups()
+        out[(short(desc), int(port))] = {
+            "guid": guid,
+            "lid": int(lid),
+            "link": (width, gbps, state, phys),
+            "far": (short(far_desc), int(far_port)) if far_port else None,
+            "could": could.strip(),
+        }
+    return out
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    if not os.access("/dev/shm", os.W_OK):
+        yield tmp_path
+        return
+    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="fabricweb-ibsim-") as d:
+        yield Path(d)
+
+
+@pytest.fixture
+def ibsim(tmp, request):
+    """Build a fabric (options: SwitchOptions fields) and start ibsim on it; everything stops at the end."""
+
+    def start(**options) -> Ibsim:
+        fabric = Fabric.create(str(tmp / "sim"), NODES, seed=SEED, switches=SwitchOptions(**options))
+        return Ibsim(fabric, request)
+
+    return start
+
+
+def host_port(fabric: Fabric, key: str):
+    node, dev, number = key.split("/")
+    snap = read_host(os.path.join(fabric.out, node), host=node, use_verbs=False)
+    d = next(d for d in snap.devices if d.name == dev)
+    return next(p for p in d.ports if p.number == int(number))
+
+
+def far_of(fabric: Fabric, switch_port: str) -> str:
+    return fabric.cabling.by_end[switch_port].far_end.key
+
+
+def test_ibsim_trains_every_link_as_the_host_trees_and_fabric_net_say(ibsim):
+    sim = ibsim(faults=("cn002/mlx5_0/1:speed=SDR", "leaf02/21:width=4X"))
+    fabric, links = sim.fabric, sim.links()
+    slow_host = "cn002 mlx5_0"
+    for link in fabric.cabling.links:
+        for end, far in ((link.switch_end, link.far_end), (link.far_end, link.switch_end)):
+            seen = links[(end.net_id, end.port)]
+            assert seen["far"] == (far.net_id, far.port)
+            if slow_host in (end.net_id, far.net_id):
+                assert seen["link"] == ("12X", "2.5", "Active", "LinkUp")
+                assert "Could be 10.0 Gbps" in seen["could"]
+            elif link.key == "leaf02/21":
+                assert seen["link"] == ("4X", "10.0", "Active", "LinkUp")
+                assert "Could be 12X" in seen["could"]
+            else:  # w=8 s=4: the only link ibsim does not mark "Could be"
+                assert (seen["link"], seen["could"]) == (("12X", "10.0", "Active", "LinkUp"), "")
+            if "/" in end.node:  # a host port: ibsim's port GUID is the one its tree's gids/0 carries
+                p = host_port(fabric, end.key)
+                assert int(seen["guid"], 16) == int(p.port_guid, 16)
+                assert (p.rate.lanes, p.rate.speed) == (
+                    int(seen["link"][0][:-1]),
+                    "SDR" if slow_host in end.net_id else "QDR",
+                )
+    cabled = {(e.net_id, e.port) for x in fabric.cabling.links for e in (x.switch_end, x.far_end)}
+    assert {key for key, seen in links.items() if seen["far"]} == cabled
+
+
+def test_the_fabric_collector_sees_the_switches_and_host_ports_the_trees_describe(ibsim):
+    sim = ibsim()
+    r = sim.run(sys.executable, "-m", "collectors", "fabric", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    sweep = json.loads(r.stdout)
+    nodes = [dict(zip(sweep["nodes"]["columns"], row, strict=True)) for row in sweep["nodes"]["rows"]]
+    switches = sorted(short(n["description"]) for n in nodes if n["type"] == 2)
+    assert switches == ["leaf01", "leaf02", "spine01"]
+    ports = [dict(zip(sweep["ports"]["columns"], row, strict=True)) for row in sweep["ports"]["rows"]]
+    by_guid = {p["port_guid"]: p for p in ports if nodes[p["node"]]["type"] == 1}
+    fabric = sim.fabric
+    seen = 0
+    for link in fabric.cabling.links:
+        if "/" not in link.far_end.node:
+            continue
+        tree = host_port(fabric, link.far_end.key)
+        swept = by_guid[tree.port_guid]  # ingest joins the two views of a port by this GUID
+        assert (swept["lanes"], swept["speed"]) == (tree.rate.lanes, tree.rate.speed) == (12, "QDR")
+        assert short(nodes[swept["peer_node"]]["description"]) == link.switch_end.node
+        assert swept["peer_port"] == link.switch_end.port
+        seen += 1
+    assert seen == len(by_guid) == 10
+    assert sweep["errors"] == []
+
+
+def test_a_switch_port_down_given_to_a_running_simulator_goes_down_in_ibsim_and_comes_back(ibsim, request):
+    sim = ibsim()
+    fabric, host = sim.fabric, far_of(sim.fabric, "leaf02/3")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collectors", "simulate", "--out", fabric.out, "--nodes", str(NODES),
+         "--seed", str(SEED), "--fabric", "--interval", "0.2", "--ibsim-ctl", sim.ctl],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    request.addfinalizer(lambda: stop(proc))
+
+    def leaf02_3():
+        return sim.links()[("leaf02", 3)]["link"]
+
+    fault = subprocess.run(
+        [sys.executable, "-m", "collectors", "fault", "--out", fabric.out, "add", "leaf02/3:down"],
+        cwd=ROOT, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert fault.returncode == 0, fault.stderr
+    wait_until(lambda: leaf02_3() == (None, None, "Down", "Polling"), "leaf02 port 3 to go down in ibsim")
+    wait_until(lambda: host_port(fabric, host).state.name == "DOWN", f"{host} to go down in its tree")
+    assert host_port(fabric, host).phys_state.name == "Polling"
+    fault = subprocess.run(
+        [sys.executable, "-m", "collectors", "fault", "--out", fabric.out, "remove", "leaf02/3:down"],
+        cwd=ROOT, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert fault.returncode == 0, fault.stderr
+    wait_until(lambda: leaf02_3() == ("12X", "10.0", "Initialize", "LinkUp"), "leaf02 port 3 to come back")
+    sim.sweep()  # a subnet manager brings it to Active
+    assert leaf02_3() == ("12X", "10.0", "Active", "LinkUp")
+    assert host_port(fabric, host).state.name == "ACTIVE"
+    stop(proc)
+    assert proc.returncode == 0, proc.stderr.read()
+
+
+def test_switch_port_symbol_errors_show_in_perfquery(ibsim):
+    sim = ibsim()
+    fabric = sim.fabric
+    fabric.use_console(sim.ctl)
+    fabric.add_fault("leaf02/21:symbol-errors=2/s", "leaf01/3:symbol-errors=1/min")
+    fabric.step(10)
+    fabric.step(50)
+    lids = {node: seen["lid"] for (node, _), seen in sim.links().items()}
+
+    def symbol_errors(switch, port):
+        r = sim.run("perfquery", str(lids[switch]), str(port))
+        assert r.returncode == 0, r.stderr
+        return int(re.search(r"SymbolErrorCounter:\.+(\d+)", r.stdout).group(1))
+
+    wait_until(lambda: symbol_errors("leaf02", 21) == 120, "the symbol errors in ibsim")
+    assert symbol_errors("leaf01", 3) == 1
+    assert symbol_errors("spine01", 21) == 0  # the far end of leaf02 port 21 counts its own
+
+
+def test_a_muted_switch_stops_answering_and_a_switch_down_takes_its_links(ibsim):
+    sim = ibsim()
+    fabric = sim.fabric
+    fabric.use_console(sim.ctl)
+    fabric.add_fault("spine01:mute")
+    fabric.step(10)
+
+    def discovered():
+        r = sim.run("ibnetdiscover")
+        return r.stdout, r.stderr
+
+    wait_until(lambda: "timed out" in discovered()[1], "spine01 to stop answering")
+    assert "spine01" not in discovered()[0]
+    fabric.clear_faults()
+    fabric.step(10)
+    wait_until(lambda: "spine01" in discovered()[0], "spine01 to answer again")
+    assert "timed out" not in discovered()[1]
+
+    fabric.add_fault("leaf02:down")
+    fabric.step(10)
+    wait_until(lambda: sim.links()[("spine01", 21)]["link"][2] == "Down", "leaf02's uplinks to go down")
+    links = sim.links()
+    assert all(seen["link"][2] == "Down" for (node, port), seen in links.items() if node == "spine01" and port > 20)
+    assert not any(node == "leaf02" for node, _ in links)  # nothing reaches it
+    assert host_port(fabric, far_of(fabric, "leaf02/1")).state.name == "DOWN"
+    fabric.clear_faults()
+    fabric.step(10)
+    sim.sweep()
+    wait_until(lambda: ("leaf02", 1) in sim.links(), "leaf02 to come back")
+    assert sim.links()[("leaf02", 1)]["link"] == ("12X", "10.0", "Active", "LinkUp")
