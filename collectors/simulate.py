@@ -183,9 +183,9 @@ def _run(fabric: Fabric, interval: float, step_seconds: float) -> int:
             if fabric.warning != warned:
                 _say(fabric.warning)
                 warned = fabric.warning
-            if fabric.console_warning != console_warned:  # once per outage, not every step
+            if fabric.console_warning and not console_warned:  # once per outage, not every step
                 _say(fabric.console_warning)
-                console_warned = fabric.console_warning
+            console_warned = fabric.console_warning
             deadline = max(deadline + interval, time.monotonic())
     finally:
         for sig, handler in previous.items():

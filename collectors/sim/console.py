@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import stat
 from dataclasses import dataclass
 
@@ -96,6 +97,7 @@ class Console:
         self.path = path
         self.fd: int | None = None
         self.problem: str | None = None  # why the last commands could not be written
+        self._missed = False  # a reader was missing since the last write: the next one is a new ibsim
 
     def check(self) -> None:
         """A path that exists and is not a FIFO is a mistake worth stopping for (ValueError)."""
@@ -106,31 +108,48 @@ class Console:
         if not stat.S_ISFIFO(mode):
             raise ValueError(f"--ibsim-ctl {self.path} is not a FIFO (runfabric makes one: mkfifo)")
 
-    def send(self, lines: list[str]) -> bool:
-        """Write the commands; False (and `problem` set) when nobody reads the FIFO."""
-        if not lines:
-            return True
-        data = "".join(line + "\n" for line in lines).encode()
-        try:
-            if self.fd is None:
+    def connect(self) -> bool | None:
+        """None when nobody reads the FIFO. Otherwise whether the reader is new: one that came
+        after a missing one is an ibsim started since, which knows fabric.net and no command."""
+        if self.fd is not None and _reader_gone(self.fd):
+            self._fail(f"ibsim stopped reading {self.path}")
+            return None
+        if self.fd is None:
+            try:
                 # O_NONBLOCK: with no reader the open fails at once (ENXIO) instead of waiting.
                 self.fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-                os.set_blocking(self.fd, True)  # then a burst of commands waits for ibsim to read
+            except OSError as e:
+                why = "is ibsim running with it on its stdin?" if e.errno in (errno.ENXIO, errno.ENOENT) else e.strerror
+                self._fail(f"nobody reads {self.path} ({why})")
+                return None
+            os.set_blocking(self.fd, True)  # then a burst of commands waits for ibsim to read it
+        new, self._missed, self.problem = self._missed, False, None
+        return new
+
+    def send(self, lines: list[str]) -> bool:
+        """Write the commands to a connected FIFO; False (and `problem` set) when that failed."""
+        data = "".join(line + "\n" for line in lines).encode()
+        try:
             while data:  # a signal can cut a write short
                 data = data[os.write(self.fd, data) :]
         except OSError as e:
-            self.close()
-            if e.errno == errno.ENXIO:
-                self.problem = f"nobody reads {self.path} (is ibsim running with it on its stdin?)"
-            elif e.errno == errno.EPIPE:
-                self.problem = f"ibsim stopped reading {self.path}"
-            else:
-                self.problem = f"{self.path}: {e.strerror}"
+            self._fail(f"ibsim stopped reading {self.path}" if e.errno == errno.EPIPE else f"{self.path}: {e.strerror}")
             return False
         self.problem = None
         return True
+
+    def _fail(self, problem: str) -> None:
+        self.close()
+        self.problem, self._missed = problem, True
 
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+
+def _reader_gone(fd: int) -> bool:
+    """A FIFO's write end polls POLLERR once no reader holds it."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))

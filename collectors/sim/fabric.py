@@ -404,9 +404,15 @@ class Fabric:
         if self.console is None or self._wanted is None:
             return
         sw = self.state["switches"]
-        if self.console.send(ibsim.commands(self.cabling, sw["applied"], self._wanted)):
-            sw["applied"] = ibsim.applied_state(self._wanted)
-        self.console_warning = self.console.problem and f"{self.console.problem}; ibsim's commands wait until it does"
+        new_reader = self.console.connect()
+        if new_reader:
+            sw["applied"] = ibsim.empty_applied()  # an ibsim started since knows only fabric.net
+        if new_reader is not None:
+            lines = ibsim.commands(self.cabling, sw["applied"], self._wanted)
+            if not lines or self.console.send(lines):
+                sw["applied"] = ibsim.applied_state(self._wanted)
+        problem = self.console.problem
+        self.console_warning = problem and f"{problem}; ibsim's commands wait until one reads it"
 
     def _remove(self, key: str) -> None:
         j, w = os.path.join, self.writer

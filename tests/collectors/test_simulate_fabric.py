@@ -422,14 +422,24 @@ def test_with_nobody_reading_the_fifo_it_says_so_and_sends_the_commands_later(tm
     os.mkfifo(fifo)
     fabric = make(tmp)
     fabric.use_console(fifo)
-    fabric.add_fault("spine01:mute")
+    fabric.add_fault("spine01:mute", "leaf01/3:down")
     fabric.step(10)  # no reader: not blocked, not applied
     assert "nobody reads" in fabric.console_warning
     assert fabric.state["switches"]["applied"]["muted"] == []
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
         fabric.step(10)
-        assert read_fifo(reader) == ['Error "spine01" 100']
+        assert read_fifo(reader) == ['Unlink "leaf01"[3]', 'Error "spine01" 100']
+        assert fabric.console_warning is None
+    finally:
+        os.close(reader)
+    fabric.step(10)  # ibsim stopped
+    assert "stopped reading" in fabric.console_warning
+    fabric.remove_fault("spine01:mute")
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fabric.step(10)  # an ibsim started since knows only fabric.net: it gets what still holds
+        assert read_fifo(reader) == ['Unlink "leaf01"[3]']
         assert fabric.console_warning is None
     finally:
         os.close(reader)
