@@ -373,16 +373,14 @@ class Fabric:
                 )
             if not up:
                 links_down.add(link.key)
+        whole = [f for f in on_switches if f.port is None]
         counters = self.state["switches"]["ports"]
         return ibsim.Wanted(
-            switches_down={
-                f.node for f in on_switches
-                if f.port is None and (f.kind == "down" or (f.kind == "flap" and step % 2 == 1))
-            },
+            switches_down={f.node for f in whole if f.kind == "down" or (f.kind == "flap" and step % 2 == 1)},
             links_down=links_down,
-            muted={f.node for f in on_switches if f.kind == "mute"},
+            muted={f.node for f in whole if f.kind == "mute"},
             symbol_errors={key: ps["c"]["symbol_error"] for key, ps in counters.items()},
-        )  # fmt: skip
+        )
 
     def _count_switch_errors(self, seconds: float) -> None:
         """Symbol errors on switch ports, kept in the state (ibsim's PMA holds what it is told)."""
