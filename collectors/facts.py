@@ -39,6 +39,9 @@ LINK_UP = 5
 
 NODE_TYPES = {1: "CA", 2: "switch", 3: "router", 4: "RNIC", 5: "usNIC", 6: "usNIC UDP"}
 
+# The one device a switch's ports are filed under, where a host has mlx5_0 (`leaf07 port 12`, not a device/port).
+SWITCH_DEVICE = "switch"
+
 
 def is_up(state_id: int | None) -> bool:
     return state_id in UP_STATE_IDS

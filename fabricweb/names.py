@@ -23,6 +23,8 @@ SNAPSHOT_UNACKED_KEY = f"unacked.{SNAPSHOT_QUEUE}"
 ALERTS_QUEUE = "alerts"
 # One queue per node, node.<name>, consumed by that node's agent only.
 NODE_QUEUE_PREFIX = "node."
+# One queue per fabric collector, fabric.<name>, consumed by that collector only (its sweeps).
+COLLECTOR_QUEUE_PREFIX = "fabric."
 
 
 def snapshot_shard(node: str, shards: int) -> int:
@@ -51,12 +53,28 @@ def node_queue(node: str) -> str:
     return f"{NODE_QUEUE_PREFIX}{node}"
 
 
+def collector_queue(collector: str) -> str:
+    """The queue one fabric collector consumes (fabric.<name>)."""
+    return f"{COLLECTOR_QUEUE_PREFIX}{collector}"
+
+
+def fabric_snapshot_queue(collector: str, shards: int = 1) -> str:
+    """Where a fabric collector sends its sweeps: the snapshots queue ingest reads, the shard of its name
+    (a prefix no node name has, so a collector and a node of the same name may land apart)."""
+    return snapshot_queue(f"{COLLECTOR_QUEUE_PREFIX}{collector}", shards)
+
+
 # -- tasks -------------------------------------------------------------------
 # Run by the node agent, sent by central beat's dispatch to node.<name> with kwargs {"node": name}.
 COLLECT = "fabricweb.agent.tasks.collect"
 # Sent by the agent to SNAPSHOT_QUEUE with one JSON snapshot (args=[snapshot]); MANY takes a list.
 INGEST_SNAPSHOT = "fabricweb.telemetry.tasks.ingest_snapshot"
 INGEST_SNAPSHOTS = "fabricweb.telemetry.tasks.ingest_snapshots"
+# Run by a fabric collector, sent by central beat's dispatch to fabric.<name> with kwargs {"collector": name}.
+SWEEP = "fabricweb.fabricagent.tasks.sweep"
+# Sent by a fabric collector to its snapshots queue with one JSON fabric snapshot (signed: kwargs
+# snapshot, collector, signature); read by `manage.py ingest` with the node snapshots.
+INGEST_FABRIC = "fabricweb.fabric.tasks.ingest_fabric"
 # Central periodic jobs (fabricweb/scheduling.py).
 DISPATCH = "fabricweb.scheduling.dispatch_collect"
 EXCLUSIVE = "fabricweb.scheduling.run_exclusive"

@@ -23,10 +23,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 KEY_CONTEXT = b"fabricweb node key v1\0"
+# A fabric collector's key has a context of its own: no node key, whatever the node is named, is one.
+COLLECTOR_KEY_CONTEXT = b"fabricweb fabric collector key v1\0"
 # A real node's snapshot is 10-100 kB of JSON: anything far larger is refused before it is hashed or decoded.
 MAX_SNAPSHOT_CHARS = 4 * 1024 * 1024
+# A fabric snapshot is ~200 bytes per port in the fabric: 64 MiB is some 300,000 ports, past the caps of
+# fabricweb/fabric/schema.py, so a real one always fits and a hostile one is refused before it is hashed.
+MAX_FABRIC_CHARS = 64 * 1024 * 1024
 
 
 class NotAuthenticated(ValueError):
@@ -38,32 +45,54 @@ def node_key(secret: str, node: str) -> str:
     return hmac.new(secret.encode(), KEY_CONTEXT + node.encode(), hashlib.sha256).hexdigest()
 
 
+def collector_key(secret: str, collector: str) -> str:
+    """The key of fabric collector `collector` (hex), from the site's secret."""
+    return hmac.new(secret.encode(), COLLECTOR_KEY_CONTEXT + collector.encode(), hashlib.sha256).hexdigest()
+
+
 def sign(key: str, node: str, text: str) -> str:
     return hmac.new(bytes.fromhex(key), node.encode() + b"\n" + text.encode(), hashlib.sha256).hexdigest()
 
 
-def signed_kwargs(key: str, snapshot: dict) -> dict:
-    """The ingest_snapshot arguments of a signed snapshot, as a node sends them."""
+@dataclass(frozen=True)
+class Role:
+    """Who signs a kind of snapshot: the argument and snapshot field that name the sender, its key, its caps."""
+
+    what: str  # "node", "fabric collector": in messages
+    argument: str  # the keyword argument naming the sender
+    field: str  # the snapshot's own field naming it
+    key: Callable[[str, str], str]  # (secret, name) -> key
+    max_chars: int
+
+
+NODE = Role("node", "node", "host", node_key, MAX_SNAPSHOT_CHARS)
+COLLECTOR = Role("fabric collector", "collector", "collector", collector_key, MAX_FABRIC_CHARS)
+
+
+def signed_kwargs(key: str, snapshot: dict, role: Role = NODE) -> dict:
+    """The task arguments of a signed snapshot, as a node (or with role COLLECTOR, a fabric collector) sends them."""
     text = json.dumps(snapshot, separators=(",", ":"), allow_nan=False)
-    node = snapshot["host"]
-    return {"snapshot": text, "node": node, "signature": sign(key, node, text)}
+    name = snapshot[role.field]
+    return {"snapshot": text, role.argument: name, "signature": sign(key, name, text)}
 
 
-def verify(secret: str, kwargs: dict) -> dict:
+def verify(secret: str, kwargs: dict, role: Role = NODE) -> dict:
     """The snapshot of a signed message (decoded), or NotAuthenticated saying why."""
-    node, text, signature = kwargs.get("node"), kwargs.get("snapshot"), kwargs.get("signature")
-    if not (isinstance(node, str) and isinstance(text, str) and isinstance(signature, str)):
-        raise NotAuthenticated("not signed: expected snapshot (JSON text), node and signature")
-    if len(text) > MAX_SNAPSHOT_CHARS:
-        raise NotAuthenticated(f"a snapshot of {len(text)} characters, more than the {MAX_SNAPSHOT_CHARS} a node sends")
-    expected = sign(node_key(secret, node), node, text)
+    name, text, signature = kwargs.get(role.argument), kwargs.get("snapshot"), kwargs.get("signature")
+    if not (isinstance(name, str) and isinstance(text, str) and isinstance(signature, str)):
+        raise NotAuthenticated(f"not signed: expected snapshot (JSON text), {role.argument} and signature")
+    if len(text) > role.max_chars:
+        raise NotAuthenticated(
+            f"a snapshot of {len(text)} characters, more than the {role.max_chars} a {role.what} sends"
+        )
+    expected = sign(role.key(secret, name), name, text)
     if not hmac.compare_digest(expected, signature):
-        raise NotAuthenticated(f"bad signature for node {node[:64]!r}: not sent with that node's key")
+        raise NotAuthenticated(f"bad signature for {role.what} {name[:64]!r}: not sent with that {role.what}'s key")
     try:
         snapshot = json.loads(text)
     except (ValueError, RecursionError) as e:
-        raise NotAuthenticated(f"signed by {node} but not JSON ({type(e).__name__})") from None
-    host = snapshot.get("host") if isinstance(snapshot, dict) else None
-    if host != node:
-        raise NotAuthenticated(f"signed by {node} but names host {str(host)[:64]!r}")
+        raise NotAuthenticated(f"signed by {name} but not JSON ({type(e).__name__})") from None
+    named = snapshot.get(role.field) if isinstance(snapshot, dict) else None
+    if named != name:
+        raise NotAuthenticated(f"signed by {name} but names {role.field} {str(named)[:64]!r}")
     return snapshot

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "fabricweb.inventory",
     "fabricweb.telemetry",
     "fabricweb.health",
+    "fabricweb.fabric",
     "fabricweb.api",
     "fabricweb.exporter",
     "fabricweb.dashboard",

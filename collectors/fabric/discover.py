@@ -46,7 +46,9 @@ class Discovery:
 
     def _node_info(self, route: tuple[int, ...], via: tuple[FabricNode, int] | None) -> None:
         what = "NodeInfo of this host's port" if via is None else f"NodeInfo beyond {_port_label(*via)}"
-        self._smp(mad.ATTR_NODE_INFO, 0, route, what, lambda reply, error: self._got_node_info(route, via, reply, error))
+        self._smp(
+            mad.ATTR_NODE_INFO, 0, route, what, lambda reply, error: self._got_node_info(route, via, reply, error)
+        )
 
     def _port_info(self, node: FabricNode, number: int, route: tuple[int, ...]) -> None:
         self._smp(

@@ -60,7 +60,9 @@ STATUS_REASONS = {
     28: "invalid attribute or modifier",
 }
 
-_HEADER = struct.Struct(">BBBBHBBQHHI")  # base, class, class version, method, status, hop ptr, hop cnt, TID, attr, rsvd, mod
+_HEADER = struct.Struct(
+    ">BBBBHBBQHHI"
+)  # base, class, class version, method, status, hop ptr, hop cnt, TID, attr, rsvd, mod
 
 
 class MadError(ValueError):
@@ -291,4 +293,3 @@ def decode_port_counters_ext(data: bytes) -> dict[str, int]:
 def port_select(data: bytes) -> int:
     """The PortSelect a PMA reply answers for (byte 1 of its data)."""
     return data[1]
-

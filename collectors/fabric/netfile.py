@@ -77,9 +77,7 @@ class NetFile:
 
 
 _HEADER = re.compile(r'^(Switch|Hca|Ca|Rt)\s+(\d+)\s+"([^"]*)"(.*)$')
-_PORT = re.compile(
-    r'^\[(\d+)\](?:\(([0-9A-Fa-fx]+)\))?\s+"([^"]*)"\[(\d+)\](?:\(([0-9A-Fa-fx]+)\))?(.*)$'
-)
+_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9A-Fa-fx]+)\))?\s+"([^"]*)"\[(\d+)\](?:\(([0-9A-Fa-fx]+)\))?(.*)$')
 _GUID_LINE = re.compile(r"^(switchguid|caguid|hcaguids|rtguid|sysimgguid|vendid|devid)\s*=\s*(0x[0-9A-Fa-f]+|\d+)")
 _ID_GUID = re.compile(r"^[SHR]-([0-9A-Fa-f]{16})$")
 _COMMENT_DESC = re.compile(r'#\s*"([^"]*)"')
@@ -110,7 +108,9 @@ def parse(text: str) -> NetFile:
             if not 1 <= count <= MAX_PORTS:
                 raise NetFileError(f"line {number}: {kind} {ident!r} with {count} ports (1 to {MAX_PORTS})")
             if ident in net.nodes:
-                raise NetFileError(f"line {number}: {ident!r} is described twice (first at line {net.nodes[ident].line})")
+                raise NetFileError(
+                    f"line {number}: {ident!r} is described twice (first at line {net.nodes[ident].line})"
+                )
             desc = _COMMENT_DESC.search(rest)
             from_id = _ID_GUID.match(ident)
             guid = int(from_id.group(1), 16) if from_id else pending_guid
@@ -146,8 +146,10 @@ def parse(text: str) -> NetFile:
     for node in net.nodes.values():
         for port in node.ports.values():
             if port.remote_id not in net.nodes:
-                raise NetFileError(f"line {node.line}: {node.id!r} port {port.number} is cabled to {port.remote_id!r}, "
-                                   "which the file does not describe")
+                raise NetFileError(
+                    f"line {node.line}: {node.id!r} port {port.number} is cabled to {port.remote_id!r}, "
+                    "which the file does not describe"
+                )
     return net
 
 

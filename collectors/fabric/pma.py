@@ -47,7 +47,10 @@ class Counters:
         port = node.ports[number]
         port.counters = dict.fromkeys(COUNTER_NAMES)
         label = f"{node.label} port {number}"
-        for attribute, name in ((mad.ATTR_PORT_COUNTERS, "PortCounters"), (mad.ATTR_PORT_COUNTERS_EXT, "PortCountersExtended")):
+        for attribute, name in (
+            (mad.ATTR_PORT_COUNTERS, "PortCounters"),
+            (mad.ATTR_PORT_COUNTERS_EXT, "PortCountersExtended"),
+        ):
 
             def build(tid: int, attribute=attribute) -> bytes:
                 return mad.pma_get(tid, attribute, number)
@@ -56,10 +59,21 @@ class Counters:
                 self._got(node, number, label, name, reply, error)
 
             self.engine.submit(
-                Query(mad.CLASS_PERFORMANCE, build, lid, mad.GSI_QP, mad.GSI_QKEY, done, f"{name} of {label}", ("pma", lid))
+                Query(
+                    mad.CLASS_PERFORMANCE,
+                    build,
+                    lid,
+                    mad.GSI_QP,
+                    mad.GSI_QKEY,
+                    done,
+                    f"{name} of {label}",
+                    ("pma", lid),
+                )
             )
 
-    def _got(self, node: FabricNode, number: int, label: str, name: str, reply: Reply | None, error: str | None) -> None:
+    def _got(
+        self, node: FabricNode, number: int, label: str, name: str, reply: Reply | None, error: str | None
+    ) -> None:
         counters = node.ports[number].counters
         if reply is None:
             self.errors.append(ReadError(label, f"{name}: {error}"))

@@ -61,9 +61,7 @@ def render_text(sweep: FabricSweep) -> str:
             if peer_node is not None:
                 links += 1
                 degraded += note is not None
-            lines.append(
-                f"  port {number:<3} {state:<22} {link:<20} ==>  {far}" + (f"  ({note})" if note else "")
-            )
+            lines.append(f"  port {number:<3} {state:<22} {link:<20} ==>  {far}" + (f"  ({note})" if note else ""))
     cas = sum(1 for n in sweep.nodes if not n.is_switch)
     lines.append("")
     lines.append(

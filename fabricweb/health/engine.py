@@ -242,6 +242,9 @@ def _view(port: Port, link: LinkState, node: str, ts: float, norms: context.Norm
         majority=norms.majorities.get(device.hca_type) if device.hca_type else None,
         recent=port.recent or (),
         pcie=_pcie(device, pcie),
+        far_end=port.peer_label or None,
+        capability=context.rate(port.capable_speed, port.capable_lanes),
+        link_owner=port.link_owner,
         **changes,
     )
 
@@ -316,6 +319,7 @@ def _judge(
         findings.extend(j.findings)
         unknown |= j.unknown
         _target(targets, name, port)
+    findings.extend(result.extra_findings)  # a switch's: what only the fabric view finds (fabricweb.fabric.judge)
     merged = merge_findings(findings)
     return merged, frozenset(unknown - {f.key for f in merged}), judged, targets
 

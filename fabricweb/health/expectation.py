@@ -8,7 +8,10 @@ somewhere (shared/docs/infiniband.md §2). In order:
    characters first, so `cn042` beats `cn*`), then by name; the first match wins.
    A policy may leave speed, width or both blank: the blank part is learned as
    below (a policy with neither only says whether the port should be up).
-2. Otherwise the better (collectors.link.better_link) of
+2. Otherwise what both ends of its link support, when the fabric collector has seen the link
+   (fabricweb.fabric.links; iblinkinfo's "Could be", UFM's non-optimal link): the link can train
+   no higher, and should train no lower.
+3. Otherwise the better (collectors.link.better_link) of
    - the best link this port has held while ACTIVE, and
    - the link most ACTIVE ports of the same HCA model run at, counted only when
      at least `Thresholds.fabric_min_ports` (default 4) such ports are up and
@@ -163,7 +166,7 @@ class Expectation:
 
     link: Rate | None
     source: str  # "policy 'cn-hdr'", "learned from this port's history", ...
-    origin: str  # "policy", "history", "fabric", "history+fabric" or "none"
+    origin: str  # "policy", "link" (both ends support), "history", "fabric", "history+fabric" or "none"
     policy: LinkPolicy | None = None
 
     @property
@@ -172,6 +175,10 @@ class Expectation:
 
 
 HISTORY = "learned from this port's history"
+
+
+def link_source(capability: Rate) -> str:
+    return f"both ends support {capability.link_name}"
 
 
 def fabric_source(majority: Majority) -> str:
@@ -186,11 +193,16 @@ def expected_link(
     best: Rate | None,
     majority: Majority | None,
     min_ports: int = DEFAULT.fabric_min_ports,
+    capability: Rate | None = None,
 ) -> Expectation:
     """The expectation for one port; see the module docstring for the rules."""
     if policy is not None and policy.expected is not None:
         return Expectation(policy.expected, f"policy {policy.name!r}", "policy", policy)
-    learned = _learned(best, majority, min_ports, policy)
+    capability = usable(capability)
+    if capability is not None:
+        learned = Expectation(capability, link_source(capability), "link", policy)
+    else:
+        learned = _learned(best, majority, min_ports, policy)
     if policy is None or learned.link is None:
         return learned
     # A policy that names only the speed or only the width overrides that part of what was learned.

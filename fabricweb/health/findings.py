@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from collectors.facts import SWITCH_DEVICE
+
 
 class Severity(StrEnum):
     # critical: page someone; warning: look today; info: on the record, never an alarm.
@@ -38,6 +40,8 @@ class Kind(StrEnum):
     STALE = "stale"
     CLOCK_SKEW = "clock_skew"
     VANISHED = "vanished"
+    UNREACHABLE = "unreachable"  # a switch the fabric sweeps no longer reach
+    CABLING = "cabling"  # a link against the expected topology: missing, on the wrong port, unexpected
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +61,16 @@ class Finding:
 
 
 def port_label(node: str, device: str, port: int) -> str:
-    """`cn042 mlx5_0/1`, as operators write a port."""
+    """`cn042 mlx5_0/1`, as operators write a port; a switch's `leaf07 port 12`, as iblinkinfo does."""
+    if device == SWITCH_DEVICE:
+        return f"{node} port {port}"
     return f"{node} {device}/{port}"
+
+
+def link_label(node: str, device: str, port: int, far_end: str | None) -> str:
+    """`cn042 mlx5_0/1 ↔ leaf07 port 12`: the port, and the far end of its cable when the fabric knows it."""
+    label = port_label(node, device, port)
+    return f"{label} ↔ {far_end}" if far_end else label
 
 
 def port_key(kind: Kind, node: str, device: str, port: int) -> str:

@@ -67,6 +67,9 @@ def inputs(view: PortView, t: Thresholds) -> tuple | None:
         view.best_link,
         view.majority,
         view.pcie,
+        view.far_end,
+        view.capability,
+        view.link_owner,
         tuple(unknown),
         known_delta(deltas.get(WAIT)) is None,
     )

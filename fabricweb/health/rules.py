@@ -17,7 +17,7 @@ from collectors import pcie
 from collectors.link import Rate, judge_link
 
 from .expectation import Expectation, expected_link, usable
-from .findings import Finding, Kind, Severity, device_key, merge_findings, node_key, port_key, port_label
+from .findings import Finding, Kind, Severity, device_key, link_label, merge_findings, node_key, port_key, port_label
 from .thresholds import DEFAULT, Thresholds
 from .view import LINK_UP, PortView
 from .window import HOUR_S, MINUTE_S, Count, Windows, known_delta
@@ -53,6 +53,8 @@ PORT_KINDS = (
     Kind.VANISHED,
 )
 DEVICE_KINDS = (Kind.PCIE, Kind.VANISHED)
+# A link's own state: one problem for the whole cable, said by the end that speaks for it (PortView.link_owner).
+LINK_KINDS = frozenset({Kind.DOWN, Kind.DEGRADED, Kind.NO_SM, Kind.FLAPPING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +189,7 @@ def judge_port(view: PortView, t: Thresholds = DEFAULT) -> Judgement:
 
     # A RoCE port runs at whatever its Ethernet switch does: InfiniBand peers of the same model set no norm.
     majority = None if _ethernet(view) else view.majority
-    exp = expected_link(view.policy, view.best_link, majority, t.fabric_min_ports)
+    exp = expected_link(view.policy, view.best_link, majority, t.fabric_min_ports, view.capability)
     windows = Windows(view, (MINUTE_S, t.congestion_window_s, t.flapping_quiet_s, HOUR_S))
     found = [
         _state(view, exp, windows, t),
@@ -198,8 +200,11 @@ def judge_port(view: PortView, t: Thresholds = DEFAULT) -> Judgement:
         _capped(view),
         _pcie(view, exp),
     ]
-    findings = [f for f in found if f is not None]
-    return Judgement(findings, frozenset(_unknown_keys(view, windows, t) - {f.key for f in findings}), exp)
+    findings = [f for f in found if f is not None and (view.link_owner or f.kind not in LINK_KINDS)]
+    unknown = _unknown_keys(view, windows, t)
+    if not view.link_owner:  # the far end speaks for the link: this end's quiet is not news about it
+        unknown -= {port_key(k, view.node, view.device, view.port) for k in LINK_KINDS}
+    return Judgement(findings, frozenset(unknown - {f.key for f in findings}), exp)
 
 
 def _unknown_keys(view: PortView, w: Windows, t: Thresholds) -> set[str]:
@@ -244,7 +249,9 @@ def _expect_up(view: PortView) -> bool:
 
 
 def _finding(view: PortView, kind: Kind, severity: Severity, text: str, **details: object) -> Finding:
-    label = port_label(view.node, view.device, view.port)
+    label = link_label(view.node, view.device, view.port, view.far_end)
+    if view.far_end:
+        details["far_end"] = view.far_end
     return Finding(kind, severity, port_key(kind, view.node, view.device, view.port), f"{label}: {text}", details)
 
 
@@ -304,7 +311,7 @@ def _degraded(view: PortView, exp: Expectation) -> Finding | None:
         return None
     # Below a policy or its own past: certain. Below only what its peers run: likely, not certain.
     best = usable(view.best_link)
-    own = exp.origin == "policy" or (best is not None and judge_link(link, best) is not None)
+    own = exp.origin in ("policy", "link") or (best is not None and judge_link(link, best) is not None)
     return _finding(
         view,
         Kind.DEGRADED,

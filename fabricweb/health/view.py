@@ -59,6 +59,11 @@ class PortView:
     # so that passing this poll here too cannot count it twice.
     recent: Sequence[Poll] = ()
     pcie: PcieView | None = None
+    # The link as the fabric collector sees it (fabricweb.fabric.links): the far end in words, what both
+    # ends support (the expected link after policy), and whether this end speaks for the link's state.
+    far_end: str | None = None
+    capability: Rate | None = None
+    link_owner: bool = True
     node_missed_polls: int = 0  # polls since the node last sent a snapshot
     device_missing_polls: int = 0  # polls the device has been absent from its node's snapshots
     port_missing_polls: int = 0  # polls the port has been absent from its device

@@ -167,7 +167,6 @@ class Port(models.Model):
     link_owner = models.BooleanField(
         default=True, help_text="This end reports the link's state (down, degraded, flapping); else the far end does."
     )
-    link_seen_at = models.DateTimeField(null=True, help_text="The last sweep that saw this port's link.")
 
     # Computed by the database at every write (linkstate: the one definition); read-only here.
     up = models.GeneratedField(expression=UP_FLAG, output_field=models.BooleanField(), db_persist=True)

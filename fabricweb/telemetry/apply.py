@@ -18,7 +18,7 @@ from fabricweb.inventory.models import Device, Node, Port
 from . import ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS
 from .deltas import Reading, port_deltas
-from .results import DUPLICATE, STALE, STORED, IngestResult, LinkState, PortObservation
+from .results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
 from .schema import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 
 _US = timedelta(microseconds=1)
@@ -108,7 +108,13 @@ def _listing_failed(errors: list[dict[str, str]], suffix: str) -> bool:
     return any(e["path"].endswith(suffix) for e in errors)
 
 
-def apply_snapshot(snap: SnapshotIn, rows: NodeRows, changes: Changes, now: datetime) -> IngestResult:
+def apply_snapshot(
+    snap: SnapshotIn, rows: NodeRows, changes: Changes, now: datetime, kind: str = Node.Kind.HOST
+) -> IngestResult:
+    """Apply `snap` to its node's rows; a node of another `kind` (a host's snapshot naming a switch) is refused."""
+    if rows.node.kind != kind:
+        note = f"{rows.node.name} is a {rows.node.kind} in the inventory, not a {kind}"
+        return IngestResult(snap.host, snap.collected_at, REFUSED, note=note)
     status, clock_backwards = classify(snap, rows)
     result = IngestResult(snap.host, snap.collected_at, status, new_node=rows.new, clock_backwards=clock_backwards)
     if status != STORED:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from fabricweb.nodeauth import NotAuthenticated, verify
+from fabricweb.nodeauth import NODE, NotAuthenticated, Role, verify
 
 __all__ = ["NotAuthenticated", "authenticated", "check_unsigned"]
 
 
-def authenticated(kwargs: dict) -> dict:
-    """The snapshot of a signed message, checked against its node's key."""
+def authenticated(kwargs: dict, role: Role = NODE) -> dict:
+    """The snapshot of a signed message, checked against its sender's key (a node's, or a fabric collector's)."""
     secret = settings.FABRIC_NODE_KEY_SECRET
     if not secret:
         raise NotAuthenticated("signed, but this server has no FABRIC_NODE_KEY_SECRET to check it with")
-    return verify(secret, kwargs)
+    return verify(secret, kwargs, role)
 
 
 def check_unsigned() -> None:

@@ -38,7 +38,8 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS, SNAPSHOT_UNACKED_KEY
+from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT, INGEST_SNAPSHOTS, SNAPSHOT_UNACKED_KEY
+from fabricweb.nodeauth import COLLECTOR
 
 from .auth import NotAuthenticated, authenticated, check_unsigned
 from .broker import transport_for
@@ -52,11 +53,14 @@ log = logging.getLogger(__name__)
 
 ONE = INGEST_SNAPSHOT
 MANY = INGEST_SNAPSHOTS
+FABRIC = INGEST_FABRIC
 JSON = "application/json"
 IDLE_WAIT_S = 1.0  # the longest one wait for a message blocks: a signal does not cut it short
 MAX_BACKOFF_S = 30.0
 # A real node's snapshot is 10-100 kB of JSON; a message of ingest_snapshots holds a few hundred at most.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# A fabric collector's sweep is ~200 bytes per port of the fabric: room for the caps of fabric/schema.py.
+MAX_FABRIC_MESSAGE_BYTES = 80 * 1024 * 1024
 REPORT_EVERY_S = 60.0
 REDELIVER_AFTER_S = 60.0
 BROKER_TIMEOUT_S = 5.0
@@ -131,11 +135,12 @@ def snapshots_of(message) -> list:
     if message.content_type != JSON:
         raise Dropped(f"content type {message.content_type!r}: only {JSON} is read")
     task = (message.headers or {}).get("task")
-    if task not in (ONE, MANY):
+    if task not in (ONE, MANY, FABRIC):
         raise Dropped(f"task {task!r} is not an ingest task")
     size = len(message.body or b"")
-    if size > MAX_MESSAGE_BYTES:  # before decoding: a 143 MB message must not cost a gigabyte and a stall
-        raise Dropped(f"{size} bytes, more than the {MAX_MESSAGE_BYTES} a node's snapshots take")
+    limit = MAX_FABRIC_MESSAGE_BYTES if task == FABRIC else MAX_MESSAGE_BYTES
+    if size > limit:  # before decoding: a 143 MB message must not cost a gigabyte and a stall
+        raise Dropped(f"{size} bytes, more than the {limit} a {'sweep' if task == FABRIC else 'node'}'s snapshots take")
     try:
         body = decode_body(message)
     except Exception as e:  # bad JSON, bad encoding: kombu raises several kinds
@@ -143,6 +148,13 @@ def snapshots_of(message) -> list:
     if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list) and isinstance(body[1], dict)):
         raise Dropped("body is not [args, kwargs, embed]")
     args, kwargs = body[0], body[1]
+    if task == FABRIC:
+        if not args and "signature" in kwargs:
+            return [FabricSnapshot(authenticated(kwargs, COLLECTOR))]
+        check_unsigned()
+        if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
+            raise Dropped(f"{task} takes one argument, snapshot")
+        return [FabricSnapshot(args[0] if args else kwargs["snapshot"])]
     if task == ONE and not args and "signature" in kwargs:
         return [authenticated(kwargs)]
     check_unsigned()
@@ -155,6 +167,24 @@ def snapshots_of(message) -> list:
     if not isinstance(value, list):
         raise Dropped("snapshots is not a list")
     return value
+
+
+class FabricSnapshot:
+    """A fabric collector's sweep, as its message said (signature checked): stored in a batch of its own."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: object) -> None:
+        self.data = data
+
+
+def _ingest(snaps: list):
+    """ingest_batch for node snapshots; a fabric collector's sweep (alone in its batch) to fabric ingest."""
+    if snaps and isinstance(snaps[0], FabricSnapshot):
+        from fabricweb.fabric.ingest import ingest_fabric_batch
+
+        return ingest_fabric_batch([s.data for s in snaps])
+    return ingest_batch(snaps)
 
 
 class BatchConsumer:
@@ -356,6 +386,12 @@ class BatchConsumer:
             self.totals["dropped"] += 1
             message.ack()
             return
+        if snaps and isinstance(snaps[0], FabricSnapshot):
+            # A sweep is stored alone, after the node snapshots that came before it.
+            self.flush()
+            self.pending.append((message, snaps))
+            self.flush()
+            return
         if not self.pending:
             self.oldest_at = time.monotonic()
         self.pending.append((message, snaps))
@@ -390,7 +426,7 @@ class BatchConsumer:
         started = time.monotonic()
         try:
             close_old_connections()  # as Django does per request: drop a connection too old or broken
-            out = ingest_batch(snaps)
+            out = _ingest(snaps)
         except DatabaseError as e:
             with contextlib.suppress(DatabaseError):
                 connection.close()  # the next batch starts on a fresh connection

@@ -16,6 +16,7 @@ from fabricweb.inventory.models import Device, Port
 STORED = "stored"
 DUPLICATE = "duplicate"  # the node's last applied snapshot again: nothing to do
 STALE = "stale"  # older than the node's last applied snapshot: not allowed to move state back
+REFUSED = "refused"  # names a node of another kind (a host's snapshot naming a switch): `note` says which
 
 
 class LinkState(NamedTuple):
@@ -77,10 +78,15 @@ class IngestResult:
     # Rows absent from this snapshot (vanished_at and missed_polls already updated).
     missing_devices: list[Device] = field(default_factory=list)
     missing_ports: list[Port] = field(default_factory=list)
+    # Findings only the fabric view can make about this (switch) node, judged with its ports
+    # (fabricweb.fabric.judge: an unreachable switch, cabling), and the keys it could not judge.
+    extra_findings: list = field(default_factory=list)
+    note: str = ""
 
     def summary(self) -> str:
         if self.status != STORED:
-            return f"{self.node} {self.collected_at:%Y-%m-%dT%H:%M:%S}Z: {self.status}, nothing stored"
+            why = f" ({self.note})" if self.note else ""
+            return f"{self.node} {self.collected_at:%Y-%m-%dT%H:%M:%S}Z: {self.status}, nothing stored{why}"
         parts = [f"{self.ports_ingested} ports", f"{self.samples_written} samples"]
         for label, n in (("resets", self.resets), ("capped", self.capped)):
             if n:

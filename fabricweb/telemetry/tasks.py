@@ -17,7 +17,7 @@ from fabricweb.names import INGEST_SNAPSHOT, INGEST_SNAPSHOTS, PRUNE, ROLLUP
 
 from . import ingest, retention, rollup
 from .auth import NotAuthenticated, authenticated, check_unsigned
-from .results import STALE, STORED
+from .results import REFUSED, STALE, STORED
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,8 @@ _RETRY = {"autoretry_for": (OperationalError,), "retry_backoff": True, "max_retr
 def log_result(result) -> None:
     if result.status == STALE:
         log.warning("ingest: %s (older than the last applied snapshot of the node)", result.summary())
+    elif result.status == REFUSED:
+        log.warning("ingest: %s", result.summary())
     elif result.status == STORED and (result.new_node or result.vanished or result.clock_backwards):
         log.info("ingest: %s%s", result.summary(), " (new node)" if result.new_node else "")
     else:

@@ -1,0 +1,46 @@
+"""A switch's name in the inventory, from its NodeDescription, stable once given.
+
+Switches name themselves in their NodeDescription, which anyone managing the switch sets:
+untrusted text. NVIDIA's switches write `MF0;leaf07:MQM8790-HS2F/U1` (the host name between
+`;` and `:`), others `leaf07` or a vendor's default such as `Quantum Mellanox Technologies`.
+The name must be a node name (URLs, queue-free but shown everywhere) and unique among every
+node, hosts included; a description that gives none, or one already taken, falls back to
+the name plus the GUID's last four digits, or `sw-<GUID>`. A switch keeps the name it was
+first given (FabricNode.node): events, samples and links stay attached when its description
+changes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from collectors.facts import NODE_NAME_PATTERN
+
+_NAME_RE = re.compile(NODE_NAME_PATTERN)
+_NOT_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+_NVIDIA = re.compile(r"^[^;]*;([^:;]+):")
+_MAX = 64
+
+
+def candidate(description: str | None) -> str | None:
+    """The name a description gives, or None."""
+    if not description:
+        return None
+    m = _NVIDIA.match(description)
+    text = m.group(1) if m else description.split()[0] if description.split() else ""
+    text = _NOT_NAME_CHARS.sub("-", text).strip("-._")[:_MAX]
+    return text if text and _NAME_RE.fullmatch(text) else None
+
+
+def switch_name(description: str | None, guid: str, taken: Callable[[str], bool]) -> str:
+    """A free name for the switch `guid` (0x + 16 hex digits): from its description when that gives one."""
+    suffix = guid[-4:]
+    base = candidate(description)
+    if base is not None:
+        if not taken(base):
+            return base
+        with_guid = f"{base[: _MAX - 5]}-{suffix}"
+        if not taken(with_guid):
+            return with_guid
+    return f"sw-{guid[2:]}"
