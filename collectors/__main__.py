@@ -76,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     fabric.add_argument("--port", type=int, default=0, help="its port (default: the first active one)")
     fabric.add_argument("--collector", default=None, help="the collector's name in the snapshot (default: host name)")
     fabric.add_argument(
-        "--mode", choices=("full", "counters"), default="full", help="counters: discover, then print a counters-only poll"
+        "--mode",
+        choices=("full", "counters"),
+        default="full",
+        help="counters: discover, then print a counters-only poll",
     )
     fabric.add_argument("--timeout", type=int, default=300, metavar="MS", help="per query try (default 300 ms)")
     fabric.add_argument("--retries", type=int, default=2, help="tries after the first (default 2)")
