@@ -60,9 +60,10 @@ def node_password(secret: str, node: str) -> str:
     return hmac.new(secret.encode(), PASSWORD_CONTEXT + node.encode(), hashlib.sha256).hexdigest()
 
 
-def unacked_keys(node: str) -> dict[str, str]:
-    """kombu's transport options naming the agent's own unacknowledged-message keys."""
-    queue = node_queue(node)
+def unacked_keys(node: str, queue: str | None = None) -> dict[str, str]:
+    """kombu's transport options naming an agent's own unacknowledged-message keys (those of its `queue`,
+    node.<node> by default)."""
+    queue = queue or node_queue(node)
     names = ("unacked_key", "unacked_index_key", "unacked_mutex_key")
     return {name: key.format(queue) for name, key in zip(names, UNACKED_KEYS, strict=True)}
 

@@ -5,7 +5,10 @@ redis-server, the simulator writing DIR/<node>/class/infiniband/... (unless --no
 then any trees of that layout are read, whoever writes them), the ingest consumer
 (`manage.py ingest`: snapshots, in batches), the ingest worker (Celery: rollups, prune,
 stale checks, dispatch), the alerts worker (Celery: notifications), celery beat, one node
-agent serving every tree in DIR, and with --web Django's development server.
+agent serving every tree in DIR, and with --web Django's development server. With --fabric the
+simulator also writes the switch fabric its hosts hang on (DIR/fabric.net), and with it or
+--ibsim-net FILE, ibsim simulates that fabric (its console reads FILE.ctl), opensm brings it up, and
+a fabric collector (`python -m fabricweb.fabricagent`, under ibsim-run) sweeps it every poll.
 Each child runs in a process group of its own; Ctrl-C or SIGTERM stops every group,
 and if any child exits on its own the rest are stopped and the exit status is 1.
 
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabricweb.env import Env, redact_url
-from fabricweb.nodeauth import node_key
+from fabricweb.nodeauth import collector_key, node_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PY, MANAGE = sys.executable, str(BASE_DIR / "manage.py")
@@ -72,9 +75,9 @@ class Children:
         self.children: list[Child] = []
         self.stop_requested = False
 
-    def start(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+    def start(self, name: str, argv: list[str], env: dict[str, str], stdin=subprocess.DEVNULL, stdout=None) -> None:
         try:
-            proc = subprocess.Popen(argv, env=env, cwd=BASE_DIR, stdin=subprocess.DEVNULL, process_group=0)
+            proc = subprocess.Popen(argv, env=env, cwd=BASE_DIR, stdin=stdin, stdout=stdout, process_group=0)
         except OSError as e:
             raise SystemExit(f"cannot start the {name}: {e}") from None
         self.children.append(Child(name, proc))
@@ -162,9 +165,14 @@ def start_fabric(
     if not args.no_sim:
         simulate = ["-m", "collectors", "simulate", "--out", str(sim_dir), "--nodes", str(args.nodes)]
         simulate += [f"--fault={spec}" for spec in args.fault]
+        if args.fabric:
+            simulate += ["--fabric", "--ibsim-ctl", f"{args.ibsim_net}.ctl"]
+            make_fifo(Path(f"{args.ibsim_net}.ctl"))
         children.start("simulator", [PY, *simulate, "--interval", interval], env)
     want = 1 if args.no_sim else args.nodes
     children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
+    if args.ibsim_net is not None:
+        children.wait_for(f"the fabric {args.ibsim_net}", args.ibsim_net.is_file)
 
     children.start("ingest consumer", [PY, MANAGE, "ingest"], env)
     quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", args.log_level]
@@ -184,8 +192,70 @@ def start_fabric(
         children.start(f"node agent of {args.agent_stops}", [PY, "-m", "fabricweb.agent"], own)
     agent_env.update(FABRIC_SIM_DIR=served, FABRIC_NODE_KEY_FILE=keys)
     children.start("node agent", [PY, "-m", "fabricweb.agent"], agent_env)
+    if args.ibsim_net is not None:
+        start_ibsim(args, children, {k: v for k, v in agent_env.items() if not k.startswith("FABRIC_NODE_KEY")},
+                    state_dir, secret)  # fmt: skip
     if args.web:
         children.start("web server", [PY, MANAGE, "runserver", "--noreload", args.web], env)
+
+
+def make_fifo(path: Path) -> None:
+    """ibsim's console input, FILE.ctl: created if absent (a test writes console commands to it)."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(path, 0o600)
+    elif not path.is_fifo():
+        raise SystemExit(f"{path} exists and is not a FIFO")
+
+
+def file_says(path: Path, text: str) -> Callable[[], bool]:
+    def ready() -> bool:
+        try:
+            return text in path.read_text(errors="replace")
+        except OSError:
+            return False
+
+    return ready
+
+
+def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str, secret: str) -> None:
+    """ibsim on --ibsim-net (its console on FILE.ctl), opensm to bring the ports up, and the fabric collector(s)."""
+    net, ctl = args.ibsim_net, Path(f"{args.ibsim_net}.ctl")
+    make_fifo(ctl)
+    # One IBSIM_SOCKNAME for the simulator and its clients: the environment's, or one of this run only.
+    env = {**env, "IBSIM_SOCKNAME": env.get("IBSIM_SOCKNAME") or f"fabricweb-{os.getpid()}"}
+    # Read and write: runfabric holds a writer, so ibsim never reads an end of file when a writer goes.
+    console = os.open(ctl, os.O_RDWR | os.O_NONBLOCK)
+    os.set_blocking(console, True)
+    log_path = Path(state_dir) / "ibsim.log"
+    with open(log_path, "wb") as log:
+        children.start("ibsim", ["ibsim", "-s", str(net)], env, stdin=console, stdout=log)
+    os.close(console)
+    children.wait_for("ibsim's 'simulator ready'", file_says(log_path, "simulator ready"))
+    osm_log, osm_out = Path(state_dir) / "opensm.log", Path(state_dir) / "opensm.out"
+    osm_env = {**env, "OSM_CACHE_DIR": state_dir, "OSM_TMP_DIR": state_dir}
+    with open(osm_out, "wb") as out:
+        children.start("opensm", ["ibsim-run", "opensm", "-f", str(osm_log), "-s", "2"], osm_env, stdout=out)
+    # A master subnet manager sweeps at once: LIDs are assigned within its first sweep, ports made ACTIVE.
+    children.wait_for("opensm's 'Entering MASTER state'", file_says(osm_out, "Entering MASTER state"), 60)
+    hosts = [n for n in ca_ids(net)][: args.fabric_collectors]
+    for i, host in enumerate(hosts):
+        name = f"fabric-{host.split()[0]}"
+        own = {
+            **env,
+            "SIM_HOST": host,
+            "FABRIC_COLLECTOR_NAME": name,
+            "FABRIC_COLLECTOR_KEY": collector_key(secret, name),
+        }
+        children.start(f"fabric collector {name}", ["ibsim-run", PY, "-m", "fabricweb.fabricagent"], own)
+        say(f"fabric collector {name} sweeps {net} from {host!r}" + (" (standby)" if i else ""))
+
+
+def ca_ids(net: Path) -> list[str]:
+    """The channel adapters' ids in an ibsim net file, in its order: where a collector can attach."""
+    from collectors.fabric import netfile
+
+    return [n.id for n in netfile.parse(net.read_text()).nodes.values() if n.kind == "ca"]
 
 
 def node_keys_file(secret: str, nodes: list[str], state_dir: str) -> str:
@@ -272,6 +342,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--fault", action="append", default=[], metavar="SPEC", help="a simulator fault from the start (repeatable)"
     )
     p.add_argument(
+        "--fabric",
+        action="store_true",
+        help="the simulator also writes the switch fabric of its hosts (DIR/fabric.net), simulated with ibsim",
+    )
+    p.add_argument(
+        "--ibsim-net",
+        type=Path,
+        metavar="FILE",
+        help="simulate this fabric (ibnetdiscover's format) with ibsim and opensm, swept by a fabric collector",
+    )
+    p.add_argument("--fabric-collectors", type=int, default=1, choices=(1, 2), help="fabric collectors (default 1)")
+    p.add_argument(
         "--agent-stops",
         metavar="NODE",
         help="NODE gets an agent of its own, stopped after 30 s or 3 polls (NODE turns stale)",
@@ -291,6 +373,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     args.sim_dir = args.sim_dir.resolve()
+    if args.fabric:
+        if args.no_sim:
+            p.error("--fabric asks the simulator to write the fabric: it does not go with --no-sim")
+        written = args.sim_dir / "fabric.net"
+        if args.ibsim_net is not None and args.ibsim_net.resolve() != written:
+            p.error(f"--fabric: the simulator writes {written}; leave out --ibsim-net or name that file")
+        args.ibsim_net = written
+    if args.ibsim_net is not None:
+        args.ibsim_net = args.ibsim_net.resolve()
     return args
 
 

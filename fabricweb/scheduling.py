@@ -31,6 +31,8 @@ from fabricweb.names import (
     EXCLUSIVE,
     PRUNE,
     ROLLUP,
+    SWEEP,
+    collector_queue,
     node_queue,
 )
 
@@ -70,14 +72,24 @@ def broker_redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, **settings.REDIS_CLIENT_OPTIONS)
 
 
-def waiting(names: list[str]) -> set[str]:
-    """The nodes whose queue still holds a message (kombu's Redis transport: one list per queue)."""
-    if not names:
+def poll_of(name: str, kind: str) -> tuple[str, str] | None:
+    """(task, queue) of a node's poll: a host's collect, a fabric collector's sweep; None for a switch
+    (the collectors' sweeps read it)."""
+    if kind == "collector":
+        return SWEEP, collector_queue(name)
+    if kind == "switch":
+        return None
+    return COLLECT, node_queue(name)
+
+
+def waiting(queues: list[str]) -> set[str]:
+    """The queues that still hold a message (kombu's Redis transport: one list per queue)."""
+    if not queues:
         return set()
     pipe = broker_redis(app.conf.broker_url).pipeline(transaction=False)
-    for name in names:
-        pipe.llen(node_queue(name))
-    return {name for name, length in zip(names, pipe.execute(), strict=True) if length}
+    for queue in queues:
+        pipe.llen(queue)
+    return {queue for queue, length in zip(queues, pipe.execute(), strict=True) if length}
 
 
 def snapshot_backlog() -> int:
@@ -87,41 +99,44 @@ def snapshot_backlog() -> int:
     return shards.backlog(broker_redis(app.conf.broker_url), settings.FABRIC_INGEST_SHARDS)
 
 
-# The nodes of the last dispatch that could read them: polls go on while the database is away, and
+# The polls of the last dispatch that could read the nodes: polls go on while the database is away, and
 # their snapshots wait on the broker until ingest can store them.
-_known_nodes: list[str] = []
+_known_polls: list[tuple[str, str, str]] = []
 
 
-def _nodes_to_poll() -> list[str]:
+def _polls() -> list[tuple[str, str, str]]:
+    """(node, task, queue) of every node to poll: hosts (collect) and fabric collectors (sweep)."""
     from fabricweb.inventory.models import Node  # central only: the node agent has no models
 
     try:
-        names = list(Node.objects.values_list("name", flat=True))
+        nodes = list(Node.objects.exclude(kind=Node.Kind.SWITCH).values_list("name", "kind"))
     except DatabaseError as e:
-        if not _known_nodes:
+        if not _known_polls:
             raise
-        log.warning("dispatch: database unreachable (%s); polling the %d node(s) known before", e, len(_known_nodes))
-        return list(_known_nodes)
-    _known_nodes[:] = names
-    return names
+        log.warning("dispatch: database unreachable (%s); polling the %d node(s) known before", e, len(_known_polls))
+        return list(_known_polls)
+    polls = [(name, *poll) for name, kind in nodes if (poll := poll_of(name, kind)) is not None]
+    _known_polls[:] = polls
+    return polls
 
 
 @shared_task(name=DISPATCH)
 def dispatch_collect() -> dict:
-    """Send one `collect` to every registered node that has taken its last one."""
+    """Send one `collect` to every registered node, and one `sweep` to every fabric collector, that has
+    taken its last one."""
     interval = settings.FABRIC_POLL_INTERVAL
-    names = _nodes_to_poll()
-    busy = waiting(names)
+    polls = _polls()
+    busy = waiting([queue for _, _, queue in polls])
     with app.producer_or_acquire() as producer:
-        for name in names:
-            if name not in busy:
-                # By name: the node agent's task is not imported (nor registered) centrally.
-                app.send_task(
-                    COLLECT, kwargs={"node": name}, queue=node_queue(name), expires=interval, producer=producer
-                )
-    if busy:
-        log.info("dispatch: %d node(s) have not taken the last poll: %s", len(busy), ", ".join(sorted(busy)))
-    return {"sent": len(names) - len(busy), "waiting": len(busy)}
+        for name, task, queue in polls:
+            if queue not in busy:
+                # By name: the agents' tasks are not imported (nor registered) centrally.
+                argument = "collector" if task == SWEEP else "node"
+                app.send_task(task, kwargs={argument: name}, queue=queue, expires=interval, producer=producer)
+    late = sorted(name for name, _, queue in polls if queue in busy)
+    if late:
+        log.info("dispatch: %d node(s) have not taken the last poll: %s", len(late), ", ".join(late))
+    return {"sent": len(polls) - len(late), "waiting": len(late)}
 
 
 _unregistered: set[str] = set()

@@ -34,7 +34,7 @@ PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
 UNACKED_SWEEP_S = 300
 
 
-def poll_queues(nodes: list[str]) -> list[Queue]:
+def poll_queues(nodes: list[str], queue_of=node_queue) -> list[Queue]:
     """The queues of `nodes`' polls, consumed without acknowledgement.
 
     A poll is worth nothing after its interval (beat sends it with `expires`, and the next one
@@ -43,32 +43,54 @@ def poll_queues(nodes: list[str]) -> list[Queue]:
     An agent killed mid-poll loses that one poll; dispatch sends the next to an empty queue.
     The same exchange and binding as Celery's own queue of that name, so central sends as before.
     """
-    return [Queue(name, Exchange(name, "direct"), routing_key=name, no_ack=True) for name in map(node_queue, nodes)]
+    return [Queue(name, Exchange(name, "direct"), routing_key=name, no_ack=True) for name in map(queue_of, nodes)]
 
 
-def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Celery, Agent]:
+def lean_app(name: str, broker_url: str, ca_file: str | None, broker_wait_s: float, queues: list[Queue],
+             unacked: dict[str, str]) -> Celery:  # fmt: skip
+    """The Celery app of a process that sits on IB hosts (a node agent, a fabric collector): Celery and the
+    broker URL, no Django, its own queues consumed without acknowledgement, its own unacked keys."""
     # fixups=[]: Celery would otherwise load Django whenever DJANGO_SETTINGS_MODULE is set.
-    app = Celery("fabricweb-agent", broker=config.broker_url, fixups=[], set_as_current=True)
-    scheme = config.broker_url.partition("://")[0]
+    app = Celery(name, broker=broker_url, fixups=[], set_as_current=True)
+    scheme = broker_url.partition("://")[0]
     app.conf.update(
         MESSAGE_SETTINGS,
         broker_transport="fabricweb.agent.transport:Transport" if scheme in ("redis", "rediss") else None,
         task_routes=task_routes(),
-        task_queues=poll_queues(nodes) if nodes else None,
+        task_queues=queues or None,
         # rediss:// checks the broker's certificate (FABRIC_REDIS_CA_FILE), as the central processes do.
-        broker_use_ssl=celery_ssl_options(config.broker_url, config.ca_file),
+        broker_use_ssl=celery_ssl_options(broker_url, ca_file),
         worker_enable_remote_control=False,
         worker_hijack_root_logger=True,
         broker_transport_options={
-            "polling_interval": config.broker_wait_s,
+            "polling_interval": broker_wait_s,
             "unacked_restore_interval": UNACKED_SWEEP_S,
             # Polls are sent without a priority: one list per queue to wait on, not kombu's four
             # (node.<name> and three `\x06\x16<n>` variants), which a per-node ACL names exactly.
             "priority_steps": [0],
             # Its own unacknowledged-message keys, not the `unacked` hash every central worker shares.
-            **unacked_keys(config.node_name),
+            **unacked,
             **PLAIN_BODIES,
         },
+    )
+
+    @after_setup_logger.connect(weak=False)
+    def quiet(logger, loglevel, **kwargs) -> None:
+        if loglevel > logging.DEBUG:  # DEBUG shows them, to follow each poll
+            for logger_name in PER_TASK_LOGGERS:
+                logging.getLogger(logger_name).setLevel(logging.WARNING)
+
+    return app
+
+
+def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Celery, Agent]:
+    app = lean_app(
+        "fabricweb-agent",
+        config.broker_url,
+        config.ca_file,
+        config.broker_wait_s,
+        poll_queues(nodes) if nodes else [],
+        unacked_keys(config.node_name),
     )
     agent = Agent(app, config)
 
@@ -81,12 +103,6 @@ def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Cel
     def started(sender, **kwargs) -> None:
         agent.hello(list(sender.app.amqp.queues.consume_from))
         agent.watch_events()
-
-    @after_setup_logger.connect(weak=False)
-    def quiet(logger, loglevel, **kwargs) -> None:
-        if loglevel > logging.DEBUG:  # DEBUG shows them, to follow each poll
-            for name in PER_TASK_LOGGERS:
-                logging.getLogger(name).setLevel(logging.WARNING)
 
     @worker_shutdown.connect(weak=False)
     def stopping(sender, **kwargs) -> None:

@@ -56,7 +56,7 @@ class AgentConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
-        read = _Reader(environ)
+        read = EnvReader(environ)
         node_name = read.match("FABRIC_NODE_NAME", socket.gethostname().split(".")[0], NODE_NAME_PATTERN)
         sim_dir = read.text("FABRIC_SIM_DIR", None)
         return cls(
@@ -114,7 +114,9 @@ class NotServed(ValueError):
     """A collect for a node this agent does not read: reporting another tree under that name would lie."""
 
 
-class _Reader:
+class EnvReader:
+    """Strict reads of environment variables: a value set but unusable is a ConfigError naming it."""
+
     def __init__(self, environ: Mapping[str, str]) -> None:
         self.environ = environ
 
@@ -229,6 +231,21 @@ class _Reader:
             shown = re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", value)
             raise ConfigError(f"{name}={shown!r}: expected a URL starting with {', '.join(BROKER_SCHEMES)}://")
         return value
+
+
+def read_key(read: EnvReader, name: str) -> str | None:
+    """One key from NAME or the file NAME_FILE (a systemd credential): 64 hex digits, never echoed."""
+    key, path = read._get(name), read.file(f"{name}_FILE")
+    if key is not None and path is not None:
+        raise ConfigError(f"{name} and {name}_FILE are both set: give one")
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                key = f.read(4096).strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{name}_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
+        return _node_key(f"{name}_FILE={path!r}", key)
+    return None if key is None else _node_key(name, key)
 
 
 def _node_key(what: str, value) -> str:

@@ -128,12 +128,20 @@ class Judgement:
     expectation: Expectation | None = None
 
 
-def judge_node(node: str, missed_polls: int, interval_s: float | None = None, t: Thresholds = DEFAULT) -> Judgement:
-    """A node that has sent no snapshot for `missed_polls` polls."""
+def judge_node(
+    node: str, missed_polls: int, interval_s: float | None = None, t: Thresholds = DEFAULT, *, collector: bool = False
+) -> Judgement:
+    """A node (or, `collector`, a fabric collector) that has sent no snapshot for `missed_polls` polls."""
     if not isinstance(missed_polls, int) or missed_polls < t.stale_after_polls:
         return Judgement([], frozenset())
     ago = f" (~{_fmt_s(missed_polls * interval_s)})" if _positive(interval_s) else ""
-    message = f"{node}: no snapshot for {missed_polls} polls{ago}: the node or its fabricweb worker is down"
+    if collector:
+        message = (
+            f"{node}: no fabric sweep for {missed_polls} polls{ago}: the fabric collector or its host is down, "
+            "and the switches are not being read"
+        )
+    else:
+        message = f"{node}: no snapshot for {missed_polls} polls{ago}: the node or its fabricweb worker is down"
     return Judgement(
         [Finding(Kind.STALE, WARNING, node_key(Kind.STALE, node), message, {"missed_polls": missed_polls})], frozenset()
     )

@@ -39,8 +39,13 @@ def check_stale(now: datetime | None = None) -> StaleReport:
     cutoff = now - timedelta(seconds=t.stale_after_polls * interval)
     with transaction.atomic():
         # A node being ingested right now is locked and certainly not stale: skip it rather than wait.
+        # Switches are not polled: the fabric collectors' sweeps read them, and their own rule says when
+        # a switch is no longer reached (fabricweb.fabric.judge).
         nodes = list(
-            Node.objects.select_for_update(skip_locked=True).filter(last_ingested_at__lt=cutoff).order_by("name")
+            Node.objects.select_for_update(skip_locked=True)
+            .filter(last_ingested_at__lt=cutoff)
+            .exclude(kind=Node.Kind.SWITCH)
+            .order_by("name")
         )
         if not nodes:
             return StaleReport([], 0, 0)
@@ -48,7 +53,7 @@ def check_stale(now: datetime | None = None) -> StaleReport:
         resolve_after = context.resolve_after()
         for node in nodes:
             missed = int((now - node.last_ingested_at).total_seconds() // interval)
-            judgement = judge_node(node.name, missed, interval, t)
+            judgement = judge_node(node.name, missed, interval, t, collector=node.kind == Node.Kind.COLLECTOR)
             targets = {node.name: (None, None)}
             actions = lifecycle.step(book.open_for(targets), judgement.findings, judgement.unknown, resolve_after)
             book.apply(actions, node, targets, now)
