@@ -90,3 +90,16 @@ def _postgres_as_default():
         yield
     finally:
         connections["default"] = sqlite
+
+
+@pytest.fixture
+def shm_tmp(tmp_path):
+    """A directory on tmpfs when there is one: ibsim's fabric files and many small trees are written fast there."""
+    if not os.access("/dev/shm", os.W_OK):
+        yield tmp_path
+        return
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="fabricweb-test-") as d:
+        yield Path(d)

@@ -83,6 +83,8 @@ class Engine:
             if not outstanding:
                 continue
             wait = max(0.0, self.order[0][0] - now) if self.order else self.timeout_s
+            if deadline is not None:
+                wait = min(wait, max(0.0, deadline - now))
             received = port.recv(max(1, int(wait * 1000)) if wait > 0 else 0)
             if received is not None:
                 self._received(*received)
@@ -134,7 +136,7 @@ class Engine:
             self.stats.retried += 1
             self.pending.appendleft(query)
         else:
-            reason = f"{reason} after {query.tries} tries"
+            reason = f"{reason} after {query.tries} {'try' if query.tries == 1 else 'tries'}"
             if query.group is not None:
                 self.silent.setdefault(query.group, f"{query.what}: {reason}")
             self._fail(query, reason)

@@ -120,6 +120,9 @@ def _open_error(err: int, ca: str | None, port: int) -> str:
             f"cannot open the management datagram device of {where}: permission denied. "
             "Give the collector's user read-write access to /dev/infiniband/umad* (docs/fabric.md: a udev rule)"
         )
-    if err in (errno.ENODEV, errno.ENOENT, errno.EINVAL):
-        return f"cannot open the management datagram device of {where}: no such InfiniBand device or port"
+    if err in (errno.ENODEV, errno.ENOENT, errno.EINVAL, errno.EOPNOTSUPP):
+        return (
+            f"cannot open the management datagram device of {where}: none here "
+            f"({os.strerror(err)}): is the ib_umad module loaded, and is there an InfiniBand device?"
+        )
     return f"cannot open the management datagram device of {where}: {os.strerror(err)}"

@@ -37,13 +37,15 @@ def unreachable(name: str, guid: str, neighbours: list[Neighbour]) -> Finding:
             "until it does (check its management agent and firmware)"
         )
         details.update(reason="mute", links_up=len(up))
-    elif read and len(read) == len(neighbours):
-        shown = ", ".join(n.label for n in neighbours[:4]) + (", ..." if len(neighbours) > 4 else "")
+    elif read:
+        shown = ", ".join(n.label for n in read[:4]) + (", ..." if len(read) > 4 else "")
+        unread = len(neighbours) - len(read)
+        beyond = f", and {unread} more ports cabled to it are not reached at all" if unread else ""
         text = (
-            f"{name}: switch unreachable: all {len(neighbours)} links to it are down ({shown}): "
+            f"{name}: switch unreachable: all {len(read)} links to it are down ({shown}){beyond}: "
             "it lost power, or every cable at once"
         )
-        details.update(reason="links down", links_down=len(neighbours))
+        details.update(reason="links down", links_down=len(read))
     else:
         text = f"{name}: switch unreachable: not reached by the fabric sweep, nor the ports facing it"
         details.update(reason="not reached")

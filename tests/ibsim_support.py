@@ -1,0 +1,112 @@
+"""ibsim for the tests: a simulated fabric on its own IBSIM_SOCKNAME, its console on a FIFO, opensm sweeps,
+and the diagnostic tools (iblinkinfo, perfquery) run against it; every process stops with the test."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from collectors.sim import Fabric
+
+ROOT = Path(__file__).resolve().parents[1]
+HAVE_IBSIM = all(shutil.which(tool) for tool in ("ibsim", "ibsim-run", "opensm", "iblinkinfo", "perfquery"))
+needs_ibsim = pytest.mark.skipif(not HAVE_IBSIM, reason="needs ibsim-utils, opensm and infiniband-diags")
+
+
+class Ibsim:
+    """ibsim on DIR/fabric.net, its console on the FIFO DIR/fabric.net.ctl, and the tools run against it."""
+
+    def __init__(self, fabric: Fabric, request) -> None:
+        self.fabric = fabric
+        out = Path(fabric.out)
+        self.env = {
+            **os.environ,
+            "IBSIM_SOCKNAME": f"fabricweb-test-{uuid.uuid4().hex[:12]}",
+            "OSM_CACHE_DIR": str(out),
+        }
+        self.ctl = str(out / "fabric.net.ctl")
+        os.mkfifo(self.ctl)
+        # Our own write end keeps ibsim from reading end-of-file between the simulator's writes.
+        self.holder = os.open(self.ctl, os.O_RDWR)
+        request.addfinalizer(lambda: os.close(self.holder))
+        self.log = out / "ibsim.log"
+        stdin = os.open(self.ctl, os.O_RDONLY)
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["ibsim", "-s", str(out / "fabric.net")],
+                stdin=stdin,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        os.close(stdin)
+        request.addfinalizer(lambda: stop(self.proc))
+        wait_until(lambda: "Network simulator ready" in self.log.read_text(), "ibsim to start")
+        self.sweep()
+
+    def run(self, *cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["ibsim-run", *cmd], env=self.env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+    def sweep(self) -> None:
+        """One subnet manager sweep: LIDs, and ports from Initialize to Active."""
+        r = self.run("opensm", "-o", "-f", str(Path(self.fabric.out) / "opensm.log"))
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    def links(self) -> dict[tuple[str, int], dict]:
+        r = self.run("iblinkinfo", "-l")
+        assert r.returncode == 0, r.stderr
+        return parse_iblinkinfo(r.stdout)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_until(check, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+_LINE = re.compile(
+    r'^(0x[0-9a-f]+) "\s*([^"]*)"\s+(\d+)\s+(\d+)\[\s*\] ==\(\s*(?:(\d+X)\s+([\d.]+) Gbps\s+)?(\w+)/\s*(\w+)\)==>'
+    r'\s+(?:(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\[\s*\] "([^"]*)")?.*\((.*)\)\s*$'
+)
+
+
+def short(description: str) -> str:
+    """`MF0;leaf01:MQM8790-HS2F/U1` -> leaf01; a CA's description is its name already."""
+    return description.split(";", 1)[1].split(":", 1)[0] if description.startswith("MF0;") else description
+
+
+def parse_iblinkinfo(text: str) -> dict[tuple[str, int], dict]:
+    """`iblinkinfo -l`: (node, port) -> guid, lid, width, per-lane Gb/s, state, phys state, far end, "Could be"."""
+    out = {}
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        assert m, line
+        guid, desc, lid, port, width, gbps, state, phys, _, _, far_port, far_desc, could = m.groups()
+        out[(short(desc), int(port))] = {
+            "guid": guid,
+            "lid": int(lid),
+            "link": (width, gbps, state, phys),
+            "far": (short(far_desc), int(far_port)) if far_port else None,
+            "could": could.strip(),
+        }
+    return out
