@@ -1,0 +1,125 @@
+"""Bad fabric snapshots get a clear error naming what was wrong, and nothing is stored.
+
+A good snapshot here is one the collector's own to_dict makes (of a builder's sweep); each case breaks one thing.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+import pytest
+from fabric_support import SweepBuilder
+
+from collectors.fabric import netfile
+from fabricweb.fabric import schema
+from fabricweb.fabric.schema import SnapshotRejected, parse_fabric
+
+NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
+NET = """
+switchguid=0xb8599f0300000001
+Switch 4 "leaf01" # "MF0;leaf01:MQM8790-HS2F/U1"
+[1] "cn001 mlx5_0"[1] w=8 s=4
+[4] "spine01"[1] w=8 s=4
+
+switchguid=0xb8599f0300000002
+Switch 4 "spine01" # "MF0;spine01:MQM8790-HS2F/U1"
+[1] "leaf01"[4] w=8 s=4
+
+caguid=0x0c42a10300000010
+Hca 1 "cn001 mlx5_0" # "cn001 mlx5_0"
+[1] "leaf01"[1] w=8 s=4
+"""
+
+
+def good() -> dict:
+    return SweepBuilder(netfile.parse(NET), "fabric-a").snapshot(NOW)
+
+
+def test_a_good_snapshot_reads_whole():
+    fabric = parse_fabric(good(), NOW)
+    assert fabric.collector == "fabric-a" and fabric.mode == "full"
+    assert [n.description for n in fabric.nodes] == [
+        "MF0;leaf01:MQM8790-HS2F/U1", "MF0;spine01:MQM8790-HS2F/U1", "cn001 mlx5_0",
+    ]  # fmt: skip
+    up = [p for p in fabric.ports if p.peer_node is not None]
+    assert len(up) == 4 and all((p.lanes, p.speed) == (12, "QDR") for p in up)
+    assert len(fabric.counters) == 8  # every switch port, counted whether up or down
+
+
+def broken(change) -> dict:
+    snap = copy.deepcopy(good())
+    change(snap)
+    return snap
+
+
+def _set(path: tuple, value):
+    def change(snap):
+        target = snap
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda s: s.clear(), "kind None: not a fabric snapshot"),
+        (_set(("schema",), 9), "unknown fabric schema version 9 (this server reads 1)"),
+        (_set(("collector",), "fab/../x"), "collector 'fab/../x' is not a name"),
+        (_set(("mode",), "partial"), "mode 'partial': expected one of full, counters"),
+        (_set(("collected_at",), "yesterday"), "collected_at"),
+        (
+            _set(("nodes", "rows", 0, 0), "0xZZ"),
+            "nodes row 0, guid: expected a GUID such as 0x0c42a10300a1b2c1, got '0xZZ'",
+        ),
+        (_set(("nodes", "rows", 1, 0), "0xb8599f0300000001"), "nodes row 1: GUID 0xb8599f0300000001 appears twice"),
+        (_set(("nodes", "rows", 0, 3), "x" * 300), "nodes row 0, description: expected text of at most 256 characters"),
+        (_set(("nodes", "rows", 0, 3), "leaf\x0001"), "nodes row 0, description"),
+        (_set(("nodes", "rows", 0), [1, 2]), "nodes row 0: expected a list of 8 values or more"),
+        (_set(("ports", "rows", 3, 0), 99), "ports row 3, node: expected an index into nodes (0 to 2), got 99"),
+        (_set(("ports", "rows", 3, 6), 3), "ports row 3, lanes: expected null or one of (1, 2, 4, 8, 12), got 3"),
+        (_set(("ports", "rows", 3, 7), "QDR4"), "ports row 3, speed: expected null or one of SDR"),
+        (_set(("ports", "rows", 3, 12), 1), "ports row 3, peer_port: expected a port number with peer_node"),
+        (_set(("ports", "columns"), ["node", "port"]), "ports.columns: port_guid, lid, state"),
+        (_set(("ports", "rows"), "truncated"), "ports.rows: expected a list of rows"),
+        (_set(("counters", "rows", 0), [0, 1, 5]), "counters row 0: expected 27 values, as the columns state"),
+        (_set(("counters", "rows", 0, 2), -1), "counters row 0, symbol_error: expected null or a counter"),
+        (_set(("counters", "rows", 0, 2), 2**70), "counters row 0, symbol_error: expected null or a counter"),
+        (_set(("counters", "columns", 0), "switch"), "counters.columns: the first two must be node and port"),
+        (_set(("widths",), [1, 4, 3]), "widths: 3 is not one this server knows"),
+        (_set(("errors",), [{"path": "x"}]), "errors[0].reason: expected text of at most 512 characters, got None"),
+    ],
+)
+def test_a_broken_snapshot_is_refused_naming_what_is_wrong(change, reason):
+    with pytest.raises(SnapshotRejected) as e:
+        parse_fabric(broken(change), NOW)
+    assert reason in e.value.reason
+
+
+def test_a_snapshot_past_the_caps_is_refused_before_it_is_walked(monkeypatch):
+    monkeypatch.setattr(schema, "MAX_PORTS", 10)
+    with pytest.raises(SnapshotRejected, match="ports: 11 rows, more than the 10 of any real fabric"):
+        parse_fabric(good(), NOW)
+
+
+def test_a_counter_the_server_does_not_know_is_read_past_and_masks_in_another_order_are_reordered():
+    snap = good()
+    snap["counters"]["columns"].append("port_future_counter")
+    for row in snap["counters"]["rows"]:
+        row.append(5)
+    snap["widths"] = [12, 8, 4, 2, 1]  # the masks below are now bits in this order
+    for row in snap["ports"]["rows"]:
+        row[8] = 1 if row[8] == 16 else row[8]  # 12X enabled: bit 0 in the stated order
+    fabric = parse_fabric(snap, NOW)
+    enabled = {p.width_enabled for p in fabric.ports if p.peer_node is not None}
+    assert enabled == {16}  # 12X, bit 4 in this server's order
+    assert len(next(iter(fabric.counters.values()))) == 25
+
+
+def test_an_error_names_the_collector():
+    with pytest.raises(SnapshotRejected) as e:
+        parse_fabric(broken(_set(("mode",), "x")), NOW)
+    assert str(e.value).startswith("snapshot from fabric collector fabric-a rejected: mode 'x'")
