@@ -5,7 +5,12 @@
      "events": [{"key": "down:cn001/mlx5_0/1", "kind": "down", "severity": "critical",
                  "node": "cn001", "device": "mlx5_0", "port": 1, "message": "...", "reason": "...",
                  "opened_at": "...", "resolved_at": null, "expected_link": "4X HDR",
-                 "actual_link": "DOWN / Polling", "acknowledged_by": null, "url": "https://.../ports/cn001/mlx5_0/1/"}]}
+                 "actual_link": "DOWN / Polling", "acknowledged_by": null, "url": "https://.../ports/cn001/mlx5_0/1/",
+                 "switch": "leaf07"}]}
+
+`switch` names the switch an event is about, or the one at the far end of the port's cable (null when
+neither): a leaf that loses its power downs every port cabled to it, and the notification that groups
+them says so in its title.
 
 Every string from a device (node names, node_desc, messages) is data: transports put it in
 JSON, plain text or escaped markup, never in markup as is.
@@ -13,6 +18,7 @@ JSON, plain text or escaped markup, never in markup as is.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from urllib.parse import quote
 
@@ -52,6 +58,9 @@ def event_item(event: Event) -> dict:
         elif port.state_name:
             actual = " / ".join(filter(None, [port.state_name, port.phys_state_name]))
     ack = getattr(event, "acknowledgement", None)  # reverse one-to-one: absent raises, getattr says None
+    switch = event.node.name if event.node.kind == "switch" else None
+    if switch is None and port is not None and port.peer is not None and port.peer.device.node.kind == "switch":
+        switch = port.peer.device.node.name
     return {
         "key": event.key,
         "kind": event.kind,
@@ -67,6 +76,7 @@ def event_item(event: Event) -> dict:
         "actual_link": actual,
         "acknowledged_by": ack.by_name if ack is not None else None,
         "url": port_url(event.node.name, device, port.number if port is not None else None),
+        "switch": switch,
     }
 
 
@@ -75,10 +85,24 @@ def title(reason: str, items: list[dict]) -> str:
     word = {"firing": "FIRING", "resolved": "RESOLVED", "repeat": "STILL FIRING", "test": "TEST"}[reason]
     if len(items) == 1:
         return f"{word}: {items[0]['message']}"
+    worst = min((i["severity"] for i in items), key=("critical", "warning", "info").index)
+    switch = _common_switch(items)
+    if switch is not None:
+        lost = next((i["message"] for i in items if i["kind"] == "unreachable" and i["node"] == switch), None)
+        return f"{word}: {len(items)} events ({worst}) around switch {switch}" + (f": {lost}" if lost else "")
     nodes = sorted({i["node"] for i in items})
     where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more nodes" if len(nodes) > 3 else "")
-    worst = min((i["severity"] for i in items), key=("critical", "warning", "info").index)
     return f"{word}: {len(items)} events ({worst}) on {where}"
+
+
+def _common_switch(items: list[dict]) -> str | None:
+    """The switch the group is about: named by every event, or unreachable and named by half of them."""
+    named = Counter(i.get("switch") for i in items if i.get("switch"))
+    if not named:
+        return None
+    switch, count = named.most_common(1)[0]
+    unreachable = any(i["kind"] == "unreachable" and i["node"] == switch for i in items)
+    return switch if count == len(items) or (unreachable and 2 * count >= len(items)) else None
 
 
 def build(uid: str, channel: str, reason: str, items: list[dict], created_at: datetime) -> dict:

@@ -40,7 +40,7 @@ from .transports.alertmanager import REFRESH_S
 log = logging.getLogger(__name__)
 
 OUTBOX_BATCH = 5000
-EVENT_RELATED = ("node", "device", "port", "acknowledgement")
+EVENT_RELATED = ("node", "device", "port", "port__peer__device__node", "acknowledgement")
 
 
 @dataclass(slots=True)
@@ -239,6 +239,7 @@ def make_test_delivery(channel: Channel, now: datetime | None = None) -> Deliver
         "actual_link": None,
         "acknowledged_by": None,
         "url": payload.port_url("fabricweb-test", None, None),
+        "switch": None,
     }
     return Delivery.objects.create(
         uid=uid,

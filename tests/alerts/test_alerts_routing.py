@@ -263,3 +263,25 @@ def test_an_event_that_bounces_within_the_flap_hold_is_one_thread(each_db, fab):
     route(now=later(at, t + 151))
     assert [d.reason for d in deliveries()] == ["firing", "resolved"]
     assert Event.objects.filter(key="down:cn001/mlx5_0/1").count() == 6  # every bounce is on the record
+
+
+def test_a_leaf_that_loses_its_power_is_one_notification_that_names_the_switch(each_db, shm_tmp):
+    from tests.fabric.fabric_support import FabricWorld
+
+    channel(group_s=30)
+    w = FabricWorld(shm_tmp / "sim")
+    w.polls(2)
+    w.sim.add_fault("leaf02:down")  # the hosts cabled to it see their ports go down at their next poll
+    for number, port in w.builder.nodes["leaf02"].ports.items():
+        if number and port.peer:
+            w.builder.down("leaf02", number)
+    w.poll()
+    route(now=w.now + timedelta(seconds=31))
+    [page] = deliveries()
+    events = page.payload["events"]
+    assert page.payload["title"].startswith(f"FIRING: {len(events)} events (critical) around switch leaf02: ")
+    assert page.payload["title"].endswith("it lost power, or every cable at once")
+    assert {e["switch"] for e in events} == {"leaf02"}
+    kinds = sorted(e["kind"] for e in events)
+    assert kinds == ["down"] * (len(events) - 1) + ["unreachable"] and len(events) >= 3
+    assert all("↔ leaf02 port " in e["message"] for e in events if e["kind"] == "down")
