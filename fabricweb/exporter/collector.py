@@ -8,6 +8,12 @@ shared dict once (fabricweb/exporter/encoder.py). The tables are read in tables.
 
 The health series of ports and devices are built from groups memoised across scrapes,
 keyed by the values they are made of (grouped.py): per scrape, a port's health is a key.
+
+Nodes are hosts, switches or fabric collectors (fabricweb.inventory.models.Node.Kind), each in
+families of its own: a host's ports in node_exporter's families (`node, device, port`), a switch's
+in `infiniband_switch_port_*` (`guid, port, switch`), a collector in `infiniband_fabric_collector_*`.
+Each cable the fabric view has seen is one series per link family (`infiniband_link_*`), from the
+end that speaks for it (Port.link_owner), both ends named in its labels.
 """
 
 from __future__ import annotations
@@ -20,17 +26,22 @@ from operator import methodcaller
 import orjson
 from prometheus_client.metrics_core import Metric
 
+from collectors.facts import SWITCH_DEVICE
+from collectors.link import judge_link
 from collectors.pcie import usable_gbps
 from fabricweb.api.freshness import is_stale, stale_after
 from fabricweb.health import context
+from fabricweb.health.findings import port_label
+from fabricweb.inventory.models import Node
 
 from . import tables
 from .grouped import Grouped, Memo, Spec
-from .names import HW_NOT_COUNTERS, PHYS_STATE_HELP, PORT_COUNTERS, PREFIX, STATE_HELP
+from .names import HOST_COUNTERS, HW_NOT_COUNTERS, PHYS_STATE_HELP, PREFIX, STATE_HELP, SWITCH_COUNTERS, CounterFamily
 from .selection import Selection
 from .series import COUNTER, GAUGE, Families, Family, Samples
 
 BYTES_PER_GBIT = 1e9 / 8
+SWITCH, COLLECTOR = Node.Kind.SWITCH.value, Node.Kind.COLLECTOR.value
 
 
 class FabricCollector:
@@ -62,29 +73,80 @@ class FabricCollector:
 
     # -- nodes ---------------------------------------------------------------------
 
-    def _nodes(self, out: Families) -> tuple[dict[int, tuple[str, bool]], datetime | None]:
-        """Node id -> (name, stale) for the selected nodes, and the newest ingest of any node."""
-        nodes: dict[int, tuple[str, bool]] = {}
+    def _nodes(self, out: Families) -> tuple[dict[int, tuple[str, bool, str | None]], datetime | None]:
+        """Node id -> (name, stale, switch GUID or None for a host) for the selected hosts and switches,
+        and the newest ingest of any node. Fabric collectors have series of their own and no ports."""
+        nodes: dict[int, tuple[str, bool, str | None]] = {}
         newest = None
-        if self.selection.health:
+        health = self.selection.health
+        if health:
             up = out.family(PREFIX + "node_up", "1 while the node's snapshots arrive, 0 once it is stale")
             seen = out.family(
                 PREFIX + "node_last_seen_timestamp_seconds", "When the node's last snapshot was stored (server clock)"
             )
         after = stale_after()
-        for node_id, name, ingested in tables.nodes():
+        switches, collectors = [], []
+        for node_id, name, ingested, kind, guid in tables.nodes():
             if ingested is not None and (newest is None or ingested > newest):
                 newest = ingested
             if not self.selection.wants(name):
                 continue
+            if kind == SWITCH:
+                # Never stale: an unreachable switch keeps its last values; infiniband_switch_up says it.
+                nodes[node_id] = (name, False, guid or "")
+                switches.append((node_id, name, ingested, guid or ""))
+                continue
+            if kind == COLLECTOR:
+                collectors.append((name, ingested))
+                continue
             stale = is_stale(ingested, self.now, after)
-            nodes[node_id] = (name, stale)
-            if self.selection.health:
+            nodes[node_id] = (name, stale, None)
+            if health:
                 labels = {"node": name}
                 up.add(labels, 0 if stale else 1)
                 if ingested is not None:
                     seen.add(labels, ingested.timestamp())
+        if health and switches:
+            self._switches(out, switches)
+        if health and collectors:
+            self._collectors(out, collectors, after)
         return nodes, newest
+
+    def _switches(self, out: Families, switches: list[tuple[int, str, datetime | None, str]]) -> None:
+        fabric = tables.switches()
+        info = out.family(
+            PREFIX + "switch_info", "The switch as the fabric sweeps know it (LID, NodeDescription), value is always 1"
+        )
+        up = out.family(
+            PREFIX + "switch_up",
+            "1 while the fabric sweeps reach the switch, 0 from the first full sweep that did not: its ports' "
+            "series then keep their last values",
+        )
+        seen = out.family(
+            PREFIX + "switch_last_seen_timestamp_seconds",
+            "When the last fabric sweep that reached the switch was stored (server clock)",
+        )
+        for node_id, name, ingested, guid in switches:
+            lid, description, missing = fabric.get(node_id, (None, "", None))
+            labels = {"guid": guid, "switch": name}
+            info.add({"description": description, **labels, "lid": "" if lid is None else str(lid)}, 1)
+            up.add(labels, 0 if missing is not None else 1)
+            if ingested is not None:
+                seen.add(labels, ingested.timestamp())
+
+    def _collectors(self, out: Families, collectors: list[tuple[str, datetime | None]], after) -> None:
+        up = out.family(
+            PREFIX + "fabric_collector_up", "1 while the fabric collector's sweeps arrive, 0 once it is stale"
+        )
+        seen = out.family(
+            PREFIX + "fabric_collector_last_seen_timestamp_seconds",
+            "When the fabric collector's last sweep was stored (server clock)",
+        )
+        for name, ingested in collectors:
+            labels = {"collector": name}
+            up.add(labels, 0 if is_stale(ingested, self.now, after) else 1)
+            if ingested is not None:
+                seen.add(labels, ingested.timestamp())
 
     def _narrowed(self) -> bool:
         # Unselected rows are cheaper to skip in Python than to name in SQL, unless few are selected.
@@ -92,9 +154,10 @@ class FabricCollector:
 
     # -- devices -------------------------------------------------------------------
 
-    def _devices(self, out: Families, nodes: dict[int, tuple[str, bool]]) -> dict[int, tuple]:
+    def _devices(self, out: Families, nodes: dict[int, tuple[str, bool, str | None]]) -> dict[int, tuple]:
         """Device id -> (node name, device name, stale, row, serial and key of its health row
-        (None without the health set)) for the devices of the selected nodes."""
+        (None without the health set, and for a switch), switch GUID or None) for the devices of the
+        selected nodes. A switch's one device has no series of its own: its switch has."""
         counters = self.selection.counters
         health = Grouped(out, DEVICE_SPECS, _device_memo) if self.selection.health else None
         rows = tables.devices(list(nodes) if self._narrowed() else None, counters)
@@ -104,13 +167,16 @@ class FabricCollector:
         )
         devices: dict[int, tuple] = {}
         for node, name, row in picked:
-            stale = nodes[row[1]][1]
+            _, stale, guid = nodes[row[1]]
+            if guid is not None:
+                devices[row[0]] = (node, name, False, row, None, None, guid)
+                continue
             if health is not None:
                 device_key = (node, name, *row[3:10])
                 serial, labels = health.add(device_key)
             else:
                 device_key, serial, labels = None, None, {"node": node, "device": name}
-            devices[row[0]] = (node, name, stale, row, serial, device_key)
+            devices[row[0]] = (node, name, stale, row, serial, device_key, None)
             if counters and not stale and row[10] is None and row[11]:
                 hw = out.family(
                     PREFIX + "device_hw_stat",
@@ -128,29 +194,47 @@ class FabricCollector:
     # -- ports ---------------------------------------------------------------------
 
     def _ports(self, out: Families, devices: dict[int, tuple]) -> dict[int, tuple]:
-        """Every port of the selected devices: its series; returns port id -> (node, device, port number)."""
-        rows = tables.ports(list(devices) if self._narrowed() else None, self.selection.counters)
+        """Every port of the selected devices: its series, and its link's where it speaks for one;
+        returns port id -> (node, device, port number, switch GUID or None)."""
+        selection = self.selection
+        rows = tables.ports(list(devices) if self._narrowed() else None, selection.counters)
         order = {device_id: i for i, device_id in enumerate(devices)}
         picked = sorted((r for r in rows if r[1] in devices), key=lambda r: (order[r[1]], r[2]))
         where: dict[int, tuple] = {}
-        health = Grouped(out, PORT_SPECS, _port_memo) if self.selection.health else None
-        counters = PortCounters(out) if self.selection.counters else None
+        health = Grouped(out, PORT_SPECS, _port_memo) if selection.health else None
+        switch_health = Grouped(out, SWITCH_PORT_SPECS, _switch_port_memo) if selection.health else None
+        links = None
+        if selection.health:
+            links = Grouped(out, LINK_SPECS, _link_memo)
+        elif selection.detail:
+            links = Grouped(out, LINK_INFO_SPECS, _link_info_memo)
+        counters = PortCounters(out, HOST_COUNTERS, hw=True) if selection.counters else None
+        switch_counters = PortCounters(out, SWITCH_COUNTERS, hw=False) if selection.counters else None
         for row in picked:
-            node, device, stale, device_row, device_serial, device_key = devices[row[1]]
-            where[row[0]] = (node, device, row[2])
-            if health is not None:
-                # Exactly what port_health() reads: the device's health row (names, firmware, HCA
-                # type) by its serial, the port number, rate and the database's JSON of the rest.
-                _, labels = health.add((device_serial, row[2], row[4], row[5]), device_key)
-            else:
-                labels = {"node": node, "device": device, "port": str(row[2])}
+            node, device, stale, device_row, device_serial, device_key, guid = devices[row[1]]
+            where[row[0]] = (node, device, row[2], guid)
             vanished = row[3] is not None or device_row[10] is not None
-            if counters is not None and not stale and not vanished:
-                counters.add(labels, row)
-        if health is not None:
-            health.finish()
-        if counters is not None:
-            counters.finish()
+            if guid is None:
+                if health is not None:
+                    # Exactly what port_health() reads: the device's health row (names, firmware, HCA
+                    # type) by its serial, the port number, rate and the database's JSON of the rest.
+                    _, labels = health.add((device_serial, row[2], row[4], row[5]), device_key)
+                else:
+                    labels = {"node": node, "device": device, "port": str(row[2])}
+                if counters is not None and not stale and not vanished:
+                    counters.add(labels, row)
+            else:
+                if switch_health is not None:
+                    _, labels = switch_health.add(((node, guid), row[2], row[4], row[5]))
+                else:
+                    labels = {"guid": guid, "port": str(row[2]), "switch": node}
+                if switch_counters is not None and not vanished:  # an unreachable switch: its last values
+                    switch_counters.add(labels, row)
+            if links is not None and row[6]:
+                links.add(((node, device, guid is not None), row[2], row[4], row[5]))
+        for grouped in (health, switch_health, links, counters, switch_counters):
+            if grouped is not None:
+                grouped.finish()
         return where
 
     # -- events --------------------------------------------------------------------
@@ -159,26 +243,45 @@ class FabricCollector:
         samples = out.family(
             PREFIX + "events_open", "Open health events by kind and severity, per port (device, node: empty labels)"
         )
-        found = []
+        found, on_switches = [], []
         for node_id, device_id, port_id, kind, severity, n in tables.open_events():
             if node_id not in nodes:
                 continue
+            name, _, guid = nodes[node_id]
             if port_id is not None:
                 port = ports.get(port_id)
-                where = None if port is None else {"node": port[0], "device": port[1], "port": str(port[2])}
+                if port is None:
+                    where = None
+                elif guid is None:
+                    where = {"node": port[0], "device": port[1], "port": str(port[2])}
+                else:
+                    where = {"guid": guid, "port": str(port[2]), "switch": name}
             elif device_id is not None:
-                where = (
-                    {"node": devices[device_id][0], "device": devices[device_id][1], "port": ""}
-                    if device_id in devices
-                    else None
-                )
+                if device_id not in devices:
+                    where = None
+                elif guid is None:
+                    where = {"node": devices[device_id][0], "device": devices[device_id][1], "port": ""}
+                else:
+                    where = {"guid": guid, "port": "", "switch": name}
             else:
-                where = {"node": nodes[node_id][0], "device": "", "port": ""}
+                where = (
+                    {"node": name, "device": "", "port": ""}
+                    if guid is None
+                    else {"guid": guid, "port": "", "switch": name}
+                )
             if where is not None:
-                found.append(({**where, "kind": kind, "severity": severity}, n))
+                (found if guid is None else on_switches).append(({**where, "kind": kind, "severity": severity}, n))
         found.sort(key=lambda item: tuple(item[0].values()))
         for labels, n in found:
             samples.add(labels, n)
+        if on_switches:
+            on_switches.sort(key=lambda item: tuple(item[0].values()))
+            samples = out.family(
+                PREFIX + "switch_events_open",
+                "Open health events of switches by kind and severity, per port (empty for the whole switch)",
+            )
+            for labels, n in on_switches:
+                samples.add(labels, n)
 
     # -- the exporter itself --------------------------------------------------------
 
@@ -239,7 +342,7 @@ def port_health(key: tuple, device_key: tuple) -> tuple[Samples, dict[str, str]]
     _, number, rate_gbps, fields = key
     node, device, fw_ver, hca_type = device_key[:4]
     (state_id, phys_id, link_layer, lanes, speed, exp_speed, exp_lanes, exp_source, capped, up,
-     degraded) = orjson.loads(fields)  # fmt: skip
+     degraded) = orjson.loads(fields)[:11]  # fmt: skip
     if isinstance(capped, str):  # SQLite's json_array carries a JSON column as its text
         capped = orjson.loads(capped)
     up, degraded = 1 if up else 0, 1 if degraded else 0  # SQLite's 1/0, PostgreSQL's true/false
@@ -290,23 +393,155 @@ def device_health(key: tuple, _: tuple) -> tuple[Samples, dict[str, str]]:
     return samples, labels
 
 
+SWITCH_PORT_GAUGES = (
+    ("switch_port_up", "1 when the switch port is ACTIVE (or ACTIVE_DEFER) and still reported by its switch"),
+    ("switch_port_state_id", STATE_HELP.replace("InfiniBand port", "switch port")),
+    ("switch_port_physical_state_id", PHYS_STATE_HELP.replace("InfiniBand port", "switch port")),
+    (
+        "switch_port_rate_bytes_per_second",
+        "Signal transfer rate the switch port's link trained at (none without a link)",
+    ),
+)
+SWITCH_PORT_SPECS: dict[str, Spec] = {
+    **{PREFIX + name: (help, GAUGE, None) for name, help in SWITCH_PORT_GAUGES},
+    PREFIX + "switch_port_capped": (
+        "1 for a counter stuck at all-ones: its rate is unknown until reset",
+        GAUGE,
+        "counter",
+    ),
+}
+
+
+def switch_port_health(key: tuple, _: tuple = ()) -> tuple[Samples, dict[str, str]]:
+    """The health samples of the switch port of `key` ((switch name, GUID), number, rate and
+    tables.PORT_HEALTH_FIELDS as JSON, as collector._ports builds it), and its labels."""
+    (name, guid), number, rate_gbps, fields = key
+    values = orjson.loads(fields)
+    state_id, phys_id, capped, up = values[0], values[1], values[8], values[9]
+    if isinstance(capped, str):  # SQLite's json_array carries a JSON column as its text
+        capped = orjson.loads(capped)
+    labels = {"guid": guid, "port": str(number), "switch": name}
+    rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
+    samples: Samples = {}
+    for (family, _), value in zip(SWITCH_PORT_GAUGES, (1 if up else 0, state_id, phys_id, rate), strict=True):
+        if value is not None:
+            samples[PREFIX + family] = [(labels, value + 0.0, None)]
+    if capped:
+        samples[PREFIX + "switch_port_capped"] = [(labels, 1, counter) for counter in capped]
+    return samples, labels
+
+
+LINK_SPECS: dict[str, Spec] = {
+    PREFIX + "link_up": (
+        "1 when the link is up: its end that speaks for it (a host's port, else the first switch port by name "
+        "and number) is ACTIVE",
+        GAUGE,
+        None,
+    ),
+    PREFIX + "link_degraded": (
+        "1 when the link is up and trained below what both ends support, in speed or in width",
+        GAUGE,
+        None,
+    ),
+    PREFIX + "link_rate_bytes_per_second": ("Signal transfer rate the link trained at (none while down)", GAUGE, None),
+    PREFIX + "link_capable_rate_bytes_per_second": (
+        "Signal transfer rate of the fastest and widest link both ends support",
+        GAUGE,
+        None,
+    ),
+}
+LINK_INFO_SPECS: dict[str, Spec] = {
+    PREFIX + "link_info": (
+        "The link's speed and width, and what both ends support, value is always 1",
+        GAUGE,
+        None,
+    ),
+}
+
+
+def _link(key: tuple) -> tuple[dict[str, str], list]:
+    """The labels of the link of `key` (((node, device, is a switch), number, rate, JSON), as
+    collector._ports builds it), and tables.PORT_HEALTH_FIELDS."""
+    (node, device, switch), number, _, fields = key
+    values = orjson.loads(fields)
+    peer_label, peer_node, peer_kind = values[11], values[14], values[15]
+    if not switch:
+        kind = "host"  # a host's port speaks for its link
+    elif peer_kind == SWITCH:
+        kind = "inter-switch"
+    else:
+        kind = "adapter"  # a channel adapter fabricweb has no agent on
+    labels = {
+        "device": "" if switch else device,
+        "end": port_label(node, SWITCH_DEVICE if switch else device, number),
+        "node": node,
+        "peer": peer_label,
+        "peer_node": peer_node or "",
+        "port": str(number),
+        "type": kind,
+    }
+    return labels, values
+
+
+def link_health(key: tuple, _: tuple = ()) -> tuple[Samples, dict[str, str]]:
+    """The link samples of the port of `key`, the end that speaks for its link, and their labels.
+
+    Degraded as the health rules judge a link against what both ends support (collectors.link.judge_link:
+    speed and width separately; unknown on either side is not degraded)."""
+    labels, values = _link(key)
+    rate_gbps = key[2]
+    lanes, speed, up, cap_speed, cap_lanes = values[3], values[4], values[9], values[12], values[13]
+    actual, capable = context.rate(speed, lanes), context.rate(cap_speed, cap_lanes)
+    degraded = bool(up) and actual is not None and capable is not None and judge_link(actual, capable) is not None
+    samples: Samples = {
+        PREFIX + "link_up": [(labels, 1.0 if up else 0.0, None)],
+        PREFIX + "link_degraded": [(labels, 1.0 if degraded else 0.0, None)],
+    }
+    if up and rate_gbps is not None:
+        samples[PREFIX + "link_rate_bytes_per_second"] = [(labels, rate_gbps * BYTES_PER_GBIT + 0.0, None)]
+    if capable is not None:
+        samples[PREFIX + "link_capable_rate_bytes_per_second"] = [(labels, capable.bytes_per_second + 0.0, None)]
+    return samples, labels
+
+
+def link_info(key: tuple, _: tuple = ()) -> tuple[Samples, dict[str, str]]:
+    """`infiniband_link_info` of the link of `key` (?set=detail): its labels and the training's."""
+    labels, values = _link(key)
+    lanes, speed, cap_speed, cap_lanes = values[3], values[4], values[12], values[13]
+    info = {
+        **labels,
+        "speed": speed or "",
+        "width": f"{lanes}X" if lanes else "",
+        "capable_speed": cap_speed or "",
+        "capable_width": f"{cap_lanes}X" if cap_lanes else "",
+    }
+    return {PREFIX + "link_info": [(info, 1, None)]}, info
+
+
 # Kept across scrapes (bounded: grouped.MAX_MEMO_ROWS), shared by the threads of a web process.
 _port_memo = Memo(port_health)
 _device_memo = Memo(device_health)
+_switch_port_memo = Memo(switch_port_health)
+_link_memo = Memo(link_health)
+_link_info_memo = Memo(link_info)
+MEMOS = (_port_memo, _device_memo, _switch_port_memo, _link_memo, _link_info_memo)
 
 
 class PortCounters:
-    """The counters and hw_counters of the ports: the samples of the counter set, ~900,000 at
-    20,000 ports, built a family at a time (one list comprehension per counter), not a sample
-    at a time.
+    """The counters (and a host's hw_counters) of the ports: the samples of the counter set, ~900,000
+    at 20,000 host ports, built a family at a time (one list comprehension per counter), not a sample
+    at a time. `specs`: the families and where each port's value comes from (names.HOST_COUNTERS,
+    names.SWITCH_COUNTERS).
 
     The families are still created in the order a port-by-port pass would first use them
     (the exposition's order): when a port of a new shape (which counter files, which capped)
     comes by, the families it is the first to need are created there.
     """
 
-    def __init__(self, out: Families) -> None:
+    def __init__(self, out: Families, specs: tuple[CounterFamily, ...], hw: bool) -> None:
         self.out = out
+        self.specs = specs
+        self.hw_wanted = hw
         # Per port, in order: its labels, counter dicts and capped counters.
         self.labels: list[dict[str, str]] = []
         self.sources: dict[str, list[dict]] = {"counters": [], "counters_ext": []}
@@ -317,8 +552,11 @@ class PortCounters:
         self.hw_family: Family | None = None
 
     def add(self, labels: dict[str, str], row: tuple) -> None:
-        capped = row[6] or []
-        counters, counters_ext, hw_counters = row[7] or {}, row[8] or {}, row[9] or {}
+        at = tables.COUNTERS_AT
+        capped = row[at] or []
+        counters, counters_ext, hw_counters = row[at + 1] or {}, row[at + 2] or {}, row[at + 3] or {}
+        if not self.hw_wanted:
+            hw_counters = {}
         self.labels.append(labels)
         self.sources["counters"].append(counters)
         self.sources["counters_ext"].append(counters_ext)
@@ -334,9 +572,11 @@ class PortCounters:
 
     def _first_use(self, counters: dict, counters_ext: dict, capped: list[str], hw_counters: dict) -> None:
         """Create the families this port has a sample for, those not created yet."""
-        for c in PORT_COUNTERS:
-            value = (counters if c.source == "counters" else counters_ext).get(c.file)
-            if value is not None and c.file not in capped and c.name not in self.families:
+        dicts = {"counters": counters, "counters_ext": counters_ext}
+        for c in self.specs:
+            if c.name in self.families:
+                continue
+            if any(dicts[source].get(file) is not None and file not in capped for source, file in c.sources):
                 self.families[c.name] = self.out.family(c.name, c.help, COUNTER)
         if hw_counters and self.hw_family is None:
             self.hw_family = self.out.family(
@@ -347,22 +587,35 @@ class PortCounters:
             )
 
     def finish(self) -> None:
-        """Fill the families: a port without a counter (or with it capped) has no sample."""
+        """Fill the families: a port without a counter (or with it capped) has no sample; where a
+        family has several sources, the first with a value that is not capped."""
         labels, capped = self.labels, self.capped
         any_capped = any(capped)
-        for c in PORT_COUNTERS:
+        for c in self.specs:
             family = self.families.get(c.name)
             if family is None:
                 continue
-            file = c.file
-            values = list(map(methodcaller("get", file), self.sources[c.source]))
+            (source, file), *others = c.sources
+            values = list(map(methodcaller("get", file), self.sources[source]))
             if not any_capped and None not in values:
                 family.labels, family.values = labels, values  # every port: share the labels column
                 continue
-            for port_labels, value, port_capped in zip(labels, values, capped, strict=True):
-                if value is not None and file not in port_capped:
-                    family.labels.append(port_labels)
-                    family.values.append(value)
+            if not others:
+                for port_labels, value, port_capped in zip(labels, values, capped, strict=True):
+                    if value is not None and file not in port_capped:
+                        family.labels.append(port_labels)
+                        family.values.append(value)
+                continue
+            columns = [(file, values)]
+            columns += [(f, list(map(methodcaller("get", f), self.sources[s]))) for s, f in others]
+            for i, port_labels in enumerate(labels):
+                port_capped = capped[i]
+                for f, column in columns:
+                    value = column[i]
+                    if value is not None and f not in port_capped:
+                        family.labels.append(port_labels)
+                        family.values.append(value)
+                        break
         if self.hw_family is not None:
             self._finish_hw(self.hw_family)
 

@@ -1,8 +1,14 @@
-"""Metric names: node_exporter's infiniband collector with `infiniband_` for `node_infiniband_`.
+"""Metric names: node_exporter's infiniband collector with `infiniband_` for `node_infiniband_`, and
+the community fabric exporter's (treydock/infiniband_exporter) for switch ports.
 
-Each counter maps the sysfs file it comes from (a key of Port.counters or Port.counters_ext,
+Each host counter maps the sysfs file it comes from (a key of Port.counters or Port.counters_ext,
 data counters already in bytes) to node_exporter's name and help text, so a site moving
 from node_exporter keeps its queries by changing one prefix (shared/docs/DESIGN.md).
+
+A switch port's counters (read by the fabric collector from the switch's performance agent, stored
+under the same file names: collectors/fabric/pma.py) keep the names infiniband_exporter gives them,
+`infiniband_switch_port_<counter>_total`, so a site moving from it keeps its queries but for the
+labels (docs/metrics.md: the mapping).
 """
 
 from __future__ import annotations
@@ -164,3 +170,125 @@ def _legend(states: dict[int, str]) -> str:
 
 STATE_HELP = f"State of the InfiniBand port ({_legend(PORT_STATES)})"
 PHYS_STATE_HELP = f"Physical state of the InfiniBand port ({_legend(PHYS_STATES)})"
+
+
+@dataclass(frozen=True, slots=True)
+class CounterFamily:
+    """One counter family of the port rows: where each port's value comes from, in order of
+    preference: (Port field, key) pairs, the first with a value that is not capped wins."""
+
+    name: str  # without the `_total` suffix
+    help: str
+    sources: tuple[tuple[str, str], ...]
+
+
+HOST_COUNTERS: tuple[CounterFamily, ...] = tuple(
+    CounterFamily(c.name, c.help, ((c.source, c.file),)) for c in PORT_COUNTERS
+)
+
+
+def _s(name: str, help: str, *sources: tuple[str, str]) -> CounterFamily:
+    return CounterFamily(PREFIX + "switch_port_" + name, help, sources or (("counters", name),))
+
+
+# The 64-bit data and packet counts of PortCountersExtended where the switch answers it (counters_ext,
+# `_64`), else PortCounters' 32-bit ones (counters), which stop at all-ones within seconds on a busy link.
+SWITCH_COUNTERS: tuple[CounterFamily, ...] = (
+    _s(
+        "transmit_data_bytes",
+        "Data octets the switch port transmitted (PortXmitData x 4; 64-bit where the switch has PortCountersExtended)",
+        ("counters_ext", "port_xmit_data_64"),
+        ("counters", "port_xmit_data"),
+    ),
+    _s(
+        "receive_data_bytes",
+        "Data octets the switch port received (PortRcvData x 4; 64-bit where the switch has PortCountersExtended)",
+        ("counters_ext", "port_rcv_data_64"),
+        ("counters", "port_rcv_data"),
+    ),
+    _s(
+        "transmit_packets",
+        "Packets the switch port transmitted on all VLs (PortXmitPkts)",
+        ("counters_ext", "port_xmit_packets_64"),
+        ("counters", "port_xmit_packets"),
+    ),
+    _s(
+        "receive_packets",
+        "Packets the switch port received on all VLs, errors included (PortRcvPkts)",
+        ("counters_ext", "port_rcv_packets_64"),
+        ("counters", "port_rcv_packets"),
+    ),
+    _s(
+        "unicast_transmit_packets",
+        "Unicast packets transmitted (PortUnicastXmitPkts)",
+        ("counters", "unicast_xmit_packets"),
+    ),
+    _s("unicast_receive_packets", "Unicast packets received (PortUnicastRcvPkts)", ("counters", "unicast_rcv_packets")),
+    _s(
+        "multicast_transmit_packets",
+        "Multicast packets transmitted (PortMulticastXmitPkts)",
+        ("counters", "multicast_xmit_packets"),
+    ),
+    _s(
+        "multicast_receive_packets",
+        "Multicast packets received (PortMulticastRcvPkts)",
+        ("counters", "multicast_rcv_packets"),
+    ),
+    _s(
+        "symbol_error",
+        "Minor link errors on one or more physical lanes (SymbolErrorCounter)",
+        ("counters", "symbol_error"),
+    ),
+    _s(
+        "link_error_recovery",
+        "Times the link recovered from an error state by retraining (LinkErrorRecoveryCounter)",
+        ("counters", "link_error_recovery"),
+    ),
+    _s(
+        "link_downed",
+        "Times the link failed to recover from an error state and went down (LinkDownedCounter)",
+        ("counters", "link_downed"),
+    ),
+    _s("receive_errors", "Packets with an error received on the port (PortRcvErrors)", ("counters", "port_rcv_errors")),
+    _s(
+        "receive_remote_physical_errors",
+        "Packets received marked bad by an earlier hop, the EBP delimiter (PortRcvRemotePhysicalErrors)",
+        ("counters", "port_rcv_remote_physical_errors"),
+    ),
+    _s(
+        "receive_switch_relay_errors",
+        "Packets the switch could not forward (PortRcvSwitchRelayErrors)",
+        ("counters", "port_rcv_switch_relay_errors"),
+    ),
+    _s(
+        "transmit_discards",
+        "Outbound packets discarded because the port was down or congested (PortXmitDiscards)",
+        ("counters", "port_xmit_discards"),
+    ),
+    _s(
+        "transmit_constraint_errors",
+        "Packets not transmitted because of partition or raw-packet constraints (PortXmitConstraintErrors)",
+        ("counters", "port_xmit_constraint_errors"),
+    ),
+    _s(
+        "receive_constraint_errors",
+        "Packets received and discarded because of partition or raw-packet constraints (PortRcvConstraintErrors)",
+        ("counters", "port_rcv_constraint_errors"),
+    ),
+    _s(
+        "local_link_integrity_errors",
+        "Times the local physical errors exceeded LocalPhyErrors (LocalLinkIntegrityErrors)",
+        ("counters", "local_link_integrity_errors"),
+    ),
+    _s(
+        "excessive_buffer_overrun_errors",
+        "Times OverrunErrors consecutive flow control update periods had an overrun (ExcessiveBufferOverrunErrors)",
+        ("counters", "excessive_buffer_overrun_errors"),
+    ),
+    _s("vl15_dropped", "Incoming VL15 (subnet management) packets dropped (VL15Dropped)", ("counters", "VL15_dropped")),
+    _s(
+        "transmit_wait",
+        "Ticks during which the port had data to transmit but no flow control credits (PortXmitWait)",
+        ("counters", "port_xmit_wait"),
+    ),
+)

@@ -1,7 +1,12 @@
 """Which series a scrape asks for: `?set=`, `?shard=K/N`, `?node=GLOB` (docs/metrics.md).
 
 Prometheus splits a large fabric over several scrape jobs with `shard`; the hash of a node
-name is stable across processes and releases (CRC-32, not Python's salted hash()).
+name is stable across processes and releases (CRC-32, not Python's salted hash()). Switches are
+nodes here too: `shard` and `node` pick them by their name, and a link goes with the node of the
+end that speaks for it.
+
+`all` (the default) is `health` and `counters`; `detail` is only served when asked for: series with
+many labels per link (infiniband_link_info), kept out of the default scrape's series per port.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from fnmatch import fnmatchcase
 
 from django.http import QueryDict
 
-SETS = ("all", "health", "counters")
+SETS = ("all", "health", "counters", "detail")
 MAX_SHARDS = 1024
 _SHARD = re.compile(r"(\d{1,4})/(\d{1,4})")
 
@@ -36,6 +41,10 @@ class Selection:
     @property
     def counters(self) -> bool:
         return self.series in ("all", "counters")
+
+    @property
+    def detail(self) -> bool:
+        return self.series == "detail"
 
     def wants(self, node: str) -> bool:
         if self.shards > 1 and shard_of(node, self.shards) != self.shard:

@@ -10,6 +10,10 @@ port and device rows are fetched by the SQL Django compiles, on its chunked (ser
 PostgreSQL) cursor, without Django's per-row converters (a third of the health scrape's
 reading): the rows carry the driver's values, so a boolean may be 0/1 and a timestamp text,
 and the collector only tests those for truth and for None.
+
+Nodes come with their kind (host, switch, fabric collector): a switch's ports are rows of its one
+device (collectors.facts.SWITCH_DEVICE) like a host's, and `switches()` adds what the fabric view
+keeps of each switch (its LID, description, and since when the sweeps no longer reach it).
 """
 
 from __future__ import annotations
@@ -22,26 +26,36 @@ from operator import itemgetter
 import orjson
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import Count, Func, TextField
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Func, Q, TextField
 from django.db.models.functions import Cast
 from django.db.models.query import QuerySet
 
+from fabricweb.fabric.models import FabricNode
 from fabricweb.health.models import Event
 from fabricweb.inventory import readings
 from fabricweb.inventory.linkstate import annotate
 from fabricweb.inventory.models import Device, Node, Port
 
-PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health")
-# What a port's health series are made of (collector.port_health) but its rate, as one JSON
-# array text made by the database (`health`, JSONArrayText): one column to fetch and one string to hash
-# instead of thirteen, and injective (JSON), so it can key what is kept across scrapes. The
-# rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
+PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health", "speaks")
+# What a port's health series are made of (collector.port_health, switch_port_health, link_health) but
+# its rate, as one JSON array text made by the database (`health`, JSONArrayText): one column to fetch
+# and one string to hash instead of seventeen, and injective (JSON), so it can key what is kept across
+# scrapes. The rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
+# The last six are the link as the fabric view left it (fabricweb.fabric.links): the far end in words,
+# what both ends support, and the far end's host or switch name and kind (`peer_node`, `peer_kind`: NULL
+# for a channel adapter fabricweb has no agent on).
 PORT_HEALTH_FIELDS = (
     "state_id", "phys_state_id", "link_layer", "lanes", "speed", "expected_speed", "expected_lanes",
-    "expected_source", "capped", "api_up", "api_degraded",
+    "expected_source", "capped", "api_up", "api_degraded", "peer_label", "capable_speed", "capable_lanes",
+    "peer_node", "peer_kind",
 )  # fmt: skip
-# Appended to PORT_FIELDS when counters are asked for: row[6] capped (a column), then row[7] to row[9]
+# `speaks`: the port speaks for a cable the fabric view has seen (Port.link_owner, and a far end
+# named): the row of one link series (collector.link_health); a boolean column, so the other rows cost
+# nothing more.
+SPEAKS = ExpressionWrapper(Q(link_owner=True) & ~Q(peer_label=""), output_field=BooleanField())
+# Where the counters start when they are asked for: row[COUNTERS_AT] capped (a column), then the
 # counters, counters_ext and hw_counters (the node's readings, without their history).
+COUNTERS_AT = len(PORT_FIELDS)
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
     "pci_current_gts", "pci_current_width", "pci_max_gts", "pci_max_width", "vanished_at",
@@ -105,9 +119,15 @@ def _rows(queryset: QuerySet, fields: tuple[str, ...]) -> Iterator[tuple]:
                 yield tuple(row)
 
 
-def nodes() -> Iterable[tuple[int, str, datetime | None]]:
-    """(id, name, last_ingested_at) of every node, by name."""
-    return Node.objects.order_by("name").values_list("id", "name", "last_ingested_at")
+def nodes() -> Iterable[tuple[int, str, datetime | None, str, str | None]]:
+    """(id, name, last_ingested_at, kind, guid) of every node (host, switch, fabric collector), by name."""
+    return Node.objects.order_by("name").values_list("id", "name", "last_ingested_at", "kind", "guid")
+
+
+def switches() -> dict[int, tuple[int | None, str, datetime | None]]:
+    """Switch node id -> (LID, description, missing since) as the fabric sweeps keep them."""
+    rows = FabricNode.objects.filter(node__isnull=False).order_by()
+    return {node_id: rest for node_id, *rest in rows.values_list("node_id", "lid", "description", "missing_since")}
 
 
 def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
@@ -120,7 +140,12 @@ def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
 
 def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
     """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
-    rows = annotate(Port.objects.order_by()).annotate(health=JSONArrayText(*PORT_HEALTH_FIELDS))
+    rows = annotate(Port.objects.order_by()).annotate(
+        peer_node=F("peer__device__node__name"),
+        peer_kind=F("peer__device__node__kind"),
+        health=JSONArrayText(*PORT_HEALTH_FIELDS),
+        speaks=SPEAKS,
+    )
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
     if not counters:

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.test import Client
 from django.utils import timezone
+from fabric_support import FabricWorld
 from health_db_fabric import STEP, SimFabric
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -26,6 +27,18 @@ EVERY_FAULT = (
 
 class LiveSim(SimFabric):
     """SimFabric on the wall clock: `polls` polls from now on end at about now."""
+
+    def __init__(self, out, nodes: int = 6, polls: int = 4, **kw) -> None:
+        super().__init__(out, nodes, **kw)
+        self.start: datetime = timezone.now() - timedelta(seconds=polls * STEP)
+
+    @property
+    def now(self) -> datetime:
+        return self.start + timedelta(seconds=self.sim.clock)
+
+
+class LiveWorld(FabricWorld):
+    """FabricWorld (hosts and a switch fabric) on the wall clock: `polls` polls from now on end at about now."""
 
     def __init__(self, out, nodes: int = 6, polls: int = 4, **kw) -> None:
         super().__init__(out, nodes, **kw)
@@ -59,3 +72,7 @@ def by_name(text: str, name: str) -> dict[frozenset, float]:
 
 def port(node: str, device: str, number: int) -> frozenset:
     return frozenset({"node": node, "device": device, "port": str(number)}.items())
+
+
+def switch_port(switch: str, number: int, guid: str) -> frozenset:
+    return frozenset({"guid": guid, "port": str(number), "switch": switch}.items())

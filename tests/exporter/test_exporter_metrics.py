@@ -164,7 +164,7 @@ def test_the_health_set_has_no_counters_and_the_counter_set_no_health(client, cl
 @pytest.mark.parametrize(
     ("query", "says"),
     [
-        ({"set": "everything"}, "set='everything': one of all, health, counters"),
+        ({"set": "everything"}, "set='everything': one of all, health, counters, detail"),
         ({"shard": "3/3"}, "shard='3/3': K/N with 0 <= K < N"),
         ({"shard": "one/two"}, "shard='one/two': K/N"),
         ({"shard": "0/0"}, "K/N with 0 <= K < N"),
