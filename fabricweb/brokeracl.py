@@ -24,6 +24,10 @@ tests/agent/test_agent_broker_acl.py runs the agent as such a user against a rea
 
 `manage.py broker_acl NODE...` prints the users' lines for an ACL file (only a hash of each
 password) and `--passwords` the passwords to provision on the nodes (docs/agent.md).
+
+A fabric collector has a user of its own the same way, `fabric.<name>` (`broker_acl --collector`):
+its own queue fabric.<name> (the sweep) and LPUSH to its snapshots queue, nothing else; its password
+has a context of its own, so no node's password, whatever the node is called, is a collector's.
 """
 
 from __future__ import annotations
@@ -31,9 +35,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from fabricweb.names import NODE_QUEUE_PREFIX, node_queue, snapshot_queue
+from fabricweb.names import (
+    COLLECTOR_QUEUE_PREFIX,
+    NODE_QUEUE_PREFIX,
+    collector_queue,
+    fabric_snapshot_queue,
+    node_queue,
+    snapshot_queue,
+)
 
 PASSWORD_CONTEXT = b"fabricweb broker password v1\0"
+COLLECTOR_PASSWORD_CONTEXT = b"fabricweb collector broker password v1\0"
 # kombu's key layout (kombu.transport.redis.Channel): exchange bindings, one set each.
 BINDING_KEYS = ("_kombu.binding.{}", "_kombu.binding_permanent.{}")
 # The node agent's own unacknowledged-message keys (kombu's unacked_key, unacked_index_key, unacked_mutex_key).
@@ -60,6 +72,14 @@ def node_password(secret: str, node: str) -> str:
     return hmac.new(secret.encode(), PASSWORD_CONTEXT + node.encode(), hashlib.sha256).hexdigest()
 
 
+def collector_user(collector: str) -> str:
+    return f"{COLLECTOR_QUEUE_PREFIX}{collector}"
+
+
+def collector_password(secret: str, collector: str) -> str:
+    return hmac.new(secret.encode(), COLLECTOR_PASSWORD_CONTEXT + collector.encode(), hashlib.sha256).hexdigest()
+
+
 def unacked_keys(node: str, queue: str | None = None) -> dict[str, str]:
     """kombu's transport options naming an agent's own unacknowledged-message keys (those of its `queue`,
     node.<node> by default)."""
@@ -71,9 +91,17 @@ def unacked_keys(node: str, queue: str | None = None) -> dict[str, str]:
 def node_rules(node: str, shards: int = 1) -> list[str]:
     """The ACL rules of the node's user, after `on` and its password; with `shards` snapshot queues
     (FABRIC_INGEST_SHARDS), the one queue its snapshots go to."""
-    queue = node_queue(node)
-    own = [queue, *(k.format(queue) for k in BINDING_KEYS), *unacked_keys(node).values()]
-    snapshots = snapshot_queue(node, shards)
+    return _rules(node_queue(node), unacked_keys(node), snapshot_queue(node, shards))
+
+
+def collector_rules(collector: str, shards: int = 1) -> list[str]:
+    """The ACL rules of a fabric collector's user: its sweeps' queue, its snapshots queue."""
+    queue = collector_queue(collector)
+    return _rules(queue, unacked_keys(collector, queue), fabric_snapshot_queue(collector, shards))
+
+
+def _rules(queue: str, unacked: dict[str, str], snapshots: str) -> list[str]:
+    own = [queue, *(k.format(queue) for k in BINDING_KEYS), *unacked.values()]
     bindings = " ".join(f"%R~{k.format(snapshots)}" for k in BINDING_KEYS)
     return [
         "resetkeys",
@@ -86,7 +114,13 @@ def node_rules(node: str, shards: int = 1) -> list[str]:
     ]
 
 
-def acl_line(node: str, password: str, shards: int = 1) -> str:
-    """One line of a Redis ACL file (aclfile) for the node's user; only the password's SHA-256 is written."""
+def acl_line(node: str, password: str, shards: int = 1, collector: bool = False) -> str:
+    """One line of a Redis ACL file (aclfile) for the node's (or `collector`'s) user; only the password's
+    SHA-256 is written."""
     digest = hashlib.sha256(password.encode()).hexdigest()
-    return " ".join(["user", user_name(node), "reset", "on", f"#{digest}", *node_rules(node, shards)])
+    user, rules = (
+        (collector_user(node), collector_rules(node, shards))
+        if collector
+        else (user_name(node), node_rules(node, shards))
+    )
+    return " ".join(["user", user, "reset", "on", f"#{digest}", *rules])
