@@ -77,6 +77,17 @@ def test_an_inter_switch_link_at_a_lower_speed_is_one_problem_on_the_end_that_sp
     assert event.message.endswith("— both ends support 12X QDR")
 
 
+def test_a_link_below_what_both_ends_support_resolves_once_it_trains_at_their_best(world):
+    w = world(start_faults=("leaf01/7:speed=DDR",))
+    w.polls(2)
+    assert list(alarms()) == ["degraded:leaf01/switch/7"]
+    far = int(switch_port("leaf01", 7).peer_label.split()[-1])
+    w.builder.link("leaf01", 7, "spine01", far, 12, "QDR")  # reseated: it trains at 12X QDR
+    w.polls(3)
+    assert alarms() == {}
+    assert Event.objects.get(key="degraded:leaf01/switch/7").reason.startswith("clear for 3 polls")
+
+
 def test_a_switch_port_unlinked_is_down_stays_known_and_resolves_when_relinked(world):
     w = world()
     w.polls(2)
