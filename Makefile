@@ -4,12 +4,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 SIM_DIR ?= var/sim
 SIM_NODES ?= 64
-# What the demo shows from its first poll: a port trained at QDR (40 Gb/s) where HDR (200 Gb/s) is expected,
-# a 100 Gb/s RoCE port come up at 40 Gb/s (cn033: 100GbE, 4X EDR to mlx5, by the demo's link policy),
-# a 4X port at 1X, a port down, a flapping link, rising symbol errors, a PCIe link trained low; and cn064's
-# agent stops (the node turns stale). tests/health_db/test_health_db_demo.py checks each shows.
-DEMO_FAULTS ?= cn002/mlx5_0/1:speed=QDR cn033/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down cn006/mlx5_0/1:flap \
-	cn008/mlx5_1/1:symbol-errors=20000/h cn009:pcie=GEN3x8
+# What the demo shows from its first poll, on a switch fabric simulated by ibsim (runfabric --fabric: leaves
+# and spines under the hosts; a healthy link trains 12X QDR, the best ibsim simulates): a host port trained at
+# SDR where both ends support QDR, a 100 Gb/s RoCE port come up at 40 Gb/s (cn033: 100GbE, 4X EDR to mlx5, by
+# the demo's link policy), a 12X port at 1X, a port down, a flapping link, rising symbol errors on a host port
+# and on a switch port, a PCIe link trained low, a faulty inter-switch link (leaf01's uplink 25 at DDR); and
+# cn064's agent stops (the node turns stale). tests/health_db/test_health_db_demo.py checks each shows.
+DEMO_FAULTS ?= cn002/mlx5_0/1:speed=SDR cn033/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down \
+	cn006/mlx5_0/1:flap cn008/mlx5_1/1:symbol-errors=20000/h cn009:pcie=GEN3x8 leaf01/25:speed=DDR \
+	leaf02/3:symbol-errors=20000/h
 DEMO_STOPPED_AGENT ?= cn064
 DEMO_WEB ?= 127.0.0.1:8000
 
@@ -43,7 +46,7 @@ demo: setup
 	DEBUG=1 $(BIN)/python manage.py import_policies scripts/demo-policies.yaml
 	DEBUG=1 $(BIN)/python manage.py create_user operator --role operator --url http://$(DEMO_WEB)/
 	DEBUG=1 $(BIN)/python -m fabricweb.runfabric --sim-dir $(SIM_DIR) --nodes $(SIM_NODES) --web $(DEMO_WEB) \
-		--start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT)
+		--fabric --start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT)
 
 # An ibstat-like look at a simulated node.
 snapshot: $(VENV)/.installed

@@ -75,9 +75,11 @@ class Children:
         self.children: list[Child] = []
         self.stop_requested = False
 
-    def start(self, name: str, argv: list[str], env: dict[str, str], stdin=subprocess.DEVNULL, stdout=None) -> None:
+    def start(
+        self, name: str, argv: list[str], env: dict[str, str], stdin=subprocess.DEVNULL, stdout=None, cwd=BASE_DIR
+    ) -> None:
         try:
-            proc = subprocess.Popen(argv, env=env, cwd=BASE_DIR, stdin=stdin, stdout=stdout, process_group=0)
+            proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, process_group=0)
         except OSError as e:
             raise SystemExit(f"cannot start the {name}: {e}") from None
         self.children.append(Child(name, proc))
@@ -222,8 +224,14 @@ def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str
     """ibsim on --ibsim-net (its console on FILE.ctl), opensm to bring the ports up, and the fabric collector(s)."""
     net, ctl = args.ibsim_net, Path(f"{args.ibsim_net}.ctl")
     make_fifo(ctl)
-    # One IBSIM_SOCKNAME for the simulator and its clients: the environment's, or one of this run only.
-    env = {**env, "IBSIM_SOCKNAME": env.get("IBSIM_SOCKNAME") or f"fabricweb-{os.getpid()}"}
+    # One IBSIM_SOCKNAME for the simulator and its clients: the environment's, or one of this run only. Its
+    # clients run in the run's directory (umad2sim leaves a sys-<pid> directory where its client runs), with
+    # the project on their path.
+    env = {
+        **env,
+        "IBSIM_SOCKNAME": env.get("IBSIM_SOCKNAME") or f"fabricweb-{os.getpid()}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(BASE_DIR), env.get("PYTHONPATH")])),
+    }
     # Read and write: runfabric holds a writer, so ibsim never reads an end of file when a writer goes.
     console = os.open(ctl, os.O_RDWR | os.O_NONBLOCK)
     os.set_blocking(console, True)
@@ -235,7 +243,9 @@ def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str
     osm_log, osm_out = Path(state_dir) / "opensm.log", Path(state_dir) / "opensm.out"
     osm_env = {**env, "OSM_CACHE_DIR": state_dir, "OSM_TMP_DIR": state_dir}
     with open(osm_out, "wb") as out:
-        children.start("opensm", ["ibsim-run", "opensm", "-f", str(osm_log), "-s", "2"], osm_env, stdout=out)
+        children.start(
+            "opensm", ["ibsim-run", "opensm", "-f", str(osm_log), "-s", "2"], osm_env, stdout=out, cwd=state_dir
+        )
     # A master subnet manager sweeps at once: LIDs are assigned within its first sweep, ports made ACTIVE.
     children.wait_for("opensm's 'Entering MASTER state'", file_says(osm_out, "Entering MASTER state"), 60)
     hosts = [n for n in ca_ids(net)][: args.fabric_collectors]
@@ -247,7 +257,7 @@ def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str
             "FABRIC_COLLECTOR_NAME": name,
             "FABRIC_COLLECTOR_KEY": collector_key(secret, name),
         }
-        children.start(f"fabric collector {name}", ["ibsim-run", PY, "-m", "fabricweb.fabricagent"], own)
+        children.start(f"fabric collector {name}", ["ibsim-run", PY, "-m", "fabricweb.fabricagent"], own, cwd=state_dir)
         say(f"fabric collector {name} sweeps {net} from {host!r}" + (" (standby)" if i else ""))
 
 

@@ -29,6 +29,7 @@ class Ibsim:
         out = Path(fabric.out)
         self.env = {
             **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
             "IBSIM_SOCKNAME": f"fabricweb-test-{uuid.uuid4().hex[:12]}",
             "OSM_CACHE_DIR": str(out),
         }
@@ -53,7 +54,10 @@ class Ibsim:
         self.sweep()
 
     def run(self, *cmd: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["ibsim-run", *cmd], env=self.env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        # In the fabric's directory: umad2sim leaves a sys-<pid> directory of its own wherever its client runs.
+        return subprocess.run(
+            ["ibsim-run", *cmd], env=self.env, capture_output=True, text=True, timeout=60, cwd=self.fabric.out
+        )
 
     def sweep(self) -> None:
         """One subnet manager sweep: LIDs, and ports from Initialize to Active."""

@@ -358,6 +358,11 @@ class Fabric:
         return eff
 
     # -- the switch side (fabric mode) --------------------------------------------------
+    @property
+    def switch_side(self) -> ibsim.Wanted | None:
+        """What the switch fabric shows after the last step (what ibsim's console is told); None without --fabric."""
+        return self._wanted
+
     def _ibsim_wanted(self) -> ibsim.Wanted:
         """What ibsim should show now: the host faults that break a cable break it there too."""
         step, switches = self.state["step"], self.cabling.switches

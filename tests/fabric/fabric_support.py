@@ -80,6 +80,21 @@ class SweepBuilder:
             port.width_enabled, port.speed_enabled = frozenset({lanes}), frozenset({speed})
             port.peer = (other.guid, other_port)
 
+    def follow(self, wanted, cabling) -> None:
+        """Show what the simulator's switch side says (collectors.sim Fabric.switch_side): the links it has down
+        (a switch down takes all its links), the mute switches, the switch ports' symbol errors."""
+        for link in cabling.links:
+            a, b = link.switch_end, link.far_end
+            gone = link.key in wanted.links_down or a.node in wanted.switches_down or b.node in wanted.switches_down
+            if gone:
+                self.down(a.net_id, a.port)
+            else:
+                self.link(a.net_id, a.port, b.net_id, b.port, link.lanes, link.speed)
+        self.muted = set(wanted.muted)
+        for key, value in wanted.symbol_errors.items():
+            switch, number = key.rsplit("/", 1)
+            self.counters.setdefault((switch, int(number)), {})["symbol_error"] = value
+
     def down(self, node: str, number: int) -> None:
         """Pull the cable at node[number]: both ends Down/Polling."""
         port = self.nodes[node].ports[number]
@@ -149,14 +164,17 @@ class FabricWorld:
     (SweepBuilder over the simulator's fabric.net, changed by the test between polls)."""
 
     def __init__(self, out, nodes: int = 6, switch_ports: int = 12, faults: tuple[str, ...] = (),
-                 start_faults: tuple[str, ...] = (), collector: str = "fabric-test") -> None:  # fmt: skip
+                 start_faults: tuple[str, ...] = (), collector: str = "fabric-test", follow: bool = False,
+                 seed: int = 0) -> None:  # fmt: skip
         from collectors.sim import Fabric
         from collectors.sim.fabric import SwitchOptions
 
         self.out = str(out)
         self.sim = Fabric.create(
-            self.out, nodes, switches=SwitchOptions(switch_ports=switch_ports, faults=tuple(start_faults))
+            self.out, nodes, seed=seed, switches=SwitchOptions(switch_ports=switch_ports, faults=tuple(start_faults))
         )
+        # follow: each sweep shows what the simulator's faults do to the switch side, as ibsim would.
+        self.follow = follow
         if faults:
             self.sim.add_fault(*faults)
         self.nodes = [n.name for n in self.sim.layout.nodes]
@@ -184,6 +202,8 @@ class FabricWorld:
         from fabricweb.telemetry.ingest import ingest_batch
 
         self.sim.step(STEP)
+        if self.follow:
+            self.builder.follow(self.sim.switch_side, self.sim.cabling)
         if hosts:
             assert not ingest_batch(self.host_snapshots(), now=self.now).rejected
         if sweep:

@@ -22,7 +22,7 @@ from fabricweb import nodeauth
 from fabricweb.brokeracl import collector_password
 from fabricweb.fabricagent.config import ConfigError, FabricAgentConfig
 from fabricweb.names import SNAPSHOT_QUEUE, SWEEP
-from tests.ibsim_support import ROOT, Ibsim, needs_ibsim
+from tests.ibsim_support import Ibsim, needs_ibsim
 from tests.loopback import free_port
 
 SECRET = "site-secret-for-acl-tests-" + "f" * 40
@@ -84,7 +84,7 @@ def test_the_collector_sweeps_as_its_own_broker_user_and_can_do_nothing_else(bro
     log = tmp_path / "fabricagent.log"
     with open(log, "wb") as out:
         agent = subprocess.Popen(
-            ["ibsim-run", sys.executable, "-m", "fabricweb.fabricagent"], env=env, cwd=ROOT, stdout=out, stderr=out
+            ["ibsim-run", sys.executable, "-m", "fabricweb.fabricagent"], env=env, cwd=tmp_path, stdout=out, stderr=out
         )
     beat = Celery("acl-beat", broker=central_url, set_as_current=False)
     beat.conf.update(task_serializer="json", accept_content=["json"])
