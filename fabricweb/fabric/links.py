@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.facts import PHYS_STATES, PORT_STATES
+from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEEDS, WIDTHS, Rate, best_common
 from fabricweb.health.findings import port_label
 from fabricweb.inventory.models import Port
@@ -52,7 +52,7 @@ class End:
     @property
     def state_text(self) -> str:
         r = self.reading
-        return f"{PORT_STATES.get(r.state, '?')}/{PHYS_STATES.get(r.phys_state, '?')}"
+        return f"{IBSTAT_STATES.get(r.state, '?')}/{PHYS_STATES.get(r.phys_state, '?')}"
 
 
 @dataclass(slots=True)
