@@ -22,7 +22,9 @@ def wants_json(request: HttpRequest) -> bool:
 @csrf_exempt
 def api_not_found(request: HttpRequest) -> HttpResponse:
     # Routing 404: says nothing about whether the caller is logged in, and nothing it did not send.
-    return error_response(404, "no such API endpoint (see /api/v1/nodes, /api/v1/ports, /api/v1/events)")
+    return error_response(
+        404, "no such API endpoint (see /api/v1/nodes, /api/v1/ports, /api/v1/switches, /api/v1/events)"
+    )
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:

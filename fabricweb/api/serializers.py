@@ -9,8 +9,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from collectors import pcie
-from collectors.facts import IBSTAT_STATES, NODE_TYPES, PHYS_STATES
+from collectors.facts import IBSTAT_STATES, NODE_TYPES, PHYS_STATES, SWITCH_DEVICE
 from collectors.link import SPEED_BY_NAME, make_rate
+from fabricweb.fabric.models import FabricNode, Link, TopologyChange
+from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.columns import DELTA_COLUMNS, TRAFFIC
@@ -69,13 +71,41 @@ def port_url(node: str, device: str, number: int) -> str:
     return f"/api/v1/ports/{node}/{device}/{number}"
 
 
+def switch_url(name: str) -> str:
+    return f"/api/v1/switches/{name}"
+
+
+def far_end(port: Port) -> dict | None:
+    """The other end of the port's cable as the fabric sweeps saw it, or None when they never did.
+
+    `label` is always there (`leaf07 port 12`, `nfs01 mlx5_0 port 1`: untrusted text, a switch or channel
+    adapter names itself); `node`, `device`, `port` and `url` only when that end is in the inventory.
+    Needs `port.peer.device.node` loaded (select_related("peer__device__node")).
+    """
+    if not port.peer_label and port.peer_id is None:
+        return None
+    peer = port.peer
+    if peer is None:
+        return {"label": port.peer_label, "node": None, "device": None, "port": None, "url": None, "switch_url": None}
+    node, device = peer.device.node.name, peer.device.name
+    return {
+        "label": port.peer_label,
+        "node": node,
+        "device": device,
+        "port": peer.number,
+        "url": port_url(node, device, peer.number),
+        "switch_url": switch_url(node) if peer.device.node.kind == Node.Kind.SWITCH else None,
+    }
+
+
 def port_summary(port: Port) -> dict:
-    """One port in lists. Needs `port.device.node` and the linkstate annotations."""
+    """One port in lists. Needs `port.device.node`, `port.peer.device.node` and the linkstate annotations."""
     device, node = port.device, port.device.node
     return {
         "node": node.name,
         "device": device.name,
         "port": port.number,
+        "label": port_label(node.name, device.name, port.number),  # `cn042 mlx5_0/1`, a switch's `leaf07 port 12`
         "url": port_url(node.name, device.name, port.number),
         "hca_type": device.hca_type,
         "link_layer": port.link_layer,
@@ -86,6 +116,11 @@ def port_summary(port: Port) -> dict:
         "link": link(port.speed, port.lanes, port.rate_gbps),
         "expected_link": link(port.expected_speed, port.expected_lanes),
         "expected_source": port.expected_source or None,
+        # From the fabric sweeps (null for a port they never reached): the cable's other end, what both ends
+        # support, and whether this end reports the link's own state (else its far end does).
+        "far_end": far_end(port),
+        "capable": link(port.capable_speed, port.capable_lanes),
+        "link_owner": port.link_owner,
         "last_collected_at": iso(port.last_collected_at),
         "vanished_at": iso(port.vanished_at),
     }
@@ -168,6 +203,7 @@ def severity_counts(counts: dict[str, int]) -> dict[str, int]:
 def node_summary(node: Node, ports: dict[str, int], events: dict[str, int], stale: bool) -> dict:
     return {
         "name": node.name,
+        "kind": node.kind,
         "url": f"/api/v1/nodes/{node.name}",
         "first_seen_at": iso(node.first_seen_at),
         "last_collected_at": iso(node.last_collected_at),
@@ -196,4 +232,71 @@ def device(d: Device, ports: list[Port]) -> dict:
         "missed_polls": d.missed_polls,
         "disagreements": d.disagreements,
         "ports": [port_summary(p) for p in ports],
+    }
+
+
+def port_counts(counts: dict[str, int]) -> dict[str, int]:
+    return {k: counts.get(k, 0) for k in ("total", "up", "down", "degraded", "not_connected")}
+
+
+def switch_summary(node: Node, fn: FabricNode | None, ports: dict[str, int], events: dict[str, int]) -> dict:
+    """A switch (an inventory Node of kind switch) with what the sweeps know of it (`fn`, None if nothing)."""
+    return {
+        "name": node.name,
+        "url": switch_url(node.name),
+        "guid": node.guid,
+        "description": fn.description if fn is not None else None,  # the switch's NodeDescription: untrusted text
+        "lid": fn.lid if fn is not None else None,
+        "system_guid": fn.system_guid if fn is not None else None,
+        "vendor_id": fn.vendor_id if fn is not None else None,
+        "device_id": fn.device_id if fn is not None else None,
+        "num_ports": fn.num_ports if fn is not None else None,
+        "reachable": fn is not None and fn.missing_since is None,
+        "missing_since": iso(fn.missing_since) if fn is not None else None,
+        "first_seen_at": iso(node.first_seen_at),
+        "last_ingested_at": iso(node.last_ingested_at),
+        "ports": port_counts(ports),
+        "open_events": severity_counts(events),
+    }
+
+
+def _link_end(guid: str, number: int, label: str, port: Port | None) -> dict:
+    out = {"guid": guid, "port": number, "label": label, "node": None, "device": None, "url": None, "switch_url": None}
+    if port is not None:
+        node, device = port.device.node, port.device.name
+        out.update(node=node.name, device=device, url=port_url(node.name, device, port.number))
+        if device == SWITCH_DEVICE:
+            out["switch_url"] = switch_url(node.name)
+    return out
+
+
+def fabric_link(row: Link) -> dict:
+    """One cable: both ends, the trained link, what both ends support. Needs the state annotation
+    (fabricweb.api.links) and `a.device.node`, `b.device.node` loaded."""
+    state = row.state
+    return {
+        "a": _link_end(row.a_guid, row.a_port, row.a_label, row.a),
+        "b": _link_end(row.b_guid, row.b_port, row.b_label, row.b),
+        "link": link(row.speed, row.lanes),
+        "capable": link(row.capable_speed, row.capable_lanes),
+        "inter_switch": row.inter_switch,
+        "state": state,
+        "up": None if state == "unknown" else state in ("up", "degraded"),
+        "degraded": None if state == "unknown" else state == "degraded",
+        "first_seen_at": iso(row.first_seen_at),
+        "gone_at": iso(row.gone_at),
+    }
+
+
+def topology_change(row: TopologyChange) -> dict:
+    return {
+        "id": row.pk,
+        "at": iso(row.at),
+        "kind": row.kind,
+        "guid": row.guid,
+        "port": row.port,
+        "label": row.label,
+        "peer_before": row.peer_before or None,
+        "peer_after": row.peer_after or None,
+        "collector": row.collector,
     }

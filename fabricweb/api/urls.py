@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from .errors import api_not_found
-from .views import events, nodes, ports, samples
+from .views import events, fabric, nodes, ports, samples
 
 app_name = "api"
 
@@ -16,5 +16,9 @@ urlpatterns = [
     path("v1/ports/<str:node>/<str:device>/<int:port>/samples", samples.sample_list, name="samples"),
     path("v1/events", events.event_list, name="events"),
     path("v1/events/<int:pk>", events.event_detail, name="event"),
+    path("v1/switches", fabric.switch_list, name="switches"),
+    path("v1/switches/<str:key>", fabric.switch_detail, name="switch"),
+    path("v1/links", fabric.link_list, name="links"),
+    path("v1/topology-changes", fabric.topology_change_list, name="topology-changes"),
     re_path(r"^", api_not_found),
 ]

@@ -21,13 +21,16 @@ PAGE, MAX_PAGE = 1000, 5000
 ERRORS_SHOWN, ERRORS_PAGE, ERRORS_MAX_PAGE = 100, 500, 2000
 
 
-def _port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Per node: ports in total, up, down and degraded, in one grouped query."""
+def port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per node: ports in total, up, down, degraded and not connected (down and never up), in one grouped query."""
     rows = (
         linkstate.annotate(Port.objects.filter(device__node_id__in=node_ids))
         .values("device__node_id")
         .annotate(
-            total=Count("id"), up=Count("id", filter=Q(api_up=True)), degraded=Count("id", filter=Q(api_degraded=True))
+            total=Count("id"),
+            up=Count("id", filter=Q(api_up=True)),
+            degraded=Count("id", filter=Q(api_degraded=True)),
+            not_connected=Count("id", filter=Q(api_up=False, ever_up=False)),
         )
     )
     out = {}
@@ -36,7 +39,7 @@ def _port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
     return out
 
 
-def _open_event_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
+def open_event_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
     rows = (
         Event.objects.filter(node_id__in=node_ids, resolved_at__isnull=True)
         .values("node_id", "severity")
@@ -49,12 +52,18 @@ def _open_event_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
     return out
 
 
+LIST_PARAMS = {"kind": params.choice(*Node.Kind.values), **offset_parsers(MAX_PAGE)}
+
+
 @api_view
 def node_list(request):
-    given = params.read(request, offset_parsers(MAX_PAGE))
-    nodes, next_link = offset_page(request, Node.objects.order_by("name"), given, PAGE)
+    given = params.read(request, LIST_PARAMS)
+    rows = Node.objects.order_by("name")
+    if "kind" in given:
+        rows = rows.filter(kind=given["kind"])
+    nodes, next_link = offset_page(request, rows, given, PAGE)
     ids = [n.pk for n in nodes]
-    ports, events, now = _port_counts(ids), _open_event_counts(ids), timezone.now()
+    ports, events, now = port_counts(ids), open_event_counts(ids), timezone.now()
     summaries = [
         serializers.node_summary(n, ports.get(n.pk, {}), events.get(n.pk, {}), is_stale(n.last_ingested_at, now))
         for n in nodes
@@ -69,9 +78,9 @@ def node_detail(request, name: str):
     if node is None:
         raise not_found(f"node {name!r}")
     ports = readings.attach(
-        linkstate.annotate(Port.objects.filter(device__node=node).select_related("device__node")).order_by(
-            "device__name", "number"
-        ),
+        linkstate.annotate(
+            Port.objects.filter(device__node=node).select_related("device__node", "peer__device__node")
+        ).order_by("device__name", "number"),
         readings.of_node(node),
     )
     by_device = defaultdict(list)
@@ -80,7 +89,7 @@ def node_detail(request, name: str):
     # The ports are loaded anyway: count them here rather than in another query.
     up = sum(p.api_up for p in ports)
     counts = {"total": len(ports), "up": up, "down": len(ports) - up, "degraded": sum(p.api_degraded for p in ports)}
-    events = _open_event_counts([node.pk]).get(node.pk, {})
+    events = open_event_counts([node.pk]).get(node.pk, {})
     summary = serializers.node_summary(node, counts, events, is_stale(node.last_ingested_at, timezone.now()))
     return {
         **summary,

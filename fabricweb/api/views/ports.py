@@ -25,7 +25,7 @@ LIST_PARAMS = {
 
 
 def ports() -> QuerySet[Port]:
-    return linkstate.annotate(Port.objects.select_related("device__node"))
+    return linkstate.annotate(Port.objects.select_related("device__node", "peer__device__node"))
 
 
 def find_port(node: str, device: str, number: int) -> Port:
