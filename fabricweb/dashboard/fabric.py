@@ -75,20 +75,22 @@ def _glob_matcher(glob: str | None):
 
 
 def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[Counts, list[Cell]]:
-    """Fabric-wide counts and the grid of the ports matching `filters` (PortFilter's cleaned data).
+    """The hosts' counts and the grid of their ports matching `filters` (PortFilter's cleaned data); open
+    events are counted whatever they are on (a switch's too: they are in the problem list).
 
     One pass over every port (one query, no per-row dates): at 20,000 ports a query per
     count and a filtered query for the grid cost more in SQL compilation than the rows themselves.
     """
     cutoff = now - stale_after()
-    nodes = Node.objects.aggregate(
+    hosts = Node.objects.filter(kind=Node.Kind.HOST)  # switches are on /fabric/; a collector has no ports
+    nodes = hosts.aggregate(
         total=Count("id"),
         stale=Count("id", filter=Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)),
         latest=Max("last_ingested_at"),
     )
     stale_names = (
         set(
-            Node.objects.filter(Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)).values_list(
+            hosts.filter(Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)).values_list(
                 "name", flat=True
             )
         )
@@ -100,7 +102,7 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
     )
     erroring_ids = set(erroring_port_ids_query().values_list("port_id", flat=True))
     rows = (
-        linkstate.annotate(Port.objects.all())
+        linkstate.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
         .order_by()  # sorted below: PostgreSQL's collation-aware sort of 20,000 names cost more than the query
         .values_list(
             "pk",

@@ -47,3 +47,40 @@ def render(cells: list[Cell]) -> SafeString:
 def _escaped(text: str) -> str:
     # Device names repeat on every node (mlx5_0, mlx5_1): escape each once.
     return escape(text)
+
+
+# A switch port adds two: never up (nothing cabled, or a cable never trained), and unknown (its switch does
+# not answer the sweeps). Each has its own mark too.
+SWITCH_MARKS = {**MARKS, "nc": "–", "unknown": "?"}
+SWITCH_WORDS = {**WORDS, "nc": "not connected (never up)", "unknown": "unknown: the switch does not answer"}
+_TALLY_WORDS = (("up", "up"), ("down", "down"), ("degraded", "degraded"), ("erroring", "erroring"),
+                ("nc", "not connected"), ("unknown", "unknown"))  # fmt: skip
+
+
+def render_switches(blocks) -> SafeString:
+    """/fabric/'s grid: per switch (fabricweb.dashboard.switches.SwitchBlock) a block named after it, linking
+    to its page, then one cell per port linking to the port's; problem cells name the far end in a tooltip."""
+    parts = []
+    for block in blocks:
+        name = escape(block.name)
+        tally = ", ".join(f"{n} {word}" for key, word in _TALLY_WORDS if (n := block.tally[key]))
+        label = f"{name} (unreachable)" if not block.reachable else name
+        parts.append(
+            f'<div class="gnode sw{"" if block.reachable else " unreachable"}">'
+            f'<a class="gn" href="/switches/{name}/" title="{name}: {tally or "no ports"}">{label}</a>'
+        )
+        base = f"/ports/{name}/switch/"
+        for number, health, far_end in block.cells:
+            if health == "up":
+                parts.append(f'<a class="c up" href="{base}{number}/"></a>')
+                continue
+            if health == "nc":  # often half a leaf: the mark and the legend say it, no tooltip
+                parts.append(f'<a class="c nc" href="{base}{number}/">–</a>')
+                continue
+            far = f" ↔ {escape(far_end)}" if far_end else ""
+            parts.append(
+                f'<a class="c {health}" href="{base}{number}/" title="{name} port {number}{far}: '
+                f'{SWITCH_WORDS[health]}">{SWITCH_MARKS[health]}</a>'
+            )
+        parts.append("</div>")
+    return mark_safe("".join(parts))

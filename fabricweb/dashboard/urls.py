@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import actions, events, node, overview, port, wall
+from .views import actions, events, fabric, node, overview, port, wall
 
 app_name = "dashboard"
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("", overview.overview, name="overview"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("fabric/", fabric.fabric_page, name="fabric"),
+    path("switches/<str:key>/", fabric.switch_page, name="switch"),
     path("nodes/<str:name>/", node.node_page, name="node"),
     path("ports/<str:node>/<str:device>/<int:port>/", port.port_page, name="port"),
     path("ports/<str:node>/<str:device>/<int:port>/series", port.port_series, name="port_series"),

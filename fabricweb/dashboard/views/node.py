@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
@@ -28,6 +28,8 @@ def node_page(request, name: str):
     node = Node.objects.filter(name=name).first()
     if node is None:
         raise Http404(f"no node {name!r}")
+    if node.kind == Node.Kind.SWITCH:
+        return redirect("dashboard:switch", key=node.name)
     now = timezone.now()
     ports = list(linkstate.annotate(Port.objects.filter(device__node=node)).order_by("device__name", "number"))
     by_device = defaultdict(list)

@@ -1,4 +1,4 @@
-"""`/`: counts, the port grid and the problem list, with filters."""
+"""`/`: the hosts' counts and port grid, a line about the switch fabric, the problem list, with filters."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.utils import timezone
 
-from .. import fabric, grid
+from .. import fabric, grid, switches
 from ..forms import PortFilter
 from .common import freshness, mark_page
 
@@ -20,11 +20,21 @@ def overview(request):
     form = PortFilter(request.GET)
     if not form.is_valid():
         counts = fabric.counts(now)
-        context = {"form": form, "counts": counts, **freshness(now, counts.last_ingest, known=True)}
+        context = {
+            "form": form,
+            "counts": counts,
+            "fabric_counts": switches.link_counts(now),
+            **freshness(now, counts.last_ingest, known=True),
+        }
         return render(request, "dashboard/overview.html", context, status=400)
     filters = form.cleaned_data
     counts, cells = fabric.fabric_view(filters, now)
-    context = {"form": form, "counts": counts, **freshness(now, counts.last_ingest, known=True)}
+    context = {
+        "form": form,
+        "counts": counts,
+        "fabric_counts": switches.link_counts(now),
+        **freshness(now, counts.last_ingest, known=True),
+    }
     page = Paginator(fabric.open_problems(filters), PROBLEMS_PER_PAGE).get_page(filters.get("page"))
     mark_page(page, now)
     context.update(grid=grid.render(cells), shown_ports=len(cells), problems=page)

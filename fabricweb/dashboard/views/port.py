@@ -9,9 +9,10 @@ from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from fabricweb.api import serializers
+from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
 from fabricweb.inventory import linkstate, readings
-from fabricweb.inventory.models import Port
+from fabricweb.inventory.models import Node, Port
 
 from .. import fabric, series
 from .common import can_operate, freshness, mark_page
@@ -21,7 +22,7 @@ DEFAULT_RANGE = "1h"
 
 def find_port(node: str, device: str, number: int) -> Port:
     port = (
-        linkstate.annotate(Port.objects.select_related("device__node"))
+        linkstate.annotate(Port.objects.select_related("device__node", "peer__device__node"))
         .filter(device__node__name=node, device__name=device, number=number)
         .first()
     )
@@ -46,6 +47,7 @@ def port_page(request, node: str, device: str, port: int):
     )
     mark_page(events, now)
     erroring = any(e.is_open and e.kind not in fabric.LINK_KINDS for e in events)
+    peer = row.peer
     context = {
         "port": row,
         "device": row.device,
@@ -56,6 +58,11 @@ def port_page(request, node: str, device: str, port: int):
         "link": serializers.link(row.speed, row.lanes, row.rate_gbps),
         "expected": serializers.link(row.expected_speed, row.expected_lanes),
         "pcie": serializers.pcie_link(row.device),
+        "is_switch": row.device.node.kind == Node.Kind.SWITCH,
+        "label": port_label(row.device.node.name, row.device.name, row.number),
+        "peer": peer,
+        "peer_is_switch": peer is not None and peer.device.node.kind == Node.Kind.SWITCH,
+        "capable": serializers.link(row.capable_speed, row.capable_lanes),
         "counters": sorted((row.counters or {}).items()),
         "events": events,
         "ranges": list(series.RANGES),

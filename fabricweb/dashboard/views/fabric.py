@@ -1,0 +1,134 @@
+"""`/fabric/`: switches and their ports, the switch-to-switch links, the fabric's problems, the sweeps and the
+topology's changes; `/switches/<name or GUID>/`: one switch, in ibstat and iblinkinfo words."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+
+from collectors.facts import IBSTAT_STATES, PHYS_STATES
+from collectors.link import SPEED_RANK
+from fabricweb.api import serializers
+from fabricweb.api.freshness import is_stale
+from fabricweb.api.views.fabric import find_switch
+from fabricweb.health.models import Event
+from fabricweb.inventory import linkstate, readings
+from fabricweb.inventory.models import Node, Port
+
+from .. import fabric, grid, switches
+from .common import freshness, mark_page
+
+LINKS_PER_PAGE = 100
+PROBLEMS_PER_PAGE = 50
+RECENT_EVENTS = 20
+
+
+class FabricPages(forms.Form):
+    links = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    problems = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+
+
+@login_required
+def fabric_page(request):
+    now = timezone.now()
+    form = FabricPages(request.GET)
+    status = 200
+    if not form.is_valid():
+        status, pages = 400, {}
+    else:
+        pages = form.cleaned_data
+    counts = switches.link_counts(now)
+    blocks, tally = switches.switch_grid(now)
+    links_page = Paginator(switches.inter_switch_links(), LINKS_PER_PAGE).get_page(pages.get("links"))
+    problems = Paginator(switches.fabric_problems(), PROBLEMS_PER_PAGE).get_page(pages.get("problems"))
+    mark_page(problems, now)
+    last = counts.last_sweep
+    context = {
+        "form": form,
+        "counts": counts,
+        "tally": tally,
+        "ports": sum(tally.values()),
+        "grid": grid.render_switches(blocks),
+        "links": links_page,
+        "link_rows": [_link_row(link) for link in links_page],
+        "problems": problems,
+        "collectors": switches.collectors(now),
+        "changes": switches.recent_changes(),
+        "expected": switches.expected_cabling(),
+        **freshness(now, last.stored_at if last else None, known=True),
+    }
+    return render(request, "dashboard/fabric.html", context, status=status)
+
+
+def _below(speed, lanes, capable_speed, capable_lanes) -> bool:
+    """Trained below what both ends support, in speed or in width."""
+    slower = speed in SPEED_RANK and capable_speed in SPEED_RANK and SPEED_RANK[speed] < SPEED_RANK[capable_speed]
+    return slower or (lanes is not None and capable_lanes is not None and lanes < capable_lanes)
+
+
+def _link_row(link) -> dict:
+    return {
+        "link": link,
+        "trained": serializers.link(link.speed, link.lanes),
+        "capable": serializers.link(link.capable_speed, link.capable_lanes),
+        "below": _below(link.speed, link.lanes, link.capable_speed, link.capable_lanes),
+    }
+
+
+@login_required
+def switch_page(request, key: str):
+    switch = find_switch(key)
+    if switch is None:
+        other = Node.objects.filter(name=key).exclude(kind=Node.Kind.SWITCH).first()
+        if other is not None:
+            return redirect("dashboard:node", name=other.name)
+        raise Http404(f"no switch {key!r}")
+    now = timezone.now()
+    fn = switch.fabric_node if hasattr(switch, "fabric_node") else None
+    reachable = fn is not None and fn.missing_since is None
+    ports = Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node")
+    ports = list(linkstate.annotate(ports).order_by("number"))
+    readings.attach(ports)
+    erroring = set(fabric.erroring_port_ids_query().filter(node=switch).values_list("port_id", flat=True))
+    rows = []
+    for p in ports:
+        peer = p.peer
+        rows.append(
+            {
+                "port": p,
+                "health": switches.switch_port_health(p.api_up, p.api_degraded, p.ever_up, p.pk in erroring, reachable),
+                "state": IBSTAT_STATES.get(p.state_id, p.state_name),
+                "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
+                "link": serializers.link(p.speed, p.lanes, p.rate_gbps),
+                "capable": serializers.link(p.capable_speed, p.capable_lanes),
+                "below": p.api_up and _below(p.speed, p.lanes, p.capable_speed, p.capable_lanes),
+                "expected": serializers.link(p.expected_speed, p.expected_lanes),
+                "peer": peer,
+                "peer_is_switch": peer is not None and peer.device.node.kind == Node.Kind.SWITCH,
+                "errors": switches.errors_last_hour(p),
+            }
+        )
+    tally = dict.fromkeys(switches.HEALTHS, 0)
+    for r in rows:
+        tally[r["health"]] += 1
+    events = list(
+        Event.objects.filter(node=switch)
+        .select_related("node", "device", "port", "acknowledgement")
+        .order_by("-opened_at", "-id")[:RECENT_EVENTS]
+    )
+    mark_page(events, now)
+    context = {
+        "switch": switch,
+        "fn": fn,
+        "reachable": reachable,
+        "stale": is_stale(switch.last_ingested_at, now),
+        "rows": rows,
+        "tally": tally,
+        "events": events,
+        **freshness(now),
+    }
+    return render(request, "dashboard/switch.html", context)
