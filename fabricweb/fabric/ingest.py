@@ -202,10 +202,14 @@ def _not_applied(collector: Node, fabric: FabricIn, now: datetime) -> str | None
 def _fabric_nodes(fabric: FabricIn, now: datetime) -> dict[str, FabricNode]:
     """Every FabricNode, those of this sweep created or brought up to date, each switch with its Node."""
     known = {fn.guid: fn for fn in FabricNode.objects.select_related("node")}
+    # A switch's LID is its port 0's (a CA has one per port); a counters-only sweep says nothing of LIDs.
+    lids = {fabric.nodes[r.node].guid: r.lid for r in fabric.ports if r.number == 0}
     new, dirty = [], []
     for n in fabric.nodes:
         fn = known.get(n.guid)
         values = _node_values(n)
+        if fabric.mode == "full":
+            values["lid"] = lids.get(n.guid)
         if fn is None:
             fn = known[n.guid] = FabricNode(guid=n.guid, first_seen_at=fabric.collected_at, **values)
             new.append(fn)
@@ -425,8 +429,8 @@ def _topology(fabric: FabricIn, view: FabricView, now: datetime) -> int:
         values = {
             "a_label": link.a.label[:256],
             "b_label": link.b.label[:256],
-            "a": link.a.port,
-            "b": link.b.port,
+            "a_id": link.a.port.pk if link.a.port is not None else None,
+            "b_id": link.b.port.pk if link.b.port is not None else None,
             "speed": link.a.reading.speed,
             "lanes": link.a.reading.lanes,
             "capable_speed": link.capable.speed if link.capable else None,
@@ -436,7 +440,7 @@ def _topology(fabric: FabricIn, view: FabricView, now: datetime) -> int:
         if row is None:
             row = Link(a_guid=key[0], a_port=key[1], b_guid=key[2], b_port=key[3], first_seen_at=at, **values)
             new_rows.append(row)
-        elif row.gone_at is not None or any(_value(row, k) != v for k, v in values.items()):
+        elif row.gone_at is not None or any(getattr(row, k) != v for k, v in values.items()):
             if row.gone_at is not None:
                 row.gone_at, row.first_seen_at = None, at
             for k, v in values.items():
@@ -474,10 +478,6 @@ def _topology(fabric: FabricIn, view: FabricView, now: datetime) -> int:
 
 
 _LINK_FIELDS = ["a_label", "b_label", "a", "b", "speed", "lanes", "capable_speed", "capable_lanes", "inter_switch"]
-
-
-def _value(row: Link, name: str) -> object:
-    return getattr(row, f"{name}_id") if name in ("a", "b") else getattr(row, name)
 
 
 def _change(kind, key: EndKey, label: str, before: str, after: str, fabric: FabricIn) -> TopologyChange:

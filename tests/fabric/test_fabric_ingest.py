@@ -42,6 +42,7 @@ def test_a_clean_fabric_names_both_ends_of_every_link_and_opens_no_problem(world
     switches = set(Node.objects.filter(kind=Node.Kind.SWITCH).values_list("name", flat=True))
     assert switches == {"leaf01", "leaf02", "spine01"}
     assert Node.objects.get(name="fabric-test").kind == Node.Kind.COLLECTOR
+    assert sorted(FabricNode.objects.filter(node__isnull=False).values_list("lid", flat=True)) == [10, 11, 12]
     links = Link.objects.filter(gone_at__isnull=True)
     assert links.count() == len(w.builder.links()) == 22  # 10 host ports, 2 leaves x 6 uplinks
     for link in links:
