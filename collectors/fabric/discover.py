@@ -121,6 +121,9 @@ class Discovery:
         port = node.ports[number]
         if reply is None:
             self.errors.append(ReadError(_port_label(node, number), f"PortInfo: {error}"))
+            if node.is_switch and number > 0 and not error.startswith("not sent"):
+                # Its state is unknown, not down: look beyond it, so what is cabled there is still found.
+                self._node_info((*route, number), (node, number))
             return
         try:
             info = mad.decode_port_info(reply.data)

@@ -50,14 +50,12 @@ CAP_EXTENDED_SPEEDS = 1 << 14
 BASE_SPEED_BITS = {1: "SDR", 2: "DDR", 4: "QDR"}
 EXT_SPEED_BITS = {1: "FDR", 2: "EDR", 4: "HDR", 8: "NDR"}
 
-# The status a directed-route SMP or a GS reply carries (bits 2-4: the reason code).
-STATUS_REASONS = {
-    1: "busy",
-    2: "redirect required",
-    4: "bad version",
-    8: "method not supported",
-    12: "method/attribute combination not supported",
-    28: "invalid attribute or modifier",
+# The status a directed-route SMP or a GS reply carries: bit 0 busy, bit 1 redirect, bits 2-4 a code.
+STATUS_CODES = {
+    1: "bad version",
+    2: "method not supported",
+    3: "method/attribute combination not supported",
+    7: "invalid attribute or modifier",
 }
 
 _HEADER = struct.Struct(
@@ -118,9 +116,16 @@ def read_reply(mad: bytes) -> Reply:
     if mgmt_class == CLASS_SUBN_DIRECTED_ROUTE:
         status &= 0x7FFF  # the top bit is the route's direction
     if status:
-        reason = STATUS_REASONS.get(status & 0x1C, "error")
-        raise MadError(f"status {status:#06x} ({reason}) for attribute {attribute:#06x}")
+        raise MadError(f"status {status:#06x} ({status_reason(status)}) for attribute {attribute:#06x}")
     return Reply(tid & 0xFFFFFFFF, attribute, mad[DATA_OFFSET:])
+
+
+def status_reason(status: int) -> str:
+    if status & 1:
+        return "busy"
+    if status & 2:
+        return "redirect required"
+    return STATUS_CODES.get((status >> 2) & 7, "error")
 
 
 def format_guid(guid: int) -> str:
