@@ -1,0 +1,80 @@
+"""What /metrics can export, as the shipped dashboard and rules must name it: every sample name and its label
+names, from scrapes (every set) of a simulated fabric with hosts, switches and the faults that make the
+conditional families appear (capped counters, open events on hosts and switches, a link down and one degraded,
+a switch unreachable), and the recording rules' names with the labels of what they are made of."""
+
+from __future__ import annotations
+
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from prometheus_client.exposition import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+TESTS = Path(__file__).resolve().parents[1]
+RECORDING = TESTS.parent / "deploy" / "prometheus" / "rules" / "fabricweb-recording.yml"
+NAME = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^}]*\})?")
+
+
+def exported() -> dict[str, set[str]]:
+    """sample name -> its label names, from a simulated fabric with switches (needs the database)."""
+    if str(TESTS / "fabric") not in sys.path:
+        sys.path.insert(0, str(TESTS / "fabric"))
+    from fabric_support import FabricWorld
+
+    from fabricweb.exporter.collector import FabricCollector
+    from fabricweb.exporter.selection import SETS, Selection
+
+    with tempfile.TemporaryDirectory(prefix="exported-") as out:
+        world = FabricWorld(
+            out,
+            nodes=6,
+            start_faults=("cn003/mlx5_0/1:speed=DDR",),
+            faults=("cn002/mlx4_0/1:saturate", "cn005/mlx5_0/1:symbol-errors=600/min", "cn004:pcie=GEN3x8"),
+        )
+        world.polls(2)
+        world.builder.down("leaf01", 7)
+        world.builder.mute("leaf02")
+        world.polls(2)
+        names: dict[str, set[str]] = {}
+        for series in SETS:
+            text = generate_latest(FabricCollector(Selection(series), world.now)).decode()
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    names.setdefault(sample.name, set()).update(sample.labels)
+    return names
+
+
+def recorded(names: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Each recording rule's name -> the labels of the series its expression is made of."""
+    out: dict[str, set[str]] = {}
+    for group in yaml.safe_load(RECORDING.read_text())["groups"]:
+        for rule in group["rules"]:
+            labels: set[str] = set()
+            for name, _ in selectors(rule["expr"]):
+                labels |= names.get(name, set()) | out.get(name, set())
+            out[rule["record"]] = labels
+    return out
+
+
+def selectors(expr: str) -> list[tuple[str, set[str]]]:
+    """(metric name, label names it is matched on) of each metric an expression reads."""
+    expr = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # no names inside strings
+    expr = re.sub(r"\[[^\]]*\]", "", expr)  # ranges
+    found = []
+    for name, matchers in NAME.findall(expr):
+        if not (name.startswith(("infiniband", "fabricweb")) or name == "up"):
+            continue
+        found.append((name, set(re.findall(r"(\w+)\s*[=!~]", matchers or ""))))
+    return found
+
+
+def grouping_labels(expr: str) -> set[str]:
+    """Label names an expression groups or matches by: by (...), on (...), group_left (...), without (...)."""
+    out = set()
+    for names in re.findall(r"\b(?:by|on|group_left|group_right|without|ignoring)\s*\(([^)]*)\)", expr):
+        out |= {n.strip() for n in names.split(",") if n.strip()}
+    return out
