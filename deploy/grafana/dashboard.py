@@ -30,6 +30,8 @@ DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 PORT = 'node=~"$node", device=~"$device", port=~"$port"'
 NODE = 'node=~"$node"'
 PORT_LEGEND = "{{node}} {{device}}/{{port}}"
+SWITCH = 'switch=~"$switch"'
+SWITCH_PORT_LEGEND = "{{switch}} port {{port}}"
 
 
 def query(expr: str, legend: str = "", ref: str = "A") -> Dataquery:
@@ -57,6 +59,13 @@ def timeseries(title: str, unit: str, *targets: tuple[str, str], span: int = 12,
     return panel
 
 
+def table(title: str, expr: str, description: str) -> Table:
+    return (
+        Table().title(title).show_header(True).description(description).height(8).span(12).datasource(DATASOURCE)
+        .with_target(query(expr).instant().format(PromQueryFormat.TABLE))
+    )  # fmt: skip
+
+
 def variable(name: str, label: str, expr: str) -> QueryVariable:
     return (
         QueryVariable(name).label(label).datasource(DATASOURCE).query(expr)
@@ -80,6 +89,7 @@ def build() -> Dashboard:
         .with_variable(
             variable("port", "Port", 'label_values(infiniband_port_info{node=~"$node", device=~"$device"}, port)')
         )
+        .with_variable(variable("switch", "Switch", "label_values(infiniband_switch_info, switch)"))
         # -- the whole fabric ---------------------------------------------------------------
         .with_row(Row("Fabric overview").id(100))
         .with_panel(stat("Ports up", "sum(infiniband_port_up)", description="ACTIVE and reported by their node"))
@@ -136,6 +146,116 @@ def build() -> Dashboard:
                 "percentunit",
                 ("topk(10, infiniband:port_xmit_wait:ratio1m)", port),
                 description="Share of time with data to send and no credits (port_xmit_wait, 4 ns ticks)",
+            )
+        )
+        # -- the switches (the fabric collector's sweeps) ---------------------------------------
+        .with_row(Row("Switches").id(400))
+        .with_panel(
+            stat(
+                "Switches unreachable",
+                "sum(1 - infiniband_switch_up)",
+                description="Not reached by the last full fabric sweep: their ports keep their last values",
+            )
+        )
+        .with_panel(
+            stat(
+                "Switch links down",
+                'count(infiniband_link_up{type!="host"} == 0) or vector(0)',
+                description="Inter-switch links and links to agentless adapters that were up and are down "
+                "(a host's own link counts in Ports down)",
+            )
+        )
+        .with_panel(
+            stat(
+                "Links degraded",
+                "count(infiniband_link_degraded == 1) or vector(0)",
+                description="Up, trained below what both ends support (hosts' links included)",
+            )
+        )
+        .with_panel(stat("Switch ports up", "sum(infiniband_switch_port_up)", description="ACTIVE switch ports"))
+        .with_panel(
+            stat(
+                "Fabric collectors sweeping",
+                "sum(infiniband_fabric_collector_up)",
+                description="Fabric collectors whose sweeps arrive (one leads, a second stands by)",
+            )
+        )
+        .with_panel(
+            stat(
+                "Critical switch events open",
+                'sum(infiniband_switch_events_open{severity="critical"}) or vector(0)',
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Switch-port throughput (busiest 10)",
+                "Bps",
+                (
+                    f"topk(10, infiniband:switch_port_data_transmitted_bytes:rate1m{{{SWITCH}}})",
+                    f"{SWITCH_PORT_LEGEND} sent",
+                ),
+                (
+                    f"topk(10, infiniband:switch_port_data_received_bytes:rate1m{{{SWITCH}}})",
+                    f"{SWITCH_PORT_LEGEND} received",
+                ),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Busiest switch ports (share of link capacity)",
+                "percentunit",
+                (f"topk(10, infiniband:switch_port_utilisation:ratio1m{{{SWITCH}}})", SWITCH_PORT_LEGEND),
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Switch-port errors (top 10)",
+                "short",
+                (
+                    f"topk(10, infiniband:switch_port_symbol_error:rate1m{{{SWITCH}}}) * 3600",
+                    f"{SWITCH_PORT_LEGEND} symbol errors/h",
+                ),
+                (
+                    f"topk(10, infiniband:switch_port_errors_received:rate1m{{{SWITCH}}}) * 3600",
+                    f"{SWITCH_PORT_LEGEND} receive errors/h",
+                ),
+                (
+                    f"topk(10, rate(infiniband_switch_port_link_downed_total{{{SWITCH}}}[$__rate_interval])) * 3600",
+                    f"{SWITCH_PORT_LEGEND} link downs/h",
+                ),
+                description="Counter rates per hour, the unit of the health thresholds (symbol errors: 120/h)",
+            )
+        )
+        .with_panel(
+            timeseries(
+                "Switch ports down",
+                "short",
+                (f"count by (switch) (infiniband_switch_port_up{{{SWITCH}}} == 0)", "{{switch}} ports down"),
+                description="Every switch port not ACTIVE, unused ones included; cables that were up are in "
+                "Switch links down",
+            )
+        )
+        .with_panel(
+            table(
+                "Switch links down (both ends)",
+                'infiniband_link_up{type!="host"} == 0',
+                "Inter-switch and adapter links that were up and are down: end (the port that speaks for the "
+                "link) and peer",
+            )
+        )
+        .with_panel(
+            table(
+                "Links below what both ends support",
+                "infiniband_link_rate_bytes_per_second * 8 and (infiniband_link_degraded == 1)",
+                "Trained rate in bits/s of each degraded link, both ends named (speed and width: "
+                "infiniband_link_info, ?set=detail)",
+            )
+        )
+        .with_panel(
+            table(
+                "Switches unreachable",
+                "(infiniband_switch_up == 0) * on (guid, switch) group_left (description, lid) infiniband_switch_info",
+                "Not reached by the last full fabric sweep; the open unreachable event says mute or cut off",
             )
         )
         # -- one node ------------------------------------------------------------------------

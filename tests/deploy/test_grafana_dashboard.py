@@ -8,7 +8,9 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import yaml
+from exported_names import exported, grouping_labels, recorded, selectors
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
@@ -48,13 +50,21 @@ def test_an_unknown_field_would_be_caught():
     assert "colourMode" not in again["panels"][1]["options"]
 
 
-def test_the_dashboard_has_the_three_levels_and_the_port_variables():
+def test_the_dashboard_has_the_three_levels_the_switches_and_their_variables():
     doc = json.loads(JSON.read_text())
     rows = [p["title"] for p in doc["panels"] if p["type"] == "row"]
-    assert rows == ["Fabric overview", "Node", "Port drill-down"]
-    assert [v["name"] for v in doc["templating"]["list"]] == ["datasource", "node", "device", "port"]
+    assert rows == ["Fabric overview", "Switches", "Node", "Port drill-down"]
+    assert [v["name"] for v in doc["templating"]["list"]] == ["datasource", "node", "device", "port", "switch"]
     titles = {p["title"] for p in panels(doc)}
     assert {"Throughput against capacity", "Errors", "Link speed against expected", "Congestion"} <= titles
+    assert {
+        "Switch-port throughput (busiest 10)",
+        "Switch-port errors (top 10)",
+        "Switch ports down",
+        "Switch links down (both ends)",
+        "Switches unreachable",
+        "Links below what both ends support",
+    } <= titles
     for panel in panels(doc):
         assert panel["targets"], panel["title"]
         for target in panel["targets"]:
@@ -62,6 +72,40 @@ def test_the_dashboard_has_the_three_levels_and_the_port_variables():
             # Only the series this project exports, or the recording rules over them.
             names = set(re.findall(r"\b(infiniband[:_][a-z0-9_:]+)", target["expr"]))
             assert names, (panel["title"], target["expr"])
+
+
+def queries(doc: dict) -> list[tuple[str, str]]:
+    """(panel title, expression) of every panel target and query variable."""
+    out = [(p["title"], t["expr"]) for p in panels(doc) for t in p["targets"]]
+    for v in doc["templating"]["list"]:
+        match = re.fullmatch(r"label_values\((.+), (\w+)\)", v.get("query") or "")
+        if v["type"] == "query" and match:
+            out.append((f"variable {v['name']}", f"{match[1]}"))
+    return out
+
+
+@pytest.fixture
+def names(db):
+    """What /metrics exports (a fabric with switches, every set) and the recording rules."""
+    found = exported()
+    return {**found, **recorded(found)}
+
+
+def test_every_query_names_series_and_labels_the_exporter_has(names):
+    doc = json.loads(JSON.read_text())
+    for title, expr in queries(doc):
+        read = selectors(expr)
+        assert read, (title, expr)
+        for name, labels in read:
+            assert name in names, f"{title}: {name} is neither exported nor recorded"
+            assert labels <= names[name], f"{title}: {name} has no label {labels - names[name]}"
+        known = set().union(*(names[name] for name, _ in read))
+        assert grouping_labels(expr) <= known, f"{title}: no series of {expr!r} has {grouping_labels(expr) - known}"
+    for v in doc["templating"]["list"]:
+        match = re.fullmatch(r"label_values\((.+), (\w+)\)", v.get("query") or "")
+        if match:
+            (name, _), *_ = selectors(match[1])
+            assert match[2] in names[name], f"variable {v['name']}: {name} has no label {match[2]}"
 
 
 def test_the_provisioning_points_grafana_at_prometheus_and_the_dashboard():

@@ -5,7 +5,8 @@ The fabric is runfabric (simulator, node agent, Redis, ingest, Celery, web) poll
 Prometheus scrapes /metrics and evaluates the shipped rules every second, with their `for:`
 durations removed (promtool's unit tests check the shipped durations). Two rules cannot be
 driven here and are checked silent only: InfinibandNoSubnetManager (the simulator has no
-INIT/ARMED fault) and FabricwebIngestStalled (300 s without ingest).
+INIT/ARMED fault) and FabricwebIngestStalled (300 s without ingest). This fabric has no switches:
+the dashboard's Switches row and the switch alerts are test_e2e_prometheus_fabric.py's.
 """
 
 from __future__ import annotations
@@ -64,19 +65,26 @@ def is_old_cx3_cap(alert: dict) -> bool:
     return alert["labels"]["alertname"] == "InfinibandCounterCapped" and where(alert)[:2] == (OLD_CX3, "mlx4_0")
 
 
-def panel_queries() -> list[tuple[str, str]]:
+SWITCH_ROW = "Switches"
+
+
+def panel_queries(rows: set[str] | None = None) -> list[tuple[str, str]]:
+    """(title, expression) of the dashboard's panel targets; `rows`: of those rows only, else of every row
+    but the switches'."""
     doc = json.loads(DASHBOARD.read_text())
-    return [
-        (panel["title"], target["expr"])
-        for panel in doc["panels"]
-        if panel["type"] != "row"
-        for target in panel["targets"]
-    ]
+    out, row = [], None
+    for panel in doc["panels"]:
+        if panel["type"] == "row":
+            row = panel["title"]
+            continue
+        if (row in rows) if rows is not None else (row != SWITCH_ROW):
+            out.extend((panel["title"], target["expr"]) for target in panel["targets"])
+    return out
 
 
 def with_variables(expr: str) -> str:
     # Grafana's "All" for each variable, and a rate window that fits a 1 s scrape.
-    for name in ("node", "device", "port"):
+    for name in ("node", "device", "port", "switch"):
         expr = expr.replace(f"${name}", ".*")
     return expr.replace("$__rate_interval", "10s")
 
@@ -150,11 +158,12 @@ def test_prometheus_sees_every_fault_and_every_panel_has_data(tmp_path, django_d
             prometheus.stop()
 
 
-def variable_queries() -> list[tuple[str, str]]:
+def variable_queries(switches: bool = False) -> list[tuple[str, str]]:
+    """(label, selector) of the dashboard's query variables: the switch one, or the others."""
     doc = json.loads(DASHBOARD.read_text())
     out = []
     for variable in doc["templating"]["list"]:
         match = re.fullmatch(r"label_values\((.+), (\w+)\)", variable.get("query") or "")
-        if variable["type"] == "query" and match:
+        if variable["type"] == "query" and match and (variable["name"] == "switch") == switches:
             out.append((match[2], match[1]))
     return out
