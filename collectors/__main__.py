@@ -20,11 +20,16 @@ def _snapshot(args: argparse.Namespace) -> int:
     # tree would report disagreements that are not there.
     use_verbs = not args.no_verbs and os.path.realpath(root) == "/sys"
     snap = read_host(root, host=args.host, use_verbs=use_verbs)
+    return _print(args, lambda: to_dict(snap), lambda: render_text(snap))
+
+
+def _print(args: argparse.Namespace, as_json, as_text) -> int:
+    """What `--format` asks for: the JSON (indented with --pretty), or the text."""
     if args.format == "json":
-        json.dump(to_dict(snap), sys.stdout, indent=2 if args.pretty else None)
+        json.dump(as_json(), sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(snap))
+        sys.stdout.write(as_text())
     return 0
 
 
@@ -44,12 +49,7 @@ def _fabric(args: argparse.Namespace) -> int:
     except UmadError as e:
         print(f"fabric: {e}", file=sys.stderr)
         return 2
-    if args.format == "json":
-        json.dump(to_dict(sweep), sys.stdout, indent=2 if args.pretty else None)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render_text(sweep))
-    return 0
+    return _print(args, lambda: to_dict(sweep), lambda: render_text(sweep))
 
 
 def build_parser() -> argparse.ArgumentParser:

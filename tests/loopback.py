@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def free_port() -> int:
@@ -21,3 +24,33 @@ def silent_server() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen(64)
         yield sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def redis_with_acl(directory: Path, acl_lines: str) -> Iterator[tuple[str, str]]:
+    """A private redis-server whose ACL file is `acl_lines` after a central `default` user that may do
+    anything: (host:port, that user's URL). Stopped on exit."""
+    acl = directory / "users.acl"
+    acl.write_text(f"user default on nopass ~* &* +@all\n{acl_lines}")
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--aclfile", str(acl), "--loglevel", "warning"],
+        cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"redis://127.0.0.1:{port}/0"
+    import redis
+
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(redis.ConnectionError):
+                if redis.Redis.from_url(url, socket_timeout=1).ping():
+                    break
+            assert server.poll() is None, "redis-server refused the ACL file"
+            assert time.monotonic() < deadline, "redis-server did not answer"
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}", url
+    finally:
+        server.terminate()
+        server.wait(10)

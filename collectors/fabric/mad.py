@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from collectors.facts import ERROR_COUNTERS, XMIT_WAIT
 from collectors.link import WIDTH_BY_VERBS_BIT
 
 MAD_SIZE = 256
@@ -224,26 +225,8 @@ def _speeds(base: int, ext: int) -> frozenset[str]:
     return frozenset(names)
 
 
-# PortCounters (attribute 0x0012), in the sysfs counters/ file names the host reader uses.
-PORT_COUNTERS = (
-    "symbol_error",
-    "link_error_recovery",
-    "link_downed",
-    "port_rcv_errors",
-    "port_rcv_remote_physical_errors",
-    "port_rcv_switch_relay_errors",
-    "port_xmit_discards",
-    "port_xmit_constraint_errors",
-    "port_rcv_constraint_errors",
-    "local_link_integrity_errors",
-    "excessive_buffer_overrun_errors",
-    "VL15_dropped",
-    "port_xmit_data",
-    "port_rcv_data",
-    "port_xmit_packets",
-    "port_rcv_packets",
-    "port_xmit_wait",
-)
+# PortCounters (attribute 0x0012) in its order, by the sysfs counters/ file names the host reader uses.
+PORT_COUNTERS = (*ERROR_COUNTERS, "port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets", XMIT_WAIT)
 _PORT_COUNTERS = struct.Struct(">4xHBBHHHHBBxB2xHIIIII")
 
 # PortCountersExtended (attribute 0x001D): 64 bits each, named as the legacy counters_ext/ files

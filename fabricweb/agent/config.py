@@ -198,21 +198,28 @@ class EnvReader:
             _node_key(f"FABRIC_NODE_KEY_FILE={path!r}: the key of {name}", value)
         return dict(keys)
 
+    def secret(self, name: str) -> tuple[str | None, str]:
+        """A secret from NAME, or from the file NAME_FILE (a systemd credential), never both; and where it came
+        from, for messages (never the secret itself)."""
+        value, path = self._get(name), self.file(f"{name}_FILE")
+        if value is not None and path is not None:
+            raise ConfigError(f"{name} and {name}_FILE are both set: give one")
+        if path is None:
+            return value, name
+        try:
+            with open(path, encoding="utf-8") as f:
+                value = f.read(4096).strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{name}_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
+        if not value:
+            raise ConfigError(f"{name}_FILE={path!r} is empty")
+        return value, f"{name}_FILE={path!r}"
+
     def broker_url(self) -> str:
         """REDIS_URL, with the password of REDIS_PASSWORD or the file REDIS_PASSWORD_FILE (a systemd
         credential) put in it: the password need not sit in an environment file."""
         url = self.url("REDIS_URL", "redis://127.0.0.1:6379/0")
-        password, path = self._get("REDIS_PASSWORD"), self.file("REDIS_PASSWORD_FILE")
-        if password is not None and path is not None:
-            raise ConfigError("REDIS_PASSWORD and REDIS_PASSWORD_FILE are both set: give one")
-        if path is not None:
-            try:
-                with open(path, encoding="utf-8") as f:
-                    password = f.read(4096).strip()
-            except (OSError, UnicodeDecodeError) as e:
-                raise ConfigError(f"REDIS_PASSWORD_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
-            if not password:
-                raise ConfigError(f"REDIS_PASSWORD_FILE={path!r} is empty")
+        password, _ = self.secret("REDIS_PASSWORD")
         if password is None:
             return url
         parts = urlsplit(url)
@@ -235,17 +242,8 @@ class EnvReader:
 
 def read_key(read: EnvReader, name: str) -> str | None:
     """One key from NAME or the file NAME_FILE (a systemd credential): 64 hex digits, never echoed."""
-    key, path = read._get(name), read.file(f"{name}_FILE")
-    if key is not None and path is not None:
-        raise ConfigError(f"{name} and {name}_FILE are both set: give one")
-    if path is not None:
-        try:
-            with open(path, encoding="utf-8") as f:
-                key = f.read(4096).strip()
-        except (OSError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{name}_FILE={path!r}: cannot read it ({e.__class__.__name__})") from None
-        return _node_key(f"{name}_FILE={path!r}", key)
-    return None if key is None else _node_key(name, key)
+    key, source = read.secret(name)
+    return None if key is None else _node_key(source, key)
 
 
 def _node_key(what: str, value) -> str:

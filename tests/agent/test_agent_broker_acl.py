@@ -3,12 +3,10 @@ user, and that user can do nothing else: no other node's polls, no central queue
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from collectors.sim import Fabric
 from fabricweb import nodeauth
 from fabricweb.brokeracl import node_password
 from fabricweb.names import COLLECT, SNAPSHOT_QUEUE, snapshot_queue
-from tests.loopback import free_port
+from tests.loopback import redis_with_acl
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "site-secret-for-acl-tests-" + "a" * 40
@@ -34,28 +32,8 @@ def broker(tmp_path, settings):
     settings.FABRIC_NODE_KEY_SECRET = SECRET
     out = io.StringIO()
     call_command("broker_acl", "cn001", "cn002", stdout=out)
-    central = "user default on nopass ~* &* +@all"  # the central processes' user: the site's own choice
-    (tmp_path / "users.acl").write_text(f"{central}\n{out.getvalue()}")
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--aclfile", str(tmp_path / "users.acl"), "--loglevel", "warning"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(redis.ConnectionError):
-                if redis.Redis.from_url(url, socket_timeout=1).ping():
-                    break
-            assert server.poll() is None, "redis-server refused the ACL file"
-            assert time.monotonic() < deadline, "redis-server did not answer"
-            time.sleep(0.05)
-        yield f"127.0.0.1:{port}", url
-    finally:
-        server.terminate()
-        server.wait(10)
+    with redis_with_acl(tmp_path, out.getvalue()) as server:
+        yield server
 
 
 def as_node(address: str, node: str, password_of: str | None = None) -> str:

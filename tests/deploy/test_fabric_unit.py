@@ -3,34 +3,19 @@
 from __future__ import annotations
 
 import configparser
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from systemd_support import verify
 
 from fabricweb.fabricagent.config import FabricAgentConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "fabricweb-fabric.service"
-INTERPRETER = "/opt/fabricweb-agent/bin/python"
 
 
 def test_the_unit_passes_systemd_analyze_verify(tmp_path):
-    binary = shutil.which("systemd-analyze")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("systemd-analyze is not installed (Debian's systemd package)")
-        pytest.skip("systemd-analyze is not installed")
-    text = UNIT.read_text()
-    assert f"ExecStart={INTERPRETER} -m fabricweb.fabricagent" in text
-    copy = tmp_path / UNIT.name
-    copy.write_text(text.replace(INTERPRETER, os.path.realpath(sys.executable)))
-    out = subprocess.run([binary, "verify", "--man=no", str(copy)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0 and not out.stdout.strip() and not out.stderr.strip(), out.stdout + out.stderr
+    verify(UNIT, "fabricweb.fabricagent", tmp_path)
 
 
 def test_the_unit_has_no_root_and_no_capability_only_the_umad_devices():

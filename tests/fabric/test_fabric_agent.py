@@ -4,12 +4,10 @@ central's dispatch, and its user can do nothing but take its sweeps and push its
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 import redis
@@ -23,7 +21,7 @@ from fabricweb.brokeracl import collector_password
 from fabricweb.fabricagent.config import ConfigError, FabricAgentConfig
 from fabricweb.names import SNAPSHOT_QUEUE, SWEEP
 from tests.ibsim_support import Ibsim, needs_ibsim
-from tests.loopback import free_port
+from tests.loopback import redis_with_acl
 
 SECRET = "site-secret-for-acl-tests-" + "f" * 40
 NOPERM = redis.exceptions.NoPermissionError
@@ -35,26 +33,8 @@ def broker(tmp_path, settings):
     settings.FABRIC_NODE_KEY_SECRET = SECRET
     out = io.StringIO()
     call_command("broker_acl", "--collector", "fabric-a", stdout=out)
-    (tmp_path / "users.acl").write_text(f"user default on nopass ~* &* +@all\n{out.getvalue()}")
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--aclfile", str(tmp_path / "users.acl"), "--loglevel", "warning"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(redis.ConnectionError):
-                if redis.Redis.from_url(url, socket_timeout=1).ping():
-                    break
-            assert server.poll() is None and time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-        yield f"127.0.0.1:{port}", url
-    finally:
-        server.terminate()
-        server.wait(10)
+    with redis_with_acl(tmp_path, out.getvalue()) as server:
+        yield server
 
 
 def snapshot_of(message: bytes) -> dict:
