@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from collectors.fabric.pma import COUNTER_NAMES
@@ -373,7 +374,8 @@ def _host_ports(fabric: FabricIn) -> dict[str, Port]:
     for start in range(0, len(guids), _CHUNK):
         chunk = guids[start : start + _CHUNK]
         query = Port.objects.filter(port_guid__in=chunk, device__node__kind=Node.Kind.HOST)
-        for port in query.select_related("device__node").order_by("vanished_at"):
+        present_first = F("vanished_at").asc(nulls_first=True)
+        for port in query.select_related("device__node").order_by(present_first):
             out.setdefault(port.port_guid, port)  # a port present before one that vanished
     return out
 
