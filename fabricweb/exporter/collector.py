@@ -197,7 +197,8 @@ class FabricCollector:
         """Every port of the selected devices: its series, and its link's where it speaks for one;
         returns port id -> (node, device, port number, switch GUID or None)."""
         selection = self.selection
-        rows = tables.ports(list(devices) if self._narrowed() else None, selection.counters)
+        # The detail set is the links' alone: only the ports that speak for one are read.
+        rows = tables.ports(list(devices) if self._narrowed() else None, selection.counters, selection.detail)
         order = {device_id: i for i, device_id in enumerate(devices)}
         picked = sorted((r for r in rows if r[1] in devices), key=lambda r: (order[r[1]], r[2]))
         where: dict[int, tuple] = {}

@@ -138,8 +138,9 @@ def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
     return _rows(rows, DEVICE_FIELDS + (DEVICE_COUNTER_FIELDS if counters else ()))
 
 
-def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
-    """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
+def ports(device_ids: list[int] | None, counters: bool, speaking: bool = False) -> Iterator[tuple]:
+    """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered; with
+    `speaking`, only those that speak for a link (`speaks`)."""
     rows = annotate(Port.objects.order_by()).annotate(
         peer_node=F("peer__device__node__name"),
         peer_kind=F("peer__device__node__kind"),
@@ -148,6 +149,8 @@ def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
     )
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
+    if speaking:
+        rows = rows.filter(link_owner=True).exclude(peer_label="")
     if not counters:
         yield from _rows(rows, PORT_FIELDS)
         return

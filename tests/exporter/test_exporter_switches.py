@@ -15,6 +15,7 @@ from test_exporter_encoder import assert_same_bytes
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.names import SWITCH_COUNTERS
 from fabricweb.exporter.selection import Selection
+from fabricweb.fabric.models import FabricNode
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.deltas import all_ones
 
@@ -68,8 +69,12 @@ def test_switch_ports_have_their_own_families_and_host_families_carry_hosts_only
     # Every counter the switch's agent reads, as infiniband_exporter names it, on every port.
     for family in SWITCH_COUNTERS:
         assert len(by_name(text, family.name + "_total")) == len(SWITCHES) * PORTS, family.name
+    lids = dict(FabricNode.objects.filter(node__isnull=False).values_list("node__name", "lid"))
+    assert all(lids.values())
     assert by_name(text, "infiniband_switch_info") == {
-        frozenset({"guid": ids[s], "switch": s, "lid": "", "description": f"MF0;{s}:MQM8790-HS2F/U1"}.items()): 1
+        frozenset(
+            {"guid": ids[s], "switch": s, "lid": str(lids[s]), "description": f"MF0;{s}:MQM8790-HS2F/U1"}.items()
+        ): 1
         for s in SWITCHES
     }
     assert set(by_name(text, "infiniband_switch_up").values()) == {1.0}
@@ -293,3 +298,14 @@ def test_promtool_finds_nothing_to_lint_in_a_scrape_with_switches(client, world)
             [promtool, "check", "metrics"], input=scrape(client, set=series), capture_output=True, text=True
         )
         assert (result.returncode, result.stdout, result.stderr) == (0, "", ""), result.stderr
+
+
+def test_a_renamed_switch_is_never_served_from_what_was_kept(client, world):
+    scrape(client)  # keeps leaf01's rows, lines and label texts
+    Node.objects.filter(name="leaf01").update(name="leafA")
+    text = scrape(client)
+    switches = {dict(k)["switch"] for k in by_name(text, "infiniband_switch_port_up")}
+    assert switches == {"leafA", "leaf02", "spine01"}
+    assert {dict(k)["switch"] for k in by_name(text, "infiniband_switch_port_symbol_error_total")} == switches
+    assert "leafA port 7" in links(text) and "leaf01 port 7" not in links(text)
+    assert_same_bytes(FabricCollector(Selection(), timezone.now()).families())
