@@ -2,6 +2,14 @@
 
     eval "$(scripts/test-services start)"     # for --db postgres
     .venv/bin/python bench/bench_metrics.py [--db sqlite|postgres] [--ports 5000 20000 50000] [--repeat 3]
+    .venv/bin/python bench/bench_metrics.py --ports 20000 --switches 500 --switch-ports 40   # and a switch fabric
+
+With --switches, the hosts' ports are cabled to a two-level fat tree of that many switches (two
+thirds leaves, half their ports down to hosts and half up to the spines; the rest spines) as fabric
+ingest leaves it: switch ports with a PMA's counters (64-bit data and packets, distinct traffic per
+port), both ends' link facts (far end, what both ends support, the end that speaks for the link),
+each switch's fabric row; one line more per set gives the switches' share (`?node=sw*`: their series
+and the links they speak for) per switch port, and `set=detail` is measured too.
 
 Goals (issue 8): the full exposition at 20,000 ports in under 2 s and under 300 MB; the health
 series alone in under 300 ms. The tables are filled directly (bulk_create) with the counters of a
@@ -133,6 +141,121 @@ def fill(ports: int, port: dict) -> None:
     )
 
 
+def fill_switches(switches: int, ports_per_switch: int) -> int:
+    """A fat tree of `switches` switches over the hosts' ports already filled; returns its switch ports."""
+    from django.utils import timezone
+
+    from collectors.facts import SWITCH_DEVICE
+    from fabricweb.fabric.models import FabricNode
+    from fabricweb.inventory import readings
+    from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+
+    FabricNode.objects.all().delete()  # fill() deleted their nodes
+    now = timezone.now()
+    leaves = switches * 2 // 3
+    nodes = Node.objects.bulk_create(
+        Node(
+            name=f"sw{i:05d}",
+            kind=Node.Kind.SWITCH,
+            guid=f"0x{0xB8599F0300000000 + i:016x}",
+            first_seen_at=now,
+            last_collected_at=now,
+            last_ingested_at=now,
+        )
+        for i in range(switches)
+    )
+    FabricNode.objects.bulk_create(
+        FabricNode(
+            guid=n.guid,
+            node_type=2,
+            num_ports=ports_per_switch,
+            description=f"MF0;{n.name}:MQM8790-HS2F/U1",
+            lid=i + 1,
+            node=n,
+            first_seen_at=now,
+        )
+        for i, n in enumerate(nodes)
+    )
+    devices = Device.objects.bulk_create(
+        Device(node=n, name=SWITCH_DEVICE, node_type_id=2, node_type_name="switch", node_guid=n.guid, first_seen_at=now)
+        for n in nodes
+    )
+    pma = {name: 0 for name in (
+        "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
+        "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors",
+        "port_rcv_constraint_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
+        "VL15_dropped",
+    )}  # fmt: skip
+    traffic = {"port_xmit_wait": 3_100_000, "unicast_xmit_packets": 9_400_000_000, "unicast_rcv_packets": 9_300_000_000,
+               "multicast_xmit_packets": 51_000, "multicast_rcv_packets": 48_000}  # fmt: skip
+    ext = {"port_xmit_data_64": 38_000_000_000_000, "port_rcv_data_64": 37_000_000_000_000,
+           "port_xmit_packets_64": 9_400_051_000, "port_rcv_packets_64": 9_300_048_000}  # fmt: skip
+    ports = [
+        Port(
+            device=dev,
+            number=p,
+            state_id=4,
+            state_name="ACTIVE",
+            phys_state_id=5,
+            phys_state_name="LinkUp",
+            link_layer="InfiniBand",
+            rate_gbps=200.0,
+            lanes=4,
+            speed="HDR",
+            expected_speed="HDR",
+            expected_lanes=4,
+            expected_source="both ends support 4X HDR",
+            capable_speed="HDR",
+            capable_lanes=4,
+            counters={**pma, **distinct(traffic, i * ports_per_switch + p)},
+            counters_ext=distinct(ext, i * ports_per_switch + p),
+            last_collected_at=now,
+            first_seen_at=now,
+        )
+        for i, dev in enumerate(devices)
+        for p in range(1, ports_per_switch + 1)
+    ]
+    Port.objects.bulk_create(ports, batch_size=2000)
+    by_device: dict[int, list] = {}
+    for r in ports:
+        by_device.setdefault(r.device_id, []).append(r)
+    NodeReadings.objects.bulk_create(
+        (NodeReadings(node_id=dev.node_id, **readings.encode(by_device[dev.pk])) for dev in devices), batch_size=500
+    )
+    # Cabling: the leaves' lower half to the hosts' ports (the host speaks for the link), their upper
+    # half to the spines' ports (the leaf speaks: first by name); spare ports stay uncabled.
+    half = ports_per_switch // 2
+    down = [r for i, r in enumerate(ports) if i // ports_per_switch < leaves and r.number <= half]
+    up = [r for i, r in enumerate(ports) if i // ports_per_switch < leaves and r.number > half]
+    spine = [r for i, r in enumerate(ports) if i // ports_per_switch >= leaves]
+    hosts = list(Port.objects.filter(device__node__kind=Node.Kind.HOST).select_related("device__node").order_by("id"))
+    names = {n.pk: n.name for n in nodes}
+    dirty = []
+
+    def cable(a: Port, a_label: str, b: Port, b_label: str) -> None:  # a speaks for the link
+        a.peer, a.peer_label, a.link_owner = b, b_label, True
+        b.peer, b.peer_label, b.link_owner = a, a_label, False
+        for end in (a, b):
+            end.capable_speed, end.capable_lanes = "HDR", 4
+        dirty.extend((a, b))
+
+    def switch_label(port: Port) -> str:
+        return f"{names[devices_by_id[port.device_id].node_id]} port {port.number}"
+
+    devices_by_id = {d.pk: d for d in devices}
+    for leaf, host in zip(down, hosts, strict=False):
+        cable(host, f"{host.device.node.name} {host.device.name}/{host.number}", leaf, switch_label(leaf))
+    for leaf, sp in zip(up, spine, strict=False):
+        cable(leaf, switch_label(leaf), sp, switch_label(sp))
+    Port.objects.bulk_update(dirty, ["peer", "peer_label", "link_owner", "capable_speed", "capable_lanes"], 2000)
+    Port.objects.filter(device__node__kind=Node.Kind.SWITCH, peer__isnull=True).update(
+        state_id=1, state_name="DOWN", phys_state_id=2, phys_state_name="Polling", rate_gbps=None, lanes=None,
+        speed=None, expected_speed=None, expected_lanes=None, expected_source="", capable_speed=None,
+        capable_lanes=None,
+    )  # fmt: skip
+    return len(ports)
+
+
 def fresh() -> None:
     """Every node ingested now: a slow scrape must not find them stale (and drop their counters)."""
     from django.utils import timezone
@@ -142,10 +265,10 @@ def fresh() -> None:
     Node.objects.update(last_ingested_at=timezone.now())
 
 
-def get(client, series: str, accept: str, keep: bool = False) -> bytes | int:
+def get(client, series: str, accept: str, keep: bool = False, **params: str) -> bytes | int:
     """GET /metrics?set=series read to its end, as a scraper reads it: the body with `keep`, else
     its size (a streamed body is not gathered here: its chunks are counted and dropped)."""
-    response = client.get("/metrics", {"set": series}, HTTP_ACCEPT=accept)
+    response = client.get("/metrics", {"set": series, **params}, HTTP_ACCEPT=accept)
     assert response.status_code == 200
     if keep:
         return response.getvalue()
@@ -161,8 +284,8 @@ def measure(client, series: str, repeat: int, accept: str) -> tuple[list[float],
     # A fresh web process: no label texts, no health rows or lines kept from an earlier scrape.
     encoder._label_texts.clear()
     encoder._row_lines.clear()
-    collector._port_memo.entries.clear()
-    collector._device_memo.entries.clear()
+    for memo in collector.MEMOS:
+        memo.entries.clear()
     times = []
     for _ in range(repeat):
         fresh()
@@ -193,8 +316,8 @@ def kept_memory(client) -> tuple[float, float, float]:
 
     encoder._label_texts.clear()
     encoder._row_lines.clear()
-    collector._port_memo.entries.clear()
-    collector._device_memo.entries.clear()
+    for memo in collector.MEMOS:
+        memo.entries.clear()
     gc.collect()
     tracemalloc.start()
     kept = []
@@ -217,6 +340,8 @@ def main() -> None:
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--ports", type=int, nargs="+", default=[5000, 20000, 50000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--switches", type=int, default=0, help="also a fat tree of this many switches")
+    parser.add_argument("--switch-ports", type=int, default=40, help="ports per switch (default 40)")
     parser.add_argument(
         "--format",
         choices=FORMATS,
@@ -255,12 +380,18 @@ def main() -> None:
         )
         for ports in args.ports:
             fill(ports, port)
-            for series in ("all", "health"):
+            switch_ports = fill_switches(args.switches, args.switch_ports) if args.switches else 0
+            if switch_ports:
+                print(f"{ports:6d} ports beside {args.switches} switches x {args.switch_ports} ports", flush=True)
+            for series in ("all", "health", *(("counters", "detail") if switch_ports else ())):
                 times, mb, samples, size, collect = measure(client, series, args.repeat, FORMATS[args.format])
                 seconds = min(times[1:] or times)
-                goal_s, goal_mb = GOALS[series]
-                ratio = f"  ({seconds / goal_s:.2f} of the time goal" + (
-                    f", {mb / goal_mb:.2f} of the memory goal)" if goal_mb else ")"
+                goal_s, goal_mb = GOALS.get(series, (None, None))
+                ratio = (
+                    f"  ({seconds / goal_s:.2f} of the time goal"
+                    + (f", {mb / goal_mb:.2f} of the memory goal)" if goal_mb else ")")
+                    if goal_s and not switch_ports
+                    else ""
                 )
                 print(
                     f"{ports:6d} ports  set={series:6}  {seconds:6.3f} s (cold {times[0]:.3f} s, warm "
@@ -270,6 +401,17 @@ def main() -> None:
                     sep="",
                     flush=True,
                 )
+                if switch_ports:
+                    fresh()
+                    body = get(client, series, FORMATS[args.format], keep=True, node="sw*")
+                    lines = [line for line in body.splitlines() if line and not line.startswith(b"#")]
+                    own = [line for line in lines if not line.startswith(b"fabricweb_exporter_")]
+                    print(
+                        f"{'':6}        set={series:8} the switches' share (node=sw*): {len(own) / switch_ports:5.2f} "
+                        f"series and {sum(map(len, own)) / switch_ports:6.0f} bytes per switch port "
+                        f"({len(own)} series, {len(body) / 1e6:.1f} MB with HELP/TYPE)",
+                        flush=True,
+                    )
             if args.memory:
                 text, both, peak = kept_memory(client)
                 print(
