@@ -12,6 +12,7 @@ from django.utils import timezone
 from exporter_support import LiveWorld, by_name, samples, scrape, switch_port
 from test_exporter_encoder import assert_same_bytes
 
+from collectors.fabric.pma import COUNTER_NAMES
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.names import SWITCH_COUNTERS
 from fabricweb.exporter.selection import Selection
@@ -54,6 +55,14 @@ def guids() -> dict[str, str]:
 def links(text: str, name: str = "infiniband_link_up") -> dict[str, tuple[dict, float]]:
     """end -> (labels, value) of a link family."""
     return {dict(k)["end"]: (dict(k), v) for k, v in by_name(text, name).items()}
+
+
+def test_every_counter_the_fabric_collector_reads_has_its_switch_family():
+    sources = [(field, file) for family in SWITCH_COUNTERS for field, file in family.sources]
+    assert len(sources) == len(set(sources))
+    assert {file for _, file in sources} == set(COUNTER_NAMES)
+    # Stored as ingest stores them (fabricweb/fabric/ingest.py): the `_64` twins in counters_ext.
+    assert all((field == "counters_ext") == file.endswith("_64") for field, file in sources)
 
 
 def test_switch_ports_have_their_own_families_and_host_families_carry_hosts_only(client, world):
