@@ -1,0 +1,994 @@
+"""The fabric collector on a 256-switch fabric under ibsim, side by side with ibnetdiscover + ibqueryerrors,
+and what ingesting its sweeps costs per switch port against a host port (issue 22).
+
+    source /tmp/testenv.sh     # or: eval "$(scripts/test-services start)"   (TEST_POSTGRES_URL)
+    .venv/bin/python bench/bench_fabric.py [--runs 5] [--warm 10] [--db URL] [--no-ingest] [--keep]
+
+The fabric: `python -m collectors simulate --out DIR --nodes 471 --ports 1 --hcas 1 --fabric
+--switch-ports 40 --leaves 170 --spines 86 --once` in a scratch directory under /tmp: 256 switches of 40
+ports (170 leaves, 86 spines: the fewest spines simulate allows for 170 leaves whose top 20 ports go up),
+and 448 InfiniBand hosts of one port (471 simulated nodes, of which simulate makes 5% RoCE hosts, not on
+the fabric). ibsim runs it on its own IBSIM_SOCKNAME; `ibsim-run opensm -o` assigns the LIDs, then
+`ibsim-run opensm` keeps running (ibqueryerrors needs its SA) for every timed run, ours and theirs alike.
+Everything the bench starts is stopped at the end, whatever happens; nothing is written into the repo.
+
+1-3. The collector (collectors.fabric.sweep.Sweeper on open_port(), as the fabric agent holds them)
+   runs in a child process under ibsim-run and sweeps when told: one untimed full sweep first, then
+   each run a full sweep and a counters-only poll, alternated with `ibsim-run ibnetdiscover` and
+   `ibsim-run ibqueryerrors --data` as scheduled, and again with each tool and ibsim pinned to one CPU
+   (see ONE_CPU below; the order flips every run). Ours is the sweep's own time in the running
+   collector; theirs is each tool's wall time, start to exit (they are one-shot programs). Also: CPU
+   seconds of the sweeping process and of ibsim in each, what other processes used meanwhile (Others),
+   and peak RSS (the collector's VmHWM from /proc; the tools' ru_maxrss from wait4). --gc-compare adds
+   a second collector process with the ingest's garbage-collector settings (heap.settle), alternated.
+4. The snapshots' size: the JSON text as signed and sent (nodeauth.signed_kwargs), and as Redis holds the
+   message (the fabric agent's own Celery app and FabricAgent.deliver, to a private redis-server).
+5. In a child process on a throwaway PostgreSQL database (created, migrated with Django's migrate,
+   dropped): (a) reading, JSON decode (json.loads, as a signed message's text is read) and validation,
+   of the sweeps (parse_fabric) and of the same hosts' snapshots (parse_snapshot); (b) storing,
+   ingest_fabric per switch port against ingest_batch (100 snapshots a transaction, as the consumer's
+   batches) per host port-sample, in steady state: the first round (which creates everything) and
+   --warm rounds untimed, then --runs rounds alternating host polls and sweeps. The hosts' counters
+   move as collectors.sim moves them (two real polls, then each step again, as bench_ingest.py's
+   --warm does); ibsim's counters do not move, so each cabled switch port's traffic counters are
+   moved by a fixed random step per sweep, so that neither side's samples are all zero deltas.
+   Peak RSS of each store step: VmHWM after resetting it (/proc/self/clear_refs) before the step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+GOAL_FULL_S = 2.0
+GOAL_COUNTERS_S = 1.0
+GOAL_RATIO = 1.5
+COLLECTOR = "fabric-bench"
+T0 = datetime(2026, 3, 1, tzinfo=UTC)
+STEP = timedelta(seconds=10)
+PROMPT = timedelta(milliseconds=100)  # from a snapshot's date to its storing
+HOST_BATCH = 100  # snapshots per ingest_batch call: the consumer's default batch
+PREFIX = "BENCH "  # a child's result lines on stdout
+LINK_UP = 5
+# Counters that traffic moves on a cabled switch port (ibsim's stay still): the 64-bit ones and the wait.
+MOVING = (
+    "port_xmit_data_64", "port_rcv_data_64", "port_xmit_packets_64", "port_rcv_packets_64",
+    "unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets",
+    "port_xmit_wait",
+)  # fmt: skip
+
+
+SERIES = (
+    "full", "counters", "ibnetdiscover", "ibqueryerrors", "ibnetdiscover@1", "ibqueryerrors@1",
+    "full+gc", "counters+gc",
+)  # fmt: skip
+# ONE_CPU. The tools are synchronous: each MAD waits for ibsim's answer before the next. On a virtual
+# machine whose CPUs halt when idle (KVM's haltpoll), every such round trip from one CPU to the other pays
+# for waking the other, and on an otherwise idle 2-CPU guest the tools took 2-3x as long as on a busy one.
+# So each run also times them with ibsim and the tool on one CPU (both pinned for the while): their best
+# here, as fast as on a busy machine, and close to environment.md's 0.5 s (shared/docs). The collector
+# keeps 64 MADs in flight and is CPU-bound; pinning did not help it.
+
+
+# -- small helpers -------------------------------------------------------------------------------
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (5 min {five:.2f})"
+
+
+def proc_kb(field: str, pid: str | int = "self") -> int:
+    m = re.search(rf"^{field}:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    return int(m.group(1)) if m else 0
+
+
+def reset_hwm() -> None:
+    """Reset this process's VmHWM to its current RSS (Linux: 5 > /proc/self/clear_refs)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a running process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds all CPUs have spent busy since boot (/proc/stat: everything but idle and iowait)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = Path("/proc/stat").read_text().split()[1:9]
+    return sum(int(v) for v in (user, nice, system, irq, softirq, steal)) / os.sysconf("SC_CLK_TCK")
+
+
+class Others:
+    """How busy the rest of the machine was during a step: CPUs used by processes other than `pids` and
+    this one (with the children it has waited for), from /proc/stat. 0 is a quiet machine; the
+    load average cannot tell, as it counts the bench's own processes too."""
+
+    def __init__(self, pids) -> None:
+        self.pids = pids
+
+    def _ours(self) -> float:
+        total = sum(os.times()[:4])  # this process and its waited-for children (the tools)
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                total += cpu_s(pid)
+        return total
+
+    def __enter__(self) -> Others:
+        self.start, self.busy, self.ours = time.perf_counter(), machine_busy_s(), self._ours()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        wall = time.perf_counter() - self.start
+        other = (machine_busy_s() - self.busy) - (self._ours() - self.ours)
+        self.cpus = max(other, 0.0) / wall
+
+
+def spread(values: list[float], fmt: str = "{:.3f}") -> str:
+    if not values:
+        return "-"
+    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
+
+
+def iso(when: datetime) -> str:
+    return when.isoformat().replace("+00:00", "Z")
+
+
+def emit(obj) -> None:
+    print(PREFIX + json.dumps(obj), flush=True)
+
+
+def read_reply(proc: subprocess.Popen) -> dict:
+    for line in proc.stdout:
+        if line.startswith(PREFIX):
+            return json.loads(line[len(PREFIX) :])
+    raise RuntimeError(f"child exited (status {proc.wait()}) without an answer")
+
+
+def stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM, wait: float = 5.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # opensm, its simulator gone, may not hear SIGTERM
+        proc.wait()
+
+
+def wait_for(check, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def machine() -> str:
+    model = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    meminfo = Path("/proc/meminfo").read_text()
+    m = re.search(r"MemTotal:\s+(\d+)", meminfo)
+    mem = int(m.group(1)) // 1024 // 1024 if m else 0
+    return f"{os.cpu_count()} CPUs ({model}), {mem} GiB"
+
+
+# -- the fabric under ibsim ------------------------------------------------------------------------
+class Simulated:
+    """fabric.net written by `collectors simulate --fabric`, ibsim on it, opensm; stop() ends them all."""
+
+    def __init__(self, scratch: Path, args: argparse.Namespace) -> None:
+        self.dir = scratch / "sim"
+        self.scratch = scratch
+        self.procs: list[subprocess.Popen] = []
+        self.ibsim: subprocess.Popen | None = None
+        self.opensm: subprocess.Popen | None = None
+        self.env = {
+            **os.environ,
+            "IBSIM_SOCKNAME": f"bench-fabric-{uuid.uuid4().hex[:10]}",
+            "OSM_CACHE_DIR": str(scratch),  # not /var/cache/opensm: LIDs of this fabric only
+        }
+        self.command = [
+            "python", "-m", "collectors", "simulate", "--out", "DIR", "--nodes", str(args.nodes), "--ports", "1",
+            "--hcas", "1", "--fabric", "--switch-ports", str(args.switch_ports), "--leaves", str(args.leaves),
+            "--spines", str(args.spines), "--once",
+        ]  # fmt: skip
+
+    def write(self) -> None:
+        cmd = [sys.executable, *self.command[1:]]
+        cmd[cmd.index("DIR")] = str(self.dir)
+        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        net = (self.dir / "fabric.net").read_text()
+        self.switches = len(re.findall(r"^Switch\s", net, re.M))
+        self.cas = len(re.findall(r"^(?:Hca|Ca)\s", net, re.M))
+        self.switch_ports = sum(int(n) for n in re.findall(r"^Switch\s+(\d+)", net, re.M))
+        self.hosts = sorted(set(re.findall(r'^(?:Hca|Ca)\s+\d+\s+"(\S+) ', net, re.M)))
+
+    def start(self) -> None:
+        log = open(self.scratch / "ibsim.log", "wb")  # noqa: SIM115 (open while ibsim runs)
+        self.ibsim = subprocess.Popen(
+            ["ibsim", "-s", "-n", str(self.dir / "fabric.net")],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.scratch,
+        )  # fmt: skip
+        log.close()
+        self.procs.append(self.ibsim)
+        logfile = self.scratch / "ibsim.log"
+        wait_for(lambda: "Network simulator ready" in logfile.read_text(errors="replace"), "ibsim", 60)
+        # opensm buffers its log unless told: the bench reads it to know when the subnet is up.
+        config = self.scratch / "opensm.conf"
+        config.write_text("force_log_flush TRUE\n")
+        once = self.tool("opensm", "-F", str(config), "-o", "-f", str(self.scratch / "opensm-once.log"), timeout=300)
+        if once.returncode != 0:
+            raise RuntimeError(f"opensm -o failed: {once.stderr[-500:]}")
+        osm_log = self.scratch / "opensm.log"
+        self.opensm = subprocess.Popen(
+            ["ibsim-run", "opensm", "-F", str(config), "-f", str(osm_log)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=self.env,
+            cwd=self.scratch,
+        )  # fmt: skip
+        self.procs.append(self.opensm)
+        wait_for(lambda: osm_log.exists() and "SUBNET UP" in osm_log.read_text(errors="replace"), "opensm", 120)
+        time.sleep(1.0)
+
+    def tool(self, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["ibsim-run", *cmd], env=self.env, capture_output=True, text=True, timeout=timeout, cwd=self.scratch
+        )
+
+    def timed_tool(self, *cmd: str, cpu: int | None = None) -> dict:
+        """One run of a diagnostic tool: wall seconds, its CPU and peak RSS (wait4), ibsim's CPU.
+
+        With `cpu`, the tool and ibsim both run on that one CPU for the while (see ONE_CPU)."""
+        sim_before = cpu_s(self.ibsim.pid)
+        err = open(self.scratch / "tool.err", "wb")  # noqa: SIM115
+        if cpu is not None:
+            os.sched_setaffinity(self.ibsim.pid, {cpu})
+        try:
+            start = time.perf_counter()
+            proc = subprocess.Popen(
+                ["ibsim-run", *cmd], env=self.env, stdout=subprocess.DEVNULL, stderr=err, cwd=self.scratch,
+                preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
+            )  # fmt: skip
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - start
+        finally:
+            if cpu is not None:
+                os.sched_setaffinity(self.ibsim.pid, os.sched_getaffinity(0))
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.close()
+        if proc.returncode != 0:
+            raise RuntimeError(
+                f"{' '.join(cmd)} exited {proc.returncode}: {(self.scratch / 'tool.err').read_text()[-500:]}"
+            )
+        return {
+            "seconds": wall,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "ibsim_cpu_s": cpu_s(self.ibsim.pid) - sim_before,
+            "maxrss_kb": usage.ru_maxrss,
+        }
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):  # opensm before ibsim
+            stop(proc)
+
+
+class Collector:
+    """The fabric collector's sweeper in a child process under ibsim-run, sweeping when told."""
+
+    def __init__(self, sim: Simulated, settle_gc: bool = False) -> None:
+        self.sim = sim
+        cmd = ["ibsim-run", sys.executable, __file__, "--sweeper", str(sim.scratch)]
+        err = sim.scratch / f"collector{'-gc' if settle_gc else ''}.err"
+        self.proc = subprocess.Popen(
+            cmd + (["--settle-gc"] if settle_gc else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(err, "wb"),  # noqa: SIM115
+            env=sim.env, text=True, cwd=REPO,
+        )  # fmt: skip
+        try:
+            ready = read_reply(self.proc)
+            if "error" in ready:
+                raise RuntimeError(f"the collector could not open its port: {ready['error']}")
+        except BaseException:
+            stop(self.proc)
+            raise
+
+    def ask(self, command: str) -> dict:
+        sim_before = cpu_s(self.sim.ibsim.pid)
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        reply = read_reply(self.proc)
+        reply["ibsim_cpu_s"] = cpu_s(self.sim.ibsim.pid) - sim_before
+        return reply
+
+    def close(self) -> dict:
+        try:
+            return self.ask("quit")
+        finally:
+            stop(self.proc)
+
+
+def sweeper_child(scratch: str, settle_gc: bool = False) -> int:
+    """Under ibsim-run: one Sweeper on open_port(), a sweep per line on stdin, its figures on stdout.
+
+    With `settle_gc`, the process's cyclic collector is set as the ingest process sets its own
+    (fabricweb/telemetry/heap.py), which the fabric agent does not do: --gc-compare."""
+    from collectors.fabric.snapshot import to_dict
+    from collectors.fabric.sweep import Sweeper, open_port
+    from fabricweb.nodeauth import COLLECTOR as ROLE
+    from fabricweb.nodeauth import signed_kwargs
+
+    try:
+        sweeper = Sweeper(open_port(), COLLECTOR)
+    except OSError as e:
+        emit({"error": str(e)})
+        return 1
+    if settle_gc:
+        from fabricweb.telemetry import heap
+
+        heap.settle()
+    emit({"ready": True})
+    texts: dict[str, str] = {}
+    for line in sys.stdin:
+        mode = line.strip()
+        if mode == "quit":
+            for name, text in texts.items() if not settle_gc else ():
+                Path(scratch, f"{name}.json").write_text(text)
+            emit({"hwm_kb": proc_kb("VmHWM"), "rss_kb": proc_kb("VmRSS")})
+            return 0
+        cpu, start = time.process_time(), time.perf_counter()
+        sweep = sweeper.sweep(mode)
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+        start = time.perf_counter()
+        text = signed_kwargs("00" * 32, to_dict(sweep), ROLE)["snapshot"]  # the text as sent
+        snapshot_s = time.perf_counter() - start
+        texts[mode] = text
+        switches = [n for n in sweep.nodes if n.is_switch]
+        emit(
+            {
+                "mode": sweep.mode,
+                "seconds": seconds,
+                "cpu_s": cpu,
+                "snapshot_s": snapshot_s,
+                "queries": sweep.queries,
+                "errors": len(sweep.errors),
+                "first_error": f"{sweep.errors[0].path}: {sweep.errors[0].reason}" if sweep.errors else None,
+                "nodes": len(sweep.nodes),
+                "switches": len(switches),
+                "switch_ports": sum(1 for n in switches for p in n.ports if p > 0),
+                "bytes": len(text.encode()),
+            }
+        )
+    return 0
+
+
+def measure_sweeps(sim: Simulated, runs: int, gc_compare: bool = False) -> dict:
+    out = {"load_before": load(), **{key: [] for key in SERIES}}
+    one_cpu = min(os.sched_getaffinity(0))
+    collector = Collector(sim)
+    settled = None
+    try:
+        if gc_compare:
+            settled = Collector(sim, settle_gc=True)
+            settled.ask("full")
+        out["first"] = collector.ask("full")  # discovery from nothing, as at the collector's start
+        sim.timed_tool("ibnetdiscover")  # the tools' first runs too, untimed
+        sim.timed_tool("ibqueryerrors", "--data")
+
+        procs = (sim.ibsim, sim.opensm, collector.proc, settled.proc if settled else None)
+        pids = lambda: [p.pid for p in procs if p is not None]  # noqa: E731
+
+        def timed(key: str, step) -> None:
+            with Others(pids) as others:
+                result = step()
+            out[key].append(result | {"others": others.cpus})
+
+        def ours() -> None:
+            timed("full", lambda: collector.ask("full"))
+            timed("counters", lambda: collector.ask("counters"))
+
+        def theirs() -> None:
+            timed("ibnetdiscover", lambda: sim.timed_tool("ibnetdiscover"))
+            timed("ibqueryerrors", lambda: sim.timed_tool("ibqueryerrors", "--data"))
+
+        def theirs_one_cpu() -> None:
+            timed("ibnetdiscover@1", lambda: sim.timed_tool("ibnetdiscover", cpu=one_cpu))
+            timed("ibqueryerrors@1", lambda: sim.timed_tool("ibqueryerrors", "--data", cpu=one_cpu))
+
+        def ours_settled() -> None:
+            timed("full+gc", lambda: settled.ask("full"))
+            timed("counters+gc", lambda: settled.ask("counters"))
+
+        for run in range(runs):
+            steps = (ours, theirs, theirs_one_cpu) + ((ours_settled,) if settled else ())
+            for step in steps if run % 2 == 0 else steps[::-1]:
+                step()
+    finally:
+        if settled is not None:
+            settled.close()
+        out["collector"] = collector.close()
+    out["load_after"] = load()
+    return out
+
+
+# -- sizes in Redis ------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
+    """Bytes of one message as Redis holds it: a full sweep, a counters-only poll, a host snapshot (signed)."""
+    if not shutil.which("redis-server"):
+        return "redis-server not installed"
+    import redis
+
+    from fabricweb.fabricagent.app import create_app
+    from fabricweb.fabricagent.config import FabricAgentConfig
+    from fabricweb.names import INGEST_SNAPSHOT, fabric_snapshot_queue, snapshot_queue
+    from fabricweb.nodeauth import signed_kwargs
+
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        client = redis.Redis(port=port)
+        wait_for(lambda: _pings(client), "redis-server", 10)
+        config = FabricAgentConfig(broker_url=f"redis://127.0.0.1:{port}/0", collector=COLLECTOR, key="00" * 32)
+        app, agent = create_app(config, port_factory=lambda *a: None)
+        queue = fabric_snapshot_queue(COLLECTOR)
+        out = {}
+        for mode in ("full", "counters"):
+            agent.deliver(json.loads((scratch / f"{mode}.json").read_text()))
+            out[mode] = len(client.lindex(queue, 0))
+            client.delete(queue)
+        sizes = []
+        for text in host_texts[:20]:  # as the node agent's Agent.deliver sends a signed snapshot
+            snap = json.loads(text)
+            signed = signed_kwargs("00" * 32, snap)
+            q = snapshot_queue(snap["host"])
+            app.send_task(
+                INGEST_SNAPSHOT,
+                kwargs=signed,
+                queue=q,
+                argsrepr="()",
+                kwargsrepr=f"{{signed snapshot of {snap['host']}}}",
+            )
+            sizes.append(len(client.lindex(q, 0)))
+            client.delete(q)
+        out["host"] = statistics.mean(sizes)
+        app.close()
+        return out
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _pings(client) -> bool:
+    import redis
+
+    try:
+        return client.ping()
+    except redis.ConnectionError:
+        return False
+
+
+# -- host snapshots ------------------------------------------------------------------------------
+def host_polls(sim: Simulated) -> list[list[dict]]:
+    """Two polls of the fabric's hosts, one simulated step apart (simulate --once made the first step)."""
+    from collectors import read_host, to_dict
+    from collectors.sim import Fabric
+
+    fabric = Fabric.load(str(sim.dir))
+    polls = []
+    for k in range(2):
+        if k:
+            fabric.step(STEP.total_seconds())
+        when = (T0 + timedelta(seconds=fabric.clock)).timestamp()
+        polls.append([to_dict(read_host(str(sim.dir / h), host=h, use_verbs=False, now=when)) for h in sim.hosts])
+    return polls
+
+
+# -- ingest (child process, PostgreSQL) ------------------------------------------------------------
+def database_name(scratch: Path) -> str:
+    """The throwaway database's name, from the scratch directory's (the parent drops it too if the child dies)."""
+    return "fabric_" + re.sub(r"[^a-z0-9]", "_", scratch.name.lower())
+
+
+def setup_django(base_url: str, name: str) -> str:
+    import psycopg
+    from django.core.management.utils import get_random_secret_key
+
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+        version = conn.execute("SHOW server_version").fetchone()[0].split()[0]
+        fsync = conn.execute("SHOW fsync").fetchone()[0]
+    os.environ["SECRET_KEY"] = get_random_secret_key()
+    os.environ["DJANGO_SETTINGS_MODULE"] = "fabricweb.settings"
+    os.environ["DATABASE_URL"] = base_url.rsplit("/", 1)[0] + "/" + name
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    return f"PostgreSQL {version} (fsync={fsync})"
+
+
+def drop_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    if "django" in sys.modules:
+        from django.conf import settings
+
+        if settings.configured:
+            from django.db import connections
+
+            connections.close_all()
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+class Hosts:
+    """Host poll k: the first real poll with every counter moved k times as much as from the first to the second."""
+
+    def __init__(self, polls: list[list[dict]]) -> None:
+        from bench_ingest import _steps
+
+        self.first = polls[0]
+        self.steps = [_steps(a, b) for a, b in zip(polls[0], polls[1], strict=True)]
+
+    def poll(self, k: int, when: datetime) -> list[dict]:
+        out = []
+        for snap, steps in zip(self.first, self.steps, strict=True):
+            moved = copy.deepcopy(snap)
+            moved["collected_at"] = iso(when)
+            for d, dev in enumerate(moved["devices"]):
+                for i, port in enumerate(dev["ports"]):
+                    for section in ("counters", "counters_ext", "hw_counters"):
+                        values = port.get(section) or {}
+                        for name, step in steps.get((d, i, section), {}).items():
+                            if values.get(name) is not None:
+                                values[name] += k * step
+            out.append(moved)
+        return out
+
+
+class Sweeps:
+    """Sweep k of the fabric: the full sweep's snapshot, dated, its cabled switch ports' traffic moved k steps.
+
+    A counters-only sweep is the same with no port rows and the counters poll's own `sweep` figures,
+    as Sweeper.sweep("counters") makes it: the same nodes, new counters.
+    """
+
+    def __init__(self, full_text: str, counters_text: str) -> None:
+        self.full = json.loads(full_text)
+        self.counters_sweep = json.loads(counters_text)["sweep"]
+        cols = {name: i for i, name in enumerate(self.full["ports"]["columns"])}
+        cabled = {
+            (r[cols["node"]], r[cols["port"]])
+            for r in self.full["ports"]["rows"]
+            if r[cols["phys_state"]] == LINK_UP and r[cols["peer_node"]] is not None
+        }
+        ccols = {name: i for i, name in enumerate(self.full["counters"]["columns"])}
+        rng = random.Random(22)
+        self.moves = []  # (row index, column, step)
+        for index, row in enumerate(self.full["counters"]["rows"]):
+            if (row[0], row[1]) not in cabled:
+                continue
+            data = rng.randrange(4 * 10**9)
+            packets = data // 2048 + 1
+            steps = dict.fromkeys(MOVING, packets)
+            steps.update(port_xmit_data_64=data, port_rcv_data_64=rng.randrange(4 * 10**9),
+                         multicast_xmit_packets=rng.randrange(1000), multicast_rcv_packets=rng.randrange(1000),
+                         port_xmit_wait=rng.randrange(10**5))  # fmt: skip
+            for name, step in steps.items():
+                if row[ccols[name]] is not None:
+                    self.moves.append((index, ccols[name], step))
+        self.cabled = len(cabled)
+
+    def sweep(self, k: int, when: datetime, mode: str) -> dict:
+        rows = [list(r) for r in self.full["counters"]["rows"]]
+        for index, column, step in self.moves:
+            rows[index][column] += k * step
+        snap = {**self.full, "collected_at": iso(when), "counters": {**self.full["counters"], "rows": rows}}
+        if mode == "counters":
+            snap.update(mode="counters", sweep=self.counters_sweep, ports={**self.full["ports"], "rows": []})
+        return snap
+
+
+def ingest_child(scratch: str, runs: int, warm: int, db_url: str) -> int:
+    scratch = Path(scratch)
+    name = database_name(scratch)
+    label = setup_django(db_url, name)
+    try:
+        emit(_ingest(scratch, runs, warm) | {"db": label})
+    finally:
+        drop_database(db_url, name)
+    return 0
+
+
+def _ingest(scratch: Path, runs: int, warm: int) -> dict:
+    from django.db import connection
+
+    from fabricweb.fabric.ingest import ingest_fabric
+    from fabricweb.fabric.schema import parse_fabric
+    from fabricweb.telemetry import heap
+    from fabricweb.telemetry.ingest import ingest_batch
+    from fabricweb.telemetry.schema import parse_snapshot
+
+    heap.settle()  # as `manage.py ingest` does
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]  # its CPU is this ingest's, not other work's
+    others = []
+    texts = {m: (scratch / f"{m}.json").read_text() for m in ("full", "counters")}
+    polls = json.loads((scratch / "hosts.json").read_text())
+    host_texts = [json.dumps(s, separators=(",", ":"), allow_nan=False) for s in polls[1]]
+    out: dict = {"hwm_start_kb": proc_kb("VmHWM")}
+
+    # (a) reading: decode + validate, per port, alternately.
+    fabric_now = {m: datetime.fromisoformat(json.loads(t)["collected_at"]) + PROMPT for m, t in texts.items()}
+    host_now = datetime.fromisoformat(polls[1][0]["collected_at"]) + PROMPT
+    parse_snapshot(json.loads(host_texts[0]), host_now)  # the worded checks learn the counter names once
+    parse_fabric(json.loads(texts["full"]), fabric_now["full"])
+    reading = {k: [] for k in ("host", "full", "counters")}
+
+    def read_hosts() -> None:
+        decode = validate = 0.0
+        ports = 0
+        for text in host_texts:
+            t0 = time.perf_counter()
+            data = json.loads(text)
+            t1 = time.perf_counter()
+            snap = parse_snapshot(data, host_now)
+            validate += time.perf_counter() - t1
+            decode += t1 - t0
+            ports += sum(len(d.ports) for d in snap.devices)
+        reading["host"].append((decode / ports * 1e6, validate / ports * 1e6))
+
+    def read_fabric(mode: str) -> None:
+        t0 = time.perf_counter()
+        data = json.loads(texts[mode])
+        t1 = time.perf_counter()
+        fabric = parse_fabric(data, fabric_now[mode])
+        t2 = time.perf_counter()
+        ports = len(fabric.counters)  # (node, port) -> values: one per switch port counted
+        reading[mode].append(((t1 - t0) / ports * 1e6, (t2 - t1) / ports * 1e6))
+        out[f"read_{mode}_ports"] = ports
+
+    for run in range(runs):
+        steps = [read_hosts, lambda: read_fabric("full"), lambda: read_fabric("counters")]
+        for step in steps if run % 2 == 0 else steps[::-1]:
+            with Others(lambda: [backend]) as busy:
+                step()
+            others.append(busy.cpus)
+    out["reading"] = reading
+    out["host_ports_per_poll"] = sum(len(d["ports"]) for s in polls[1] for d in s["devices"])
+
+    # (b) storing, in steady state.
+    hosts, sweeps = Hosts(polls), Sweeps(texts["full"], texts["counters"])
+    out["cabled_switch_ports"] = sweeps.cabled
+    clock = {"host": 0, "fabric": 0}
+    storing = {k: [] for k in ("host", "full", "counters")}
+    hwm = {k: [] for k in ("host", "full", "counters")}
+    grew = {k: [] for k in ("host", "full", "counters")}  # peak RSS during the step over RSS before it
+
+    def store_hosts(timed: bool) -> tuple[float, int]:
+        k = clock["host"]
+        clock["host"] += 1
+        when = T0 + k * STEP
+        snaps = hosts.poll(k, when)
+        reset_hwm()
+        rss = proc_kb("VmRSS")
+        start, samples = time.perf_counter(), 0
+        for i in range(0, len(snaps), HOST_BATCH):
+            result = ingest_batch(snaps[i : i + HOST_BATCH], now=when + PROMPT)
+            if result.rejected:
+                raise RuntimeError(f"host snapshot rejected: {result.rejected[0].error}")
+            samples += result.samples_written
+        seconds = time.perf_counter() - start
+        if timed:
+            storing["host"].append(seconds / samples * 1e6)
+            hwm["host"].append(proc_kb("VmHWM"))
+            grew["host"].append(proc_kb("VmHWM") - rss)
+        return seconds, samples
+
+    def store_fabric(mode: str, timed: bool) -> tuple[float, object]:
+        k = clock["fabric"]
+        clock["fabric"] += 1
+        when = T0 + k * STEP + STEP / 2
+        snap = sweeps.sweep(k, when, mode)
+        reset_hwm()
+        rss = proc_kb("VmRSS")
+        start = time.perf_counter()
+        result = ingest_fabric(snap, now=when + PROMPT)
+        seconds = time.perf_counter() - start
+        if result.status != "stored":
+            raise RuntimeError(f"sweep {k} not stored: {result.status} {result.note}")
+        if timed:
+            storing[mode].append(seconds / result.ports * 1e6)
+            hwm[mode].append(proc_kb("VmHWM"))
+            grew[mode].append(proc_kb("VmHWM") - rss)
+            out[f"store_{mode}_ports"] = result.ports
+            out[f"store_{mode}_samples"] = result.samples_written
+        return seconds, result
+
+    seconds, samples = store_hosts(False)
+    out["first_host_us"] = seconds / samples * 1e6
+    seconds, result = store_fabric("full", False)
+    out["first_full_us"] = seconds / result.ports * 1e6
+    out["first_full_s"] = seconds
+    for _ in range(warm):
+        store_hosts(False)
+        store_fabric("full", False)
+    for run in range(runs):
+        steps = [
+            lambda: store_hosts(True),
+            lambda: store_fabric("full", True),
+            lambda: store_hosts(True),
+            lambda: store_fabric("counters", True),
+        ]
+        for step in steps if run % 2 == 0 else [steps[1], steps[0], steps[3], steps[2]]:
+            with Others(lambda: [backend]) as busy:
+                step()
+            others.append(busy.cpus)
+    out["others"] = others
+    out["storing"] = storing
+    out["hwm_kb"] = hwm
+    out["grew_kb"] = grew
+    out["rss_end_kb"] = proc_kb("VmRSS")
+    return out
+
+
+def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str) -> dict:
+    before = load()
+    done = subprocess.run(
+        [sys.executable, __file__, "--ingest", str(scratch), "--runs", str(runs), "--warm", str(warm), "--db", db_url],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith(PREFIX)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"ingest child failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len(PREFIX) :]) | {"load_before": before, "load_after": load()}
+
+
+# -- report --------------------------------------------------------------------------------------
+def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest: dict | None, args) -> None:
+    print(f"machine: {machine()}")
+    print(
+        f"fabric: {sim.switches} switches ({args.leaves} leaves, {args.spines} spines) x {args.switch_ports} ports, "
+        f"{sim.cas} hosts; {sim.switch_ports + sim.cas:,} ports ({sim.switch_ports:,} switch ports); "
+        f"written by `{' '.join(sim.command)}`"
+    )
+    if sweeps:
+        first = sweeps["first"]
+        print(
+            f"\nsweeps, {args.runs} runs alternated with the tools (min / median / max; load {sweeps['load_before']}"
+            f" before, {sweeps['load_after']} after):"
+        )
+        rows = [
+            ("full sweep (ours)", sweeps["full"], GOAL_FULL_S),
+            ("counters-only poll (ours)", sweeps["counters"], GOAL_COUNTERS_S),
+            ("ibnetdiscover", sweeps["ibnetdiscover"], None),
+            ("ibqueryerrors --data", sweeps["ibqueryerrors"], None),
+            ("ibnetdiscover, 1 CPU", sweeps["ibnetdiscover@1"], None),
+            ("ibqueryerrors --data, 1 CPU", sweeps["ibqueryerrors@1"], None),
+        ]
+        if sweeps["full+gc"]:
+            rows.insert(2, ("full, ingest's GC settings", sweeps["full+gc"], GOAL_FULL_S))
+            rows.insert(3, ("counters, ingest's GC", sweeps["counters+gc"], GOAL_COUNTERS_S))
+        print(f"  {'':<28}{'seconds':<26}{'its CPU s':<22}{'ibsim CPU s':<22}{'other work, CPUs':<22}goal")
+        for label, values, goal in rows:
+            secs = [v["seconds"] for v in values]
+            verdict = ""
+            if goal is not None:
+                verdict = f"<= {goal:g} s: " + ("met" if statistics.median(secs) <= goal else "MISSED")
+                verdict += f" ({sum(s <= goal for s in secs)}/{len(secs)} runs within)"
+            print(
+                f"  {label:<28}{spread(secs):<26}{spread([v['cpu_s'] for v in values]):<22}"
+                f"{spread([v['ibsim_cpu_s'] for v in values]):<22}{spread([v['others'] for v in values], '{:.2f}'):<22}"
+                f"{verdict}"
+            )
+        for suffix, how in (("", "as scheduled"), ("@1", "ibsim and the tool on 1 CPU")):
+            n, q = sweeps["ibnetdiscover" + suffix], sweeps["ibqueryerrors" + suffix]
+            ratio = [f["seconds"] / (a["seconds"] + b["seconds"]) for f, a, b in zip(sweeps["full"], n, q, strict=True)]
+            ratio_c = [c["seconds"] / b["seconds"] for c, b in zip(sweeps["counters"], q, strict=True)]
+            verdict = "met" if statistics.median(ratio) <= GOAL_RATIO else "MISSED"
+            print(
+                f"  full / (ibnetdiscover + ibqueryerrors), {how}, same run: {spread(ratio, '{:.2f}x')}"
+                f"   goal <= {GOAL_RATIO}x: {verdict}; counters-only / ibqueryerrors: {spread(ratio_c, '{:.2f}x')}"
+            )
+            if sweeps["full+gc"]:
+                ratio = [
+                    f["seconds"] / (a["seconds"] + b["seconds"])
+                    for f, a, b in zip(sweeps["full+gc"], n, q, strict=True)
+                ]
+                verdict = "met" if statistics.median(ratio) <= GOAL_RATIO else "MISSED"
+                print(
+                    f"    with the ingest's GC settings: {spread(ratio, '{:.2f}x')}   goal <= {GOAL_RATIO}x: {verdict}"
+                )
+        full = sweeps["full"][0]
+        print(
+            f"  MADs: full {full['queries']:,}, counters {sweeps['counters'][0]['queries']:,}; errors in any sweep: "
+            f"{max(v['errors'] for v in sweeps['full'] + sweeps['counters'])}; first full sweep (discovery from "
+            f"nothing, untimed above) {first['seconds']:.3f} s; snapshot built and JSON-encoded in "
+            f"{spread([v['snapshot_s'] for v in sweeps['full']])} s (full), "
+            f"{spread([v['snapshot_s'] for v in sweeps['counters']])} s (counters)"
+        )
+        tools = {
+            k: max(v["maxrss_kb"] for v in sweeps[k] + sweeps[k + "@1"]) for k in ("ibnetdiscover", "ibqueryerrors")
+        }
+        print(
+            f"  peak RSS: the collector {sweeps['collector']['hwm_kb'] / 1024:.0f} MB (VmHWM, its whole run), "
+            f"ibnetdiscover {tools['ibnetdiscover'] / 1024:.0f} MB, "
+            f"ibqueryerrors {tools['ibqueryerrors'] / 1024:.0f} MB (ru_maxrss)"
+        )
+        print(
+            f"  {full['switches']} switches and {full['switch_ports']:,} switch ports seen by every sweep: "
+            + (
+                "yes"
+                if all(v["switch_ports"] == sim.switch_ports for v in sweeps["full"] + sweeps["counters"])
+                else "NO"
+            )
+        )
+        if any(v["errors"] for v in sweeps["full"] + sweeps["counters"]):
+            print(
+                f"  first error: {next(v['first_error'] for v in sweeps['full'] + sweeps['counters'] if v['errors'])}"
+            )
+        ports_rows = sim.switch_ports + sim.switches + sim.cas  # each switch's port 0 has a row too
+        print("\nsnapshot size (the JSON text as signed and sent):")
+        for mode in ("full", "counters"):
+            b = sweeps[mode][-1]["bytes"]
+            line = f"  {mode:<9}{b:>11,} B = {b / sim.switch_ports:.0f} B per switch port"
+            if mode == "full":
+                line += f" ({b / ports_rows:.0f} B per port row of {ports_rows:,})"
+            if isinstance(sizes, dict):
+                line += f"; in Redis, signed, with the message envelope: {sizes[mode]:,} B = "
+                line += f"{sizes[mode] / sim.switch_ports:.0f} B per switch port"
+            print(line)
+        if isinstance(sizes, dict):
+            print(f"  a host snapshot (one port) in Redis, signed: {sizes['host']:,.0f} B per port")
+        elif sizes:
+            print(f"  in Redis: not measured ({sizes})")
+    if ingest:
+        hp = ingest["host_ports_per_poll"]
+        print(
+            f"\ningest, {ingest['db']}, µs per port (min / median / max over {args.runs} runs, alternated; "
+            f"load {ingest['load_before']} before, {ingest['load_after']} after):"
+        )
+        r = ingest["reading"]
+        print(f"  {'(a) reading':<44}{'decode':<24}{'validate':<24}both")
+        for label, key in (
+            (f"host port ({hp} hosts of 1 port)", "host"),
+            (f"switch port, full sweep ({ingest['read_full_ports']:,})", "full"),
+            (f"switch port, counters-only ({ingest['read_counters_ports']:,})", "counters"),
+        ):
+            d, v, both = [x[0] for x in r[key]], [x[1] for x in r[key]], [a + b for a, b in r[key]]
+            print(f"  {label:<44}{spread(d, '{:.1f}'):<24}{spread(v, '{:.1f}'):<24}{spread(both, '{:.1f}')}")
+        s = ingest["storing"]
+        print(f"  (b) storing, after the first round and {args.warm} more untimed:")
+        print(f"  {'host port-sample (ingest_batch, 100 a call)':<44}{spread(s['host'], '{:.1f}')}")
+        print(
+            f"  {'switch port, full sweep (ingest_fabric)':<44}{spread(s['full'], '{:.1f}'):<24}"
+            f"({ingest['store_full_ports']:,} ports, {ingest['store_full_samples']:,} samples a sweep)"
+        )
+        print(f"  {'switch port, counters-only (ingest_fabric)':<44}{spread(s['counters'], '{:.1f}')}")
+        hs, fs = statistics.median(s["host"]), statistics.median(s["full"])
+        hr = statistics.median(a + b for a, b in r["host"])
+        fr = statistics.median(a + b for a, b in r["full"])
+        print(
+            f"  switch port vs host port (medians): reading {fr / hr:.2f}x, storing a full sweep {fs / hs:.2f}x, "
+            f"counters-only {statistics.median(s['counters']) / hs:.2f}x; claim 'a switch port costs less': "
+            + ("holds" if fr < hr and fs < hs else "does NOT hold")
+        )
+        print(
+            f"  first round (creates everything): host {ingest['first_host_us']:.0f} µs per port-sample, "
+            f"full sweep {ingest['first_full_us']:.0f} µs per switch port ({ingest['first_full_s']:.1f} s)"
+        )
+        print(
+            f"  other work on the machine during these steps: {spread(ingest['others'], '{:.2f}')} CPUs "
+            f"of {os.cpu_count()} (the database's backend counted as the bench's)"
+        )
+        h, g = ingest["hwm_kb"], ingest["grew_kb"]
+        print(
+            f"  peak RSS of the ingest process: {max(max(v) for v in h.values()) / 1024:.0f} MB "
+            f"({ingest['hwm_start_kb'] / 1024:.0f} MB after migrate); above the RSS before the step (VmHWM reset "
+            f"before each): a host poll {max(g['host']) / 1024:.1f} MB, a full sweep {max(g['full']) / 1024:.1f} MB, "
+            f"a counters-only sweep {max(g['counters']) / 1024:.1f} MB"
+        )
+        print(f"  ({ingest['cabled_switch_ports']:,} cabled switch ports' traffic counters moved each sweep)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--warm", type=int, default=10, help="untimed ingest rounds after the first")
+    parser.add_argument("--db", default=os.environ.get("TEST_POSTGRES_URL"), help="PostgreSQL URL (TEST_POSTGRES_URL)")
+    parser.add_argument("--nodes", type=int, default=471, help="simulated nodes (5%% are RoCE, off the fabric)")
+    parser.add_argument("--leaves", type=int, default=170)
+    parser.add_argument("--spines", type=int, default=86)
+    parser.add_argument("--switch-ports", type=int, default=40)
+    parser.add_argument("--no-ingest", action="store_true", help="only the sweeps and the sizes")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, snapshots)")
+    parser.add_argument(
+        "--gc-compare",
+        action="store_true",
+        help="also sweep from a second collector process with the ingest's GC settings (heap.settle), alternately",
+    )
+    parser.add_argument("--sweeper", help=argparse.SUPPRESS)
+    parser.add_argument("--settle-gc", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--ingest", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.sweeper:
+        return sweeper_child(args.sweeper, args.settle_gc)
+    if args.ingest:
+        return ingest_child(args.ingest, args.runs, args.warm, args.db)
+
+    missing = [t for t in ("ibsim", "ibsim-run", "opensm", "ibnetdiscover", "ibqueryerrors") if not shutil.which(t)]
+    if missing:
+        sys.exit(f"needs ibsim-utils, opensm and infiniband-diags: {', '.join(missing)} not found")
+    if not args.no_ingest and not args.db:
+        sys.exit("no PostgreSQL: set TEST_POSTGRES_URL (source /tmp/testenv.sh) or pass --db, or --no-ingest")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that `finally` stops ibsim and opensm
+    scratch = Path(tempfile.mkdtemp(prefix="bench-fabric-"))
+    sim = Simulated(scratch, args)
+    sweeps = sizes = ingest = None
+    try:
+        started = time.monotonic()
+        sim.write()
+        sim.start()
+        print(f"fabric written and swept by opensm in {time.monotonic() - started:.0f} s; load {load()}", flush=True)
+        sweeps = measure_sweeps(sim, args.runs, args.gc_compare)
+        sim.stop()
+        polls = host_polls(sim)
+        (scratch / "hosts.json").write_text(json.dumps(polls))
+        host_texts = [json.dumps(s, separators=(",", ":")) for s in polls[1]]
+        try:
+            sizes = redis_sizes(scratch, host_texts)
+        except Exception as e:  # sizes in Redis are a side figure
+            sizes = f"{type(e).__name__}: {e}"
+        if not args.no_ingest:
+            ingest = measure_ingest(scratch, args.runs, args.warm, args.db)
+        report(sim, sweeps, sizes, ingest, args)
+        print(f"\n(in {time.monotonic() - started:.0f} s)")
+    finally:
+        sim.stop()
+        if not args.no_ingest and args.db:
+            try:
+                drop_database(args.db, database_name(scratch))  # if the ingest child died before dropping it
+            except Exception as e:
+                print(f"could not drop {database_name(scratch)}: {e}", file=sys.stderr)
+        if args.keep:
+            print(f"scratch kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
