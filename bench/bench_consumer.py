@@ -149,7 +149,8 @@ def run_child(
     with tempfile.TemporaryDirectory(prefix="bench-db-") as scratch:
         label = _setup_django(db, scratch)
         try:
-            from fabricweb.telemetry import consumer, heap, ingest
+            from fabricweb import heap
+            from fabricweb.telemetry import consumer, ingest
 
             promptly(ingest)  # the registration, the warm-up, and the old path (ingest_snapshot)
             promptly(consumer)  # the batch consumer's own name for it

@@ -325,8 +325,9 @@ def _run(
     default_gc: bool = False,
 ) -> list[dict]:
     label = _setup_django(db, scratch)
+    from fabricweb import heap
     from fabricweb.health import engine
-    from fabricweb.telemetry import heap, ingest, rowcache
+    from fabricweb.telemetry import ingest, rowcache
 
     promptly(ingest)
     ingest_batch = ingest.ingest_batch

@@ -93,8 +93,8 @@ def main() -> int:
 def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
     import redis
 
+    from fabricweb import heap
     from fabricweb.names import SNAPSHOT_QUEUE
-    from fabricweb.telemetry import heap
     from fabricweb.telemetry.consumer import transport_options
     from fabricweb.telemetry.redisread import BatchReader
     from fabricweb.telemetry.schema import parse_snapshot

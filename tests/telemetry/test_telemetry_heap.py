@@ -1,4 +1,4 @@
-"""The ingest process's garbage collector (telemetry/heap.py): set for a large long-lived heap, still on."""
+"""The ingest process's garbage collector (fabricweb/heap.py): set for a large long-lived heap, still on."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 # In a process of its own: freezing this test process's heap would outlive the test.
 PROBE = """
 import gc, json, weakref
-from fabricweb.telemetry import heap
+from fabricweb import heap
 
 heap.settle()
 

@@ -9,7 +9,7 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from fabricweb.telemetry import heap
+from fabricweb import heap
 from fabricweb.telemetry.consumer import LEASE_S, REDELIVER_AFTER_S, BatchConsumer
 from fabricweb.telemetry.shards import ShardCountMismatch
 
