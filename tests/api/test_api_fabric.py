@@ -36,7 +36,7 @@ def test_the_fabric_endpoints_need_credentials(world, anonymous):
 
 
 def test_switches_are_listed_with_guid_description_and_port_counts(world, api):
-    world(start_faults=("leaf01/5:speed=DDR",))
+    w = world(start_faults=("leaf01/5:speed=DDR",))
     body = api.json("/api/v1/switches")
     assert [s["name"] for s in body["switches"]] == ["leaf01", "leaf02", "spine01"] and body["next"] is None
     leaf = body["switches"][0]
@@ -46,7 +46,7 @@ def test_switches_are_listed_with_guid_description_and_port_counts(world, api):
         "url": "/api/v1/switches/leaf01",
         "guid": node.guid,
         "description": "MF0;leaf01:MQM8790-HS2F/U1",
-        "lid": None,  # fabric ingest keeps no LID for a switch (its port 0's) yet
+        "lid": w.builder.by_name["leaf01"].ports[0].lid,  # a switch's LID is its port 0's
         "system_guid": node.guid,
         "vendor_id": 0x2C9,
         "device_id": 0xD2F0,
