@@ -36,6 +36,20 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("each_db", BACKENDS, indirect=True)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under `pytest -n 2` (make test): a file's tests stay on one worker, in their order (its module fixtures
+    start once), and the end-to-end files, each a whole fabric of processes, run one after another."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "tests/e2e" if path.startswith("tests/e2e/") else path
+
+    return Scheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Give every `each_db` test the django_db mark for its backend (keeping its own options)."""
     for item in items:
