@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
 from fabricweb.inventory.models import Node
-from tests.fabric.fabric_support import FabricWorld
+from tests.fabric.fabric_support import polled_worlds
 
 EVIL = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 QDR12 = {"gbps": 120.0, "lanes": 12, "speed": "QDR", "name": "12X QDR", "bytes_per_second": 15e9}
@@ -17,16 +17,7 @@ QDR12 = {"gbps": 120.0, "lanes": 12, "speed": "QDR", "name": "12X QDR", "bytes_p
 
 @pytest.fixture
 def world(each_db, shm_tmp):
-    """6 hosts on leaf01 and leaf02 (12 ports each: hosts on 1-6, uplinks to spine01 on 7-12), polled twice."""
-
-    def make(polls: int = 2, **options) -> FabricWorld:
-        w = FabricWorld(shm_tmp / f"sim{len(made)}", **{"nodes": 6, "switch_ports": 12, **options})
-        made.append(w)
-        w.polls(polls)
-        return w
-
-    made: list[FabricWorld] = []
-    return make
+    return polled_worlds(shm_tmp)
 
 
 def test_the_fabric_endpoints_need_credentials(world, anonymous):

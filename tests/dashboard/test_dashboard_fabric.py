@@ -14,23 +14,14 @@ from django.utils.html import escape
 
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
 from fabricweb.inventory.models import Node, Port
-from tests.fabric.fabric_support import FabricWorld
+from tests.fabric.fabric_support import polled_worlds
 
 EVIL = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
 
 @pytest.fixture
 def world(each_db, shm_tmp):
-    """6 hosts on leaf01 and leaf02 (12 ports each: hosts on 1-6, uplinks to spine01 on 7-12), polled twice."""
-
-    def make(polls: int = 2, **options) -> FabricWorld:
-        w = FabricWorld(shm_tmp / f"sim{len(made)}", **{"nodes": 6, "switch_ports": 12, **options})
-        made.append(w)
-        w.polls(polls)
-        return w
-
-    made: list[FabricWorld] = []
-    return make
+    return polled_worlds(shm_tmp)
 
 
 def grid(html: str) -> str:

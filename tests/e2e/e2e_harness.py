@@ -32,6 +32,14 @@ THRESHOLDS = '{"symbol_errors_per_hour": 1000000, "congestion_window_s": 3, "fla
 SECRET = "e2e-only-secret-" + "x" * 40
 # Node keys are derived from it (fabricweb/nodeauth.py): every fabric runs with node auth required.
 NODE_KEY_SECRET = "e2e-only-node-key-secret-" + "n" * 40
+CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright (never `playwright install`)
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 STARTUP_S = 60.0
 STOP_S = 30.0
 # What the test process has that the fabric's processes must not inherit.
@@ -171,6 +179,24 @@ class Process:
         return "\n".join(text[-lines:])
 
 
+@contextlib.contextmanager
+def chromium_browser():
+    """Debian's Chromium under Playwright, headless, for one module's pages."""
+    from playwright import sync_api
+
+    # Playwright's sync API runs an event loop in this thread; the ORM reads here are plain sync code.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                yield browser
+            finally:
+                browser.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in TEST_ONLY_ENV}
     return {**env, **extra}
@@ -227,6 +253,14 @@ class RunningFabric:
                 raise AssertionError(f"not within {timeout:g} s: {what}{last_error}\n{self.tail()}")
             self.runner.watch()
             time.sleep(0.2)
+
+    def manage(self, *args: str) -> str:
+        """`manage.py ARGS` against this fabric's database and settings; its output."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], env=self.env, cwd=REPO, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
 
     def start_agent(self, name: str, sysfs_root: Path, *extra: str, key: str | None = None) -> Process:
         """A node agent as on a compute node: the broker URL, its tree and its node key (or `key`), no database.

@@ -4,7 +4,6 @@ cover both databases); screenshots of every page are left in the pytest temp dir
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -12,29 +11,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_harness import REPO, RunningFabric, clean_env, database_alias, fresh_database, leased_redis_db
+from e2e_harness import (
+    REPO,
+    RunningFabric,
+    chromium_browser,
+    clean_env,
+    database_alias,
+    fresh_database,
+    leased_redis_db,
+)
 
 from fabricweb.health.models import Event
 from tests.loopback import free_port
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 WAIT_MS = 30_000
-
-
-def manage(fabric: RunningFabric, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args], env=fabric.env, cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def fault(fabric: RunningFabric, *specs: str) -> None:
@@ -76,7 +67,7 @@ def dashboard(tmp_path_factory, django_db_blocker):
             )
             users = {}
             for role, name in (("operator", "olga"), ("viewer", "victor")):
-                out = manage(fabric, "create_user", name, "--role", role)
+                out = fabric.manage("create_user", name, "--role", role)
                 users[role] = (name, re.search(r"with password (\S+)", out)[1])
             fabric.wait("cn900 registered", lambda: _node_exists(db, "cn900"), 60)
             yield f"http://{web}", fabric, users, tmp
@@ -98,17 +89,8 @@ def _node_exists(db: str, name: str) -> bool:
 
 @pytest.fixture(scope="module")
 def chromium():
-    from playwright import sync_api
-
-    # Playwright's sync API runs an event loop in this thread; the ORM reads here are plain sync code.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    with chromium_browser() as browser:
+        yield browser
 
 
 class Session:

@@ -10,31 +10,28 @@ left in the pytest temp directory (`fabricpages0/*.png`): docs/screenshots/fabri
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 
 import pytest
-from e2e_harness import REPO, RunningFabric, clean_env, database_alias, fresh_database, leased_redis_db
+from e2e_harness import (
+    REPO,
+    RunningFabric,
+    chromium_browser,
+    clean_env,
+    database_alias,
+    fresh_database,
+    leased_redis_db,
+)
 
 from tests.loopback import free_port
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
 # What a switch may say of itself, within NodeDescription's 64 bytes; its name still comes from `leaf02`.
 EVIL_DESC = "MF0;leaf02:<svg onload=__pwned=1><script>__pwned=2</script>"
 SLOW_UPLINK = "leaf01/21:speed=DDR"
 NODES = 4
 WAIT_MS = 30_000
-
-
-def _manage(fabric: RunningFabric, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args], env=fabric.env, cwd=REPO, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def _create_fabric(sim_dir) -> None:
@@ -81,7 +78,7 @@ def site(tmp_path_factory, django_db_blocker):
                 lambda: Event.objects.using(db).filter(kind="degraded", port__device__node__name="leaf01").exists(),
                 60,
             )
-            out = _manage(fabric, "create_user", "victor", "--role", "viewer")
+            out = fabric.manage("create_user", "victor", "--role", "viewer")
             yield f"http://{web}", fabric, ("victor", re.search(r"with password (\S+)", out)[1]), tmp
         finally:
             fabric.stop()
@@ -89,16 +86,8 @@ def site(tmp_path_factory, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def chromium():
-    from playwright import sync_api
-
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # Playwright's sync API runs an event loop in this thread
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
-            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    with chromium_browser() as browser:
+        yield browser
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ enable (`w=`/`s=` masks), every port supporting 1X-12X and SDR-QDR as ibsim's do
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -216,3 +217,17 @@ class FabricWorld:
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STEP = 10.0
+
+
+def polled_worlds(base) -> Callable[..., FabricWorld]:
+    """What a `world` fixture returns: make(polls=2, **options) -> a FabricWorld under `base`, polled that
+    often; by default 6 hosts on leaf01 and leaf02 (12 ports each: hosts on 1-6, uplinks to spine01 on 7-12)."""
+    made: list[FabricWorld] = []
+
+    def make(polls: int = 2, **options) -> FabricWorld:
+        world = FabricWorld(base / f"sim{len(made)}", **{"nodes": 6, "switch_ports": 12, **options})
+        made.append(world)
+        world.polls(polls)
+        return world
+
+    return make
