@@ -25,8 +25,8 @@ EVERY_FAULT = (
 )
 
 
-class LiveSim(SimFabric):
-    """SimFabric on the wall clock: `polls` polls from now on end at about now."""
+class WallClock:
+    """For a simulated world: `polls` polls from now on end at about now (a scrape judges by the wall clock)."""
 
     def __init__(self, out, nodes: int = 6, polls: int = 4, **kw) -> None:
         super().__init__(out, nodes, **kw)
@@ -37,16 +37,12 @@ class LiveSim(SimFabric):
         return self.start + timedelta(seconds=self.sim.clock)
 
 
-class LiveWorld(FabricWorld):
-    """FabricWorld (hosts and a switch fabric) on the wall clock: `polls` polls from now on end at about now."""
+class LiveSim(WallClock, SimFabric):
+    """SimFabric (hosts) on the wall clock."""
 
-    def __init__(self, out, nodes: int = 6, polls: int = 4, **kw) -> None:
-        super().__init__(out, nodes, **kw)
-        self.start: datetime = timezone.now() - timedelta(seconds=polls * STEP)
 
-    @property
-    def now(self) -> datetime:
-        return self.start + timedelta(seconds=self.sim.clock)
+class LiveWorld(WallClock, FabricWorld):
+    """FabricWorld (hosts and a switch fabric) on the wall clock."""
 
 
 def scrape(client: Client, **params: str) -> str:
