@@ -58,6 +58,13 @@ class Node(models.Model):
     last_ingested_at = models.DateTimeField(
         null=True, help_text="When that snapshot was stored (this server's clock): staleness and /healthz."
     )
+    stale = models.BooleanField(
+        default=False,
+        help_text=(
+            "True once the node has missed the polls it was sent (health.staleness), until ingest stores its next "
+            "snapshot. A switch is never stale: its sweeps say when it is no longer reached."
+        ),
+    )
     read_errors = models.JSONField(default=list, help_text="Files the last snapshot could not read: path and reason.")
     source = models.JSONField(default=dict, help_text="sysfs root and pyverbs status of the last snapshot.")
     ingest_token = models.BigIntegerField(
