@@ -40,10 +40,7 @@ from collectors import read_host, to_dict  # noqa: E402
 
 
 def fixtures() -> Path:
-    for base in (REPO.parent / "shared", REPO / "shared"):
-        if (base / "fixtures").is_dir():
-            return base / "fixtures"
-    sys.exit("shared/fixtures not found beside or inside the repository")
+    return REPO / "tests" / "fixtures"  # the real sysfs trees the tests read
 
 
 def build_tree(dest: Path, hw_counters: bool = True) -> tuple[Path, int]:

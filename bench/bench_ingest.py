@@ -60,9 +60,7 @@ def from_simulator(nodes: int, hcas: int, ports: int, polls: int) -> list[list[d
 def from_fixtures(nodes: int, polls: int) -> list[list[dict]]:
     from collectors import read_host, to_dict
 
-    fixtures = REPO.parent / "shared" / "fixtures" / "procfs" / "sys"
-    if not fixtures.is_dir():
-        fixtures = REPO / "shared" / "fixtures" / "procfs" / "sys"
+    fixtures = REPO / "tests" / "fixtures" / "procfs" / "sys"
     base = to_dict(read_host(str(fixtures), host="x", use_verbs=False, now=T0))
     rng = random.Random(1)
     rounds = []

@@ -1,4 +1,4 @@
-"""The real sysfs trees (shared/fixtures beside or inside the checkout) and snapshots made from them.
+"""The real sysfs trees (tests/fixtures, in the repository) and snapshots made from them.
 
 Shared by the collectors, telemetry, health and API tests: `from tests.fixture_trees import ...`.
 """
@@ -11,16 +11,7 @@ from pathlib import Path
 
 from collectors import read_host, to_dict
 
-
-def _fixtures() -> Path:
-    repo = Path(__file__).resolve().parents[1]
-    for candidate in (repo / "shared" / "fixtures", repo.parent / "shared" / "fixtures"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError("shared/fixtures not found next to or inside the repository")
-
-
-FIXTURES = _fixtures()
+FIXTURES = Path(__file__).resolve().parent / "fixtures"  # node_exporter's and procfs' test fixtures: see its README
 PROCFS = FIXTURES / "procfs" / "sys"  # hfi1_0, mlx4_0 (2 ports, 4X QDR), mlx5_0 (1X EDR: a 4X link on one lane)
 NODE_EXPORTER = FIXTURES / "node-exporter" / "sys"  # i40iw0 (N/A counters), mlx4_0 (counters_ext, capped)
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

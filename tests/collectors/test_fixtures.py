@@ -1,4 +1,4 @@
-"""Every real sysfs tree in shared/fixtures, read and asserted value by value."""
+"""Every real sysfs tree in tests/fixtures, read and asserted value by value."""
 
 from __future__ import annotations
 

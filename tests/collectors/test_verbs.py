@@ -19,10 +19,7 @@ from collectors.model import ReadError, VerbsPort
 from collectors.snapshot import merge_verbs, read_host, to_dict
 from collectors.sysfs import SysfsReader
 from collectors.verbs import device_from_attr, format_guid, port_from_attr, read_verbs
-
-PROCFS_SYS = Path("/work/shared/fixtures/procfs/sys")
-if not PROCFS_SYS.is_dir():  # a checkout elsewhere: shared/ next to the repository
-    PROCFS_SYS = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "procfs" / "sys"
+from tests.fixture_trees import PROCFS as PROCFS_SYS
 
 
 @pytest.fixture
