@@ -305,7 +305,7 @@ class Collector:
         self.proc = subprocess.Popen(
             cmd + (["--settle-gc"] if settle_gc else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(err, "wb"),  # noqa: SIM115
-            env=sim.env, text=True, cwd=REPO,
+            env=sim.env, text=True, cwd=sim.scratch,  # umad2sim writes its sys-<pid> tree in the cwd
         )  # fmt: skip
         try:
             ready = read_reply(self.proc)
