@@ -1,5 +1,6 @@
-"""The shipped Prometheus config and rules: promtool finds them clean, and every alert has a unit test
-(deploy/prometheus/tests) in which it fires."""
+"""The shipped Prometheus config and rules: promtool finds them clean, every alert has a unit test
+(deploy/prometheus/tests) in which it fires, and the rules are what fabricweb/exporter/prometheus_rules.py
+makes of the health thresholds: a rule's number and the threshold it mirrors cannot drift apart."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import yaml
 from django.conf import settings
 from exported_names import exported, grouping_labels, recorded, selectors
 
-from fabricweb.health.thresholds import DEFAULT
+from fabricweb.exporter import prometheus_rules as builder
+from fabricweb.health.rules import COUNTER_RULES
+from fabricweb.health.thresholds import DEFAULT, Thresholds
 
 PROMETHEUS = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = sorted((PROMETHEUS / "rules").glob("*.yml"))
@@ -26,10 +29,10 @@ def promtool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([binary, *args], cwd=PROMETHEUS, capture_output=True, text=True, timeout=60)
 
 
-def alert_rules() -> dict[str, dict]:
+def alert_rules(paths: list[Path] = RULES) -> dict[str, dict]:
     return {
         rule["alert"]: rule
-        for path in RULES
+        for path in paths
         for group in yaml.safe_load(path.read_text())["groups"]
         for rule in group["rules"]
         if "alert" in rule
@@ -105,9 +108,10 @@ def test_the_switch_rules_say_what_the_health_thresholds_say():
     assert "[1h]" in rules["InfinibandSwitchPortSymbolErrors"]["expr"]
     assert threshold(rules["InfinibandSwitchPortSymbolErrors"]["expr"]) == DEFAULT.symbol_errors_per_hour
     assert threshold(rules["InfinibandSymbolErrors"]["expr"]) == DEFAULT.symbol_errors_per_hour
-    fast = rules["InfinibandSwitchPortSymbolErrorsFast"]["expr"]
-    assert fast.startswith("rate(")
-    assert threshold(fast) == DEFAULT.symbol_errors_per_poll / settings.FABRIC_POLL_INTERVAL
+    for name in ("InfinibandSwitchPortSymbolErrorsFast", "InfinibandSymbolErrorsFast"):
+        fast = rules[name]["expr"]
+        assert fast.startswith("rate(")
+        assert threshold(fast) == DEFAULT.symbol_errors_per_poll / settings.FABRIC_POLL_INTERVAL, name
     # A switch port down is said after one poll (down_after_polls): the alert waits one minute, as the host's.
     assert DEFAULT.down_after_polls == 1
     assert rules["InfinibandSwitchPortDown"]["for"] == rules["InfinibandPortDown"]["for"]
@@ -140,3 +144,126 @@ def test_every_rule_reads_series_and_labels_the_exporter_has(names):
         # label_replace's new label counts as known.
         known |= set(re.findall(r'label_replace\([^,]+,\s*"(\w+)"', expr))
         assert grouping_labels(expr) <= known, f"{title}: no series of it has {grouping_labels(expr) - known}"
+
+
+# --- the rules against the health thresholds (fabricweb/exporter/prometheus_rules.py) ---------------
+
+REGENERATE = "run: .venv/bin/python -m fabricweb.exporter.prometheus_rules --write deploy/prometheus/rules"
+
+
+def test_the_committed_rules_are_what_the_builder_makes():
+    built = builder.build()
+    assert sorted(built) == [p.name for p in RULES]
+    for path in RULES:
+        assert path.read_text() == built[path.name], f"{path.name} is not the builder's: {REGENERATE}"
+
+
+def test_the_builder_assumes_the_default_poll_interval():
+    assert settings.FABRIC_POLL_INTERVAL == builder.DEFAULT_POLL_INTERVAL_S
+
+
+def shipped(paths: list[Path] = RULES) -> dict[str, dict]:
+    return builder.loaded(path.read_text() for path in paths)
+
+
+def test_every_rule_number_is_the_health_threshold_it_mirrors():
+    # Fails on a hand edit of the YAML too, saying what the threshold says instead.
+    assert builder.drift(shipped(), DEFAULT, builder.DEFAULT_POLL_INTERVAL_S) == []
+
+
+def mirrored() -> dict[str, set[str]]:
+    """Threshold name -> the rules whose numbers follow it."""
+    out: dict[str, set[str]] = {}
+    for name, rule in builder.rules().items():
+        for threshold_name in rule.mirrors:
+            out.setdefault(threshold_name, set()).add(name)
+    return out
+
+
+def moved(name: str) -> float:
+    """Another value of a threshold, far enough to show (a `for:` is at least a minute)."""
+    value = getattr(DEFAULT, name)
+    if name == "congestion_share":
+        return value / 2
+    return value * 10 + 1 if isinstance(value, int) else value / 2
+
+
+@pytest.mark.parametrize("name", sorted(mirrored()))
+def test_a_threshold_that_moves_without_its_rules_is_a_failure(name):
+    changed = Thresholds.from_mapping({name: moved(name)})
+    problems = builder.drift(shipped(), changed)
+    assert {p.split(": ")[0] for p in problems} == mirrored()[name]
+    assert all(name in p for p in problems), problems
+    # ... until the rules are made again from it.
+    assert builder.drift(builder.loaded(builder.build(changed).values()), changed) == []
+
+
+def test_a_rule_that_moves_without_its_threshold_is_a_failure():
+    rules = shipped()
+    # Issue 23's disagreement: "more than 10 symbol errors per second" against health's 10 per (10 s) poll.
+    fast = rules["InfinibandSymbolErrorsFast"]
+    rules["InfinibandSymbolErrorsFast"] = {**fast, "expr": "rate(infiniband_symbol_error_total[1m]) > 10"}
+    hourly = rules["InfinibandSwitchPortSymbolErrors"]
+    rules["InfinibandSwitchPortSymbolErrors"] = {
+        **hourly,
+        "expr": "increase(infiniband_switch_port_symbol_error_total[1h]) > 240",
+    }
+    flapping = rules["InfinibandPortFlapping"]
+    rules["InfinibandPortFlapping"] = {**flapping, "expr": "increase(infiniband_link_downed_total[1h]) >= 2"}
+    rules["infiniband:port_xmit_wait:ratio1m"] = {
+        **rules["infiniband:port_xmit_wait:ratio1m"],
+        "expr": "rate(infiniband_port_transmit_wait_total[1m]) * 3.2e-8",
+    }
+    assert builder.drift(rules) == [
+        "infiniband:port_xmit_wait:ratio1m: expr says 3.2e-8 where the health thresholds say 4e-9"
+        " (s per port_xmit_wait tick; xmit_wait_tick_ns = 4)",
+        "InfinibandSymbolErrorsFast: expr says 10 where the health thresholds say 1"
+        " (symbol errors/s: 10 per poll at the 10 s poll interval; symbol_errors_per_poll = 10)",
+        "InfinibandPortFlapping: expr is not the builder's ('increase(infiniband_link_downed_total[1h]) >= 2')",
+        "InfinibandSwitchPortSymbolErrors: expr says 240 where the health thresholds say 120"
+        " (symbol errors/h; symbol_errors_per_hour = 120)",
+    ]
+    assert builder.drift(shipped()) == []
+
+
+def test_every_health_threshold_is_mirrored_or_said_why_not():
+    exporter = {name for alert in builder.alerts().values() for name in alert.exporter_applies}
+    names = {name for name, *_ in Thresholds.describe()}
+    assert set(mirrored()) | exporter | set(builder.HEALTH_ONLY) == names
+    assert set(builder.HEALTH_ONLY).isdisjoint(set(mirrored()) | exporter)
+
+
+def test_the_counter_alerts_have_the_health_counter_rules_severity():
+    alerts = builder.alerts()
+    for rule in COUNTER_RULES:
+        for name in mirrored().get(rule.threshold, ()):
+            assert alerts[name].severity == rule.severity.value, name
+
+
+def test_the_docs_say_which_rule_mirrors_which_threshold():
+    docs = (PROMETHEUS.parents[1] / "docs" / "metrics.md").read_text()
+    assert builder.markdown() in docs, (
+        "docs/metrics.md: paste `python -m fabricweb.exporter.prometheus_rules --markdown`"
+    )
+
+
+def test_a_site_makes_its_rules_from_its_own_settings(tmp_path):
+    argv = ["--write", str(tmp_path), "--poll-interval", "5", "--thresholds", '{"symbol_errors_per_hour": 240}']
+    assert builder.main(argv) == 0
+    written = sorted(tmp_path.glob("*.yml"))
+    assert [p.name for p in written] == [p.name for p in RULES]
+    rules = shipped(written)
+    assert threshold(rules["InfinibandSymbolErrors"]["expr"]) == 240
+    assert threshold(rules["InfinibandSymbolErrorsFast"]["expr"]) == 2  # 10 per 5 s poll
+    site = Thresholds.from_mapping({"symbol_errors_per_hour": 240})
+    assert builder.drift(rules, site, 5.0) == []
+    assert builder.drift(rules) != []  # not the defaults
+    assert "FABRIC_POLL_INTERVAL=5" in written[0].read_text()
+    result = promtool("check", "rules", *map(str, written))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_builder_rejects_a_bad_setting(capsys):
+    with pytest.raises(SystemExit):
+        builder.main(["--thresholds", '{"symbol_errors_per_day": 1}'])
+    assert "unknown health threshold" in capsys.readouterr().err
