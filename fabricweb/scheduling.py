@@ -6,6 +6,8 @@ queue; it sends one `collect` per Node row to that node's queue, node.<name>, wi
 instead of running them. A node whose queue still holds a message has not taken the
 last poll and gets no other: a dead node's queue holds one poll, not one per interval
 (the agent takes polls without acknowledgement: the one it held when it died is gone).
+Each dispatch tells the poll ledger (fabricweb/pollledger.py) who took their last poll and
+who did not: a node is stale after missing the polls it was sent, never by the clock alone.
 
 Periodic jobs never overlap: each is sent with `expires` of its period (a backlog
 drops it rather than piling up copies), and every job but the dispatch goes through
@@ -15,6 +17,7 @@ drops it rather than piling up copies), and every job but the dispatch goes thro
 from __future__ import annotations
 
 import logging
+import time
 from functools import cache
 
 import redis
@@ -35,6 +38,7 @@ from fabricweb.names import (
     collector_queue,
     node_queue,
 )
+from fabricweb.pollledger import PollLedger
 
 log = logging.getLogger(__name__)
 
@@ -82,21 +86,28 @@ def poll_of(name: str, kind: str) -> tuple[str, str] | None:
     return COLLECT, node_queue(name)
 
 
-def waiting(queues: list[str]) -> set[str]:
+def waiting(queues: list[str], client: redis.Redis | None = None) -> set[str]:
     """The queues that still hold a message (kombu's Redis transport: one list per queue)."""
     if not queues:
         return set()
-    pipe = broker_redis(app.conf.broker_url).pipeline(transaction=False)
+    pipe = (client or broker_redis(app.conf.broker_url)).pipeline(transaction=False)
     for queue in queues:
         pipe.llen(queue)
     return {queue for queue, length in zip(queues, pipe.execute(), strict=True) if length}
 
 
-def snapshot_backlog() -> int:
-    """Snapshots sent by the nodes and not yet stored: queued, or taken by ingest and not acked."""
-    from fabricweb.telemetry import shards
+def missed_polls(client: redis.Redis) -> dict[str, int]:
+    """The ledger's misses in a row, of the nodes whose queue still holds a poll: one that has taken a poll
+    since the last dispatch is answering, whatever its count says until the next dispatch resets it."""
+    from fabricweb.inventory.models import Node
 
-    return shards.backlog(broker_redis(app.conf.broker_url), settings.FABRIC_INGEST_SHARDS)
+    missed = PollLedger(client).missed()
+    if not missed:
+        return {}
+    kinds = Node.objects.filter(name__in=sorted(missed)).values_list("name", "kind")
+    queues = {name: poll[1] for name, kind in kinds if (poll := poll_of(name, kind)) is not None}
+    busy = waiting(list(queues.values()), client)
+    return {name: missed[name] for name, queue in queues.items() if queue in busy}
 
 
 # The polls of the last dispatch that could read the nodes: polls go on while the database is away, and
@@ -127,6 +138,13 @@ def dispatch_collect() -> dict:
     interval = settings.FABRIC_POLL_INTERVAL
     polls = _polls()
     busy = waiting([queue for _, _, queue in polls])
+    ledger = PollLedger(broker_redis(app.conf.broker_url))
+    ledger.dispatched(
+        time.time(),
+        interval,
+        taken=[name for name, _, queue in polls if queue not in busy],
+        waiting=[name for name, _, queue in polls if queue in busy],
+    )
     with app.producer_or_acquire() as producer:
         for name, task, queue in polls:
             if queue not in busy:

@@ -117,3 +117,15 @@ def shm_tmp(tmp_path):
 
     with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="fabricweb-test-") as d:
         yield Path(d)
+
+
+@pytest.fixture
+def poll_ledger():
+    """The poll ledger (fabricweb/pollledger.py) on a database of the test Redis that is this test's alone."""
+    import redis
+
+    from fabricweb.pollledger import PollLedger
+    from tests.e2e.e2e_harness import leased_redis_db
+
+    with leased_redis_db() as url:
+        yield PollLedger(redis.Redis.from_url(url))

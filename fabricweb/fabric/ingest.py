@@ -110,9 +110,10 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     not_applied = _not_applied(collector, fabric, now)
     collector.last_collected_at = max(fabric.collected_at, collector.last_collected_at or fabric.collected_at)
     collector.last_ingested_at = now
+    collector.stale = False
     collector.read_errors = fabric.errors[:MAX_ERRORS_KEPT]
     collector.source = {"mode": fabric.mode, "duration_s": fabric.duration_s, "queries": fabric.queries}
-    collector.save(update_fields=["last_collected_at", "last_ingested_at", "read_errors", "source"])
+    collector.save(update_fields=["last_collected_at", "last_ingested_at", "stale", "read_errors", "source"])
     sweep = Sweep(
         collector=collector,
         collected_at=fabric.collected_at,

@@ -122,6 +122,7 @@ def apply_snapshot(
     node = rows.node
     node.last_collected_at = snap.collected_at
     node.last_ingested_at = now
+    node.stale = False  # it answers again: every surface shows its ports' state, not "unknown"
     node.read_errors = snap.errors
     node.source = snap.source
     if node.pk is not None:

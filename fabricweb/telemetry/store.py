@@ -24,7 +24,7 @@ from .models import NodePoll
 from .packing import pack
 from .schema import LINK_FIELDS
 
-NODE_FIELDS = ["last_collected_at", "last_ingested_at", "read_errors", "source", "ingest_token"]
+NODE_FIELDS = ["last_collected_at", "last_ingested_at", "stale", "read_errors", "source", "ingest_token"]
 DEVICE_FIELDS = [
     "node_type_id",
     "node_type_name",

@@ -27,6 +27,10 @@ class SimFabric:
         self.nodes = [n.name for n in self.sim.layout.nodes]
         self.kinds = {n.name: n.kind for n in self.sim.layout.nodes}
         self.silent: set[str] = set()
+        # With a poll ledger (fabricweb/pollledger.py), each poll is dispatched first, as beat does: a node that
+        # does not answer holds its poll in its queue, and the next dispatch counts it missed.
+        self.ledger = None
+        self.holding: set[str] = set()
         # Every warning or critical event open at the end of some poll: "key" -> its worst severity seen.
         self.alarms: dict[str, str] = {}
 
@@ -40,13 +44,18 @@ class SimFabric:
     def snapshot(self, node: str) -> dict:
         return to_dict(read_host(os.path.join(self.out, node), host=node, use_verbs=False, now=self.now.timestamp()))
 
+    def answering(self) -> list[str]:
+        return [n for n in self.nodes if n not in self.silent and os.path.isdir(os.path.join(self.out, n, "class"))]
+
     def poll(self, batch: bool = False) -> None:
+        if self.ledger is not None:  # beat's dispatch: a node still holding its last poll is sent none
+            waiting = [n for n in self.nodes if n in self.holding]
+            taken = [n for n in self.nodes if n not in self.holding]
+            self.ledger.dispatched(self.now.timestamp(), STEP, taken, waiting)
         self.sim.step(STEP)
-        snaps = [
-            self.snapshot(n)
-            for n in self.nodes
-            if n not in self.silent and os.path.isdir(os.path.join(self.out, n, "class"))
-        ]
+        answering = self.answering()
+        self.holding = {n for n in self.nodes if n not in answering}
+        snaps = [self.snapshot(n) for n in answering]
         if batch:
             assert not ingest_batch(snaps, now=self.now).rejected
         else:
