@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from celery import Celery
-from celery.signals import after_setup_logger, worker_ready, worker_shutdown
+from celery.signals import after_setup_logger, task_revoked, worker_ready, worker_shutdown
 from kombu import Exchange, Queue
 
 from fabricweb.agent.config import AgentConfig
@@ -24,6 +24,8 @@ from fabricweb.agent.tasks import Agent
 from fabricweb.brokeracl import unacked_keys
 from fabricweb.brokertls import celery_ssl_options
 from fabricweb.names import COLLECT, MESSAGE_SETTINGS, PLAIN_BODIES, node_queue, task_routes
+
+log = logging.getLogger(__name__)
 
 # Celery logs every task received and done at INFO: two lines per poll into each node's journal.
 PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
@@ -107,5 +109,13 @@ def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Cel
     @worker_shutdown.connect(weak=False)
     def stopping(sender, **kwargs) -> None:
         agent.stop()
+
+    @task_revoked.connect(weak=False)
+    def expired(sender=None, request=None, expired: bool = False, **kwargs) -> None:
+        # Dropped unread: the agent took the poll after its interval (busy, starved of CPU, or back from a
+        # stop). The node misses that poll; said here, since nothing else on the node would say it.
+        if expired:
+            node = (getattr(request, "kwargs", None) or {}).get("node")
+            log.warning("poll of %s expired before this agent could take it: it is over a poll interval behind", node)
 
     return app, agent

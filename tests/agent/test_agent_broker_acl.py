@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -96,8 +97,13 @@ def test_the_agent_works_as_its_nodes_user_and_that_user_can_do_nothing_else(bro
     beat.conf.update(task_serializer="json", accept_content=["json"])
     try:
         assert central.blpop([SNAPSHOT_QUEUE], timeout=30), f"no hello\n{log.read_text()}"
+        # A poll taken after its interval is dropped unread, and the agent says so.
+        late = datetime.now(UTC) - timedelta(seconds=5)
+        beat.send_task(COLLECT, kwargs={"node": "cn001"}, queue="node.cn001", expires=late)
         beat.send_task(COLLECT, kwargs={"node": "cn001"}, queue="node.cn001", expires=30)
         assert central.blpop([SNAPSHOT_QUEUE], timeout=30), f"no snapshot for the poll\n{log.read_text()}"
+        assert central.llen(SNAPSHOT_QUEUE) == 0  # one snapshot for the two polls
+        assert "poll of cn001 expired before this agent could take it" in log.read_text()
     finally:
         beat.close()
         agent.terminate()
