@@ -6,7 +6,10 @@ node missed. The ledger counts those misses per node, in the broker's Redis besi
 
 - `sent`: when the poll now in (or last taken from) each node's queue was sent (epoch seconds);
 - `missed`: the polls in a row each node has not taken; back to nothing once it takes one;
-- `missed_total`: every poll each node ever missed, a counter for /metrics.
+- `missed_total`: every poll each node ever missed, a counter for /metrics;
+- `sent:<node>`: when its last few polls were sent, for the node that takes its polls and sends
+  nothing back (a read stuck past its deadline, snapshots refused): compared with the time ingest
+  last stored one of its snapshots, while ingest is not behind.
 
 Nothing here reads a clock against a node's last snapshot. A beat that starts late, stops or
 restarts sends no poll, so no node misses one; ingest that is behind or paused does not touch
@@ -21,6 +24,8 @@ from collections.abc import Iterable
 import redis
 
 SENT, MISSED, MISSED_TOTAL = "fabricweb:polls:sent", "fabricweb:polls:missed", "fabricweb:polls:missed_total"
+SENT_TIMES = "fabricweb:polls:sent:{}"
+KEPT_SENT_TIMES = 16  # polls remembered per node: more than any stale_after_polls a site would set
 # A poll found still queued this soon after it was sent was not missed: the dispatch ran early or twice.
 FULL_INTERVAL = 0.9
 
@@ -37,6 +42,9 @@ class PollLedger:
         if taken:
             pipe.hdel(MISSED, *taken)
             pipe.hset(SENT, mapping=dict.fromkeys(taken, repr(now)))
+        for node in taken:
+            pipe.lpush(SENT_TIMES.format(node), repr(now))
+            pipe.ltrim(SENT_TIMES.format(node), 0, KEPT_SENT_TIMES - 1)
         for node in waiting:
             at = sent_at[node]
             if at is None:  # queued by an earlier ledger (or by hand): its wait starts now
@@ -51,6 +59,16 @@ class PollLedger:
         """Polls in a row each node has not taken, for the nodes that have missed any."""
         return {name.decode(): int(count) for name, count in self.client.hgetall(MISSED).items()}
 
+    def sent_after(self, since: dict[str, float]) -> dict[str, int]:
+        """How many of its last polls each node was sent after `since[node]` (epoch seconds)."""
+        pipe = self.client.pipeline(transaction=False)
+        for node in since:
+            pipe.lrange(SENT_TIMES.format(node), 0, -1)
+        return {
+            node: sum(float(at) > since[node] for at in times)
+            for node, times in zip(since, pipe.execute(), strict=True)
+        }
+
     def missed_total(self) -> dict[str, int]:
         return {name.decode(): int(count) for name, count in self.client.hgetall(MISSED_TOTAL).items()}
 
@@ -61,4 +79,5 @@ class PollLedger:
             pipe = self.client.pipeline(transaction=True)
             for key in (SENT, MISSED, MISSED_TOTAL):
                 pipe.hdel(key, *nodes)
+            pipe.delete(*(SENT_TIMES.format(node) for node in nodes))
             pipe.execute()

@@ -96,18 +96,39 @@ def waiting(queues: list[str], client: redis.Redis | None = None) -> set[str]:
     return {queue for queue, length in zip(queues, pipe.execute(), strict=True) if length}
 
 
-def missed_polls(client: redis.Redis) -> dict[str, int]:
-    """The ledger's misses in a row, of the nodes whose queue still holds a poll: one that has taken a poll
-    since the last dispatch is answering, whatever its count says until the next dispatch resets it."""
-    from fabricweb.inventory.models import Node
+# Polls a live node may have out unanswered while ingest is less than a poll behind: the one it is
+# answering, and the one whose snapshot is on its way through ingest.
+ANSWER_LAG_POLLS = 2
 
-    missed = PollLedger(client).missed()
-    if not missed:
-        return {}
-    kinds = Node.objects.filter(name__in=sorted(missed)).values_list("name", "kind")
-    queues = {name: poll[1] for name, kind in kinds if (poll := poll_of(name, kind)) is not None}
-    busy = waiting(list(queues.values()), client)
-    return {name: missed[name] for name, queue in queues.items() if queue in busy}
+
+def missed_polls(client: redis.Redis) -> dict[str, int]:
+    """The polls in a row each node has missed: not taken (the ledger's count, of a node whose queue
+    still holds a poll) or taken and not answered (sent after its last stored snapshot, less the
+    answers still on their way: judged only while ingest is less than a poll behind)."""
+    from fabricweb.inventory.models import Node
+    from fabricweb.telemetry import shards
+
+    ledger = PollLedger(client)
+    polled = {
+        name: (poll, ingested)
+        for name, kind, ingested in Node.objects.exclude(kind=Node.Kind.SWITCH).values_list(
+            "name", "kind", "last_ingested_at"
+        )
+        if (poll := poll_of(name, kind)) is not None
+    }
+    untaken = ledger.missed()
+    busy = waiting([polled[name][0][1] for name in untaken if name in polled], client)
+    missed = {name: count for name, count in untaken.items() if name in polled and polled[name][0][1] in busy}
+    if shards.backlog(client, settings.FABRIC_INGEST_SHARDS) < len(polled):
+        # Only nodes quiet for longer than the lag allows can have polls unanswered beyond it: fewer lists to read.
+        quiet = time.time() - (ANSWER_LAG_POLLS + 1) * settings.FABRIC_POLL_INTERVAL
+        answered = {
+            name: at for name, (_, ingested) in polled.items() if ingested and (at := ingested.timestamp()) < quiet
+        }
+        for name, sent in ledger.sent_after(answered).items():
+            if sent - ANSWER_LAG_POLLS > missed.get(name, 0):
+                missed[name] = sent - ANSWER_LAG_POLLS
+    return missed
 
 
 # The polls of the last dispatch that could read the nodes: polls go on while the database is away, and

@@ -1,8 +1,9 @@
 """One staleness: a node is stale after missing polls it was sent, never by the clock alone.
 
 The real dispatch task sends the polls to the test Redis and the real check-stale task judges
-them. The node agents are played at their queue: a node that answers takes its poll off
-node.<name>, as the agent's BRPOP does (tests/e2e run the agent itself).
+them. The node agents and ingest are played at their queues: a node that answers takes its poll
+off node.<name>, as the agent's BRPOP does, and pushes a snapshot onto the snapshots queue;
+ingest takes the snapshots and stamps their nodes' last_ingested_at (tests/e2e run the real ones).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fabricweb.celery import app, node_queue
 from fabricweb.health import tasks
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
+from fabricweb.names import SNAPSHOT_QUEUE
 from fabricweb.pollledger import PollLedger
 
 INTERVAL = 0.3  # s: short, so a test of several polls takes about a second
@@ -30,18 +32,25 @@ class Polled:
     def __init__(self, names: list[str]) -> None:
         self.names = names
         self.client = scheduling.broker_redis(app.conf.broker_url)
-        self.silent: set[str] = set()
+        self.silent: set[str] = set()  # agents that do not take their polls
+        self.mute: set[str] = set()  # agents that take their polls and send nothing back
+        self.ingest_paused = False
 
     def take(self) -> None:
-        """Every node that answers takes the poll waiting in its queue."""
+        """Every node that answers takes the poll waiting in its queue, and sends its snapshot."""
         for name in self.names:
-            if name not in self.silent:
-                self.client.delete(node_queue(name))
+            if name not in self.silent and self.client.delete(node_queue(name)) and name not in self.mute:
+                self.client.lpush(SNAPSHOT_QUEUE, name)
+
+    def ingest(self) -> None:
+        while not self.ingest_paused and (name := self.client.rpop(SNAPSHOT_QUEUE)):
+            Node.objects.filter(name=name.decode()).update(last_ingested_at=timezone.now(), stale=False)
 
     def round(self) -> dict:
         """One interval: beat dispatches, the nodes take their polls (or not), beat checks staleness."""
         scheduling.dispatch_collect.apply().get()
         self.take()
+        self.ingest()
         time.sleep(INTERVAL)
         return tasks.check_stale.apply().get()
 
@@ -64,7 +73,7 @@ def polled(each_db, settings):
         yield fabric
     finally:
         queues = [node_queue(n) for n in names]
-        fabric.client.delete(*queues, *(f"_kombu.binding.{q}" for q in queues))
+        fabric.client.delete(SNAPSHOT_QUEUE, *queues, *(f"_kombu.binding.{q}" for q in queues))
         PollLedger(fabric.client).forget(names)
 
 
@@ -76,11 +85,15 @@ def test_beat_started_30_s_after_the_agents_pages_no_node_stale(polled):
 
 
 def test_ingest_paused_for_three_polls_pages_no_node_stale(polled):
-    # Nothing is stored at all: the nodes take their polls and their snapshots wait on the broker.
+    polled.round()
+    polled.ingest_paused = True  # the nodes take their polls and their snapshots wait on the broker
     last = dict(Node.objects.values_list("name", "last_ingested_at"))
     for _ in range(5):
         assert polled.round()["stale"] == []
     assert dict(Node.objects.values_list("name", "last_ingested_at")) == last
+    polled.ingest_paused = False
+    for _ in range(2):
+        assert polled.round()["stale"] == []
     assert polled.stale_events() == []
 
 
@@ -123,3 +136,16 @@ def test_dispatches_run_back_to_back_count_no_miss(polled):
     time.sleep(INTERVAL)
     scheduling.dispatch_collect.apply().get()
     assert PollLedger(polled.client).missed() == dict.fromkeys(polled.names, 1)
+
+
+def test_a_node_that_takes_its_polls_and_sends_nothing_back_is_stale(polled):
+    # Its reads never finish inside the poll's deadline, or its snapshots are refused: it takes every poll.
+    mute = polled.names[2]
+    polled.round()
+    polled.mute.add(mute)
+    # Two polls out unanswered are the lag allowed; three more make it stale.
+    outcomes = [polled.round()["stale"] for _ in range(5)]
+    assert outcomes == [[], [], [], [], [mute]]
+    assert polled.stale_nodes() == [mute] and PollLedger(polled.client).missed() == {}
+    polled.mute.clear()
+    assert polled.round()["stale"] == [] and polled.stale_nodes() == []
