@@ -18,7 +18,7 @@ else (a non-int value, a malformed ring entry) is not quiet: the full rules run.
 from __future__ import annotations
 
 from .findings import Finding, Kind, port_key
-from .rules import ARMED, INIT, KIND_COUNTERS, Judgement, _congestion, _ethernet, _expect_up
+from .rules import ARMED, INIT, KIND_COUNTERS, Judgement, congestion, ethernet, expect_up
 from .thresholds import Thresholds
 from .view import LINK_UP, PortView
 from .window import Windows, known_delta
@@ -77,14 +77,14 @@ def inputs(view: PortView, t: Thresholds) -> tuple | None:
 
 def _unused(view: PortView) -> bool:
     """Down, and nothing says it should be up: the state rule says nothing, whatever state_polls."""
-    if type(view.state_id) is not int or _expect_up(view):
+    if type(view.state_id) is not int or expect_up(view):
         return False
-    return not (view.phys_state_id == LINK_UP and view.state_id in (INIT, ARMED) and not _ethernet(view))
+    return not (view.phys_state_id == LINK_UP and view.state_id in (INIT, ARMED) and not ethernet(view))
 
 
 def rejudge(view: PortView, t: Thresholds, last: Judgement) -> Judgement:
     """judge_port(view, t), given `last`: its judgement of a view with the same `inputs`."""
-    congested = _congestion(view, Windows(view, (t.congestion_window_s,), (WAIT,)), t)
+    congested = congestion(view, Windows(view, (t.congestion_window_s,), (WAIT,)), t)
     key = port_key(Kind.CONGESTION, view.node, view.device, view.port)
     return settle(last, congested, known_delta(view.deltas.get(WAIT)) is None, key)
 

@@ -1,0 +1,59 @@
+"""Health rules: a port's view in, findings out. Pure: no I/O, no clock, no Django.
+
+`judge_port` runs every rule on one PortView; `judge_ports` does a whole node's
+snapshot and merges device- and node-level findings; `judge_node` is the
+staleness check for a node that sent nothing. Each result also names the keys
+it could not judge (stale data, unknown counters): lifecycle holds those events
+open instead of counting the poll as clean.
+
+One module per concern: common (the judgement, the kinds, whether a port should be up,
+words and numbers), link (state, degraded, flapping), counters (symbol errors, the counter
+rules, congestion, capped counters), pcie (the device's PCIe link), node (stale, clock skew)
+and port (judge_port and judge_ports over all of them). What other modules use is named here.
+"""
+
+from __future__ import annotations
+
+from .common import (
+    ARMED,
+    CRITICAL,
+    DEVICE_KINDS,
+    INFO,
+    INIT,
+    LINK_KINDS,
+    PORT_KINDS,
+    WARNING,
+    Judgement,
+    ethernet,
+    expect_up,
+)
+from .counters import COUNTER_RULES, KIND_COUNTERS, CounterRule, congested_share, congestion
+from .link import PHYS_MEANING
+from .node import judge_clock, judge_node
+from .pcie import judge_pcie
+from .port import judge_port, judge_ports
+
+__all__ = [
+    "ARMED",
+    "COUNTER_RULES",
+    "CRITICAL",
+    "DEVICE_KINDS",
+    "INFO",
+    "INIT",
+    "KIND_COUNTERS",
+    "LINK_KINDS",
+    "PHYS_MEANING",
+    "PORT_KINDS",
+    "WARNING",
+    "CounterRule",
+    "Judgement",
+    "congested_share",
+    "congestion",
+    "ethernet",
+    "expect_up",
+    "judge_clock",
+    "judge_node",
+    "judge_pcie",
+    "judge_port",
+    "judge_ports",
+]
