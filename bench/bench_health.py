@@ -44,6 +44,7 @@ def run(db: str, args) -> str:
     for name in ("_views", "_judge"):
         if hasattr(engine, name) and not hasattr(getattr(engine, name), "timed"):
             setattr(engine, name, _timed(getattr(engine, name)))
+    outcomes = _recorded(engine)
     context.forget()
     out = tempfile.mkdtemp(prefix="bench-health-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
     try:
@@ -60,19 +61,19 @@ def run(db: str, args) -> str:
             ]
             for b in range(0, len(snaps), args.batch):
                 judged_before = judging[0]
-                hits, fast_hits = engine.quiet_hits, getattr(engine, "fast_hits", 0)  # main has none
+                outcomes.clear()
                 started = time.perf_counter()
                 done = ingest_batch(snaps[b : b + args.batch], now=now)
                 if done.rejected:
                     raise done.rejected[0].error
                 if i >= args.warm:
                     ingest_s += time.perf_counter() - started
-                    engine_s += engine.LAST.seconds
+                    engine_s += sum(o.seconds for o in outcomes)
                     judging_s += judging[0] - judged_before
-                    snapshots += engine.LAST.snapshots
-                    ports += engine.LAST.ports
-                    reused += engine.quiet_hits - hits
-                    fast += getattr(engine, "fast_hits", 0) - fast_hits
+                    snapshots += sum(o.snapshots for o in outcomes)
+                    ports += sum(o.ports for o in outcomes)
+                    reused += sum(o.reused for o in outcomes)
+                    fast += sum(o.fast for o in outcomes)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return (
@@ -85,6 +86,24 @@ def run(db: str, args) -> str:
 
 
 judging = [0.0]  # seconds in the functions _timed wraps
+
+
+def _recorded(engine) -> list:
+    """Where each batch's Outcome goes from now on (engine.judge_batch wrapped, once)."""
+    judge_batch = engine.judge_batch
+    seen = getattr(judge_batch, "seen", None)
+    if seen is not None:
+        return seen
+    seen = []
+
+    def recording(results):
+        outcome = judge_batch(results)
+        seen.append(outcome)
+        return outcome
+
+    recording.seen = seen
+    engine.judge_batch = recording
+    return seen
 
 
 def _timed(func):

@@ -281,6 +281,25 @@ def _wal_since(lsn: str | None) -> int | None:
         return int(cursor.fetchone()[0])
 
 
+def judged(engine) -> list:
+    """Where the Outcome of every batch the health engine judges goes from now on, in order
+    (engine.judge_batch wrapped, once)."""
+    judge_batch = engine.judge_batch
+    seen = getattr(judge_batch, "seen", None)
+    if seen is not None:
+        return seen
+    seen = []
+
+    def recording(results):
+        outcome = judge_batch(results)
+        seen.append(outcome)
+        return outcome
+
+    recording.seen = seen
+    engine.judge_batch = recording
+    return seen
+
+
 def promptly(module) -> None:
     """Make `module.ingest_batch` store each batch at a moment after its newest snapshot's date.
 
@@ -329,6 +348,7 @@ def _run(
 
     promptly(ingest)
     ingest_batch = ingest.ingest_batch
+    outcomes = judged(engine)
 
     if not default_gc:
         heap.settle()  # as `manage.py ingest` does
@@ -345,9 +365,9 @@ def _run(
         extra, timed = warmed(renamed, warm)
         warm_polls, warm_s = warm_up(ingest_batch, extra)
         clock.reset()
-        hits_before = engine.quiet_hits
+        outcomes.clear()
         profiler = cProfile.Profile() if profile else None
-        samples, hook = 0, 0.0
+        samples = 0
         wal_start = _wal_lsn()
         if profiler:
             profiler.enable()
@@ -355,8 +375,8 @@ def _run(
         for snaps in timed:
             for i in range(0, len(snaps), batch):
                 samples += ingest_batch(snaps[i : i + batch]).samples_written
-                hook += engine.LAST.seconds if engine.LAST is not None else 0.0
         elapsed = time.perf_counter() - start
+        hook = sum(o.seconds for o in outcomes)
         if profiler:
             profiler.disable()
         wal = _wal_since(wal_start)
@@ -372,7 +392,7 @@ def _run(
             "register_s": round(register, 3),
             "warm": f"{warm_polls} polls in {warm_s:.0f} s" if warm_polls else "",
             "us_per_sample": phases,
-            "quiet_reused": round((engine.quiet_hits - hits_before) / samples, 3),
+            "quiet_reused": round(sum(o.reused for o in outcomes) / samples, 3),
             "row_cache": f"{rowcache.CACHE.hits} hits / {rowcache.CACHE.misses} misses",
             "wal_bytes_per_sample": None if wal is None else round(wal / samples),
         }

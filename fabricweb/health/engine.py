@@ -55,23 +55,23 @@ class Outcome:
     alarms: list[str] = field(default_factory=list)  # warning/critical events opened or updated: "critical key"
     expected_written: int = 0
     seconds: float = 0.0
+    reused: int = 0  # port judgements reused (memo.reuse or quiet.rejudge)
+    fast: int = 0  # of which without a view (memo.reuse)
 
 
-LAST: Outcome | None = None  # the last batch's outcome in this process (tests and benchmarks read it)
-
-
-def on_snapshots_ingested(sender, results: list[IngestResult], **kwargs) -> None:
-    """The receiver. A database error rolls the batch back (ingest retries it); any other failure is
-    a bug in judging, and must not cost the samples: logged, and the batch is stored unjudged."""
-    global LAST
+def on_snapshots_ingested(sender, results: list[IngestResult], **kwargs) -> Outcome | None:
+    """The receiver; the batch's Outcome (what Signal.send hands back), None when judging failed.
+    A database error rolls the batch back (ingest retries it); any other failure is a bug in
+    judging, and must not cost the samples: logged, and the batch is stored unjudged."""
     try:
-        LAST = judge_batch(results)  # every write is at its end: a failure before them leaves nothing
+        return judge_batch(results)  # every write is at its end: a failure before them leaves nothing
     except DatabaseError:
         raise
     except Exception:
         log.exception("health: judging %d snapshot(s) failed; they are stored but not judged", len(results))
         # Judging may have changed port rows in memory before it failed: no ingest process may reuse them.
         rowcache.invalidate(n.pk for n in _nodes(results).values())
+        return None
 
 
 def judge_batch(results: list[IngestResult]) -> Outcome:
@@ -90,7 +90,7 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
         if node is None:
             continue
         at = min(result.collected_at, now)  # a node clock ahead of ours must not date events in the future
-        findings, unknown, judged, targets = _judge(result, node, norms, state_polls, missing, alone)
+        findings, unknown, judged, targets = _judge(result, node, norms, state_polls, missing, alone, out)
         # The node's newest snapshot against when this server stored it: its clock's skew (older ones of a
         # backfill batch arrived late by design). Judged only there, so only there are these events touched.
         if newest[node.name] is result and node.last_ingested_at is not None:
@@ -256,11 +256,11 @@ def _judge(
     state_polls: dict[int, int],
     missed: dict[int, int],
     alone: bool,
+    out: Outcome,
 ) -> tuple[list[Finding], frozenset[str], list[tuple[Port, Expectation]], dict[str, Target]]:
     """One snapshot judged: its findings merged, the keys it could not judge, each port's expectation to
     store on its row, and the things judged (event targets). A quiet port of a node's only snapshot in
-    the batch is judged without a view when it can be (memo.reuse)."""
-    global quiet_hits, fast_hits
+    the batch is judged without a view when it can be (memo.reuse); `out` counts the judgements reused."""
     name, ts, t = node.name, result.collected_at.timestamp(), norms.thresholds
     targets: dict[str, Target] = {name: (None, None)}
     findings: list[Finding] = []
@@ -273,8 +273,8 @@ def _judge(
         raw = memo.raw_inputs(obs, name, norms) if alone and port.id is not None else None
         held = memo.reuse(obs, raw, ts, interval, t) if raw is not None else None
         if held is not None:
-            quiet_hits += 1
-            fast_hits += 1
+            out.reused += 1
+            out.fast += 1
             j = held.judgement
             device = port.device
             targets[held.target] = (device, port)
@@ -294,7 +294,7 @@ def _judge(
                 # file at all-ones says nothing when ingest read its 64-bit counters_ext/ copy.
                 capped=frozenset(obs.capped),
             )
-            j = _judge_port(view, port, t, raw)
+            j = _judge_port(view, port, t, out, raw)
             _target(targets, name, port)
         findings.extend(j.findings)
         unknown |= j.unknown
@@ -315,7 +315,7 @@ def _judge(
             device_missing_polls=missed.get(id(device), 1) if id(device) in gone_devices else 0,
             port_missing_polls=missed.get(id(port), 1),
         )
-        j = _judge_port(view, None, t)  # no expectation is worked out for what is not there
+        j = _judge_port(view, None, t, out)  # no expectation is worked out for what is not there
         findings.extend(j.findings)
         unknown |= j.unknown
         _target(targets, name, port)
@@ -330,13 +330,9 @@ def _target(targets: dict[str, Target], node: str, port: Port) -> None:
     targets.setdefault(device_target(node, device.name), (device, None))
 
 
-quiet_hits = 0  # judgements reused (memo.reuse or quiet.rejudge), for the benchmarks
-fast_hits = 0  # of which without a view (memo.reuse)
-
-
-def _judge_port(view: PortView, port: Port | None, t: Thresholds, raw: tuple | None = None) -> Judgement:
-    """rules.judge_port, or the port's last judgement when it is quiet and nothing it depends on changed."""
-    global quiet_hits
+def _judge_port(view: PortView, port: Port | None, t: Thresholds, out: Outcome, raw: tuple | None = None) -> Judgement:
+    """rules.judge_port, or the port's last judgement when it is quiet and nothing it depends on changed
+    (counted in `out`)."""
     key = quiet.inputs(view, t) if port is not None and port.pk is not None else None
     if key is None:
         if port is not None:
@@ -344,7 +340,7 @@ def _judge_port(view: PortView, port: Port | None, t: Thresholds, raw: tuple | N
         return judge_port(view, t)
     held = memo.get(port.pk)
     if held is not None and held.inputs == key:
-        quiet_hits += 1
+        out.reused += 1
         j = quiet.rejudge(view, t, held.judgement)
     else:
         j = judge_port(view, t)

@@ -39,3 +39,21 @@ def fabric(sim_dir):
     kinds = {"cn001": "cx6", "cn002": "cx3", "cn003": "cx6", "cn004": "cx7", "cn005": "cx6", "cn006": "roce"}
     assert fab.kinds == kinds
     return fab
+
+
+@pytest.fixture
+def outcomes(monkeypatch) -> list:
+    """The Outcome of every batch the health engine judges during the test, in order (engine.judge_batch,
+    as ingest's receiver calls it)."""
+    from fabricweb.health import engine
+
+    seen = []
+    judge_batch = engine.judge_batch
+
+    def recording(results):
+        outcome = judge_batch(results)
+        seen.append(outcome)
+        return outcome
+
+    monkeypatch.setattr(engine, "judge_batch", recording)
+    return seen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from health_db_fabric import SimFabric
 
-from fabricweb.health import context, engine
+from fabricweb.health import context
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
@@ -33,7 +33,7 @@ def events() -> list[tuple]:
     )
 
 
-def test_a_batch_of_many_polls_opens_and_resolves_the_same_events_as_the_polls_one_by_one(each_db, sim_dir):
+def test_a_batch_of_many_polls_opens_and_resolves_the_same_events_as_the_polls_one_by_one(each_db, sim_dir, outcomes):
     polls = record(sim_dir)
     for now, snaps in polls:
         for snap in snaps:
@@ -44,7 +44,7 @@ def test_a_batch_of_many_polls_opens_and_resolves_the_same_events_as_the_polls_o
     Node.objects.all().delete()
     context.forget()
     ingest_batch([snap for _, snaps in polls for snap in snaps], now=polls[-1][0])
-    assert engine.LAST.snapshots == 24
+    assert outcomes[-1].snapshots == 24
     assert events() == one_by_one
 
 
