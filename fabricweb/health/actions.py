@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from collectors.facts import UP_STATE_IDS
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
 
 from . import context
@@ -88,7 +88,7 @@ def accept_baseline(target: Port | Device | Node) -> Baseline:
 
 
 def _not_baseline(port: Port, link) -> str:
-    if port.state_id not in UP_STATE_IDS:
+    if not portfacts.is_up(port):
         return f"the port is {port.state_name or 'not ACTIVE'}, not up"
     if link is None:
         return "its speed or width is unknown"

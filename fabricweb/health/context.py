@@ -1,6 +1,7 @@
-"""What ingest judges ports against: thresholds, operator link policies and the fabric majority.
+"""What ingest judges ports against: thresholds, operator link policies, the fabric majority and the
+ports the expected cabling names.
 
-Policies and the majority are read from the database at most every REFRESH_S seconds
+Policies, the majority and the expected cabling are read from the database at most every REFRESH_S seconds
 (or one poll interval, when that is longer; measured on ingest's clock) per process,
 not once per snapshot: a GROUP BY over every ACTIVE port of the fabric for each
 node's snapshot would cost more than judging the snapshot. Both change slowly; the
@@ -20,7 +21,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count
 
-from collectors.facts import UP_STATE_IDS
+from collectors.facts import SWITCH_DEVICE
 from collectors.link import Rate, make_rate
 from fabricweb.inventory.models import Port
 
@@ -128,8 +129,7 @@ def load_majorities() -> dict[str, Majority]:
     """One GROUP BY over ACTIVE InfiniBand ports still present: (HCA model, speed, width) -> ports."""
     groups = (
         Port.objects.filter(
-            state_id__in=UP_STATE_IDS,
-            vanished_at__isnull=True,
+            up=True,  # fabricweb.inventory.portfacts' up, kept on the row
             device__vanished_at__isnull=True,
             speed__isnull=False,
             lanes__isnull=False,
@@ -143,11 +143,38 @@ def load_majorities() -> dict[str, Majority]:
 
 
 @dataclass(frozen=True, slots=True)
+class Cabling:
+    """The ports the expected cabling (manage.py import_topology) names, as (node, device, port): a host
+    port by node and device name, a switch port by the switch's name or node GUID with device ""."""
+
+    ends: frozenset[tuple[str, str, int]] = frozenset()
+
+    def names(self, node: str, guid: str | None, device: str, port: int) -> bool:
+        if not self.ends:
+            return False
+        if device == SWITCH_DEVICE:
+            return (node, "", port) in self.ends or (guid is not None and (guid.lower(), "", port) in self.ends)
+        return (node, device, port) in self.ends
+
+
+def load_cabling() -> Cabling:
+    from fabricweb.fabric.models import ExpectedLink  # the fabric app builds on health, not the other way
+
+    ends = set()
+    rows = ExpectedLink.objects.order_by().values_list("a_node", "a_device", "a_port", "b_node", "b_device", "b_port")
+    for row in rows:
+        for node, device, port in (row[:3], row[3:]):
+            ends.add((node.lower() if node.startswith("0x") else node, device, port))
+    return Cabling(frozenset(ends))
+
+
+@dataclass(frozen=True, slots=True)
 class Norms:
     thresholds: Thresholds
     resolve_after: int
     policies: Policies
     majorities: dict[str, Majority]
+    cabling: Cabling = Cabling()
 
 
 class _Cache:
@@ -160,8 +187,9 @@ class _Cache:
         self.at: datetime | None = None
         self.policies: Policies | None = None
         self.majorities: dict[str, Majority] = {}
+        self.cabling = Cabling()
 
-    def get(self, now: datetime) -> tuple[Policies, dict[str, Majority]]:
+    def get(self, now: datetime) -> tuple[Policies, dict[str, Majority], Cabling]:
         db = (connection.vendor, str(connection.settings_dict.get("NAME")))
         ttl = max(REFRESH_S, float(settings.FABRIC_POLL_INTERVAL))
         with self.lock:
@@ -178,18 +206,20 @@ class _Cache:
                     self.policies = policies
                 if majorities != self.majorities or self.db != db:
                     self.majorities = majorities
+                self.cabling = load_cabling()
                 self.db, self.at = db, now
-            return self.policies, self.majorities
+            return self.policies, self.majorities, self.cabling
 
 
 _cache = _Cache()
 
 
 def norms(now: datetime) -> Norms:
-    policies, majorities = _cache.get(now)
-    return Norms(thresholds(), resolve_after(), policies, majorities)
+    policies, majorities, cabling = _cache.get(now)
+    return Norms(thresholds(), resolve_after(), policies, majorities, cabling)
 
 
 def forget(*args, **kwargs) -> None:
-    """Read policies and the fabric majority afresh at the next batch (in this process); a signal receiver too."""
+    """Read policies, the fabric majority and the expected cabling afresh at the next batch (in this process); a
+    signal receiver too."""
     _cache.forget()

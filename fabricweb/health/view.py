@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collectors.facts import LINK_UP, PHYS_STATES, PORT_STATES, UP_STATE_IDS
+from collectors.facts import LINK_UP, PHYS_STATES, PORT_STATES, is_up
 from collectors.link import Rate
 
 from .expectation import LinkPolicy, Majority
@@ -20,7 +20,7 @@ from .expectation import LinkPolicy, Majority
 Poll = tuple[float, float, Mapping[str, int | None]]
 
 # Re-exported for the rules (collectors/facts.py is their one home).
-__all__ = ["LINK_UP", "PHYS_STATES", "PORT_STATES", "UP_STATE_IDS", "PcieView", "Poll", "PortView"]
+__all__ = ["LINK_UP", "PHYS_STATES", "PORT_STATES", "PcieView", "Poll", "PortView"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,8 @@ class PortView:
 
     @property
     def is_active(self) -> bool:
-        return self.state_id in UP_STATE_IDS
+        """The state alone (collectors.facts.is_up): the rules judge what this poll observed."""
+        return is_up(self.state_id)
 
     @property
     def state_text(self) -> str:

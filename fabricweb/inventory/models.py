@@ -11,9 +11,7 @@ from collections.abc import Callable
 
 from django.db import models
 
-from collectors.facts import is_up
-
-from .linkstate import DEGRADED_FLAG, UP_FLAG
+from .portfacts import DEGRADED_FLAG, UP_FLAG
 
 NAME_MAX = 64  # host, device names: short names, as in queue names and URLs
 TEXT_MAX = 256  # free text a node reports (board_id, node_desc, fw_ver...)
@@ -151,6 +149,14 @@ class Port(models.Model):
     best_speed = models.CharField(max_length=8, null=True, help_text="Fastest speed held while ACTIVE.")
     best_lanes = models.SmallIntegerField(null=True, help_text="Widest width held while ACTIVE.")
     ever_up = models.BooleanField(default=False)
+    expect_up = models.BooleanField(
+        null=True,
+        help_text=(
+            "An operator's word on whether it should be up: its link policy's expect_up, else True when the "
+            "expected cabling names it; null when neither says (its history does: ever_up). Written by the "
+            "health engine with the expected link (fabricweb.inventory.portfacts: should be up)."
+        ),
+    )
     expected_speed = models.CharField(max_length=8, null=True)
     expected_lanes = models.SmallIntegerField(null=True)
     expected_source = models.TextField(blank=True, default="", help_text="What set the expectation.")
@@ -175,7 +181,7 @@ class Port(models.Model):
         default=True, help_text="This end reports the link's state (down, degraded, flapping); else the far end does."
     )
 
-    # Computed by the database at every write (linkstate: the one definition); read-only here.
+    # Computed by the database at every write (portfacts: the one definition); read-only here.
     up = models.GeneratedField(expression=UP_FLAG, output_field=models.BooleanField(), db_persist=True)
     degraded = models.GeneratedField(expression=DEGRADED_FLAG, output_field=models.BooleanField(), db_persist=True)
 
@@ -201,10 +207,6 @@ class Port(models.Model):
 
     def __str__(self) -> str:
         return f"{self.device.node.name} {self.device.name}/{self.number}"
-
-    @property
-    def is_up(self) -> bool:
-        return is_up(self.state_id)
 
 
 class NodeReadings(models.Model):

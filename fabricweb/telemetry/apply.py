@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
 
-from collectors.facts import UP_STATE_IDS
+from collectors.facts import is_up
 from collectors.link import Rate, better_link, make_rate
 from fabricweb.inventory.models import Device, Node, Port
 
@@ -228,7 +228,7 @@ def _port(
     if link_changed:
         for name in LINK_FIELDS:
             setattr(port, name, getattr(p, name))
-    if p.state_id in UP_STATE_IDS:
+    if is_up(p.state_id):
         best_changed = _remember_best(port, p)
         link_changed |= best_changed or not port.ever_up
         port.ever_up = True

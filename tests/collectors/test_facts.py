@@ -24,16 +24,17 @@ def test_up_means_active_or_active_defer():
 
 
 def test_every_layer_judges_up_by_the_one_definition():
-    from fabricweb.health import view
-    from fabricweb.inventory import linkstate
+    from fabricweb.health.view import PortView
+    from fabricweb.inventory import portfacts
     from fabricweb.inventory.models import Port as PortRow
 
-    assert view.UP_STATE_IDS is facts.UP_STATE_IDS
-    assert dict(linkstate.UP.children)["state_id__in"] == sorted(facts.UP_STATE_IDS)
+    assert dict(portfacts.UP.children)["state_id__in"] == sorted(facts.UP_STATE_IDS)
     # The columns the database keeps are built from the same expressions (their values: tests/api, tests/telemetry).
-    assert PortRow._meta.get_field("up").expression is linkstate.UP_FLAG
-    assert PortRow._meta.get_field("degraded").expression is linkstate.DEGRADED_FLAG
-    assert PortRow(state_id=5).is_up and not PortRow(state_id=3).is_up
+    assert PortRow._meta.get_field("up").expression is portfacts.UP_FLAG
+    assert PortRow._meta.get_field("degraded").expression is portfacts.DEGRADED_FLAG
+    assert portfacts.is_up(PortRow(state_id=5)) and not portfacts.is_up(PortRow(state_id=3))
+    assert PortView("cn001", "mlx5_0", 1, 0.0, state_id=5).is_active
+    # Nobody else states it: tests/test_portfacts.py reads every module for a copy.
 
 
 def test_the_error_counters_are_the_sample_columns_and_the_pma_widths():
