@@ -42,7 +42,7 @@ from .view import PcieView, PortView
 
 log = logging.getLogger(__name__)
 
-EXPECTED_FIELDS = ["expected_speed", "expected_lanes", "expected_source"]
+EXPECTED_FIELDS = ["expected_speed", "expected_lanes", "expected_source", "expect_up"]
 
 
 @dataclass(slots=True)
@@ -103,7 +103,7 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
         out.snapshots += 1
         out.ports += len(result.observations)
         for port, exp in judged:
-            if _set_expected(port, exp) and port.pk is not None:
+            if _set_expected(port, exp, _operator_expect_up(exp, norms.cabling, node, port)) and port.pk is not None:
                 expected[port.pk] = port
     book.write()
     if expected:
@@ -348,11 +348,22 @@ def _judge_port(view: PortView, port: Port | None, t: Thresholds, out: Outcome, 
     return j
 
 
-def _set_expected(port: Port, exp: Expectation) -> bool:
-    """Store what the port should run at and who says so; True when that changed."""
+def _operator_expect_up(exp: Expectation, cabling: context.Cabling, node: Node, port: Port) -> bool | None:
+    """Port.expect_up: the policy's word, else True when the expected cabling names the port, else None (its
+    history decides: fabricweb.inventory.portfacts' should be up)."""
+    word = exp.expect_up_by_policy
+    if word is not None:
+        return word
+    return True if cabling.names(node.name, node.guid, port.device.name, port.number) else None
+
+
+def _set_expected(port: Port, exp: Expectation, expect_up: bool | None) -> bool:
+    """Store what the port should run at, who says so and whether an operator says it should be up; True
+    when that changed."""
     link = exp.link
     value = (link.speed, link.lanes, exp.source) if link is not None else (None, None, exp.source)
-    if (port.expected_speed, port.expected_lanes, port.expected_source) == value:
+    if (port.expected_speed, port.expected_lanes, port.expected_source, port.expect_up) == (*value, expect_up):
         return False
     port.expected_speed, port.expected_lanes, port.expected_source = value
+    port.expect_up = expect_up
     return True
