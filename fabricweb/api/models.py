@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 
 from django.conf import settings
 from django.db import models
 
+from fabricweb.tokens import hash_token
+
 # Scanners for leaked secrets recognise a fixed prefix; it carries no information.
 TOKEN_PREFIX = "fwt_"
-
-
-def hash_token(token: str) -> str:
-    # A plain hash is enough: the token is 32 random bytes, nothing to brute-force as with passwords.
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def new_token() -> str:

@@ -1,28 +1,23 @@
 """Rows to JSON-able dicts. Plain functions; the views choose the rows and the queries.
 
 Conventions: times ISO 8601 in UTC with `Z`; units in field names (`_gbps`, `_s`,
-`_bytes`, `_per_second`); unknown is null, never 0.
+`_bytes`, `_per_second`); unknown is null, never 0. Every fact derived from a port (up, degraded,
+status, its link and how it is named) is fabricweb.inventory.portfacts'.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from collectors import pcie
 from collectors.facts import IBSTAT_STATES, NODE_TYPES, PHYS_STATES, SWITCH_DEVICE
-from collectors.link import SPEED_BY_NAME, make_rate
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
 from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.isotime import iso
 from fabricweb.telemetry.columns import DELTA_COLUMNS, TRAFFIC
 from fabricweb.telemetry.samples import Sample
 
 SEVERITIES = tuple(Event.Severity.values)
-
-
-def iso(when: datetime | None) -> str | None:
-    return None if when is None else when.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _named(ident: int | None, stored: str | None, words: dict[int, str]) -> dict | None:
@@ -31,40 +26,17 @@ def _named(ident: int | None, stored: str | None, words: dict[int, str]) -> dict
     return {"id": ident, "name": words.get(ident, stored)}
 
 
-def link(speed: str | None, lanes: int | None, gbps: float | None = None) -> dict | None:
-    """A link as `4X HDR`: total Gb/s, lanes, speed. Gb/s is derived when only speed and lanes are known."""
-    if speed is None and lanes is None and gbps is None:
-        return None
-    known = speed in SPEED_BY_NAME and lanes is not None
-    if gbps is None and known:
-        gbps = make_rate(speed, lanes).gbps
-    return {
-        "gbps": gbps,
-        "lanes": lanes,
-        "speed": speed,
-        "name": f"{lanes}X {speed}" if known else None,
-        "bytes_per_second": None if gbps is None else gbps * 1e9 / 8,
-    }
+def _link(found: portfacts.Link | None) -> dict | None:
+    """A link as `4X HDR` (`100GbE` on Ethernet): total Gb/s, lanes, speed, name, bytes per second."""
+    return None if found is None else found.as_dict()
 
 
-def pcie_link(device: Device) -> dict | None:
-    d = device
-    if d.pci_address is None and d.pci_current_gts is None and d.pci_current_width is None:
-        return None
-    current, top = (d.pci_current_gts, d.pci_current_width), (d.pci_max_gts, d.pci_max_width)
-    both_known = None not in current and None not in top
-    return {
-        "address": d.pci_address,
-        "current_gts": d.pci_current_gts,
-        "current_width": d.pci_current_width,
-        "max_gts": d.pci_max_gts,
-        "max_width": d.pci_max_width,
-        "name": pcie.describe(*current) if None not in current else None,  # `Gen4 x16`
-        "max_name": pcie.describe(*top) if None not in top else None,
-        "usable_gbps": pcie.usable_gbps(*current),
-        "trained_low": (current[0] < top[0] or current[1] < top[1]) if both_known else None,
-        "numa_node": d.numa_node,
-    }
+def link(speed: str | None, lanes: int | None, gbps: float | None = None, link_layer: str | None = None) -> dict | None:
+    """A link given by its parts (expected, capable, best): portfacts.named_link."""
+    return _link(portfacts.named_link(speed, lanes, gbps, link_layer))
+
+
+pcie_link = portfacts.pcie_link
 
 
 def port_url(node: str, device: str, number: int) -> str:
@@ -99,8 +71,11 @@ def far_end(port: Port) -> dict | None:
 
 
 def port_summary(port: Port) -> dict:
-    """One port in lists. Needs `port.device.node`, `port.peer.device.node` and the linkstate annotations."""
+    """One port in lists. Needs `port.device.node`, `port.peer.device.node` and `status`
+    (portfacts.annotate). `up` and `degraded` are null while the status is unknown (a stale node's port,
+    an unreached switch's): what it last said is not its state now."""
     device, node = port.device, port.device.node
+    unknown = port.status == portfacts.Status.UNKNOWN
     return {
         "node": node.name,
         "device": device.name,
@@ -111,15 +86,17 @@ def port_summary(port: Port) -> dict:
         "link_layer": port.link_layer,
         "state": _named(port.state_id, port.state_name, IBSTAT_STATES),
         "phys_state": _named(port.phys_state_id, port.phys_state_name, PHYS_STATES),
-        "up": port.api_up,
-        "degraded": port.api_degraded,
-        "link": link(port.speed, port.lanes, port.rate_gbps),
-        "expected_link": link(port.expected_speed, port.expected_lanes),
+        "status": port.status,
+        "up": None if unknown else port.up,
+        "degraded": None if unknown else port.degraded,
+        # The link it has: null without one (a DOWN/Polling port's `rate` file still prints 10 Gb/sec (4X SDR)).
+        "link": _link(portfacts.link(port)),
+        "expected_link": link(port.expected_speed, port.expected_lanes, None, port.link_layer),
         "expected_source": port.expected_source or None,
         # From the fabric sweeps (null for a port they never reached): the cable's other end, what both ends
         # support, and whether this end reports the link's own state (else its far end does).
         "far_end": far_end(port),
-        "capable": link(port.capable_speed, port.capable_lanes),
+        "capable": link(port.capable_speed, port.capable_lanes, None, port.link_layer),
         "link_owner": port.link_owner,
         "last_collected_at": iso(port.last_collected_at),
         "vanished_at": iso(port.vanished_at),
@@ -135,8 +112,9 @@ def port_detail(port: Port, open_events: list[Event], last_sample: Sample | None
         "cap_mask": port.cap_mask,
         "netdevs": port.netdevs,
         "pcie": pcie_link(port.device),
-        "best_link": link(port.best_speed, port.best_lanes),
+        "best_link": link(port.best_speed, port.best_lanes, None, port.link_layer),
         "ever_up": port.ever_up,
+        "expect_up": port.expect_up,
         "state_polls": port.state_polls,
         "missed_polls": port.missed_polls,
         "first_seen_at": iso(port.first_seen_at),
@@ -146,20 +124,21 @@ def port_detail(port: Port, open_events: list[Event], last_sample: Sample | None
         "counters_ext": port.counters_ext,
         "hw_counters": port.hw_counters,
         "capped": port.capped,
-        "last_sample": None if last_sample is None else sample(last_sample),
+        "last_sample": None if last_sample is None else sample(last_sample, port.link_layer),
         "disagreements": port.disagreements,
         "open_events": [event(e) for e in open_events],
     }
 
 
-def sample(s: Sample) -> dict:
-    """One poll of one port: deltas over `interval_s` (bytes, packets, counts; xmit_wait in ticks) and rates."""
+def sample(s: Sample, link_layer: str | None = None) -> dict:
+    """One poll of one port: deltas over `interval_s` (bytes, packets, counts; xmit_wait in ticks) and rates;
+    `link` null when that poll saw none."""
     out = {
         "ts": iso(s.ts),
         "interval_s": s.interval_s,
         "state_id": s.state_id,
         "phys_state_id": s.phys_state_id,
-        "link": link(s.speed, s.lanes),
+        "link": _link(portfacts.sample_link(s.state_id, s.phys_state_id, s.speed, s.lanes, link_layer)),
         "reset": s.reset,
         "capped": s.capped,
     }
@@ -209,7 +188,7 @@ def node_summary(node: Node, ports: dict[str, int], events: dict[str, int], stal
         "last_collected_at": iso(node.last_collected_at),
         "last_ingested_at": iso(node.last_ingested_at),
         "stale": stale,
-        "ports": {k: ports.get(k, 0) for k in ("total", "up", "down", "degraded")},
+        "ports": port_counts(ports),
         "open_events": severity_counts(events),
         "read_error_count": len(node.read_errors),
     }
@@ -236,7 +215,8 @@ def device(d: Device, ports: list[Port]) -> dict:
 
 
 def port_counts(counts: dict[str, int]) -> dict[str, int]:
-    return {k: counts.get(k, 0) for k in ("total", "up", "down", "degraded", "not_connected")}
+    """Ports in total and by status (portfacts.STATUSES, worst first): each port counted once."""
+    return {k: counts.get(k, 0) for k in ("total", *portfacts.STATUSES)}
 
 
 def switch_summary(node: Node, fn: FabricNode | None, ports: dict[str, int], events: dict[str, int]) -> dict:
@@ -272,16 +252,17 @@ def _link_end(guid: str, number: int, label: str, port: Port | None) -> dict:
 
 def fabric_link(row: Link) -> dict:
     """One cable: both ends, the trained link, what both ends support. Needs the state annotation
-    (fabricweb.api.links) and `a.device.node`, `b.device.node` loaded."""
+    (portfacts.link_states) and `a.device.node`, `b.device.node` loaded."""
     state = row.state
     return {
         "a": _link_end(row.a_guid, row.a_port, row.a_label, row.a),
         "b": _link_end(row.b_guid, row.b_port, row.b_label, row.b),
-        "link": link(row.speed, row.lanes),
+        # The trained link while up (the last sweep's); null while down, unknown or gone.
+        "link": link(row.speed, row.lanes) if portfacts.link_is_up(state) else None,
         "capable": link(row.capable_speed, row.capable_lanes),
         "inter_switch": row.inter_switch,
         "state": state,
-        "up": None if state == "unknown" else state in ("up", "degraded"),
+        "up": portfacts.link_is_up(state),
         "degraded": None if state == "unknown" else state == "degraded",
         "first_seen_at": iso(row.first_seen_at),
         "gone_at": iso(row.gone_at),

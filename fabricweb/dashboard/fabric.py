@@ -1,8 +1,9 @@
 """What the pages read, each in a fixed number of queries whatever the size of the fabric.
 
-Up, down and degraded come from fabricweb/inventory/linkstate.py (kept on the port row);
-"erroring" is a port that is up and at its expected link but has an open event of another
-kind (symbol errors, flapping, congestion...).
+A port's health is its status (fabricweb/inventory/portfacts.py: down, no subnet manager, degraded,
+vanished, unknown, up, not connected), and "erroring": a port that is up and at its expected link but
+has an open event of another kind (symbol errors, flapping, congestion...). Open events of severity
+info (a capped counter, a PCIe link that could be faster) are advice, listed apart from the problems.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ from datetime import datetime
 from operator import itemgetter
 from typing import NamedTuple
 
-from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
+from django.db.models import Case, Count, IntegerField, Max, Value, When
 
-from fabricweb.api.freshness import stale_after
+from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.models import Event, Silence, silencing
-from fabricweb.inventory import linkstate
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
 from .forms import glob_filter
+from .marks import ERRORING, HEALTHS, QUIET
 
 # Link kinds show as the port's colour already; the others make an up port "erroring".
-LINK_KINDS = ("down", "degraded", "vanished")
+LINK_KINDS = (Kind.DOWN, Kind.DEGRADED, Kind.VANISHED, Kind.NO_SM)
+ADVICE = Severity.INFO.value  # open events of this severity are advice, not problems
 SEVERITY_ORDER = Case(
     When(severity="critical", then=Value(0)),
     When(severity="warning", then=Value(1)),
@@ -38,28 +41,37 @@ class Counts:
     nodes: int
     stale_nodes: int
     ports: int
-    up: int
-    down: int
-    degraded: int
-    erroring: int
+    by_health: dict[str, int]  # every one of HEALTHS: each port counted once
     open_events: dict[str, int]
     last_ingest: datetime | None
+
+    def __getattr__(self, name: str) -> int:  # counts.down, counts.no_subnet_manager...
+        try:
+            return self.__dict__["by_health"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def ports_up(self) -> int:
+        """Ports up (portfacts.UP_STATUSES), at their expected link or not, erroring or not."""
+        h = self.by_health
+        return h[ERRORING] + sum(h[s] for s in portfacts.UP_STATUSES)
 
 
 class Cell(NamedTuple):  # a tuple: built 20,000 times a page, 3x cheaper than a frozen dataclass
     node: str
     device: str
     port: int
-    health: str  # up, down, degraded, erroring
+    health: str  # one of HEALTHS
     stale: bool
 
 
-def port_health(up: bool, degraded: bool, erroring: bool) -> str:
-    if not up:
-        return "down"
-    if degraded:
-        return "degraded"
-    return "erroring" if erroring else "up"
+_UP = portfacts.Status.UP.value
+
+
+def port_health(status: str, erroring: bool) -> str:
+    """The port's status, or "erroring" for a port up at its expected link with an open event of another kind."""
+    return ERRORING if erroring and status == _UP else str(status)
 
 
 def erroring_port_ids_query():
@@ -81,36 +93,23 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
     One pass over every port (one query, no per-row dates): at 20,000 ports a query per
     count and a filtered query for the grid cost more in SQL compilation than the rows themselves.
     """
-    cutoff = now - stale_after()
+    stale = portfacts.node_stale_q(now, prefix="")
     hosts = Node.objects.filter(kind=Node.Kind.HOST)  # switches are on /fabric/; a collector has no ports
-    nodes = hosts.aggregate(
-        total=Count("id"),
-        stale=Count("id", filter=Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)),
-        latest=Max("last_ingested_at"),
-    )
-    stale_names = (
-        set(
-            hosts.filter(Q(last_ingested_at__isnull=True) | Q(last_ingested_at__lt=cutoff)).values_list(
-                "name", flat=True
-            )
-        )
-        if nodes["stale"]
-        else set()
-    )
+    nodes = hosts.aggregate(total=Count("id"), stale=Count("id", filter=stale), latest=Max("last_ingested_at"))
+    stale_names = set(hosts.filter(stale).values_list("name", flat=True)) if nodes["stale"] else set()
     by_severity = dict(
         Event.objects.filter(resolved_at__isnull=True).values_list("severity").annotate(n=Count("id")).order_by()
     )
     erroring_ids = set(erroring_port_ids_query().values_list("port_id", flat=True))
     rows = (
-        linkstate.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
+        portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST), now)
         .order_by()  # sorted below: PostgreSQL's collation-aware sort of 20,000 names cost more than the query
         .values_list(
             "pk",
             "device__node__name",
             "device__name",
             "number",
-            "api_up",
-            "api_degraded",
+            "status",
             "speed",
             "lanes",
             "device__hca_type",
@@ -118,15 +117,11 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
         )
     )
     tally, cells = _health_and_cells(rows, filters, erroring_ids, stale_names, with_cells)
-    total = sum(tally.values())
     counts = Counts(
         nodes=nodes["total"],
         stale_nodes=nodes["stale"],
-        ports=total,
-        up=total - tally["down"],
-        down=tally["down"],
-        degraded=tally["degraded"],
-        erroring=tally["erroring"],
+        ports=sum(tally.values()),
+        by_health=tally,
         open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
         last_ingest=nodes["latest"],
     )
@@ -141,22 +136,22 @@ def _health_and_cells(
     node_match, device_match = _glob_matcher(filters.get("node")), _glob_matcher(filters.get("device"))
     equal = [
         (index, filters[key])
-        for index, key in ((6, "speed"), (7, "width"), (8, "hca"), (9, "layer"))
+        for index, key in ((5, "speed"), (6, "width"), (7, "hca"), (8, "layer"))
         if filters.get(key) not in (None, "")
     ]
     wanted_state, only_problems = filters.get("state"), filters.get("problems")
     filtering = bool(wanted_state or only_problems or node_match or device_match or equal)
-    tally = dict.fromkeys(("up", "down", "degraded", "erroring"), 0)
+    tally = dict.fromkeys(HEALTHS, 0)
     cells: list[Cell] = []
     append, new_cell = cells.append, Cell._make
     for row in sorted(rows, key=itemgetter(1, 2, 3)):  # node, device, port; code-point order on every database
-        health = port_health(row[4], row[5], row[0] in erroring_ids)
+        health = port_health(row[4], row[0] in erroring_ids)
         tally[health] += 1
         if not with_cells or (
             filtering
             and (
                 (wanted_state and health != wanted_state)
-                or (only_problems and health == "up")
+                or (only_problems and health in QUIET)
                 or (node_match and not node_match(row[1]))
                 or (device_match and not device_match(row[2]))
                 or (equal and any(row[index] != value for index, value in equal))
@@ -171,9 +166,12 @@ def counts(now: datetime) -> Counts:
     return fabric_view({}, now, with_cells=False)[0]
 
 
-def open_problems(filters: dict):
-    """Open events, most severe first, then oldest first (the longest-standing problem leads)."""
+def open_problems(filters: dict, advice: bool = False):
+    """Open events, most severe first, then oldest first (the longest-standing problem leads): the problems
+    (critical and warning), or with `advice` the advice (info: a capped counter, a PCIe link that could
+    be faster), which is listed apart."""
     rows = Event.objects.filter(resolved_at__isnull=True).select_related("node", "device", "port", "acknowledgement")
+    rows = rows.filter(severity=ADVICE) if advice else rows.exclude(severity=ADVICE)
     if filters.get("node"):
         rows = rows.filter(**glob_filter("node__name", filters["node"]))
     if filters.get("device"):

@@ -12,11 +12,14 @@ from collectors.link import SPEEDS, WIDTHS
 from fabricweb.health.models import Event, Silence
 from fabricweb.inventory.models import TEXT_MAX
 
+from .marks import HEALTH_WORDS
+
 # Host and device names are letters, digits, `_ . -`; a glob adds `*` and `?`. Nothing else reaches SQL.
 GLOB = RegexValidator(r"^[A-Za-z0-9_.\-*?]+$", "use letters, digits, - _ . and the wildcards * and ?")
 KIND_GLOB = RegexValidator(r"^[a-z0-9_*?]+$", "use lower-case letters, digits, _ and the wildcards * and ?")
 PORT_GLOB = RegexValidator(r"^[0-9*?]+$", "use digits and the wildcards * and ?")
-STATES = (("", "any state"), ("up", "up"), ("down", "down"), ("degraded", "degraded"), ("erroring", "erroring"))
+# A port's health (fabricweb.inventory.portfacts' statuses, and erroring), worst first.
+STATES = (("", "any state"), *HEALTH_WORDS.items())
 MAX_SILENCE = timedelta(days=90)
 
 
@@ -40,6 +43,7 @@ class PortFilter(forms.Form):
     )
     problems = forms.BooleanField(label="only problems", required=False)
     page = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    advice = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
 
 
 EVENT_STATUS = (

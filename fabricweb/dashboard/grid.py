@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from .fabric import Cell
+from .marks import HEALTH_WORDS, MARKS, WORDS
 
-# Colour AND a mark, so the grid reads without colour too (legend in the template).
-MARKS = {"down": "✕", "degraded": "▼", "erroring": "!"}
-WORDS = {"down": "down", "degraded": "degraded", "erroring": "errors"}
+# Marked without a tooltip: up (most cells), not connected (often half a leaf: the mark and the legend say it).
+PLAIN = frozenset({"up", "not_connected"})
 
 
 def render(cells: list[Cell]) -> SafeString:
@@ -34,8 +34,8 @@ def render(cells: list[Cell]) -> SafeString:
         for c in group:
             device = _escaped(c.device)
             href = f"{base}/{name}/{device}/{c.port}/"
-            if c.health == "up":  # most cells: the link alone (the browser shows where it goes)
-                parts.append(f'<a class="c up" href="{href}"></a>')
+            if c.health in PLAIN:  # most cells: the link alone (the browser shows where it goes)
+                parts.append(f'<a class="c {c.health}" href="{href}">{MARKS[c.health]}</a>')
             else:
                 title = f"{name} {device}/{c.port}: {WORDS[c.health]}"
                 parts.append(f'<a class="c {c.health}" href="{href}" title="{title}">{MARKS[c.health]}</a>')
@@ -49,12 +49,9 @@ def _escaped(text: str) -> str:
     return escape(text)
 
 
-# A switch port adds two: never up (nothing cabled, or a cable never trained), and unknown (its switch does
-# not answer the sweeps). Each has its own mark too.
-SWITCH_MARKS = {**MARKS, "nc": "–", "unknown": "?"}
-SWITCH_WORDS = {**WORDS, "nc": "not connected (never up)", "unknown": "unknown: the switch does not answer"}
-_TALLY_WORDS = (("up", "up"), ("down", "down"), ("degraded", "degraded"), ("erroring", "erroring"),
-                ("nc", "not connected"), ("unknown", "unknown"))  # fmt: skip
+# A switch port's unknown: its switch does not answer the sweeps.
+SWITCH_WORDS = {**WORDS, "unknown": "unknown: the switch does not answer"}
+_TALLY_WORDS = tuple(HEALTH_WORDS.items())
 
 
 def render_switches(blocks) -> SafeString:
@@ -71,16 +68,13 @@ def render_switches(blocks) -> SafeString:
         )
         base = f"/ports/{name}/switch/"
         for number, health, far_end in block.cells:
-            if health == "up":
-                parts.append(f'<a class="c up" href="{base}{number}/"></a>')
-                continue
-            if health == "nc":  # often half a leaf: the mark and the legend say it, no tooltip
-                parts.append(f'<a class="c nc" href="{base}{number}/">–</a>')
+            if health in PLAIN:
+                parts.append(f'<a class="c {health}" href="{base}{number}/">{MARKS[health]}</a>')
                 continue
             far = f" ↔ {escape(far_end)}" if far_end else ""
             parts.append(
                 f'<a class="c {health}" href="{base}{number}/" title="{name} port {number}{far}: '
-                f'{SWITCH_WORDS[health]}">{SWITCH_MARKS[health]}</a>'
+                f'{SWITCH_WORDS[health]}">{MARKS[health]}</a>'
             )
         parts.append("</div>")
     return mark_safe("".join(parts))

@@ -6,7 +6,7 @@ import secrets
 
 from django.db import models
 
-from fabricweb.api.models import hash_token
+from fabricweb.tokens import hash_token
 
 WALL_PREFIX = "fww_"
 

@@ -3,7 +3,9 @@
 Rates are per second for traffic (bytes/s, packets/s), per hour for error counters
 (operators count `symbol errors/h`), congestion as the share of time in port_xmit_wait.
 Unknown is None (a gap in the chart), never 0; a missing poll or bucket inserts a None
-point, so a gap shows as a gap and not as a line across it.
+point, so a gap shows as a gap and not as a line across it. The link and its capacity are
+fabricweb.inventory.portfacts': a port (or a poll) without a link has none, so no capacity line is drawn
+for a port that is down, whatever its `rate` file says.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from collectors.link import SPEED_BY_NAME, make_rate
-from fabricweb.api.serializers import iso
+from collectors import facts
 from fabricweb.health import context
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
+from fabricweb.isotime import iso
 from fabricweb.telemetry import samples
 from fabricweb.telemetry.columns import ERRORS
 from fabricweb.telemetry.models import PortRollup
@@ -50,10 +53,10 @@ ERROR_COLUMNS = tuple(ERRORS)  # symbol_error, link_downed, ...
 FIELDS = ("rcv_bytes", "xmit_bytes", "rcv_packets", "xmit_packets", "xmit_wait", *ERROR_COLUMNS)
 
 
-def _gbps(speed: str | None, lanes: int | None) -> tuple[float | None, str | None]:
-    if speed in SPEED_BY_NAME and lanes:
-        return make_rate(speed, lanes).gbps, f"{lanes}X {speed}"
-    return None, None
+def _gbps(link: portfacts.Link | None) -> tuple[float | None, str | None]:
+    if link is None or link.name is None:
+        return None, None
+    return link.gbps, link.name
 
 
 class _Series:
@@ -69,9 +72,9 @@ class _Series:
 
     def gap_before(self, ts: datetime, step_s: float) -> None:
         if self.last is not None and (ts - self.last).total_seconds() > GAP_FACTOR * step_s:
-            self.add(self.last + (ts - self.last) / 2, None, {}, None, None)
+            self.add(self.last + (ts - self.last) / 2, None, {}, None)
 
-    def add(self, ts: datetime, seconds: float | None, deltas: dict, speed: str | None, lanes: int | None) -> None:
+    def add(self, ts: datetime, seconds: float | None, deltas: dict, link: portfacts.Link | None) -> None:
         self.t.append(iso(ts))
         self.last = ts
         usable = seconds is not None and seconds > 0
@@ -89,7 +92,7 @@ class _Series:
         self.values["congestion_pct"].append(None if share is None else min(share, 100.0))
         for column in ERROR_COLUMNS:
             self.errors[column].append(rate(column, 3600.0))
-        gbps, name = _gbps(speed, lanes) if deltas else (None, None)
+        gbps, name = _gbps(link) if deltas else (None, None)
         self.link_gbps.append(gbps)
         self.link_name.append(name)
 
@@ -98,10 +101,12 @@ def port_series(port: Port, wanted: Range, now: datetime) -> dict:
     since = now - wanted.span
     out = _Series()
     poll = float(settings.FABRIC_POLL_INTERVAL)
+    layer = port.link_layer
     if wanted.period_s is None:
         for sample in samples.of_port(port, since):
             out.gap_before(sample.ts, poll)
-            out.add(sample.ts, sample.interval_s, sample.deltas(), sample.speed, sample.lanes)
+            link = portfacts.sample_link(sample.state_id, sample.phys_state_id, sample.speed, sample.lanes, layer)
+            out.add(sample.ts, sample.interval_s, sample.deltas(), link)
             if sample.reset:
                 out.resets.append(iso(sample.ts))
             if sample.capped:
@@ -110,18 +115,23 @@ def port_series(port: Port, wanted: Range, now: datetime) -> dict:
         rows = (
             PortRollup.objects.filter(port=port, period_s=wanted.period_s, bucket__gte=since)
             .order_by("bucket")
-            .values("bucket", "samples", "min_speed", "min_lanes", "resets", "capped_samples", *FIELDS)
+            .values(
+                "bucket", "samples", "worst_state_id", "min_speed", "min_lanes", "resets", "capped_samples", *FIELDS
+            )
         )
         for row in rows:
             out.gap_before(row["bucket"], wanted.period_s)
             covered = min(float(wanted.period_s), row["samples"] * poll) if row["samples"] else None
-            out.add(row["bucket"], covered, row, row["min_speed"], row["min_lanes"])
+            # The slowest link of the bucket, when every poll of it had one (a bucket with a DOWN poll: none).
+            up = facts.is_up(row["worst_state_id"])
+            link = portfacts.named_link(row["min_speed"], row["min_lanes"], None, layer) if up else None
+            out.add(row["bucket"], covered, row, link)
             if row["resets"]:
                 out.resets.append(iso(row["bucket"]))
             if row["capped_samples"]:
                 out.capped.append(iso(row["bucket"]))
-    capacity, link_name = _gbps(port.speed, port.lanes)
-    expected, expected_name = _gbps(port.expected_speed, port.expected_lanes)
+    capacity, link_name = _gbps(portfacts.link(port))
+    expected, expected_name = _gbps(portfacts.expected_link(port))
     return {
         "range": wanted.name,
         "source": wanted.source,

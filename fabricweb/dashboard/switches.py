@@ -1,9 +1,9 @@
 """What /fabric/, the switch pages and the overview's fabric line read: switches, their ports, links, sweeps.
 
 Each in a fixed number of queries whatever the size of the fabric. A switch port's health is a host
-port's (fabric.port_health) plus two the fabric view adds: `nc`, not connected (down and never up),
-and `unknown`, every port of a switch the sweeps no longer reach (what it last said is not its state
-now). A link's state is fabricweb.api.links'.
+port's (fabric.port_health over its portfacts status: not connected, no link and none expected; unknown,
+every port of a switch the sweeps no longer reach, what it last said is not its state now). A link's
+state is portfacts' too (portfacts.link_states).
 """
 
 from __future__ import annotations
@@ -16,26 +16,17 @@ from typing import NamedTuple
 from django.db.models import Count, OuterRef, Q, Subquery
 
 from collectors.facts import ERROR_COUNTERS
-from fabricweb.api import links
-from fabricweb.api.freshness import is_stale
 from fabricweb.fabric.models import ExpectedLink, Link, Sweep, TopologyChange
 from fabricweb.health.findings import Kind
 from fabricweb.health.models import Event
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
 from . import fabric
 
 SWITCH, COLLECTOR = Node.Kind.SWITCH, Node.Kind.COLLECTOR
-HEALTHS = ("up", "down", "degraded", "erroring", "nc", "unknown")
+HEALTHS = fabric.HEALTHS
 RECENT_CHANGES = 50
-
-
-def switch_port_health(up: bool, degraded: bool, ever_up: bool, erroring: bool, reachable: bool) -> str:
-    if not reachable:
-        return "unknown"
-    if not up and not ever_up:
-        return "nc"
-    return fabric.port_health(up, degraded, erroring)
 
 
 class SwitchCell(NamedTuple):
@@ -73,12 +64,12 @@ def link_counts(now: datetime) -> LinkCounts:
         total=Count("id"), unreachable=Count("id", filter=Q(fabric_node__missing_since__isnull=False))
     )
     isl = Q(inter_switch=True)
-    tallies = links.annotate(Link.objects.all()).aggregate(
+    tallies = portfacts.link_states(Link.objects.all()).aggregate(
         live=Count("id", filter=Q(gone_at__isnull=True)),
-        **{state: Count("id", filter=isl & Q(state=state)) for state in links.STATES},
+        **{state: Count("id", filter=isl & Q(state=state)) for state in portfacts.LINK_STATES},
     )
     last = Sweep.objects.filter(applied=True).select_related("collector").order_by("-stored_at", "-id").first()
-    by_state = {s: tallies[s] for s in links.STATES if s != "gone"}
+    by_state = {s: tallies[s] for s in portfacts.LINK_STATES if s != "gone"}
     return LinkCounts(
         switches=switches["total"],
         unreachable=switches["unreachable"],
@@ -87,7 +78,7 @@ def link_counts(now: datetime) -> LinkCounts:
         isl=by_state,
         last_sweep=last,
         sweep_age_s=None if last is None else int((now - last.stored_at).total_seconds()),
-        sweep_stale=last is not None and is_stale(last.stored_at, now),
+        sweep_stale=last is not None and portfacts.data_stale(last.stored_at, now),
     )
 
 
@@ -98,9 +89,9 @@ def switch_grid(now: datetime) -> tuple[list[SwitchBlock], dict[str, int]]:
     )
     erroring = set(fabric.erroring_port_ids_query().filter(node__kind=SWITCH).values_list("port_id", flat=True))
     rows = (
-        Port.objects.filter(device__node__kind=SWITCH)
+        portfacts.annotate(Port.objects.filter(device__node__kind=SWITCH), now)
         .order_by()  # sorted below, in code-point order on every database
-        .values_list("pk", "device__node_id", "number", "up", "degraded", "ever_up", "peer_label")
+        .values_list("pk", "device__node_id", "number", "status", "peer_label")
     )
     by_switch: dict[int, list] = {}
     for row in rows:
@@ -111,8 +102,8 @@ def switch_grid(now: datetime) -> tuple[list[SwitchBlock], dict[str, int]]:
         reachable = missing_since is None
         tally = dict.fromkeys(HEALTHS, 0)
         cells = []
-        for port_pk, _, number, up, degraded, ever_up, peer in sorted(by_switch.get(pk, ()), key=itemgetter(2)):
-            health = switch_port_health(up, degraded, ever_up, port_pk in erroring, reachable)
+        for port_pk, _, number, status, peer in sorted(by_switch.get(pk, ()), key=itemgetter(2)):
+            health = fabric.port_health(status, port_pk in erroring)
             tally[health] += 1
             cells.append(SwitchCell(number, health, peer))
         for k, v in tally.items():
@@ -123,16 +114,18 @@ def switch_grid(now: datetime) -> tuple[list[SwitchBlock], dict[str, int]]:
 
 def inter_switch_links():
     """Switch-to-switch links still cabled, worst first, then by the first end's switch and port."""
-    rows = links.annotate(
+    rows = portfacts.link_states(
         Link.objects.filter(inter_switch=True).select_related("a__device__node", "b__device__node")
     ).exclude(state="gone")
     return rows.order_by("state_rank", "a__device__node__name", "a_port", "id")
 
 
-def fabric_problems():
-    """Open events on switches, collectors and links (a port with a far end), most severe first, then oldest."""
+def fabric_problems(advice: bool = False):
+    """Open events on switches, collectors and links (a port with a far end), most severe first, then oldest:
+    the problems, or with `advice` the advice (severity info), listed apart."""
     on_fabric = Q(node__kind__in=[SWITCH, COLLECTOR]) | Q(port__peer_label__gt="")
     rows = Event.objects.filter(on_fabric, resolved_at__isnull=True)
+    rows = rows.filter(severity=fabric.ADVICE) if advice else rows.exclude(severity=fabric.ADVICE)
     rows = rows.select_related("node", "device", "port", "acknowledgement")
     return rows.annotate(severity_order=fabric.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
 
@@ -145,7 +138,7 @@ def collectors(now: datetime) -> list[dict]:
     out = []
     for node in nodes:
         sweep = sweeps.get(node.last_sweep)
-        out.append({"node": node, "sweep": sweep, "stale": is_stale(node.last_ingested_at, now)})
+        out.append({"node": node, "sweep": sweep, "stale": portfacts.node_is_stale(node, now)})
     return out
 
 

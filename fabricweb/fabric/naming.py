@@ -44,3 +44,17 @@ def switch_name(description: str | None, guid: str, taken: Callable[[str], bool]
         if not taken(with_guid):
             return with_guid
     return f"sw-{guid[2:]}"
+
+
+_GUID = re.compile(r"0[xX][0-9a-fA-F]{16}")
+
+
+def find_switch(key: str):
+    """A switch (an inventory Node) by its inventory name, or by its node GUID (0x and 16 hex digits, either
+    case), with its fabric node loaded; None when there is none. The API's and the switch pages' lookup."""
+    from fabricweb.inventory.models import Node
+
+    switches = Node.objects.filter(kind=Node.Kind.SWITCH).select_related("fabric_node")
+    if _GUID.fullmatch(key):
+        return switches.filter(guid=key.lower()).first()
+    return switches.filter(name=key).first()

@@ -46,7 +46,17 @@ def test_switches_are_listed_with_guid_description_and_port_counts(world, api):
         "missing_since": None,
         "first_seen_at": "2026-03-01T00:00:10Z",
         "last_ingested_at": "2026-03-01T00:00:20Z",
-        "ports": {"total": 12, "up": 11, "down": 1, "degraded": 1, "not_connected": 1},
+        # By status, each port once: a port never cabled is not connected, not down.
+        "ports": {
+            "total": 12,
+            "down": 0,
+            "no_subnet_manager": 0,
+            "degraded": 1,
+            "vanished": 0,
+            "unknown": 0,
+            "up": 10,
+            "not_connected": 1,
+        },
         "open_events": {"critical": 0, "warning": 0, "info": 0},  # the host end speaks for its degraded link
     }
     page = api.json("/api/v1/switches", {"limit": 2})

@@ -10,6 +10,7 @@ from api_support import (
     T0,
     event,
     expect,
+    later,
     port,
     snapshot,
     store_fixture_node,
@@ -17,6 +18,7 @@ from api_support import (
 )
 from django.utils import timezone
 
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device
 from fabricweb.telemetry.ingest import ingest_snapshot
 
@@ -36,7 +38,7 @@ def test_nodes_list_counts_ports_and_open_events_per_node(each_db, api):
     assert [n["name"] for n in body["nodes"]] == ["cn001", "cn002"] and body["next"] is None
     cn001 = body["nodes"][0]
     assert cn001["url"] == "/api/v1/nodes/cn001"
-    assert cn001["ports"] == {"total": 4, "up": 4, "down": 0, "degraded": 1}
+    assert cn001["ports"] == ports(total=4, up=3, degraded=1)  # by status: each port counted once
     assert cn001["open_events"] == {"critical": 1, "warning": 1, "info": 0}  # the resolved one left out
     assert cn001["last_collected_at"] == "2026-03-01T12:00:10Z"
     assert cn001["last_ingested_at"].endswith("Z") and cn001["stale"] is False
@@ -51,12 +53,27 @@ def test_a_node_not_heard_from_for_three_polls_is_stale(each_db, api, settings):
     assert stale == {"cn001": True, "cn002": False}
 
 
-def test_a_down_port_counts_as_down(each_db, api):
+def ports(**counts: int) -> dict[str, int]:
+    """A node's or switch's `ports`: the total and every status, those not given 0."""
+    return {"total": counts.pop("total"), **dict.fromkeys(portfacts.STATUSES, 0), **counts}
+
+
+def test_a_port_that_was_up_and_went_down_counts_as_down(each_db, api):
+    s0 = snapshot()
+    ingest_snapshot(s0)
+    s1 = later(s0, 10)
+    mlx4 = next(d for d in s1["devices"] if d["name"] == "mlx4_0")
+    mlx4["ports"][1].update(state={"id": 1, "name": "DOWN"}, phys_state={"id": 2, "name": "Polling"})
+    ingest_snapshot(s1)
+    assert api.json("/api/v1/nodes")["nodes"][0]["ports"] == ports(total=4, up=3, down=1)
+
+
+def test_a_port_never_up_counts_as_not_connected_not_down(each_db, api):
     snap = snapshot()
     mlx4 = next(d for d in snap["devices"] if d["name"] == "mlx4_0")
     mlx4["ports"][1].update(state={"id": 1, "name": "DOWN"}, phys_state={"id": 2, "name": "Polling"})
     ingest_snapshot(snap)
-    assert api.json("/api/v1/nodes")["nodes"][0]["ports"] == {"total": 4, "up": 3, "down": 1, "degraded": 0}
+    assert api.json("/api/v1/nodes")["nodes"][0]["ports"] == ports(total=4, up=3, not_connected=1)
 
 
 def test_node_detail_lists_devices_with_attributes_pcie_and_ports(each_db, api, tmp_path):

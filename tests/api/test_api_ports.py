@@ -66,14 +66,24 @@ def test_a_port_without_an_expectation_shows_null_not_a_guess(each_db, api, two_
     ("query", "expected"),
     [
         ({"node": "cn002"}, ["cn002 i40iw0/1", "cn002 mlx4_0/1", "cn002 mlx4_0/2"]),
-        ({"state": "down"}, ["cn002 i40iw0/1"]),
+        ({"state": "not_connected"}, ["cn002 i40iw0/1"]),  # disabled at its first poll, no policy
+        ({"state": "down"}, []),
         ({"degraded": "true"}, ["cn001 mlx5_0/1"]),
         ({"degraded": "true", "node": "cn002"}, []),
         ({"hca_type": "MT4118"}, ["cn001 mlx5_0/1"]),
         ({"state": "up", "node": "cn002", "hca_type": "MT4099"}, ["cn002 mlx4_0/1", "cn002 mlx4_0/2"]),
         ({"node": "cn404"}, []),
     ],
-    ids=["node", "down", "degraded", "degraded on a healthy node", "hca_type", "combined", "unknown node"],
+    ids=[
+        "node",
+        "not connected",
+        "never up is not down",
+        "degraded",
+        "degraded on a healthy node",
+        "hca_type",
+        "combined",
+        "unknown node",
+    ],
 )
 def test_ports_filters(each_db, api, two_nodes, query, expected):
     assert names(api.json("/api/v1/ports", query)) == expected

@@ -63,7 +63,7 @@ def test_the_fabric_page_draws_every_switch_port_coloured_and_marked(viewer, wor
         '<a class="c down" href="/ports/leaf01/switch/8/" title="leaf01 port 8 ↔ spine01 port 2: down">✕</a>'
     )
     # leaf02 port 6 faces no host (5 of the 6 hosts' 10 ports fill leaf01 and most of leaf02): never up.
-    assert cell(html, "leaf02", 6) == '<a class="c nc" href="/ports/leaf02/switch/6/">–</a>'
+    assert cell(html, "leaf02", 6) == '<a class="c not_connected" href="/ports/leaf02/switch/6/">–</a>'
     tally = response.context["tally"]
     assert (tally["degraded"], tally["down"], tally["unknown"]) == (1, 2, 0)  # both ends of the pulled cable
     assert sum(tally.values()) == response.context["ports"] == 36
@@ -99,7 +99,9 @@ def test_a_pulled_switch_cable_is_a_down_link_listed_first_and_a_topology_change
     response = viewer.get("/fabric/")
     html = response.content.decode()
     rows = isl_rows(html)
-    assert rows[0].startswith("✕ down leaf02 port 12 spine01 port 12 last 12X QDR (120 Gb/s) 12X QDR not seen since")
+    assert rows[0].startswith(
+        "✕ down leaf02 port 12 spine01 port 12 no link (last 12X QDR, 120 Gb/s) 12X QDR not seen since"
+    )
     assert rows[1].startswith("▼ degraded leaf01 port 7 spine01 port 1")
     changes = response.context["changes"]
     assert [(c.kind, c.label, c.peer_before) for c in changes] == [("disappeared", "leaf02 port 12", "spine01 port 12")]
@@ -128,7 +130,7 @@ def test_an_unreachable_switch_is_shown_as_such(viewer, world):
     counts = response.context["counts"]
     assert (counts.switches, counts.unreachable) == (3, 1)
     assert counts.isl == {"down": 0, "unknown": 6, "degraded": 0, "up": 6}  # its uplinks: still up at spine01
-    assert isl_rows(html)[0].startswith("? unknown leaf02 port 7 spine01 port 7 last 12X QDR")
+    assert isl_rows(html)[0].startswith("? unknown leaf02 port 7 spine01 port 7 unknown (last 12X QDR")
     assert any(e.message.startswith("leaf02: switch ") for e in response.context["problems"])
     page = viewer.text("/switches/leaf02/")
     assert "? unreachable" in page and "not reached by the sweeps since 2026-03-01 00:00:" in page
@@ -151,8 +153,8 @@ def test_the_switch_page_reads_like_iblinkinfo(viewer, world):
     ):
         assert words in html, words
     rows = {r["port"].number: r for r in response.context["rows"]}
-    assert (rows[5]["link"]["name"], rows[5]["capable"]["name"], rows[5]["below"]) == ("12X DDR", "12X QDR", True)
-    assert rows[6]["health"] == "nc" and rows[6]["link"] is None
+    assert (rows[5]["link"].name, rows[5]["capable"].name, rows[5]["below"]) == ("12X DDR", "12X QDR", True)
+    assert rows[6]["health"] == "not_connected" and rows[6]["link"] is None
     assert rows[1]["errors"] == ([], 20.0)  # the last hour: two intervals of 10 s (the first poll has none)
     assert rows[4]["errors"] == ([("symbol_error", 40)], 20.0)
     assert "<td>symbol_error 40</td>" in html

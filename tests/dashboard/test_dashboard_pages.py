@@ -31,7 +31,7 @@ def test_the_overview_counts_ports_and_lists_the_degraded_port_with_its_reason(v
     counts = response.context["counts"]
     assert (counts.nodes, counts.stale_nodes) == (3, 0)
     assert (counts.down, counts.degraded) == (1, 1)
-    assert counts.up == counts.ports - 1
+    assert counts.ports_up == counts.ports - 1
     assert counts.open_events["critical"] >= 1
     html = response.content.decode()
     degraded = Event.objects.get(kind="degraded", resolved_at__isnull=True)

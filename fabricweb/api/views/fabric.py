@@ -3,15 +3,15 @@ the fabric as the fabric collector's sweeps see it (fabricweb.fabric)."""
 
 from __future__ import annotations
 
-import re
-
 from django.db.models import Q
+from django.utils import timezone
 
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
-from fabricweb.inventory import linkstate, readings
+from fabricweb.fabric.naming import find_switch
+from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import NAME_MAX, Node, Port
 
-from .. import links, params, serializers
+from .. import params, serializers
 from ..http import api_view, not_found
 from ..pagination import cursor, keyset_page, offset_page, offset_parsers
 from .nodes import open_event_counts, port_counts
@@ -19,24 +19,15 @@ from .nodes import open_event_counts, port_counts
 SWITCH_PAGE, SWITCH_MAX_PAGE = 500, 5000
 LINK_PAGE, LINK_MAX_PAGE = 1000, 5000
 CHANGE_PAGE, CHANGE_MAX_PAGE = 100, 1000
-GUID = re.compile(r"0[xX][0-9a-fA-F]{16}")
 
 LINK_PARAMS = {
     "inter_switch": params.boolean,
     "degraded": params.boolean,
-    "state": params.choice(*links.STATES),
+    "state": params.choice(*portfacts.LINK_STATES),
     "node": params.text(NAME_MAX),
     **offset_parsers(LINK_MAX_PAGE),
 }
 CHANGE_PARAMS = {"since": params.timestamp, "limit": params.integer(1, CHANGE_MAX_PAGE), "cursor": cursor}
-
-
-def find_switch(key: str) -> Node | None:
-    """A switch by its inventory name, or by its node GUID (0x and 16 hex digits, either case)."""
-    switches = Node.objects.filter(kind=Node.Kind.SWITCH).select_related("fabric_node")
-    if GUID.fullmatch(key):
-        return switches.filter(guid=key.lower()).first()
-    return switches.filter(name=key).first()
 
 
 def _fabric_node(node: Node) -> FabricNode | None:
@@ -64,18 +55,12 @@ def switch_detail(request, key: str):
     if switch is None:
         raise not_found(f"switch {key!r}")
     ports = readings.attach(
-        linkstate.annotate(
-            Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node")
+        portfacts.annotate(
+            Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node"),
+            timezone.now(),
         ).order_by("device__name", "number")
     )
-    up = sum(p.api_up for p in ports)
-    counts = {
-        "total": len(ports),
-        "up": up,
-        "down": len(ports) - up,
-        "degraded": sum(p.api_degraded for p in ports),
-        "not_connected": sum(1 for p in ports if not p.api_up and not p.ever_up),
-    }
+    counts = portfacts.tally(p.status for p in ports)
     events = open_event_counts([switch.pk]).get(switch.pk, {})
     summary = serializers.switch_summary(switch, _fabric_node(switch), counts, events)
     return {**summary, "port_list": [serializers.port_summary(p) for p in ports]}
@@ -84,7 +69,7 @@ def switch_detail(request, key: str):
 @api_view
 def link_list(request):
     given = params.read(request, LINK_PARAMS)
-    rows = links.annotate(Link.objects.select_related("a__device__node", "b__device__node"))
+    rows = portfacts.link_states(Link.objects.select_related("a__device__node", "b__device__node"))
     if "inter_switch" in given:
         rows = rows.filter(inter_switch=given["inter_switch"])
     if "degraded" in given:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.utils import timezone
 
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate, readings
+from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 
 from .. import params, serializers
-from ..freshness import is_stale
 from ..http import api_view, not_found
 from ..pagination import link, offset_page, offset_parsers
 
@@ -22,21 +21,8 @@ ERRORS_SHOWN, ERRORS_PAGE, ERRORS_MAX_PAGE = 100, 500, 2000
 
 
 def port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Per node: ports in total, up, down, degraded and not connected (down and never up), in one grouped query."""
-    rows = (
-        linkstate.annotate(Port.objects.filter(device__node_id__in=node_ids))
-        .values("device__node_id")
-        .annotate(
-            total=Count("id"),
-            up=Count("id", filter=Q(api_up=True)),
-            degraded=Count("id", filter=Q(api_degraded=True)),
-            not_connected=Count("id", filter=Q(api_up=False, ever_up=False)),
-        )
-    )
-    out = {}
-    for row in rows:
-        out[row["device__node_id"]] = {**row, "down": row["total"] - row["up"]}
-    return out
+    """Per node: its ports in total and by status (portfacts), in one grouped query."""
+    return portfacts.status_counts(Port.objects.filter(device__node_id__in=node_ids), timezone.now(), "device__node_id")
 
 
 def open_event_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -65,7 +51,7 @@ def node_list(request):
     ids = [n.pk for n in nodes]
     ports, events, now = port_counts(ids), open_event_counts(ids), timezone.now()
     summaries = [
-        serializers.node_summary(n, ports.get(n.pk, {}), events.get(n.pk, {}), is_stale(n.last_ingested_at, now))
+        serializers.node_summary(n, ports.get(n.pk, {}), events.get(n.pk, {}), portfacts.node_is_stale(n, now))
         for n in nodes
     ]
     return {"nodes": summaries, "next": next_link}
@@ -77,9 +63,10 @@ def node_detail(request, name: str):
     node = Node.objects.filter(name=name).select_related("readings").first()  # no query of its own
     if node is None:
         raise not_found(f"node {name!r}")
+    now = timezone.now()
     ports = readings.attach(
-        linkstate.annotate(
-            Port.objects.filter(device__node=node).select_related("device__node", "peer__device__node")
+        portfacts.annotate(
+            Port.objects.filter(device__node=node).select_related("device__node", "peer__device__node"), now
         ).order_by("device__name", "number"),
         readings.of_node(node),
     )
@@ -87,10 +74,9 @@ def node_detail(request, name: str):
     for port in ports:
         by_device[port.device_id].append(port)
     # The ports are loaded anyway: count them here rather than in another query.
-    up = sum(p.api_up for p in ports)
-    counts = {"total": len(ports), "up": up, "down": len(ports) - up, "degraded": sum(p.api_degraded for p in ports)}
+    counts = portfacts.tally(p.status for p in ports)
     events = open_event_counts([node.pk]).get(node.pk, {})
-    summary = serializers.node_summary(node, counts, events, is_stale(node.last_ingested_at, timezone.now()))
+    summary = serializers.node_summary(node, counts, events, portfacts.node_is_stale(node, now))
     return {
         **summary,
         "source": node.source,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate, readings
+from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX, Port
 from fabricweb.telemetry import samples
 
@@ -17,7 +18,7 @@ PAGE, MAX_PAGE = 1000, 5000
 
 LIST_PARAMS = {
     "node": params.text(NAME_MAX),
-    "state": params.choice("up", "down"),
+    "state": params.choice(*portfacts.STATUSES),
     "degraded": params.boolean,
     "hca_type": params.text(TEXT_MAX),
     **offset_parsers(MAX_PAGE),
@@ -25,7 +26,7 @@ LIST_PARAMS = {
 
 
 def ports() -> QuerySet[Port]:
-    return linkstate.annotate(Port.objects.select_related("device__node", "peer__device__node"))
+    return portfacts.annotate(Port.objects.select_related("device__node", "peer__device__node"), timezone.now())
 
 
 def find_port(node: str, device: str, number: int) -> Port:
@@ -42,10 +43,7 @@ def port_list(request):
     rows = ports()
     if "node" in given:
         rows = rows.filter(device__node__name=given["node"])
-    if "state" in given:
-        rows = rows.filter(api_up=given["state"] == "up")
-    if "degraded" in given:
-        rows = rows.filter(api_degraded=given["degraded"])
+    rows = portfacts.filtered(rows, given.get("state"), given.get("degraded"))
     if "hca_type" in given:
         rows = rows.filter(device__hca_type=given["hca_type"])
     rows = rows.order_by("device__node__name", "device__name", "number")

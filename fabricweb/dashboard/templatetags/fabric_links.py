@@ -1,4 +1,5 @@
-"""Template filters: where a node's page is (a switch's is /switches/<name>/), a port as operators name it."""
+"""Template filters: where a node's page is (a switch's is /switches/<name>/), a port as operators name it, a
+port's health as a mark and in words."""
 
 from __future__ import annotations
 
@@ -28,3 +29,19 @@ def port_url(port) -> str:
 def port_name(port) -> str:
     """`cn042 mlx5_0/1`, a switch's `leaf07 port 12` (its device and node loaded)."""
     return port_label(port.device.node.name, port.device.name, port.number)
+
+
+@register.filter
+def health_mark(health: str) -> str:
+    """The one-character mark of a port's health (fabricweb.dashboard.grid.MARKS): `✕` down, `–` not connected..."""
+    from fabricweb.dashboard.marks import MARKS
+
+    return MARKS.get(health, "")
+
+
+@register.filter
+def health_words(health: str) -> str:
+    """A port's health in words: `no subnet manager`, `not connected`, `erroring`..."""
+    from fabricweb.dashboard.marks import HEALTH_WORDS
+
+    return HEALTH_WORDS.get(health, health)

@@ -12,11 +12,9 @@ from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEED_RANK
-from fabricweb.api import serializers
-from fabricweb.api.freshness import is_stale
-from fabricweb.api.views.fabric import find_switch
+from fabricweb.fabric.naming import find_switch
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate, readings
+from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 
 from .. import fabric, grid, switches
@@ -30,6 +28,7 @@ RECENT_EVENTS = 20
 class FabricPages(forms.Form):
     links = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
     problems = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    advice = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
 
 
 @login_required
@@ -46,6 +45,8 @@ def fabric_page(request):
     links_page = Paginator(switches.inter_switch_links(), LINKS_PER_PAGE).get_page(pages.get("links"))
     problems = Paginator(switches.fabric_problems(), PROBLEMS_PER_PAGE).get_page(pages.get("problems"))
     mark_page(problems, now)
+    advice = Paginator(switches.fabric_problems(advice=True), PROBLEMS_PER_PAGE).get_page(pages.get("advice"))
+    mark_page(advice, now)
     last = counts.last_sweep
     context = {
         "form": form,
@@ -56,6 +57,7 @@ def fabric_page(request):
         "links": links_page,
         "link_rows": [_link_row(link) for link in links_page],
         "problems": problems,
+        "advice": advice,
         "collectors": switches.collectors(now),
         "changes": switches.recent_changes(),
         "expected": switches.expected_cabling(),
@@ -73,8 +75,11 @@ def _below(speed, lanes, capable_speed, capable_lanes) -> bool:
 def _link_row(link) -> dict:
     return {
         "link": link,
-        "trained": serializers.link(link.speed, link.lanes),
-        "capable": serializers.link(link.capable_speed, link.capable_lanes),
+        # What the last sweep that saw it up saw; the link's own while it is up (portfacts.link_is_up), the
+        # last one while down (no link now) or unknown.
+        "trained": portfacts.named_link(link.speed, link.lanes),
+        "live": bool(portfacts.link_is_up(link.state)),
+        "capable": portfacts.named_link(link.capable_speed, link.capable_lanes),
         "below": _below(link.speed, link.lanes, link.capable_speed, link.capable_lanes),
     }
 
@@ -91,7 +96,7 @@ def switch_page(request, key: str):
     fn = switch.fabric_node if hasattr(switch, "fabric_node") else None
     reachable = fn is not None and fn.missing_since is None
     ports = Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node")
-    ports = list(linkstate.annotate(ports).order_by("number"))
+    ports = list(portfacts.annotate(ports, now).order_by("number"))
     readings.attach(ports)
     erroring = set(fabric.erroring_port_ids_query().filter(node=switch).values_list("port_id", flat=True))
     rows = []
@@ -100,13 +105,13 @@ def switch_page(request, key: str):
         rows.append(
             {
                 "port": p,
-                "health": switches.switch_port_health(p.api_up, p.api_degraded, p.ever_up, p.pk in erroring, reachable),
+                "health": fabric.port_health(p.status, p.pk in erroring),
                 "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                 "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
-                "link": serializers.link(p.speed, p.lanes, p.rate_gbps),
-                "capable": serializers.link(p.capable_speed, p.capable_lanes),
-                "below": p.api_up and _below(p.speed, p.lanes, p.capable_speed, p.capable_lanes),
-                "expected": serializers.link(p.expected_speed, p.expected_lanes),
+                "link": portfacts.link(p),
+                "capable": portfacts.named_link(p.capable_speed, p.capable_lanes, None, p.link_layer),
+                "below": p.up and _below(p.speed, p.lanes, p.capable_speed, p.capable_lanes),
+                "expected": portfacts.expected_link(p),
                 "peer": peer,
                 "peer_is_switch": peer is not None and peer.device.node.kind == Node.Kind.SWITCH,
                 "errors": switches.errors_last_hour(p),
@@ -125,7 +130,7 @@ def switch_page(request, key: str):
         "switch": switch,
         "fn": fn,
         "reachable": reachable,
-        "stale": is_stale(switch.last_ingested_at, now),
+        "stale": portfacts.data_stale(switch.last_ingested_at, now),
         "rows": rows,
         "tally": tally,
         "events": events,

@@ -10,10 +10,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
-from fabricweb.api import serializers
-from fabricweb.api.freshness import is_stale
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
 from .. import fabric
@@ -31,7 +29,7 @@ def node_page(request, name: str):
     if node.kind == Node.Kind.SWITCH:
         return redirect("dashboard:switch", key=node.name)
     now = timezone.now()
-    ports = list(linkstate.annotate(Port.objects.filter(device__node=node)).order_by("device__name", "number"))
+    ports = list(portfacts.annotate(Port.objects.filter(device__node=node), now).order_by("device__name", "number"))
     by_device = defaultdict(list)
     for p in ports:
         by_device[p.device_id].append(p)
@@ -43,15 +41,15 @@ def node_page(request, name: str):
             rows.append(
                 {
                     "port": p,
-                    "health": fabric.port_health(p.api_up, p.api_degraded, p.pk in erroring),
+                    "health": fabric.port_health(p.status, p.pk in erroring),
                     "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                     "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
-                    "link": serializers.link(p.speed, p.lanes, p.rate_gbps),
-                    "expected": serializers.link(p.expected_speed, p.expected_lanes),
+                    "link": portfacts.link(p),  # None without one: a DOWN/Polling port's rate is no link
+                    "expected": portfacts.expected_link(p),
                     "mtu": (p.verbs or {}).get("active_mtu") if isinstance(p.verbs, dict) else None,
                 }
             )
-        devices.append({"device": d, "pcie": serializers.pcie_link(d), "ports": rows})
+        devices.append({"device": d, "pcie": portfacts.pcie_link(d), "ports": rows})
     events = list(
         Event.objects.filter(node=node)
         .select_related("node", "device", "port", "acknowledgement")
@@ -60,7 +58,7 @@ def node_page(request, name: str):
     mark_page(events, now)
     context = {
         "node": node,
-        "node_stale": is_stale(node.last_ingested_at, now),
+        "node_stale": portfacts.node_is_stale(node, now),
         "read_errors": node.read_errors[:READ_ERRORS_SHOWN],
         "more_read_errors": max(0, len(node.read_errors) - READ_ERRORS_SHOWN),
         "devices": devices,

@@ -37,5 +37,7 @@ def overview(request):
     }
     page = Paginator(fabric.open_problems(filters), PROBLEMS_PER_PAGE).get_page(filters.get("page"))
     mark_page(page, now)
-    context.update(grid=grid.render(cells), shown_ports=len(cells), problems=page)
+    advice = Paginator(fabric.open_problems(filters, advice=True), PROBLEMS_PER_PAGE).get_page(filters.get("advice"))
+    mark_page(advice, now)
+    context.update(grid=grid.render(cells), shown_ports=len(cells), problems=page, advice=advice)
     return render(request, "dashboard/overview.html", context)

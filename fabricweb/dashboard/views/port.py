@@ -8,10 +8,9 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
-from fabricweb.api import serializers
 from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
-from fabricweb.inventory import linkstate, readings
+from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 
 from .. import fabric, series
@@ -22,7 +21,7 @@ DEFAULT_RANGE = "1h"
 
 def find_port(node: str, device: str, number: int) -> Port:
     port = (
-        linkstate.annotate(Port.objects.select_related("device__node", "peer__device__node"))
+        portfacts.annotate(Port.objects.select_related("device__node", "peer__device__node"), timezone.now())
         .filter(device__node__name=node, device__name=device, number=number)
         .first()
     )
@@ -52,17 +51,17 @@ def port_page(request, node: str, device: str, port: int):
         "port": row,
         "device": row.device,
         "node": row.device.node,
-        "health": fabric.port_health(row.api_up, row.api_degraded, erroring),
+        "health": fabric.port_health(row.status, erroring),
         "state": IBSTAT_STATES.get(row.state_id, row.state_name),
         "phys_state": PHYS_STATES.get(row.phys_state_id, row.phys_state_name),
-        "link": serializers.link(row.speed, row.lanes, row.rate_gbps),
-        "expected": serializers.link(row.expected_speed, row.expected_lanes),
-        "pcie": serializers.pcie_link(row.device),
+        "link": portfacts.link(row),  # None without one: a DOWN/Polling port's rate is no link
+        "expected": portfacts.expected_link(row),
+        "pcie": portfacts.pcie_link(row.device),
         "is_switch": row.device.node.kind == Node.Kind.SWITCH,
         "label": port_label(row.device.node.name, row.device.name, row.number),
         "peer": peer,
         "peer_is_switch": peer is not None and peer.device.node.kind == Node.Kind.SWITCH,
-        "capable": serializers.link(row.capable_speed, row.capable_lanes),
+        "capable": portfacts.named_link(row.capable_speed, row.capable_lanes, None, row.link_layer),
         "counters": sorted((row.counters or {}).items()),
         "events": events,
         "ranges": list(series.RANGES),
