@@ -92,8 +92,22 @@ def build() -> Dashboard:
         .with_variable(variable("switch", "Switch", "label_values(infiniband_switch_info, switch)"))
         # -- the whole fabric ---------------------------------------------------------------
         .with_row(Row("Fabric overview").id(100))
-        .with_panel(stat("Ports up", "sum(infiniband_port_up)", description="ACTIVE and reported by their node"))
-        .with_panel(stat("Ports down", "sum(1 - infiniband_port_up)", description="Not ACTIVE, or gone"))
+        .with_panel(
+            stat(
+                "Ports up",
+                "sum(infiniband_port_up)",
+                description="ACTIVE and reported by their node (a stale node's ports have no sample: unknown)",
+            )
+        )
+        .with_panel(
+            stat(
+                "Ports down",
+                "count((infiniband_port_up == 0) and on (node, device, port) (infiniband_port_expected_up == 1))"
+                " or vector(0)",
+                description="Not ACTIVE, or gone, and expected up (a policy, the expected cabling, or it has been up):"
+                " a port never connected is not down",
+            )
+        )
         .with_panel(
             stat("Ports degraded", "sum(infiniband_port_degraded)", description="Up, below the expected speed or width")
         )

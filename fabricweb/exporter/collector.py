@@ -1,10 +1,12 @@
 """The prometheus_client collector over the current-state tables: nodes, devices, ports, open events.
 
 One pass over each table per scrape, nothing recomputed from samples. A value that is not
-known (a capped or unreadable counter, the counters of a stale node or a vanished port) has
-no sample rather than a made-up 0. Ports share one label dict across their series: at half
-a million samples that is most of the memory a scrape needs, and the encoder renders each
-shared dict once (fabricweb/exporter/encoder.py). The tables are read in tables.py.
+known (a capped or unreadable counter, the counters of a stale node or a vanished port, the
+state of a stale node's port, the rate of a port with no link) has no sample rather than a
+made-up value. Up, degraded, whether a port has a link and whether a node is stale are
+fabricweb.inventory.portfacts' (docs/metrics.md, "Unknown is absent"). Ports share one label
+dict across their series: at half a million samples that is most of the memory a scrape needs,
+and the encoder renders each shared dict once (fabricweb/exporter/encoder.py). The tables are read in tables.py.
 
 The health series of ports and devices are built from groups memoised across scrapes,
 keyed by the values they are made of (grouped.py): per scrape, a port's health is a key.
@@ -29,7 +31,6 @@ from prometheus_client.metrics_core import Metric
 from collectors.facts import SWITCH_DEVICE
 from collectors.link import judge_link
 from collectors.pcie import usable_gbps
-from fabricweb.api.freshness import is_stale, stale_after
 from fabricweb.health import context
 from fabricweb.health.findings import port_label
 from fabricweb.inventory.models import Node
@@ -84,9 +85,8 @@ class FabricCollector:
             seen = out.family(
                 PREFIX + "node_last_seen_timestamp_seconds", "When the node's last snapshot was stored (server clock)"
             )
-        after = stale_after()
         switches, collectors = [], []
-        for node_id, name, ingested, kind, guid in tables.nodes():
+        for node_id, name, ingested, kind, guid, stale in tables.nodes(self.now):
             if ingested is not None and (newest is None or ingested > newest):
                 newest = ingested
             if not self.selection.wants(name):
@@ -97,9 +97,9 @@ class FabricCollector:
                 switches.append((node_id, name, ingested, guid or ""))
                 continue
             if kind == COLLECTOR:
-                collectors.append((name, ingested))
+                collectors.append((name, ingested, bool(stale)))
                 continue
-            stale = is_stale(ingested, self.now, after)
+            stale = bool(stale)  # SQLite's 1/0
             nodes[node_id] = (name, stale, None)
             if health:
                 labels = {"node": name}
@@ -109,7 +109,7 @@ class FabricCollector:
         if health and switches:
             self._switches(out, switches)
         if health and collectors:
-            self._collectors(out, collectors, after)
+            self._collectors(out, collectors)
         return nodes, newest
 
     def _switches(self, out: Families, switches: list[tuple[int, str, datetime | None, str]]) -> None:
@@ -134,7 +134,7 @@ class FabricCollector:
             if ingested is not None:
                 seen.add(labels, ingested.timestamp())
 
-    def _collectors(self, out: Families, collectors: list[tuple[str, datetime | None]], after) -> None:
+    def _collectors(self, out: Families, collectors: list[tuple[str, datetime | None, bool]]) -> None:
         up = out.family(
             PREFIX + "fabric_collector_up", "1 while the fabric collector's sweeps arrive, 0 once it is stale"
         )
@@ -142,9 +142,9 @@ class FabricCollector:
             PREFIX + "fabric_collector_last_seen_timestamp_seconds",
             "When the fabric collector's last sweep was stored (server clock)",
         )
-        for name, ingested in collectors:
+        for name, ingested, stale in collectors:
             labels = {"collector": name}
-            up.add(labels, 0 if is_stale(ingested, self.now, after) else 1)
+            up.add(labels, 0 if stale else 1)
             if ingested is not None:
                 seen.add(labels, ingested.timestamp())
 
@@ -218,8 +218,9 @@ class FabricCollector:
             if guid is None:
                 if health is not None:
                     # Exactly what port_health() reads: the device's health row (names, firmware, HCA
-                    # type) by its serial, the port number, rate and the database's JSON of the rest.
-                    _, labels = health.add((device_serial, row[2], row[4], row[5]), device_key)
+                    # type) by its serial, the port number, rate, the database's JSON of the rest, and
+                    # whether its node is stale (then its state is unknown: no sample says it).
+                    _, labels = health.add((device_serial, row[2], row[4], row[5], stale), device_key)
                 else:
                     labels = {"node": node, "device": device, "port": str(row[2])}
                 if counters is not None and not stale and not vanished:
@@ -301,15 +302,24 @@ PORT_GAUGES = (
     ("state_id", STATE_HELP),
     ("physical_state_id", PHYS_STATE_HELP),
     ("rate_bytes_per_second", "Maximum signal transfer rate"),
-    ("port_up", "1 when the port is ACTIVE (or ACTIVE_DEFER) and still reported by its node"),
+    (
+        "port_up",
+        "1 when the port is ACTIVE (or ACTIVE_DEFER) and still reported by its node (none while the node is stale)",
+    ),
     ("port_degraded", "1 when the port is up and trained below its expected speed or width"),
-    ("port_lanes", "Lanes the link trained at (the X of 4X)"),
+    ("port_lanes", "Lanes the link trained at (the X of 4X; none without a link)"),
     ("port_expected_lanes", "Lanes the link is expected to train at"),
 )
 PORT_SPECS: dict[str, Spec] = {
     **{PREFIX + name: (help, GAUGE, None) for name, help in PORT_GAUGES},
     PREFIX + "port_expected_rate_bytes_per_second": (
         "Signal transfer rate of the link the port is expected to train at",
+        GAUGE,
+        None,
+    ),
+    PREFIX + "port_expected_up": (
+        "1 when the port should be up (a link policy or the expected cabling says so, else it has been up): "
+        "down, it is an outage; 0 when down is not connected",
         GAUGE,
         None,
     ),
@@ -335,33 +345,44 @@ DEVICE_SPECS: dict[str, Spec] = {
 
 def port_health(key: tuple, device_key: tuple) -> tuple[Samples, dict[str, str]]:
     """The health samples of the port of `key` (as collector._ports builds it: its device's
-    serial, number, rate and tables.PORT_HEALTH_FIELDS as JSON) on the device of `device_key`
-    (as _devices builds it), and its labels.
+    serial, number, rate, tables.PORT_HEALTH_FIELDS as JSON and whether its node is stale) on the
+    device of `device_key` (as _devices builds it), and its labels.
+
+    A port with no link (portfacts.HAS_LINK) has no rate, lanes, speed or width: the kernel's `rate`
+    of a DOWN/Polling port (`10 Gb/sec (4X SDR)`) is no link. A stale node's port has no sample of its
+    state at all (state, physical state, up, degraded, rate, lanes, capped counters): what it last said
+    is not its state now, and infiniband_node_up 0 says why; what is expected of it and its info stay.
 
     Values + 0.0: -0.0 and 0.0 are one key, so they print alike (0.0).
     """
-    _, number, rate_gbps, fields = key
+    _, number, rate_gbps, fields, stale = key
     node, device, fw_ver, hca_type = device_key[:4]
+    row = orjson.loads(fields)
     (state_id, phys_id, link_layer, lanes, speed, exp_speed, exp_lanes, exp_source, capped, up,
-     degraded) = orjson.loads(fields)[:11]  # fmt: skip
+     degraded) = row[:11]  # fmt: skip
+    linked = bool(row[16]) and not stale  # SQLite's 1/0, PostgreSQL's true/false
     if isinstance(capped, str):  # SQLite's json_array carries a JSON column as its text
         capped = orjson.loads(capped)
-    up, degraded = 1 if up else 0, 1 if degraded else 0  # SQLite's 1/0, PostgreSQL's true/false
+    up, degraded = 1 if up else 0, 1 if degraded else 0
     labels = {"node": node, "device": device, "port": str(number)}
-    rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
-    values = (state_id, phys_id, rate, up, degraded, lanes, exp_lanes)
+    rate = None if rate_gbps is None or not linked else rate_gbps * BYTES_PER_GBIT
+    if stale:
+        gauges = (None, None, None, None, None, None, exp_lanes)
+    else:
+        gauges = (state_id, phys_id, rate, up, degraded, lanes if linked else None, exp_lanes)
     samples: Samples = {}
-    for (name, _), value in zip(PORT_GAUGES, values, strict=True):
+    for (name, _), value in zip(PORT_GAUGES, gauges, strict=True):
         if value is not None:
             samples[PREFIX + name] = [(labels, value + 0.0, None)]
     expected = context.rate(exp_speed, exp_lanes)
     if expected is not None:
         samples[PREFIX + "port_expected_rate_bytes_per_second"] = [(labels, expected.bytes_per_second + 0.0, None)]
+    samples[PREFIX + "port_expected_up"] = [(labels, 1.0 if row[17] else 0.0, None)]
     info_labels = {
         **labels,
         "link_layer": link_layer or "",
-        "speed": speed or "",
-        "width": f"{lanes}X" if lanes else "",
+        "speed": (speed or "") if linked else "",
+        "width": f"{lanes}X" if lanes and linked else "",
         "expected_speed": exp_speed or "",
         "expected_width": f"{exp_lanes}X" if exp_lanes else "",
         "expected_source": exp_source or "",
@@ -369,7 +390,7 @@ def port_health(key: tuple, device_key: tuple) -> tuple[Samples, dict[str, str]]
         "firmware_version": fw_ver or "",
     }
     samples[PREFIX + "port_info"] = [(info_labels, 1, None)]
-    if capped:
+    if capped and not stale:
         samples[PREFIX + "port_capped"] = [(labels, 1, counter) for counter in capped]
     return samples, labels
 
@@ -418,11 +439,11 @@ def switch_port_health(key: tuple, _: tuple = ()) -> tuple[Samples, dict[str, st
     tables.PORT_HEALTH_FIELDS as JSON, as collector._ports builds it), and its labels."""
     (name, guid), number, rate_gbps, fields = key
     values = orjson.loads(fields)
-    state_id, phys_id, capped, up = values[0], values[1], values[8], values[9]
+    state_id, phys_id, capped, up, linked = values[0], values[1], values[8], values[9], values[16]
     if isinstance(capped, str):  # SQLite's json_array carries a JSON column as its text
         capped = orjson.loads(capped)
     labels = {"guid": guid, "port": str(number), "switch": name}
-    rate = None if rate_gbps is None else rate_gbps * BYTES_PER_GBIT
+    rate = None if rate_gbps is None or not linked else rate_gbps * BYTES_PER_GBIT
     samples: Samples = {}
     for (family, _), value in zip(SWITCH_PORT_GAUGES, (1 if up else 0, state_id, phys_id, rate), strict=True):
         if value is not None:

@@ -11,9 +11,11 @@ PostgreSQL) cursor, without Django's per-row converters (a third of the health s
 reading): the rows carry the driver's values, so a boolean may be 0/1 and a timestamp text,
 and the collector only tests those for truth and for None.
 
-Nodes come with their kind (host, switch, fabric collector): a switch's ports are rows of its one
-device (collectors.facts.SWITCH_DEVICE) like a host's, and `switches()` adds what the fabric view
-keeps of each switch (its LID, description, and since when the sweeps no longer reach it).
+Nodes come with their kind (host, switch, fabric collector) and whether they are stale (portfacts'
+node_stale_q, the one way staleness comes in): a switch's ports are rows of its one device
+(collectors.facts.SWITCH_DEVICE) like a host's, and `switches()` adds what the fabric view keeps of each
+switch (its LID, description, and since when the sweeps no longer reach it). Up, degraded and whether a
+port has a link are fabricweb.inventory.portfacts'.
 """
 
 from __future__ import annotations
@@ -32,8 +34,7 @@ from django.db.models.query import QuerySet
 
 from fabricweb.fabric.models import FabricNode
 from fabricweb.health.models import Event
-from fabricweb.inventory import readings
-from fabricweb.inventory.linkstate import annotate
+from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Device, Node, Port
 
 PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health", "speaks")
@@ -41,13 +42,15 @@ PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health"
 # its rate, as one JSON array text made by the database (`health`, JSONArrayText): one column to fetch
 # and one string to hash instead of seventeen, and injective (JSON), so it can key what is kept across
 # scrapes. The rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
-# The last six are the link as the fabric view left it (fabricweb.fabric.links): the far end in words,
-# what both ends support, and the far end's host or switch name and kind (`peer_node`, `peer_kind`: NULL
-# for a channel adapter fabricweb has no agent on).
+# `up` and `degraded` are the port row's (portfacts.UP_FLAG, DEGRADED_FLAG); then the link as the fabric
+# view left it (fabricweb.fabric.links): the far end in words, what both ends support, and the far end's
+# host or switch name and kind (`peer_node`, `peer_kind`: NULL for a channel adapter fabricweb has no agent
+# on); last whether the port has a link at all (portfacts.HAS_LINK: a DOWN port's rate is no link) and
+# whether it should be up (portfacts.SHOULD_BE_UP: else down is "not connected", not an outage).
 PORT_HEALTH_FIELDS = (
     "state_id", "phys_state_id", "link_layer", "lanes", "speed", "expected_speed", "expected_lanes",
-    "expected_source", "capped", "api_up", "api_degraded", "peer_label", "capable_speed", "capable_lanes",
-    "peer_node", "peer_kind",
+    "expected_source", "capped", "up", "degraded", "peer_label", "capable_speed", "capable_lanes",
+    "peer_node", "peer_kind", "has_link", "should_be_up",
 )  # fmt: skip
 # `speaks`: the port speaks for a cable the fabric view has seen (Port.link_owner, and a far end
 # named): the row of one link series (collector.link_health); a boolean column, so the other rows cost
@@ -119,9 +122,15 @@ def _rows(queryset: QuerySet, fields: tuple[str, ...]) -> Iterator[tuple]:
                 yield tuple(row)
 
 
-def nodes() -> Iterable[tuple[int, str, datetime | None, str, str | None]]:
-    """(id, name, last_ingested_at, kind, guid) of every node (host, switch, fabric collector), by name."""
-    return Node.objects.order_by("name").values_list("id", "name", "last_ingested_at", "kind", "guid")
+def nodes(now: datetime) -> Iterable[tuple[int, str, datetime | None, str, str | None, bool]]:
+    """(id, name, last_ingested_at, kind, guid, stale at `now`) of every node (host, switch, fabric
+    collector), by name."""
+    stale = ExpressionWrapper(portfacts.node_stale_q(now, prefix=""), output_field=BooleanField())
+    return (
+        Node.objects.order_by("name")
+        .annotate(is_stale=stale)
+        .values_list("id", "name", "last_ingested_at", "kind", "guid", "is_stale")
+    )
 
 
 def switches() -> dict[int, tuple[int | None, str, datetime | None]]:
@@ -141,12 +150,13 @@ def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
 def ports(device_ids: list[int] | None, counters: bool, speaking: bool = False) -> Iterator[tuple]:
     """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered; with
     `speaking`, only those that speak for a link (`speaks`)."""
-    rows = annotate(Port.objects.order_by()).annotate(
+    rows = Port.objects.order_by().annotate(
         peer_node=F("peer__device__node__name"),
         peer_kind=F("peer__device__node__kind"),
-        health=JSONArrayText(*PORT_HEALTH_FIELDS),
-        speaks=SPEAKS,
+        has_link=portfacts.has_link_flag(),
+        should_be_up=portfacts.SHOULD_BE_UP_FLAG,
     )
+    rows = rows.annotate(health=JSONArrayText(*PORT_HEALTH_FIELDS), speaks=SPEAKS)
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
     if speaking:

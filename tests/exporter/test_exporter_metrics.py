@@ -100,7 +100,7 @@ def test_promtool_finds_nothing_to_lint_in_a_scrape_with_every_fault(client, fau
     assert (result.returncode, result.stdout, result.stderr) == (0, "", ""), result.stderr
 
 
-def test_a_stale_node_is_down_and_its_counters_are_dropped(client, tmp_path, db):
+def test_a_stale_nodes_ports_say_nothing_of_their_state_and_their_counters_are_dropped(client, tmp_path, db):
     fabric = LiveSim(tmp_path / "sim", nodes=2, polls=6)
     fabric.polls(2)
     fabric.silent.add("cn002")
@@ -115,8 +115,20 @@ def test_a_stale_node_is_down_and_its_counters_are_dropped(client, tmp_path, db)
     for name in COUNTER_NAMES:
         nodes = {dict(k)["node"] for k in by_name(text, name)}
         assert nodes == {"cn001"}, name
-    # Its last known link is still described, for the drill-down; freshness is node_up's to say.
-    assert port("cn002", "mlx4_0", 1) in by_name(text, "infiniband_state_id")
+    # Its ports' state is unknown: no sample says it up (or anything else), node_up 0 says why.
+    for name in (
+        "infiniband_port_up",
+        "infiniband_port_degraded",
+        "infiniband_state_id",
+        "infiniband_physical_state_id",
+        "infiniband_rate_bytes_per_second",
+        "infiniband_port_lanes",
+    ):
+        assert {dict(k)["node"] for k in by_name(text, name)} == {"cn001"}, name
+    # What is expected of them, and what they are, stay for the drill-down; their link is not known.
+    assert port("cn002", "mlx4_0", 1) in by_name(text, "infiniband_port_expected_up")
+    infos = [dict(k) for k in by_name(text, "infiniband_port_info") if dict(k)["node"] == "cn002"]
+    assert infos and all((i["speed"], i["width"]) == ("", "") and i["hca_type"] for i in infos)
 
 
 @pytest.fixture
