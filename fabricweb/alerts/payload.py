@@ -12,6 +12,10 @@
 neither): a leaf that loses its power downs every port cabled to it, and the notification that groups
 them says so in its title.
 
+`actual_link` is the port's link as named by fabricweb.inventory.portfacts (`4X HDR`, `100GbE` on a RoCE
+port) while it is up, else its state and physical state in the kernel's words (`DOWN / Polling`),
+`vanished` once its node no longer reports it, `unknown` while its node is stale.
+
 Every string from a device (node names, node_desc, messages) is data: transports put it in
 JSON, plain text or escaped markup, never in markup as is.
 """
@@ -23,8 +27,10 @@ from datetime import datetime
 from urllib.parse import quote
 
 from django.conf import settings
+from django.utils import timezone
 
 from fabricweb.health.models import Event
+from fabricweb.inventory import portfacts
 
 VERSION = 1
 
@@ -33,10 +39,25 @@ def iso(at: datetime | None) -> str | None:
     return None if at is None else at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _link(lanes: int | None, speed: str | None) -> str | None:
-    if not speed:
+def _expected(port) -> str | None:
+    if not port.expected_speed:
         return None
-    return f"{lanes}X {speed}" if lanes else speed
+    link = portfacts.named_link(port.expected_speed, port.expected_lanes, None, port.link_layer)
+    return link.name if link is not None and link.name else port.expected_speed
+
+
+def _actual(port, node_stale: bool) -> str | None:
+    """The port's link while up, else its state in words (portfacts: up, the link, vanished, unknown)."""
+    if node_stale:
+        return portfacts.Status.UNKNOWN.words
+    if port.vanished_at is not None:
+        return portfacts.Status.VANISHED.words
+    if portfacts.is_up(port):
+        link = portfacts.link(port)
+        return link.name if link is not None and link.name else port.speed
+    if port.state_name:
+        return " / ".join(filter(None, [port.state_name, port.phys_state_name]))
+    return None
 
 
 def port_url(node: str, device: str | None, port: int | None) -> str:
@@ -51,12 +72,7 @@ def event_item(event: Event) -> dict:
     """One event as the body lists it; needs node, device, port and acknowledgement loaded."""
     device = event.device.name if event.device_id is not None else None
     port = event.port if event.port_id is not None else None
-    actual = None
-    if port is not None:
-        if port.state_name == "ACTIVE" or port.state_id == 4:
-            actual = _link(port.lanes, port.speed)
-        elif port.state_name:
-            actual = " / ".join(filter(None, [port.state_name, port.phys_state_name]))
+    actual = None if port is None else _actual(port, portfacts.node_is_stale(event.node, timezone.now()))
     ack = getattr(event, "acknowledgement", None)  # reverse one-to-one: absent raises, getattr says None
     switch = event.node.name if event.node.kind == "switch" else None
     if switch is None and port is not None and port.peer is not None and port.peer.device.node.kind == "switch":
@@ -72,7 +88,7 @@ def event_item(event: Event) -> dict:
         "reason": event.reason,
         "opened_at": iso(event.opened_at),
         "resolved_at": iso(event.resolved_at),
-        "expected_link": _link(port.expected_lanes, port.expected_speed) if port is not None else None,
+        "expected_link": _expected(port) if port is not None else None,
         "actual_link": actual,
         "acknowledged_by": ack.by_name if ack is not None else None,
         "url": port_url(event.node.name, device, port.number if port is not None else None),
