@@ -231,7 +231,3 @@ def _learned(best: Rate | None, majority: Majority | None, min_ports: int, polic
 
 def _same(a: Rate | None, b: Rate | None) -> bool:
     return a is not None and b is not None and (a.speed, a.lanes) == (b.speed, b.lanes)
-
-
-def majority_for(majorities: dict[str, Majority], hca_type: str | None) -> Majority | None:
-    return majorities.get(hca_type) if hca_type else None
