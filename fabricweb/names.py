@@ -67,9 +67,10 @@ def fabric_snapshot_queue(collector: str, shards: int = 1) -> str:
 # -- tasks -------------------------------------------------------------------
 # Run by the node agent, sent by central beat's dispatch to node.<name> with kwargs {"node": name}.
 COLLECT = "fabricweb.agent.tasks.collect"
-# Sent by the agent to SNAPSHOT_QUEUE with one JSON snapshot (args=[snapshot]); MANY takes a list.
+# Sent by the agent to its snapshots queue with one JSON snapshot (args=[snapshot], or signed: kwargs
+# snapshot, node, signature); read by `manage.py ingest` (fabricweb/telemetry/consumer.py), never run
+# by a Celery worker: no task of that name is registered.
 INGEST_SNAPSHOT = "fabricweb.telemetry.tasks.ingest_snapshot"
-INGEST_SNAPSHOTS = "fabricweb.telemetry.tasks.ingest_snapshots"
 # Run by a fabric collector, sent by central beat's dispatch to fabric.<name> with kwargs {"collector": name}.
 SWEEP = "fabricweb.fabricagent.tasks.sweep"
 # Sent by a fabric collector to its snapshots queue with one JSON fabric snapshot (signed: kwargs
@@ -92,7 +93,6 @@ ALERTS_TICK = "fabricweb.alerts.tasks.tick"
 # `collect` has no entry: it goes to the queue of the node it reads (node_queue).
 QUEUE_OF = {
     INGEST_SNAPSHOT: SNAPSHOT_QUEUE,
-    INGEST_SNAPSHOTS: SNAPSHOT_QUEUE,
     DISPATCH: INGEST_QUEUE,
     EXCLUSIVE: INGEST_QUEUE,
     CHECK_STALE: INGEST_QUEUE,

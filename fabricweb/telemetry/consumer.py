@@ -38,7 +38,7 @@ from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT, INGEST_SNAPSHOTS, SNAPSHOT_UNACKED_KEY
+from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT, SNAPSHOT_UNACKED_KEY
 from fabricweb.nodeauth import COLLECTOR
 
 from .auth import NotAuthenticated, authenticated, check_unsigned
@@ -46,18 +46,17 @@ from .broker import transport_for
 from .ingest import ingest_batch
 from .jsonread import NotExact, exact_loads
 from .redisread import BatchReader, give_back
+from .results import REFUSED, STALE, STORED
 from .shards import ShardLeases, new_consumer_id, unacked_keys
-from .tasks import log_result
 
 log = logging.getLogger(__name__)
 
 ONE = INGEST_SNAPSHOT
-MANY = INGEST_SNAPSHOTS
 FABRIC = INGEST_FABRIC
 JSON = "application/json"
 IDLE_WAIT_S = 1.0  # the longest one wait for a message blocks: a signal does not cut it short
 MAX_BACKOFF_S = 30.0
-# A real node's snapshot is 10-100 kB of JSON; a message of ingest_snapshots holds a few hundred at most.
+# A real node's snapshot is 10-100 kB of JSON.
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # A fabric collector's sweep is ~200 bytes per port of the fabric: room for the caps of fabric/schema.py.
 MAX_FABRIC_MESSAGE_BYTES = 80 * 1024 * 1024
@@ -130,12 +129,13 @@ def decode_body(message) -> object:
 
 
 def snapshots_of(message) -> list:
-    """The snapshots in a Celery protocol 2 message of ingest_snapshot(s); raise Dropped for anything else."""
+    """The snapshots in a Celery protocol 2 message of ingest_snapshot (one) or ingest_fabric (one sweep);
+    raise Dropped for anything else."""
     # The content type first: a body that is not JSON is never decoded, so never unpickled.
     if message.content_type != JSON:
         raise Dropped(f"content type {message.content_type!r}: only {JSON} is read")
     task = (message.headers or {}).get("task")
-    if task not in (ONE, MANY, FABRIC):
+    if task not in (ONE, FABRIC):
         raise Dropped(f"task {task!r} is not an ingest task")
     size = len(message.body or b"")
     limit = MAX_FABRIC_MESSAGE_BYTES if task == FABRIC else MAX_MESSAGE_BYTES
@@ -158,15 +158,20 @@ def snapshots_of(message) -> list:
     if task == ONE and not args and "signature" in kwargs:
         return [authenticated(kwargs)]
     check_unsigned()
-    name = "snapshot" if task == ONE else "snapshots"
-    if len(args) + len(kwargs) != 1 or (kwargs and name not in kwargs):
-        raise Dropped(f"{task} takes one argument, {name}")
-    value = args[0] if args else kwargs[name]
-    if task == ONE:
-        return [value]
-    if not isinstance(value, list):
-        raise Dropped("snapshots is not a list")
-    return value
+    if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
+        raise Dropped(f"{task} takes one argument, snapshot")
+    return [args[0] if args else kwargs["snapshot"]]
+
+
+def log_result(result) -> None:
+    if result.status == STALE:
+        log.warning("ingest: %s (older than the last applied snapshot of the node)", result.summary())
+    elif result.status == REFUSED:
+        log.warning("ingest: %s", result.summary())
+    elif result.status == STORED and (result.new_node or result.vanished or result.clock_backwards):
+        log.info("ingest: %s%s", result.summary(), " (new node)" if result.new_node else "")
+    else:
+        log.debug("ingest: %s", result.summary())
 
 
 class FabricSnapshot:

@@ -5,8 +5,8 @@ counters stop at all-ones within seconds. The day has reboots (counter resets, t
 node silent for two polls), counters reset by hand, and isolated missed polls.
 
 Its snapshots are made once (the simulator and the sysfs reader cost more than
-ingest) and ingested on each database in 5-minute batches, as a relay holding a
-batch sends them (telemetry.tasks.ingest_snapshots): each snapshot is still judged
+ingest) and ingested on each database in 5-minute batches (one ingest_batch call each, as the
+consumer stores a backlog): each snapshot is still judged
 on its own, in time order. Measured on the development VM: making the day ~30 s
 (once), ingesting it ~15 s on SQLite and ~18 s on PostgreSQL; four nodes took twice that.
 """

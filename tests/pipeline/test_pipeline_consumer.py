@@ -34,7 +34,7 @@ from fabricweb.inventory.models import Node
 from fabricweb.telemetry import samples
 from fabricweb.telemetry.broker import TRANSPORT, transport_for
 from fabricweb.telemetry.broker import Channel as BrokerChannel
-from fabricweb.telemetry.consumer import MANY, ONE, BatchConsumer
+from fabricweb.telemetry.consumer import ONE, BatchConsumer
 from fabricweb.telemetry.redisread import taken_count
 from fabricweb.telemetry.signals import snapshots_ingested
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
@@ -102,20 +102,20 @@ def test_snapshots_are_routed_to_the_snapshot_queue_and_maintenance_stays_on_ing
     def route(name: str) -> str:
         return app.amqp.router.route({}, name, args=(), kwargs={}, task_type=app.tasks.get(name))["queue"].name
 
-    assert route(ONE) == route(MANY) == SNAPSHOT_QUEUE
+    assert route(ONE) == SNAPSHOT_QUEUE
     assert route("fabricweb.telemetry.tasks.rollup_samples") == route("fabricweb.telemetry.tasks.prune_old") == "ingest"
-    # Still registered: a snapshot an older agent sent to `ingest` is stored by the Celery worker.
-    assert ONE in app.tasks and MANY in app.tasks
+    # Read by this consumer only: no Celery worker runs a snapshot.
+    assert ONE not in app.tasks
 
 
 def test_it_stores_a_burst_of_snapshots_in_few_transactions(each_db, broker, transactions):
     for snap in polls(8, 5):
         broker.send(ONE, snap)
-    two_polls = [{**s, "host": "cn009"} for s in polls(1, 2)]
-    broker.send(MANY, snapshots=two_polls)  # the batch task, its argument by name
+    for snap in [{**s, "host": "cn009"} for s in polls(1, 2)]:
+        broker.send(ONE, snapshot=snap)  # its argument by name, as Task.delay(snapshot=...) sends it
 
     consume(broker.url, lambda c: c.totals["snapshots"] >= 42, batch=25, max_wait=1.0)
-    # A full batch of 25 messages at once, then the 16 left when the oldest had waited max_wait.
+    # A full batch of 25 messages at once, then the 17 left when the oldest had waited max_wait.
     assert transactions == [25, 17]
     assert stored() == {f"cn{n:03d}": (2 if n == 9 else 5) * PORTS for n in range(1, 10)}
     assert broker.left() == (0, 0)
@@ -164,7 +164,7 @@ def test_it_drops_other_tasks_and_bodies_of_the_wrong_shape_with_the_reason(each
     broker.send("fabricweb.telemetry.tasks.prune_old")
     broker.publish({"host": "cn001"}, serializer="json", message_id="no-envelope")
     broker.send(ONE, snapshot(), snapshot())
-    broker.send(MANY, snapshot())
+    broker.send("fabricweb.telemetry.tasks.ingest_snapshots", [snapshot()])  # a batch task no agent sends
     broker.send(ONE, snapshot(host="cn005"))
 
     with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
@@ -172,7 +172,7 @@ def test_it_drops_other_tasks_and_bodies_of_the_wrong_shape_with_the_reason(each
     assert "task 'fabricweb.telemetry.tasks.prune_old' is not an ingest task" in caplog.text
     assert "dropped message no-envelope: body is not [args, kwargs, embed]" in caplog.text
     assert f"{ONE} takes one argument, snapshot" in caplog.text
-    assert "snapshots is not a list" in caplog.text
+    assert "task 'fabricweb.telemetry.tasks.ingest_snapshots' is not an ingest task" in caplog.text
     assert consumer.totals["dropped"] == 4 and stored() == {"cn005": PORTS}
     assert broker.left() == (0, 0)
 
