@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fabricweb.env import Env, redact_url
+from fabricweb.names import ALERTS_QUEUE, INGEST_QUEUE
 from fabricweb.nodeauth import collector_key, node_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -178,9 +179,9 @@ def start_fabric(
 
     children.start("ingest consumer", [PY, MANAGE, "ingest"], env)
     quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", args.log_level]
-    ingest = ["worker", "-Q", "ingest", "-n", "ingest@%h", "-c", str(args.ingest_concurrency), *quiet]
+    ingest = ["worker", "-Q", INGEST_QUEUE, "-n", "ingest@%h", "-c", str(args.ingest_concurrency), *quiet]
     children.start("ingest worker", [*CELERY, *ingest], env)
-    alerts = ["worker", "-Q", "alerts", "-n", "alerts@%h", "-c", "1", *quiet]
+    alerts = ["worker", "-Q", ALERTS_QUEUE, "-n", "alerts@%h", "-c", "1", *quiet]
     children.start("alerts worker", [*CELERY, *alerts], env)
     beat = ["beat", "-s", os.path.join(state_dir, "beat-schedule"), "--loglevel", args.log_level]
     children.start("beat", [*CELERY, *beat], env)
