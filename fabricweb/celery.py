@@ -3,7 +3,8 @@
 Configured from the central Django settings (fabricweb.settings). The node agent has an app
 of its own, without Django (fabricweb/agent/app.py); both take queue and task names and the
 JSON-only message rules from fabricweb/names.py, applied here after Django's settings so no
-environment can loosen them. The periodic schedule is fabricweb/scheduling.py.
+environment can loosen them. The periodic schedule is fabricweb/beat.py (names only: the app
+imports no task module, and the scheduling tasks import the app).
 """
 
 from __future__ import annotations
@@ -51,6 +52,6 @@ def _beat_schedule(sender, **kwargs):
     # Settings without a poll interval (a test's, say) run no beat.
     interval = getattr(settings, "FABRIC_POLL_INTERVAL", None)
     if interval:
-        from fabricweb.scheduling import beat_schedule
+        from fabricweb.beat import beat_schedule
 
         sender.conf.beat_schedule = beat_schedule(interval)

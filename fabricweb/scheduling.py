@@ -1,8 +1,8 @@
-"""Central scheduling, all in one place: what beat sends, how often, and the fan-out of polls.
+"""Central scheduling: the fan-out of polls, and the lock that keeps periodic jobs from overlapping.
 
 Every poll interval (FABRIC_POLL_INTERVAL) beat sends `dispatch_collect` to the ingest
-queue; it sends one `collect` per Node row to that node's queue, node.<name>, with
-`expires` of one interval, so a dead node's worker that comes back discards stale polls
+queue (what beat sends and how often: fabricweb/beat.py); it sends one `collect` per Node
+row to that node's queue, node.<name>, with `expires` of one interval, so a dead node's worker that comes back discards stale polls
 instead of running them. A node whose queue still holds a message has not taken the
 last poll and gets no other: a dead node's queue holds one poll, not one per interval
 (the agent takes polls without acknowledgement: the one it held when it died is gone).
@@ -26,49 +26,10 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from fabricweb.celery import app
-from fabricweb.names import (
-    ALERTS_TICK,
-    CHECK_STALE,
-    COLLECT,
-    DISPATCH,
-    EXCLUSIVE,
-    PRUNE,
-    ROLLUP,
-    SWEEP,
-    collector_queue,
-    node_queue,
-)
+from fabricweb.names import COLLECT, DISPATCH, EXCLUSIVE, SWEEP, collector_queue, node_queue
 from fabricweb.pollledger import PollLedger
 
 log = logging.getLogger(__name__)
-
-# A safety net: ingest asks for a tick after each commit that changed events, and a tick asks for
-# the next when its timers run out; this one covers a lost message. The tick takes its own lock.
-ALERTS_TICK_S = 5.0
-ROLLUP_EVERY = 300.0
-PRUNE_EVERY = 3600.0
-
-# The time limits a guarded job runs under are its own (fabricweb/telemetry/tasks.py; a
-# test keeps them equal): run inline by run_exclusive, it takes on the wrapper's message's.
-LIMITS = {ROLLUP: (600, 900), PRUNE: (1800, 2400)}
-
-
-def _exclusive(task: str, every: float) -> dict:
-    soft, hard = LIMITS.get(task, (None, None))
-    limits = {"soft_time_limit": soft, "time_limit": hard} if hard else {}
-    return {"task": EXCLUSIVE, "args": [task], "schedule": every, "options": {"expires": every, **limits}}
-
-
-def beat_schedule(interval: float) -> dict:
-    """The whole periodic schedule (app.conf.beat_schedule) for a poll interval in seconds."""
-    return {
-        "dispatch-collect": {"task": DISPATCH, "schedule": interval, "options": {"expires": interval}},
-        "check-stale": _exclusive(CHECK_STALE, interval),
-        "rollup-samples": _exclusive(ROLLUP, ROLLUP_EVERY),
-        "prune-old": _exclusive(PRUNE, PRUNE_EVERY),
-        "alerts-tick": {"task": ALERTS_TICK, "schedule": ALERTS_TICK_S, "options": {"expires": ALERTS_TICK_S}},
-    }
-
 
 @cache
 def broker_redis(url: str) -> redis.Redis:

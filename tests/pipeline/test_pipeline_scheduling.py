@@ -11,7 +11,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from fabricweb import scheduling
+from fabricweb import beat, scheduling
 from fabricweb.celery import app, node_queue
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry import tasks as telemetry
@@ -25,7 +25,7 @@ def job() -> str:
 
 
 def test_every_periodic_job_expires_after_its_period():
-    schedule = scheduling.beat_schedule(7.0)
+    schedule = beat.beat_schedule(7.0)
     assert {k: (e["schedule"], e["options"]["expires"]) for k, e in schedule.items()} == {
         "dispatch-collect": (7.0, 7.0),
         "check-stale": (7.0, 7.0),
@@ -34,13 +34,13 @@ def test_every_periodic_job_expires_after_its_period():
         "alerts-tick": (5.0, 5.0),
     }
     assert schedule["check-stale"]["args"] == ["fabricweb.health.tasks.check_stale"]
-    assert app.conf.beat_schedule == scheduling.beat_schedule(settings.FABRIC_POLL_INTERVAL)
+    assert app.conf.beat_schedule == beat.beat_schedule(settings.FABRIC_POLL_INTERVAL)
 
 
 def test_guarded_jobs_keep_their_own_time_limits():
     for task in (telemetry.rollup_samples, telemetry.prune_old):
-        assert scheduling.LIMITS[task.name] == (task.soft_time_limit, task.time_limit)
-        options = next(e["options"] for e in scheduling.beat_schedule(10).values() if e.get("args") == [task.name])
+        assert beat.LIMITS[task.name] == (task.soft_time_limit, task.time_limit)
+        options = next(e["options"] for e in beat.beat_schedule(10).values() if e.get("args") == [task.name])
         assert (options["soft_time_limit"], options["time_limit"]) == (task.soft_time_limit, task.time_limit)
 
 
