@@ -28,14 +28,13 @@ Everything is checked before anything is stored.
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 import yaml
 from django.db import transaction
 
 from fabricweb.yamlfile import named_entries
 
-from .models import SEVERITIES, Channel
+from .models import SEVERITIES, Channel, url_problem
 
 FIELDS = (
     "name", "kind", "url", "secret_env", "options", "severities", "wait_s", "group_s",
@@ -104,20 +103,6 @@ def _entry(entry: object, i: int) -> dict:
         raise bad("enabled must be true or false")
     row["enabled"] = enabled
     return row
-
-
-def url_problem(kind: str, url: str, secret_env: str) -> str | None:
-    """Why this address may not be stored (it would hold a secret, or there is none), or None."""
-    if not url and not secret_env:
-        return "give url, or secret_env naming the variable that holds it"
-    if not url:
-        return None
-    if kind in ("slack", "apprise"):  # their URLs carry the token in the path
-        return f"a {kind} URL holds its token: leave url blank and name the variable in secret_env"
-    parts = urlsplit(url)
-    if parts.password or parts.query:
-        return "url must not hold a password or a query string (tokens): name them in secret_env"
-    return None
 
 
 def import_channels(text: str, replace: bool = False) -> tuple[int, int, int]:

@@ -10,6 +10,7 @@ How they connect: ingest writes Outbox rows in its own transaction (outbox.py); 
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -17,6 +18,20 @@ from django.db import models
 from fabricweb.health.models import Event
 
 SEVERITIES = ("critical", "warning", "info")
+
+
+def url_problem(kind: str, url: str, secret_env: str) -> str | None:
+    """Why this address may not be stored (it would hold a secret, or there is none), or None."""
+    if not url and not secret_env:
+        return "give url, or secret_env naming the variable that holds it"
+    if not url:
+        return None
+    if kind in ("slack", "apprise"):  # their URLs carry the token in the path
+        return f"a {kind} URL holds its token: leave url blank and name the variable in secret_env"
+    parts = urlsplit(url)
+    if parts.password or parts.query:
+        return "url must not hold a password or a query string (tokens): name them in secret_env"
+    return None
 
 
 class Channel(models.Model):
@@ -81,8 +96,6 @@ class Channel(models.Model):
         return f"{self.name} ({self.kind})"
 
     def clean(self) -> None:
-        from .channelfile import url_problem
-
         problem = url_problem(self.kind, self.url, self.secret_env)
         if problem:
             raise ValidationError({"url": problem})
