@@ -21,7 +21,7 @@ from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 from fabricweb.telemetry import checks
 from fabricweb.telemetry.checks import GOOD_NAMES, MAX_COUNTERS, MAX_LIST
 from fabricweb.telemetry.quickparse import _DEVICE_TEXTS as DEVICE_TEXTS
-from fabricweb.telemetry.schema import (
+from fabricweb.telemetry.typed import (
     DEVICE_RE,
     HOST_RE,
     MAX_DEVICES,

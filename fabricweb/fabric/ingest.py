@@ -44,8 +44,8 @@ from fabricweb.telemetry.checks import SnapshotRejected
 from fabricweb.telemetry.deltas import all_ones
 from fabricweb.telemetry.ingest import BatchResult, Rejection
 from fabricweb.telemetry.results import STORED, IngestResult
-from fabricweb.telemetry.schema import DeviceIn, PortIn, SnapshotIn
 from fabricweb.telemetry.signals import snapshots_ingested
+from fabricweb.telemetry.typed import DeviceIn, PortIn, SnapshotIn
 
 from . import judge, naming
 from .expected import EndSpec

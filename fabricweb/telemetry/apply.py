@@ -19,7 +19,7 @@ from . import ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS
 from .deltas import Reading, port_deltas
 from .results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
-from .schema import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
+from .typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 
 _US = timedelta(microseconds=1)
 _LINK = attrgetter(*LINK_FIELDS)  # one C call per side instead of a getattr per field, at every port and poll

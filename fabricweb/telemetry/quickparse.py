@@ -7,7 +7,7 @@ caller then runs the worded checks, which find the problem and say what it is. I
 never accept what the worded checks refuse, nor return other values or types:
 tests/telemetry/test_telemetry_quickparse.py compares the two on random snapshots.
 
-Limits and rules are the worded checks' own (checks.py, schema.py); the less common parts
+Limits and rules are the worded checks' own (checks.py, typed.py); the less common parts
 (verbs views, disagreements, capped counters, read errors) go through those functions
 themselves, with no place named.
 """
@@ -22,7 +22,7 @@ from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 from . import checks
 from .checks import GOOD_NAMES, GUID_RE, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
-from .schema import (
+from .typed import (
     DEVICE_RE,
     HOST_RE,
     MAX_DEVICES,

@@ -22,7 +22,7 @@ from . import rowcache
 from .apply import Changes, NodeRows
 from .models import NodePoll
 from .packing import pack
-from .schema import LINK_FIELDS
+from .typed import LINK_FIELDS
 
 NODE_FIELDS = ["last_collected_at", "last_ingested_at", "stale", "read_errors", "source", "ingest_token"]
 DEVICE_FIELDS = [

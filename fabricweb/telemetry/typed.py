@@ -1,0 +1,69 @@
+"""A node's snapshot in its typed form (what schema.parse_snapshot returns), and the limits it is checked
+against: shared by the worded checks (schema.py) and the quick path (quickparse.py), which import this and
+not each other."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from collectors.facts import NODE_NAME_PATTERN
+
+# Limits that fit real hosts with room to spare (a large GPU server has 8-16 HCAs of 1-2 ports, and
+# a few hundred sysfs files that could fail): a snapshot past them is broken or hostile, and is refused
+# before it can cost seconds of ingest and gigabytes of memory.
+MAX_DEVICES = 64
+MAX_PORTS = 128  # per device
+MAX_PORTS_TOTAL = 512
+MAX_ERRORS = 2_000
+HOST_RE = re.compile(NODE_NAME_PATTERN)
+DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+@dataclass(slots=True)
+class PortIn:
+    # Field names match fabricweb.inventory.models.Port, so ingest copies them by name.
+    number: int
+    state_id: int | None
+    state_name: str | None
+    phys_state_id: int | None
+    phys_state_name: str | None
+    link_layer: str | None
+    rate_gbps: float | None
+    lanes: int | None
+    speed: str | None
+    lid: int | None
+    sm_lid: int | None
+    lmc: int | None
+    cap_mask: int | None
+    port_guid: str | None
+    netdevs: list[str]
+    counters: dict[str, int | None]
+    counters_ext: dict[str, int | None]
+    capped: list[str]
+    hw_counters: dict[str, int | None]
+    verbs: dict | None
+    disagreements: list[dict]
+
+
+RAW_FIELDS = ("counters", "counters_ext", "capped", "hw_counters")  # change every poll
+LINK_FIELDS = tuple(f for f in PortIn.__slots__ if f not in ("number", *RAW_FIELDS))  # change rarely
+
+
+@dataclass(slots=True)
+class DeviceIn:
+    name: str
+    attrs: dict[str, object]  # fabricweb.inventory.models.Device field -> value
+    ports: list[PortIn]
+
+
+@dataclass(slots=True)
+class SnapshotIn:
+    schema: int
+    host: str
+    collected_at: datetime
+    ts: float  # collected_at in seconds since the epoch
+    devices: list[DeviceIn]
+    errors: list[dict[str, str]]
+    source: dict[str, str | None]
