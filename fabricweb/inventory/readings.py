@@ -19,7 +19,7 @@ the standard library with a leading space, which tells to read it with it too.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -134,10 +134,23 @@ def of_nodes(
     return out
 
 
-def _catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: dict[int, list]) -> None:
-    from fabricweb.telemetry.catchup import catch_up  # telemetry builds on inventory, not the other way
+# How a checkpoint is brought up to its node's last poll (by_port, states, checkpoints, as `of_nodes` passes
+# them): fabricweb.telemetry.catchup.catch_up, which the telemetry app hands over when Django starts
+# (TelemetryConfig.ready). Telemetry builds on inventory, not the other way: nothing here imports it.
+CatchUp = Callable[[dict[int, list], dict[int, list], dict[int, list]], None]
+_replay: CatchUp | None = None
 
-    catch_up(by_port, states, checkpoints)
+
+def replay_with(catch_up: CatchUp) -> None:
+    """Set how history checkpoints are brought up to date (the telemetry app does, at start-up)."""
+    global _replay
+    _replay = catch_up
+
+
+def _catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: dict[int, list]) -> None:
+    if _replay is None:
+        raise RuntimeError("readings: no catch-up set (the telemetry app sets it when Django starts)")
+    _replay(by_port, states, checkpoints)
 
 
 def of_node(node: Node) -> dict[int, list]:

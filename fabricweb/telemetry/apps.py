@@ -7,9 +7,14 @@ class TelemetryConfig(AppConfig):
     verbose_name = "Telemetry"
 
     def ready(self) -> None:
+        from fabricweb.inventory import readings
         from fabricweb.inventory.models import Device, Port
 
+        from .catchup import catch_up
         from .rowcache import on_row_changed
+
+        # Readers of a node's readings bring its history checkpoint up to its last poll with the samples since.
+        readings.replay_with(catch_up)
 
         # Ingest processes reuse rows they wrote only while nobody else wrote them (rowcache).
         for model in (Device, Port):
