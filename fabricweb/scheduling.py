@@ -1,13 +1,14 @@
 """Central scheduling: the fan-out of polls, and the lock that keeps periodic jobs from overlapping.
 
-Every poll interval (FABRIC_POLL_INTERVAL) beat sends `dispatch_collect` to the ingest
-queue (what beat sends and how often: fabricweb/beat.py); it sends one `collect` per Node
-row to that node's queue, node.<name>, with `expires` of one interval, so a dead node's worker that comes back discards stale polls
-instead of running them. A node whose queue still holds a message has not taken the
-last poll and gets no other: a dead node's queue holds one poll, not one per interval
-(the agent takes polls without acknowledgement: the one it held when it died is gone).
-Each dispatch tells the poll ledger (fabricweb/pollledger.py) who took their last poll and
-who did not: a node is stale after missing the polls it was sent, never by the clock alone.
+Every poll interval (FABRIC_POLL_INTERVAL) beat sends `dispatch_collect` to the ingest queue
+(what beat sends and how often: fabricweb/beat.py); it sends one `collect` per Node row to
+that node's queue, node.<name>, with `expires` of one interval, so a dead node's worker that
+comes back discards stale polls instead of running them. A node whose queue still holds a
+message has not taken the last poll and gets no other: a dead node's queue holds one poll,
+not one per interval (the agent takes polls without acknowledgement: the one it held when it
+died is gone). Each dispatch tells the poll ledger (fabricweb/pollledger.py) who took their
+last poll and who did not: a node is stale after missing the polls it was sent, never by the
+clock alone.
 
 Periodic jobs never overlap: each is sent with `expires` of its period (a backlog
 drops it rather than piling up copies), and every job but the dispatch goes through
@@ -30,6 +31,7 @@ from fabricweb.names import COLLECT, DISPATCH, EXCLUSIVE, SWEEP, collector_queue
 from fabricweb.pollledger import PollLedger
 
 log = logging.getLogger(__name__)
+
 
 @cache
 def broker_redis(url: str) -> redis.Redis:
