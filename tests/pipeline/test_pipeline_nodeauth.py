@@ -9,7 +9,6 @@ from django.core.management import call_command
 from test_pipeline_consumer import ONE, PORTS, consume, stored
 
 from fabricweb import nodeauth
-from fabricweb.telemetry import tasks
 from tests.fixture_trees import snapshot
 
 # As the consumer's own tests: data committed for real, acks after commits.
@@ -72,14 +71,6 @@ def test_unsigned_snapshots_are_stored_while_node_auth_is_off(each_db, settings,
     broker.send(ONE, snapshot(host="cn005"))
     consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
     assert stored() == {"cn005": PORTS}
-
-
-def test_the_celery_task_applies_the_same_rule(each_db, auth):
-    assert tasks.ingest_snapshot(snapshot(host="cn007"))["status"] == "unauthenticated"
-    forged = {**nodeauth.signed_kwargs(key("cn001"), snapshot(host="cn001")), "node": "cn008"}
-    assert tasks.ingest_snapshot(**forged)["status"] == "unauthenticated"
-    assert tasks.ingest_snapshot(**nodeauth.signed_kwargs(key("cn009"), snapshot(host="cn009")))["status"] == "stored"
-    assert stored() == {"cn009": PORTS}
 
 
 def test_node_key_prints_what_each_node_is_provisioned_with(auth, capsys):
