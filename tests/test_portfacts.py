@@ -201,12 +201,12 @@ def _every_kind_of_port(now) -> list[Port]:
 def test_the_sql_and_the_python_of_every_fact_agree_on_every_kind_of_port(each_db):
     now = timezone.now()
     _every_kind_of_port(now)
-    rows = portfacts.annotate(Port.objects.select_related("device__node__fabric_node"), now).annotate(
+    rows = portfacts.annotate(Port.objects.select_related("device__node__fabric_node")).annotate(
         has_link=portfacts.has_link_flag(), should=portfacts.SHOULD_BE_UP_FLAG
     )
     seen, unknown_nodes = set(), set()
     for p in rows:
-        unknown = portfacts.node_unknown(p.device.node, now)
+        unknown = portfacts.node_unknown(p.device.node)
         assert (p.up, p.degraded) == (portfacts.is_up(p), portfacts.is_degraded(p)), p
         assert bool(p.has_link) == portfacts.has_link(p), p
         assert bool(p.should) == portfacts.should_be_up(p), p
@@ -219,7 +219,7 @@ def test_the_sql_and_the_python_of_every_fact_agree_on_every_kind_of_port(each_d
             unknown_nodes.add(p.device.node.name)
     assert seen == set(portfacts.STATUSES)  # every status is reached
     assert unknown_nodes == {"cn002", "leaf02"}  # the stale host, the switch not reached
-    counts = portfacts.status_counts(Port.objects.all(), now)
+    counts = portfacts.status_counts(Port.objects.all())
     assert counts == portfacts.tally(p.status for p in rows)
 
 
@@ -233,5 +233,5 @@ def test_a_down_port_has_no_link_whatever_its_rate_file_says(each_db):
         rate_gbps=10.0, lanes=4, speed="SDR", ever_up=True, first_seen_at=now,
     )  # fmt: skip
     assert portfacts.link(p) is None and portfacts.capacity_bytes_per_second(p) is None
-    assert portfacts.status_at(p, now) == portfacts.Status.DOWN
+    assert portfacts.status_now(p) == portfacts.Status.DOWN
     assert not Port.objects.filter(portfacts.HAS_LINK).exists()

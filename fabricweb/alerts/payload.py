@@ -27,7 +27,6 @@ from datetime import datetime
 from urllib.parse import quote
 
 from django.conf import settings
-from django.utils import timezone
 
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
@@ -72,7 +71,7 @@ def event_item(event: Event) -> dict:
     """One event as the body lists it; needs node, device, port and acknowledgement loaded."""
     device = event.device.name if event.device_id is not None else None
     port = event.port if event.port_id is not None else None
-    actual = None if port is None else _actual(port, portfacts.node_is_stale(event.node, timezone.now()))
+    actual = None if port is None else _actual(port, portfacts.node_is_stale(event.node))
     ack = getattr(event, "acknowledgement", None)  # reverse one-to-one: absent raises, getattr says None
     switch = event.node.name if event.node.kind == "switch" else None
     if switch is None and port is not None and port.peer is not None and port.peer.device.node.kind == "switch":

@@ -86,14 +86,14 @@ def _glob_matcher(glob: str | None):
     return re.compile(fnmatch.translate(glob)).match if glob else None
 
 
-def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[Counts, list[Cell]]:
+def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Cell]]:
     """The hosts' counts and the grid of their ports matching `filters` (PortFilter's cleaned data); open
     events are counted whatever they are on (a switch's too: they are in the problem list).
 
     One pass over every port (one query, no per-row dates): at 20,000 ports a query per
     count and a filtered query for the grid cost more in SQL compilation than the rows themselves.
     """
-    stale = portfacts.node_stale_q(now, prefix="")
+    stale = portfacts.node_stale_q(prefix="")
     hosts = Node.objects.filter(kind=Node.Kind.HOST)  # switches are on /fabric/; a collector has no ports
     nodes = hosts.aggregate(total=Count("id"), stale=Count("id", filter=stale), latest=Max("last_ingested_at"))
     stale_names = set(hosts.filter(stale).values_list("name", flat=True)) if nodes["stale"] else set()
@@ -102,7 +102,7 @@ def fabric_view(filters: dict, now: datetime, with_cells: bool = True) -> tuple[
     )
     erroring_ids = set(erroring_port_ids_query().values_list("port_id", flat=True))
     rows = (
-        portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST), now)
+        portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
         .order_by()  # sorted below: PostgreSQL's collation-aware sort of 20,000 names cost more than the query
         .values_list(
             "pk",
@@ -162,8 +162,8 @@ def _health_and_cells(
     return tally, cells
 
 
-def counts(now: datetime) -> Counts:
-    return fabric_view({}, now, with_cells=False)[0]
+def counts() -> Counts:
+    return fabric_view({}, with_cells=False)[0]
 
 
 def open_problems(filters: dict, advice: bool = False):

@@ -82,14 +82,14 @@ def link_counts(now: datetime) -> LinkCounts:
     )
 
 
-def switch_grid(now: datetime) -> tuple[list[SwitchBlock], dict[str, int]]:
+def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
     """Every switch with a cell per port, in name and port order, and the ports' tally by health."""
     switches = sorted(
         Node.objects.filter(kind=SWITCH).values_list("pk", "name", "fabric_node__missing_since"), key=itemgetter(1)
     )
     erroring = set(fabric.erroring_port_ids_query().filter(node__kind=SWITCH).values_list("port_id", flat=True))
     rows = (
-        portfacts.annotate(Port.objects.filter(device__node__kind=SWITCH), now)
+        portfacts.annotate(Port.objects.filter(device__node__kind=SWITCH))
         .order_by()  # sorted below, in code-point order on every database
         .values_list("pk", "device__node_id", "number", "status", "peer_label")
     )
@@ -130,7 +130,7 @@ def fabric_problems(advice: bool = False):
     return rows.annotate(severity_order=fabric.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
 
 
-def collectors(now: datetime) -> list[dict]:
+def collectors() -> list[dict]:
     """Every fabric collector with its last sweep (leading, or standby and why), in two queries."""
     latest = Sweep.objects.filter(collector=OuterRef("pk")).order_by("-stored_at", "-id").values("pk")[:1]
     nodes = list(Node.objects.filter(kind=COLLECTOR).annotate(last_sweep=Subquery(latest)).order_by("name"))
@@ -138,7 +138,7 @@ def collectors(now: datetime) -> list[dict]:
     out = []
     for node in nodes:
         sweep = sweeps.get(node.last_sweep)
-        out.append({"node": node, "sweep": sweep, "stale": portfacts.node_is_stale(node, now)})
+        out.append({"node": node, "sweep": sweep, "stale": portfacts.node_is_stale(node)})
     return out
 
 

@@ -86,7 +86,7 @@ class FabricCollector:
                 PREFIX + "node_last_seen_timestamp_seconds", "When the node's last snapshot was stored (server clock)"
             )
         switches, collectors = [], []
-        for node_id, name, ingested, kind, guid, stale in tables.nodes(self.now):
+        for node_id, name, ingested, kind, guid, stale in tables.nodes():
             if ingested is not None and (newest is None or ingested > newest):
                 newest = ingested
             if not self.selection.wants(name):

@@ -122,10 +122,10 @@ def _rows(queryset: QuerySet, fields: tuple[str, ...]) -> Iterator[tuple]:
                 yield tuple(row)
 
 
-def nodes(now: datetime) -> Iterable[tuple[int, str, datetime | None, str, str | None, bool]]:
-    """(id, name, last_ingested_at, kind, guid, stale at `now`) of every node (host, switch, fabric
+def nodes() -> Iterable[tuple[int, str, datetime | None, str, str | None, bool]]:
+    """(id, name, last_ingested_at, kind, guid, stale) of every node (host, switch, fabric
     collector), by name."""
-    stale = ExpressionWrapper(portfacts.node_stale_q(now, prefix=""), output_field=BooleanField())
+    stale = ExpressionWrapper(portfacts.node_stale_q(prefix=""), output_field=BooleanField())
     return (
         Node.objects.order_by("name")
         .annotate(is_stale=stale)

@@ -22,7 +22,8 @@ take them from here; tests/test_portfacts.py fails when another module states on
   have one: a port never cabled is not an outage).
 - a cable's state from its two ends (LINK_STATES, `link_states`) for /api/v1/links and /fabric/.
 
-Staleness enters here through `node_stale_q` (SQL) and `node_is_stale` (one node) and nowhere else.
+Staleness enters here through `node_stale_q` (SQL) and `node_is_stale` (one node), from Node.stale
+(health.staleness: polls the node was sent and missed), and nowhere else.
 """
 
 from __future__ import annotations
@@ -154,35 +155,31 @@ SHOULD_BE_UP_FLAG = ExpressionWrapper(SHOULD_BE_UP, output_field=BooleanField())
 
 
 def stale_after() -> timedelta:
-    """How long a node may go without a stored snapshot before it is stale (the pages' banners say it too)."""
+    """How long a page's data may go without a stored snapshot before its banner says it is old."""
     from fabricweb.api.freshness import stale_after as threshold
 
     return threshold()
 
 
 def data_stale(stored_at: datetime | None, now: datetime) -> bool:
-    """Whether what was stored at `stored_at` (a node's last snapshot, the last sweep, the last ingest) is
-    stale at `now`: the pages' banners."""
+    """Whether what was stored at `stored_at` (the last sweep, the last ingest anywhere) is old at `now`:
+    the pages' banners about the central side. Not a node's staleness: that is `node_stale_q`."""
     from fabricweb.api.freshness import is_stale
 
     return is_stale(stored_at, now)
 
 
-def node_stale_q(now: datetime, prefix: str = "device__node__") -> Q:
+def node_stale_q(prefix: str = "device__node__") -> Q:
     """Nodes that stopped reporting, as a condition on the rows `prefix` leads to a Node from ("" for Node
-    rows). THE staleness input of every port fact: for now fabricweb.api.freshness's rule (no snapshot
-    stored for stale_after()); once Node.stale is kept, this is `Q(**{prefix + "stale": True})`.
-    A switch is never stale (its sweeps say when it is no longer reached: `unreachable_q`)."""
-    cutoff = now - stale_after()
-    stopped = Q(**{prefix + "last_ingested_at__isnull": True}) | Q(**{prefix + "last_ingested_at__lt": cutoff})
-    return ~Q(**{prefix + "kind": SWITCH}) & stopped
+    rows). THE staleness input of every port fact: Node.stale, set by health.staleness once a node has
+    missed the polls it was sent, cleared by its next stored snapshot. A switch is never stale (its
+    sweeps say when it is no longer reached: `unreachable_q`)."""
+    return ~Q(**{prefix + "kind": SWITCH}) & Q(**{prefix + "stale": True})
 
 
-def node_is_stale(node: Node, now: datetime, after: timedelta | None = None) -> bool:
-    """`node_stale_q` for one node (`after`: stale_after(), given by a caller judging many at once)."""
-    from fabricweb.api.freshness import is_stale
-
-    return node.kind != SWITCH and is_stale(node.last_ingested_at, now, after)
+def node_is_stale(node: Node) -> bool:
+    """`node_stale_q` for one node."""
+    return node.kind != SWITCH and node.stale
 
 
 def unreachable_q(prefix: str = "device__node__") -> Q:
@@ -200,23 +197,23 @@ def switch_unreachable(node: Node) -> bool:
     return fabric_node.missing_since is not None
 
 
-def unknown_q(now: datetime, prefix: str = "device__node__") -> Q:
+def unknown_q(prefix: str = "device__node__") -> Q:
     """Ports whose state is unknown now: their node is stale, or their switch is not reached."""
-    return node_stale_q(now, prefix) | unreachable_q(prefix)
+    return node_stale_q(prefix) | unreachable_q(prefix)
 
 
-def node_unknown(node: Node, now: datetime, after: timedelta | None = None) -> bool:
+def node_unknown(node: Node) -> bool:
     """`unknown_q` for one node: every port of it is `Status.UNKNOWN`."""
-    return node_is_stale(node, now, after) or switch_unreachable(node)
+    return node_is_stale(node) or switch_unreachable(node)
 
 
 # --- SQL: the status --------------------------------------------------------------------------
 
 
-def status_case(now: datetime) -> Case:
+def status_case() -> Case:
     """A port's Status as SQL (its value), for annotate(status=...) and filtering and counting on it."""
     return Case(
-        When(unknown_q(now), then=Value(Status.UNKNOWN.value)),
+        When(unknown_q(), then=Value(Status.UNKNOWN.value)),
         When(vanished_at__isnull=False, then=Value(Status.VANISHED.value)),
         When(NO_SM, then=Value(Status.NO_SM.value)),
         When(degraded=True, then=Value(Status.DEGRADED.value)),
@@ -227,9 +224,9 @@ def status_case(now: datetime) -> Case:
     )
 
 
-def annotate(ports: QuerySet[Port], now: datetime) -> QuerySet[Port]:
+def annotate(ports: QuerySet[Port]) -> QuerySet[Port]:
     """`ports` with `status` (a Status value) to filter, count and show; `up` and `degraded` are columns."""
-    return ports.annotate(status=status_case(now))
+    return ports.annotate(status=status_case())
 
 
 def filtered(ports: QuerySet[Port], status: str | None = None, degraded: bool | None = None) -> QuerySet[Port]:
@@ -243,12 +240,12 @@ def filtered(ports: QuerySet[Port], status: str | None = None, degraded: bool | 
     return ports
 
 
-def status_counts(ports: QuerySet[Port], now: datetime, by: str | None = None) -> dict:
+def status_counts(ports: QuerySet[Port], by: str | None = None) -> dict:
     """How many of `ports` have each status, and `total`: {status: n} (all of them), or per value of `by`
     (a field, e.g. "device__node_id") {value: {status: n}}, in one grouped query."""
     from django.db.models import Count
 
-    rows = annotate(ports.order_by(), now)
+    rows = annotate(ports.order_by())
     counts = {"total": Count("id"), **{s: Count("id", filter=Q(status=s)) for s in STATUSES}}
     if by is None:
         return rows.aggregate(**counts)
@@ -316,9 +313,9 @@ def status(port: Port, unknown: bool) -> Status:
     return Status.DOWN if should_be_up(port) else Status.NOT_CONNECTED
 
 
-def status_at(port: Port, now: datetime) -> Status:
+def status_now(port: Port) -> Status:
     """`status` of a port whose device and node are loaded."""
-    return status(port, node_unknown(port.device.node, now))
+    return status(port, node_unknown(port.device.node))
 
 
 # --- the link as it is named ------------------------------------------------------------------

@@ -45,12 +45,20 @@ def test_nodes_list_counts_ports_and_open_events_per_node(each_db, api):
     assert body["nodes"][1]["open_events"] == {"critical": 0, "warning": 0, "info": 0}
 
 
-def test_a_node_not_heard_from_for_three_polls_is_stale(each_db, api, settings):
+def test_a_node_is_stale_once_it_missed_its_polls_and_never_by_the_clock_alone(each_db, api, settings):
+    from fabricweb.health.staleness import check_stale
+
     settings.FABRIC_POLL_INTERVAL = 10.0
     ingest_snapshot(snapshot(host="cn001"), now=timezone.now() - timedelta(seconds=31))
     ingest_snapshot(snapshot(host="cn002"), now=timezone.now() - timedelta(seconds=5))
     stale = {n["name"]: n["stale"] for n in api.json("/api/v1/nodes")["nodes"]}
+    assert stale == {"cn001": False, "cn002": False}  # quiet for 31 s, but no poll was sent it (beat not running)
+    check_stale({"cn001": 3})  # the poll ledger: cn001 has not taken its last three polls
+    stale = {n["name"]: n["stale"] for n in api.json("/api/v1/nodes")["nodes"]}
     assert stale == {"cn001": True, "cn002": False}
+    assert api.json("/api/v1/nodes/cn001")["stale"] is True
+    ingest_snapshot(snapshot(host="cn001", at=T0 + timedelta(seconds=30)))  # it answers again
+    assert api.json("/api/v1/nodes/cn001")["stale"] is False
 
 
 def ports(**counts: int) -> dict[str, int]:

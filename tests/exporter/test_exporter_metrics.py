@@ -12,6 +12,8 @@ from django.test import override_settings
 from django.utils import timezone
 from exporter_support import EVERY_FAULT, LiveSim, by_name, port, samples, scrape
 
+from fabricweb.health.staleness import check_stale
+
 COUNTER_NAMES = ("infiniband_port_data_received_bytes_total", "infiniband_symbol_error_total")
 
 
@@ -105,6 +107,7 @@ def test_a_stale_nodes_ports_say_nothing_of_their_state_and_their_counters_are_d
     fabric.polls(2)
     fabric.silent.add("cn002")
     fabric.polls(4)  # 40 s of silence: past 3 polls of FABRIC_POLL_INTERVAL (10 s)
+    check_stale({"cn002": 3})  # what the poll ledger says of it: three polls sent and not taken
     text = scrape(client)
     assert by_name(text, "infiniband_node_up") == {
         frozenset({("node", "cn001")}): 1,

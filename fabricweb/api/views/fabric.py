@@ -4,7 +4,6 @@ the fabric as the fabric collector's sweeps see it (fabricweb.fabric)."""
 from __future__ import annotations
 
 from django.db.models import Q
-from django.utils import timezone
 
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
 from fabricweb.fabric.naming import find_switch
@@ -57,7 +56,6 @@ def switch_detail(request, key: str):
     ports = readings.attach(
         portfacts.annotate(
             Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node"),
-            timezone.now(),
         ).order_by("device__name", "number")
     )
     counts = portfacts.tally(p.status for p in ports)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from django.db.models import Count
-from django.utils import timezone
 
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
@@ -22,7 +21,7 @@ ERRORS_SHOWN, ERRORS_PAGE, ERRORS_MAX_PAGE = 100, 500, 2000
 
 def port_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
     """Per node: its ports in total and by status (portfacts), in one grouped query."""
-    return portfacts.status_counts(Port.objects.filter(device__node_id__in=node_ids), timezone.now(), "device__node_id")
+    return portfacts.status_counts(Port.objects.filter(device__node_id__in=node_ids), "device__node_id")
 
 
 def open_event_counts(node_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -49,9 +48,9 @@ def node_list(request):
         rows = rows.filter(kind=given["kind"])
     nodes, next_link = offset_page(request, rows, given, PAGE)
     ids = [n.pk for n in nodes]
-    ports, events, now = port_counts(ids), open_event_counts(ids), timezone.now()
+    ports, events = port_counts(ids), open_event_counts(ids)
     summaries = [
-        serializers.node_summary(n, ports.get(n.pk, {}), events.get(n.pk, {}), portfacts.node_is_stale(n, now))
+        serializers.node_summary(n, ports.get(n.pk, {}), events.get(n.pk, {}), portfacts.node_is_stale(n))
         for n in nodes
     ]
     return {"nodes": summaries, "next": next_link}
@@ -63,10 +62,9 @@ def node_detail(request, name: str):
     node = Node.objects.filter(name=name).select_related("readings").first()  # no query of its own
     if node is None:
         raise not_found(f"node {name!r}")
-    now = timezone.now()
     ports = readings.attach(
         portfacts.annotate(
-            Port.objects.filter(device__node=node).select_related("device__node", "peer__device__node"), now
+            Port.objects.filter(device__node=node).select_related("device__node", "peer__device__node")
         ).order_by("device__name", "number"),
         readings.of_node(node),
     )
@@ -76,7 +74,7 @@ def node_detail(request, name: str):
     # The ports are loaded anyway: count them here rather than in another query.
     counts = portfacts.tally(p.status for p in ports)
     events = open_event_counts([node.pk]).get(node.pk, {})
-    summary = serializers.node_summary(node, counts, events, portfacts.node_is_stale(node, now))
+    summary = serializers.node_summary(node, counts, events, portfacts.node_is_stale(node))
     return {
         **summary,
         "source": node.source,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
@@ -26,7 +25,7 @@ LIST_PARAMS = {
 
 
 def ports() -> QuerySet[Port]:
-    return portfacts.annotate(Port.objects.select_related("device__node", "peer__device__node"), timezone.now())
+    return portfacts.annotate(Port.objects.select_related("device__node", "peer__device__node"))
 
 
 def find_port(node: str, device: str, number: int) -> Port:

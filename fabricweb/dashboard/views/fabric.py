@@ -41,7 +41,7 @@ def fabric_page(request):
     else:
         pages = form.cleaned_data
     counts = switches.link_counts(now)
-    blocks, tally = switches.switch_grid(now)
+    blocks, tally = switches.switch_grid()
     links_page = Paginator(switches.inter_switch_links(), LINKS_PER_PAGE).get_page(pages.get("links"))
     problems = Paginator(switches.fabric_problems(), PROBLEMS_PER_PAGE).get_page(pages.get("problems"))
     mark_page(problems, now)
@@ -58,7 +58,7 @@ def fabric_page(request):
         "link_rows": [_link_row(link) for link in links_page],
         "problems": problems,
         "advice": advice,
-        "collectors": switches.collectors(now),
+        "collectors": switches.collectors(),
         "changes": switches.recent_changes(),
         "expected": switches.expected_cabling(),
         **freshness(now, last.stored_at if last else None, known=True),
@@ -96,7 +96,7 @@ def switch_page(request, key: str):
     fn = switch.fabric_node if hasattr(switch, "fabric_node") else None
     reachable = fn is not None and fn.missing_since is None
     ports = Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node")
-    ports = list(portfacts.annotate(ports, now).order_by("number"))
+    ports = list(portfacts.annotate(ports).order_by("number"))
     readings.attach(ports)
     erroring = set(fabric.erroring_port_ids_query().filter(node=switch).values_list("port_id", flat=True))
     rows = []

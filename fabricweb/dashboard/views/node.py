@@ -29,7 +29,7 @@ def node_page(request, name: str):
     if node.kind == Node.Kind.SWITCH:
         return redirect("dashboard:switch", key=node.name)
     now = timezone.now()
-    ports = list(portfacts.annotate(Port.objects.filter(device__node=node), now).order_by("device__name", "number"))
+    ports = list(portfacts.annotate(Port.objects.filter(device__node=node)).order_by("device__name", "number"))
     by_device = defaultdict(list)
     for p in ports:
         by_device[p.device_id].append(p)
@@ -58,7 +58,7 @@ def node_page(request, name: str):
     mark_page(events, now)
     context = {
         "node": node,
-        "node_stale": portfacts.node_is_stale(node, now),
+        "node_stale": portfacts.node_is_stale(node),
         "read_errors": node.read_errors[:READ_ERRORS_SHOWN],
         "more_read_errors": max(0, len(node.read_errors) - READ_ERRORS_SHOWN),
         "devices": devices,

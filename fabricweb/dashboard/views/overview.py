@@ -19,7 +19,7 @@ def overview(request):
     now = timezone.now()
     form = PortFilter(request.GET)
     if not form.is_valid():
-        counts = fabric.counts(now)
+        counts = fabric.counts()
         context = {
             "form": form,
             "counts": counts,
@@ -28,7 +28,7 @@ def overview(request):
         }
         return render(request, "dashboard/overview.html", context, status=400)
     filters = form.cleaned_data
-    counts, cells = fabric.fabric_view(filters, now)
+    counts, cells = fabric.fabric_view(filters)
     context = {
         "form": form,
         "counts": counts,

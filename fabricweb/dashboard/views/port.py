@@ -21,7 +21,7 @@ DEFAULT_RANGE = "1h"
 
 def find_port(node: str, device: str, number: int) -> Port:
     port = (
-        portfacts.annotate(Port.objects.select_related("device__node", "peer__device__node"), timezone.now())
+        portfacts.annotate(Port.objects.select_related("device__node", "peer__device__node"))
         .filter(device__node__name=node, device__name=device, number=number)
         .first()
     )

@@ -37,7 +37,7 @@ def wall(request):
     elif not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     now = timezone.now()
-    counts = fabric.counts(now)
+    counts = fabric.counts()
     problems = list(fabric.open_problems({})[:WALL_PROBLEMS])
     mark_page(problems, now)
     context = {"counts": counts, "problems": problems, **freshness(now, counts.last_ingest, known=True)}
