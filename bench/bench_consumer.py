@@ -159,10 +159,10 @@ def run_child(
         label = _setup_django(db, scratch)
         try:
             from fabricweb import heap
-            from fabricweb.telemetry import consumer, ingest
+            from fabricweb.telemetry import batchstore, ingest
 
             promptly(ingest)  # the registration, the warm-up, and the old path (ingest_snapshot)
-            promptly(consumer)  # the batch consumer's own name for it
+            promptly(batchstore)  # the batch consumer's own name for it
             ingest_batch = ingest.ingest_batch
 
             if not default_gc:

@@ -63,7 +63,7 @@ def main() -> int:
     from django.utils import timezone
     from kombu.message import Message
 
-    from fabricweb.telemetry.consumer import decode_body
+    from fabricweb.telemetry.messages import decode_body
     from fabricweb.telemetry.redisread import _envelope
     from fabricweb.telemetry.schema import parse_snapshot, parse_worded
 

@@ -5,7 +5,7 @@
 The consumer's own steps on messages published as agents send them (send_task, plain JSON
 bodies) to a private redis-server, 100 messages at a time, with nothing stored or judged:
 the take (redisread.BatchReader: two round trips, the envelopes, the message objects), the
-body (consumer.snapshots_of), the validation (schema.parse_snapshot, its quick path) and the
+body (messages.snapshots_of), the validation (schema.parse_snapshot, its quick path) and the
 ack (commit_acks). At 20,000 port-samples/s (issue 11) one process has 50 µs per
 port-sample for everything; what these steps take is not available to the deltas, the
 health engine or the database.
@@ -13,7 +13,7 @@ health engine or the database.
 msgspec (not a dependency) was a named candidate for the decoding and the validation: when it
 is installed, the bench also times its typed decoding of the same bodies into the validated
 form, with the checks parse_snapshot's quick path makes that a type cannot (counter names,
-storable text, the time), against consumer.decode_body + parse_snapshot.
+storable text, the time), against messages.decode_body + parse_snapshot.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ BUDGET_US = 1e6 / 20_000  # per port-sample, at the issue's goal
 
 def read_all(reader, queue: str, count: int, now: datetime) -> dict[str, float]:
     """Take, decode, validate and ack `count` messages with a redisread.BatchReader; seconds per step."""
-    from fabricweb.telemetry.consumer import snapshots_of
+    from fabricweb.telemetry.messages import snapshots_of
     from fabricweb.telemetry.schema import parse_snapshot
 
     spent = dict.fromkeys(("take", "body", "validate", "ack"), 0.0)
@@ -95,7 +95,7 @@ def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
 
     from fabricweb import heap
     from fabricweb.names import SNAPSHOT_QUEUE
-    from fabricweb.telemetry.consumer import transport_options
+    from fabricweb.telemetry.readers import transport_options
     from fabricweb.telemetry.redisread import BatchReader
     from fabricweb.telemetry.schema import parse_snapshot
 
@@ -150,7 +150,7 @@ def _msgspec(rounds: list[list[dict]], now: datetime) -> None:
         return
     import json
 
-    from fabricweb.telemetry.consumer import decode_body
+    from fabricweb.telemetry.messages import decode_body
     from fabricweb.telemetry.schema import parse_snapshot
 
     class Body:  # what decode_body reads of a message

@@ -4,7 +4,7 @@ orjson is ~2x faster than json on a snapshot, but reads integers outside [-2^63,
 floats, where json keeps them exact: any of 20 digits or more, and negative ones of 19. They
 are found by making every digit a 0 and looking for those runs (~13 µs a snapshot; a regex
 took ~120). What orjson refuses (NaN, lone surrogates...) is left to the caller's json too.
-Used for message bodies (consumer.decode_body); redisread reads the envelopes, which hold no
+Used for message bodies (messages.decode_body); redisread reads the envelopes, which hold no
 float, with a cheaper rule of its own.
 """
 

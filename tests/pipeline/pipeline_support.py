@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import redis
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.telemetry.consumer import ONE, transport_options
+from fabricweb.telemetry.messages import ONE
+from fabricweb.telemetry.readers import transport_options
 from fabricweb.telemetry.redisread import taken_count
 
 

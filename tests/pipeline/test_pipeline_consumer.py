@@ -34,7 +34,8 @@ from fabricweb.inventory.models import Node
 from fabricweb.telemetry import samples
 from fabricweb.telemetry.broker import TRANSPORT, transport_for
 from fabricweb.telemetry.broker import Channel as BrokerChannel
-from fabricweb.telemetry.consumer import ONE, BatchConsumer
+from fabricweb.telemetry.consumer import BatchConsumer
+from fabricweb.telemetry.messages import ONE
 from fabricweb.telemetry.redisread import taken_count
 from fabricweb.telemetry.signals import snapshots_ingested
 from tests.e2e.e2e_harness import SECRET, Process, clean_env

@@ -17,7 +17,7 @@ from fabricweb.fabric.models import Sweep
 from fabricweb.health.staleness import check_stale
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry import partitions
-from fabricweb.telemetry.consumer import FABRIC
+from fabricweb.telemetry.messages import FABRIC
 from tests.fabric.fabric_support import SweepBuilder
 from tests.fixture_trees import snapshot
 
@@ -85,10 +85,10 @@ def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones
 def test_a_sweep_too_large_for_any_fabric_is_dropped_before_it_is_decoded(
     committed_db, settings, broker, caplog, monkeypatch
 ):
-    from fabricweb.telemetry import consumer as consumer_module
+    from fabricweb.telemetry import messages
 
     settings.FABRIC_NODE_AUTH = "off"
-    monkeypatch.setattr(consumer_module, "MAX_FABRIC_MESSAGE_BYTES", 2000)
+    monkeypatch.setattr(messages, "MAX_FABRIC_MESSAGE_BYTES", 2000)
     broker.send(FABRIC, sweep_of("fabric-a"))
     with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
         consume(broker.url, lambda c: c.totals["dropped"] >= 1)

@@ -22,7 +22,7 @@ from fabricweb.agent.config import AgentConfig
 from fabricweb.celery import app
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE, shard_queue, snapshot_queue, snapshot_shard
 from fabricweb.telemetry import samples
-from fabricweb.telemetry.consumer import transport_options
+from fabricweb.telemetry.readers import transport_options
 from fabricweb.telemetry.redisread import TAKERS_KEY, BatchReader, taken_count
 from fabricweb.telemetry.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
 from tests.e2e.e2e_harness import SECRET, Process, clean_env

@@ -15,7 +15,7 @@ from test_pipeline_consumer import ONE, polls
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.names import shard_queue
-from fabricweb.telemetry.consumer import transport_options
+from fabricweb.telemetry.readers import transport_options
 from fabricweb.telemetry.redisread import TAKERS_KEY, BatchReader, give_back, taken_count, taken_key
 from fabricweb.telemetry.shards import backlog
 

@@ -13,8 +13,8 @@ from kombu.exceptions import DecodeError
 from kombu.message import Message
 from support import T0, snapshot
 
-from fabricweb.telemetry.consumer import decode_body
 from fabricweb.telemetry.jsonread import NotExact, exact_loads
+from fabricweb.telemetry.messages import decode_body
 from fabricweb.telemetry.redisread import _body, _envelope
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}

@@ -1,0 +1,91 @@
+"""What the snapshots queue's messages hold, read without trusting them: `snapshots_of` a message.
+
+Node agents send each snapshot as a Celery task message (`ingest_snapshot`, protocol 2, JSON), and
+fabric collectors each sweep (`ingest_fabric`). Only JSON is decoded: every compute node can reach
+the broker, and nothing it sends may get unpickled here. A message that can never be stored raises
+Dropped, with the reason; one whose signature does not hold, NotAuthenticated (telemetry/auth.py).
+"""
+
+from __future__ import annotations
+
+from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT
+from fabricweb.nodeauth import COLLECTOR
+
+from .auth import authenticated, check_unsigned
+from .jsonread import NotExact, exact_loads
+
+ONE = INGEST_SNAPSHOT
+FABRIC = INGEST_FABRIC
+JSON = "application/json"
+# A real node's snapshot is 10-100 kB of JSON.
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# A fabric collector's sweep is ~200 bytes per port of the fabric: room for the caps of fabric/schema.py.
+MAX_FABRIC_MESSAGE_BYTES = 80 * 1024 * 1024
+
+
+class Dropped(ValueError):
+    """A message that can never be stored: acked at once, the reason logged."""
+
+
+def message_id(message) -> str:
+    return str((message.headers or {}).get("id") or message.delivery_tag)
+
+
+def decode_body(message) -> object:
+    """The JSON body as kombu decodes it, with orjson (~2.5x faster on a snapshot) where that reads the same.
+
+    Anything orjson refuses (NaN, lone surrogates...) or might read differently (an integer past
+    64 bits, which it makes a float) is left to kombu, so what is accepted and what
+    it decodes to do not change (jsonread.py).
+    """
+    body = message.body
+    if isinstance(body, bytes) and message.content_encoding == "utf-8":
+        try:
+            return exact_loads(body)
+        except NotExact:
+            pass
+    return message.decode()
+
+
+def snapshots_of(message) -> list:
+    """The snapshots in a Celery protocol 2 message of ingest_snapshot (one) or ingest_fabric (one sweep);
+    raise Dropped for anything else."""
+    # The content type first: a body that is not JSON is never decoded, so never unpickled.
+    if message.content_type != JSON:
+        raise Dropped(f"content type {message.content_type!r}: only {JSON} is read")
+    task = (message.headers or {}).get("task")
+    if task not in (ONE, FABRIC):
+        raise Dropped(f"task {task!r} is not an ingest task")
+    size = len(message.body or b"")
+    limit = MAX_FABRIC_MESSAGE_BYTES if task == FABRIC else MAX_MESSAGE_BYTES
+    if size > limit:  # before decoding: a 143 MB message must not cost a gigabyte and a stall
+        raise Dropped(f"{size} bytes, more than the {limit} a {'sweep' if task == FABRIC else 'node'}'s snapshots take")
+    try:
+        body = decode_body(message)
+    except Exception as e:  # bad JSON, bad encoding: kombu raises several kinds
+        raise Dropped(f"undecodable body ({type(e).__name__}: {e})") from None
+    if not (isinstance(body, list) and len(body) == 3 and isinstance(body[0], list) and isinstance(body[1], dict)):
+        raise Dropped("body is not [args, kwargs, embed]")
+    args, kwargs = body[0], body[1]
+    if task == FABRIC:
+        if not args and "signature" in kwargs:
+            return [FabricSnapshot(authenticated(kwargs, COLLECTOR))]
+        check_unsigned()
+        if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
+            raise Dropped(f"{task} takes one argument, snapshot")
+        return [FabricSnapshot(args[0] if args else kwargs["snapshot"])]
+    if task == ONE and not args and "signature" in kwargs:
+        return [authenticated(kwargs)]
+    check_unsigned()
+    if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
+        raise Dropped(f"{task} takes one argument, snapshot")
+    return [args[0] if args else kwargs["snapshot"]]
+
+
+class FabricSnapshot:
+    """A fabric collector's sweep, as its message said (signature checked): stored in a batch of its own."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: object) -> None:
+        self.data = data
