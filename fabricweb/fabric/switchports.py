@@ -1,0 +1,109 @@
+"""A switch's ports as a node snapshot of one device, `switch`, for telemetry's own apply and store: deltas,
+resets, caps, samples and readings exactly as a host's ports. A counters-only sweep carries no port rows:
+the ports' link state is what the last full sweep left on them."""
+
+from __future__ import annotations
+
+from collectors.fabric.pma import COUNTER_NAMES
+from collectors.facts import PHYS_STATES, PORT_STATES, SWITCH_DEVICE
+from collectors.link import make_rate
+from fabricweb.telemetry.apply import NodeRows
+from fabricweb.telemetry.deltas import all_ones
+from fabricweb.telemetry.typed import DeviceIn, PortIn, SnapshotIn
+
+from .schema import FabricIn, FabricNodeIn
+
+LINK_UP = 5
+
+# Per counter column: whether it is one of the 64-bit counters_ext/ twins, and its value stopped at all-ones.
+_COLUMNS = [(name, name.endswith("_64"), all_ones(name)) for name in COUNTER_NAMES]
+
+
+def switch_snapshot(fabric: FabricIn, index: int, n: FabricNodeIn, name: str, readings, rows: NodeRows) -> SnapshotIn:
+    stored = rows.ports.get(SWITCH_DEVICE, {})
+    ports = []
+    if fabric.mode == "full":
+        for r in readings:
+            if r.number == 0:
+                continue  # the management port: its LID is the switch's, it has no cable
+            gbps = None
+            if r.phys_state == LINK_UP and r.speed is not None and r.lanes is not None:
+                gbps = make_rate(r.speed, r.lanes).gbps
+            link = (
+                r.state, PORT_STATES.get(r.state), r.phys_state, PHYS_STATES.get(r.phys_state), "InfiniBand",
+                gbps, r.lanes if gbps else None, r.speed if gbps else None,
+            )  # fmt: skip
+            ports.append(_port_in(r.number, link, fabric.counters.get((index, r.number))))
+    else:
+        numbers = sorted({number for (i, number) in fabric.counters if i == index and number > 0} | set(stored))
+        for number in numbers:
+            port = stored.get(number)
+            link = tuple(getattr(port, f) for f in _LINK_STATE) if port is not None else (None,) * 8
+            ports.append(_port_in(number, link, fabric.counters.get((index, number))))
+    attrs = {
+        "node_type_id": n.node_type,
+        "node_type_name": "switch",
+        "node_guid": n.guid,
+        "sys_image_guid": n.system_guid,
+        "fw_ver": None,
+        "hca_type": None,  # no fabric majority for switch ports: both ends' capabilities set their norm
+        "board_id": None if n.vendor_id is None else f"vendor 0x{n.vendor_id:06x} device 0x{n.device_id or 0:04x}",
+        "hw_rev": None if n.revision is None else f"0x{n.revision:x}",
+        "node_desc": n.description,
+        "pci_address": None,
+        "pci_current_gts": None,
+        "pci_max_gts": None,
+        "pci_current_width": None,
+        "pci_max_width": None,
+        "numa_node": None,
+        "hw_counters": {},
+        "verbs": None,
+        "disagreements": [],
+    }
+    errors = [e for e in fabric.errors if e["path"].startswith((f"{n.description} ({n.guid})", n.guid))]
+    source = {"sysfs_root": None, "pyverbs": f"fabric collector {fabric.collector}"}
+    return SnapshotIn(
+        fabric.schema, name, fabric.collected_at, fabric.ts, [DeviceIn(SWITCH_DEVICE, attrs, ports)], errors, source
+    )
+
+
+_LINK_STATE = (
+    "state_id", "state_name", "phys_state_id", "phys_state_name", "link_layer", "rate_gbps", "lanes", "speed",
+)  # fmt: skip
+
+
+def _port_in(number: int, link: tuple, values: list[int | None] | None) -> PortIn:
+    counters: dict[str, int | None] = {}
+    counters_ext: dict[str, int | None] = {}
+    capped: list[str] = []
+    if values is not None:
+        for (name, ext, top), value in zip(_COLUMNS, values, strict=True):
+            if value is None:
+                continue
+            (counters_ext if ext else counters)[name] = value
+            if value == top:
+                capped.append(name)
+    state_id, state_name, phys_id, phys_name, link_layer, gbps, lanes, speed = link
+    return PortIn(
+        number=number,
+        state_id=state_id,
+        state_name=state_name,
+        phys_state_id=phys_id,
+        phys_state_name=phys_name,
+        link_layer=link_layer,
+        rate_gbps=gbps,
+        lanes=lanes,
+        speed=speed,
+        lid=None,
+        sm_lid=None,
+        lmc=None,
+        cap_mask=None,
+        port_guid=None,  # a switch's ports share its GUID (Node.guid): only a CA port's GUID names a port
+        netdevs=[],
+        counters=counters,
+        counters_ext=counters_ext,
+        capped=capped,
+        hw_counters={},
+        verbs=None,
+        disagreements=[],
+    )

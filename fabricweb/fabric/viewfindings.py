@@ -1,0 +1,80 @@
+"""What only the fabric view finds, with what the database holds: the cabling against the expected topology
+(added to the findings of the switch each is about), and the `unreachable` event of every switch a full
+sweep did not reach (fabricweb.fabric.judge words them)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from fabricweb.health import context, lifecycle
+from fabricweb.health.events import EventBook
+from fabricweb.health.findings import Kind
+from fabricweb.telemetry.results import STORED, IngestResult
+
+from . import judge
+from .expected import EndSpec
+from .links import FabricView
+from .models import ExpectedLink, FabricNode, Link
+from .schema import FabricIn
+
+
+def cabling_findings(
+    fabric: FabricIn, known: dict[str, FabricNode], view: FabricView, results: dict[str, IngestResult]
+):
+    """Cabling against the expected topology, added to the findings of the switch each is about."""
+    expected = list(ExpectedLink.objects.all())
+    if not expected:
+        return
+    switch_guid = {fn.node.name: fn.guid for fn in known.values() if fn.node is not None}
+    guid_switch = {guid: name for name, guid in switch_guid.items()}
+    host_guid = {}
+    for end in view.ends.values():
+        if end.switch is None and end.port is not None:
+            d = end.port.device
+            host_guid[d.node.name, d.name, end.port.number] = end.key
+    pairs = []
+    for row in expected:
+        a = _resolve(EndSpec(row.a_node, row.a_device, row.a_port, row.a_label), switch_guid, guid_switch, host_guid)
+        b = _resolve(EndSpec(row.b_node, row.b_device, row.b_port, row.b_label), switch_guid, guid_switch, host_guid)
+        pairs.append((a, b))
+    last_peer = {}
+    for r in Link.objects.all():
+        last_peer[r.a_guid, r.a_port] = (r.b_guid, r.b_port)
+        last_peer[r.b_guid, r.b_port] = (r.a_guid, r.a_port)
+    for switch, finding in judge.cabling(pairs, view, last_peer):
+        result = results.get(switch)
+        if result is not None and result.status == STORED:
+            result.extra_findings.append(finding)
+
+
+def _resolve(spec: EndSpec, switch_guid: dict, guid_switch: dict, host_guid: dict) -> judge.ExpectedEnd:
+    if spec.device:
+        return judge.ExpectedEnd(spec.label, host_guid.get((spec.node, spec.device, spec.port)), None)
+    guid = spec.node if spec.node.startswith("0x") else switch_guid.get(spec.node)
+    if guid is None:
+        return judge.ExpectedEnd(spec.label, None, None)
+    return judge.ExpectedEnd(spec.label, (guid, spec.port), guid_switch.get(guid))
+
+
+def judge_absent(fabric: FabricIn, known: dict[str, FabricNode], view: FabricView, now: datetime) -> None:
+    """Open, keep or update the `unreachable` event of every switch this full sweep did not reach."""
+    reached = {n.guid for n in fabric.nodes}
+    absent = [fn for fn in known.values() if fn.node is not None and fn.guid not in reached]
+    if not absent:
+        return
+    neighbours: dict[str, list[judge.Neighbour]] = defaultdict(list)
+    ids = {fn.guid for fn in absent}
+    for r in Link.objects.filter(gone_at=fabric.collected_at) | Link.objects.filter(gone_at__isnull=True):
+        for mine, other, label in (((r.a_guid, r.a_port), (r.b_guid, r.b_port), r.b_label),
+                                   ((r.b_guid, r.b_port), (r.a_guid, r.a_port), r.a_label)):  # fmt: skip
+            if mine[0] in ids:
+                neighbours[mine[0]].append(judge.Neighbour(label, view.ends.get(other)))
+    book = EventBook.for_nodes((fn.node.pk for fn in absent), kind=Kind.UNREACHABLE)
+    resolve_after = context.resolve_after()
+    for fn in absent:
+        finding = judge.unreachable(fn.node.name, fn.guid, neighbours.get(fn.guid, []))
+        targets = {fn.node.name: (None, None)}
+        actions = lifecycle.step(book.open_for(targets), [finding], frozenset(), resolve_after)
+        book.apply(actions, fn.node, targets, min(fabric.collected_at, now))
+    book.write()
