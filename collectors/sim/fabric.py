@@ -1,5 +1,8 @@
 """The simulated fabric: state on disk, faults, and one step of simulated time.
 
+Its parts: the state file and options (simstate.py), the node trees written (rendering.py), the
+switch side in fabric mode (switchside.py); this module holds the fabric they make up.
+
 DIR/.simstate.json holds everything a later process needs to continue (options,
 simulated clock, step number, raw counter totals, what is vanished, which resets
 were applied), so `simulate --once` continues where the last step stopped and the
@@ -13,69 +16,29 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 
 from . import cabling as cb
 from . import console as ibsim
 from . import faults as fl
 from .hardware import pcie_usable_gbps, rate_gbps
-from .layout import Layout, SimDevice, SimNode, SimPort, build
+from .layout import Layout, SimDevice, build
+from .rendering import TreeOutput
+from .simstate import (
+    STATE_FILE,
+    STATE_VERSION,
+    SimError,
+    SwitchOptions,
+    cabling_of,
+    layout_of,
+    options_text,
+    read_state,
+    without_start_faults,
+)
+from .switchside import SwitchSide
 from .traffic import FLAP_RECOVERIES_PER_S, Profile, accrue, new_port_state, profile, step_traffic, zero
-from .tree import TreeWriter, device_files, pci_files, port_files
+from .tree import TreeWriter
 
-STATE_FILE = ".simstate.json"
-STATE_VERSION = 1
-
-
-class SimError(ValueError):
-    """A simulator directory or option that cannot be used, said in words."""
-
-
-@dataclass(frozen=True, slots=True)
-class SwitchOptions:
-    """`simulate --fabric`: the switches, and the faults built into fabric.net (START_ONLY kinds)."""
-
-    switch_ports: int = cb.DEFAULT_SWITCH_PORTS
-    leaves: int | None = None
-    spines: int | None = None
-    faults: tuple[str, ...] = ()
-
-    def config(self) -> dict:
-        faults = {}  # normalised; a later spec for the same target and kind replaces an earlier one
-        for spec in self.faults:
-            f = fl.parse(spec)
-            faults[(f.target, f.kind)] = f.spec
-        sizes = {"switch_ports": self.switch_ports, "leaves": self.leaves, "spines": self.spines}
-        return {**sizes, "faults": list(faults.values())}
-
-
-def _layout(config: dict) -> Layout:
-    return build(config["seed"], config["nodes"], config["ports"], config["hcas"])
-
-
-def _cabling(config: dict, layout: Layout) -> cb.Cabling | None:
-    sw = config.get("switches")
-    if sw is None:
-        return None
-    return cb.build(layout, sw["switch_ports"], sw["leaves"], sw["spines"], sw["faults"])
-
-
-def _without_start_faults(config: dict) -> tuple[dict, list[str]]:
-    """The options to compare when continuing a fabric, and the faults built into its fabric.net."""
-    sw = config.get("switches")
-    if sw is None:
-        return config, []
-    return {**config, "switches": {k: v for k, v in sw.items() if k != "faults"}}, sw["faults"]
-
-
-def _options_text(config: dict) -> str:
-    text = " ".join(f"--{k} {v}" for k, v in config.items() if v is not None and k != "switches")
-    sw = config.get("switches")
-    if sw is not None:
-        text += " --fabric" + "".join(
-            f" --{k.replace('_', '-')} {sw[k]}" for k in ("switch_ports", "leaves", "spines") if sw[k] is not None
-        )
-    return text
+__all__ = ["STATE_FILE", "Fabric", "SimError", "SwitchOptions"]
 
 
 def _ancestry(key: str) -> list[str]:
@@ -91,7 +54,7 @@ def _capacity(dev: SimDevice, eff: fl.PortEffects) -> float:
     return min(link, pcie) * 1e9 / 8
 
 
-class Fabric:
+class Fabric(SwitchSide, TreeOutput):
     """N simulated nodes under `out`. Use create(), load() or open(); then step() and the fault methods."""
 
     def __init__(self, out: str, layout: Layout, state: dict) -> None:
@@ -99,7 +62,7 @@ class Fabric:
         self.layout = layout
         self.state = state
         self.writer = TreeWriter(out)
-        self.cabling = _cabling(state["config"], layout)
+        self.cabling = cabling_of(state["config"], layout)
         self.console: ibsim.Console | None = None  # set by use_console()
         self.console_warning: str | None = None  # why ibsim's console did not take the last commands
         self.active: list[tuple[int, fl.Fault]] = []
@@ -130,11 +93,11 @@ class Fabric:
         config = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
         if switches is not None:
             config["switches"] = switches.config()
-        cabling = _cabling(config, layout)  # before anything is removed: a bad option changes nothing
+        cabling = cabling_of(config, layout)  # before anything is removed: a bad option changes nothing
         os.makedirs(out, exist_ok=True)
-        old = _read_state(out)
+        old = read_state(out)
         if old is not None:  # remove only the node trees the old fabric wrote
-            for node in _layout(old["config"]).nodes:
+            for node in layout_of(old["config"]).nodes:
                 TreeWriter(out).remove(os.path.join(out, node.name))
         for name in (cb.NET_FILE, cb.EXPECTED_FILE):
             if cabling is None and os.path.exists(os.path.join(out, name)):
@@ -167,10 +130,10 @@ class Fabric:
 
     @classmethod
     def load(cls, out: str) -> Fabric:
-        state = _read_state(out)
+        state = read_state(out)
         if state is None:
             raise SimError(f"{out} holds no simulated fabric (no {STATE_FILE}); run `simulate --out {out}` first")
-        return cls(out, _layout(state["config"]), state)
+        return cls(out, layout_of(state["config"]), state)
 
     @classmethod
     def open(
@@ -188,17 +151,17 @@ class Fabric:
 
         The faults of `switches` must be those it was created with: they are built into fabric.net.
         """
-        state = _read_state(out)
+        state = read_state(out)
         if state is None or fresh:
             return cls.create(out, nodes, ports, seed, hcas=hcas, switches=switches)
         want = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
         if switches is not None:
             want["switches"] = switches.config()
-        have, built = _without_start_faults(state["config"])
-        want, given = _without_start_faults(want)
+        have, built = without_start_faults(state["config"])
+        want, given = without_start_faults(want)
         if have != want:
             raise SimError(
-                f"{out} already holds a simulated fabric ({_options_text(state['config'])}); pass the same "
+                f"{out} already holds a simulated fabric ({options_text(state['config'])}); pass the same "
                 "options to continue it, or --fresh to start a new one there"
             )
         for spec in given:
@@ -207,7 +170,7 @@ class Fabric:
                     f"{spec}: the fabric in {out} was built without it, and ibsim cannot change a link's "
                     "cabling, width or speed while it runs; --fresh builds a new fabric with it"
                 )
-        return cls(out, _layout(state["config"]), state)
+        return cls(out, layout_of(state["config"]), state)
 
     # -- faults -------------------------------------------------------------------------
     def add_fault(self, *specs: str) -> list[str]:
@@ -357,133 +320,5 @@ class Fabric:
         eff.flap = eff.flap or switch_end.flap
         return eff
 
-    # -- the switch side (fabric mode) --------------------------------------------------
-    @property
-    def switch_side(self) -> ibsim.Wanted | None:
-        """What the switch fabric shows after the last step (what ibsim's console is told); None without --fabric."""
-        return self._wanted
-
-    def _ibsim_wanted(self) -> ibsim.Wanted:
-        """What ibsim should show now: the host faults that break a cable break it there too."""
-        step, switches = self.state["step"], self.cabling.switches
-        on_switches = [f for _, f in self.active if f.node in switches]
-        links_down = set()
-        for link in self.cabling.links:
-            host = link.far_end.key if link.far_end.node not in switches else None
-            if host is not None:  # its effects already carry the switch end's
-                up = not self._hidden(host) and fl.port_link(self._effects[host], step)[0]
-            else:
-                up = all(
-                    fl.port_link(fl.effects(self.active, end.key), step)[0] for end in (link.switch_end, link.far_end)
-                )
-            if not up:
-                links_down.add(link.key)
-        whole = [f for f in on_switches if f.port is None]
-        counters = self.state["switches"]["ports"]
-        return ibsim.Wanted(
-            switches_down={f.node for f in whole if f.kind == "down" or (f.kind == "flap" and step % 2 == 1)},
-            links_down=links_down,
-            muted={f.node for f in whole if f.kind == "mute"},
-            symbol_errors={key: ps["c"]["symbol_error"] for key, ps in counters.items()},
-        )
-
-    def _count_switch_errors(self, seconds: float) -> None:
-        """Symbol errors on switch ports, kept in the state (ibsim's PMA holds what it is told)."""
-        counters = self.state["switches"]["ports"]
-        for link in self.cabling.links:
-            if link.key in self._wanted.links_down:
-                continue  # no symbols without a link
-            for end in (link.switch_end, link.far_end):
-                if end.node not in self.cabling.switches:
-                    continue
-                rate = fl.effects(self.active, end.key).symbol_rate
-                if rate:
-                    ps = counters.setdefault(end.key, {"c": {"symbol_error": 0}, "carry": {}})
-                    accrue(ps, "symbol_error", rate, seconds)
-        self._wanted.symbol_errors = {key: ps["c"]["symbol_error"] for key, ps in counters.items()}
-
-    def _tell_ibsim(self) -> None:
-        """Send the console commands for what changed since they were last applied (no --ibsim-ctl: none)."""
-        if self.console is None or self._wanted is None:
-            return
-        sw = self.state["switches"]
-        new_reader = self.console.connect()
-        if new_reader:
-            sw["applied"] = ibsim.empty_applied()  # an ibsim started since knows only fabric.net
-        if new_reader is not None:
-            lines = ibsim.commands(self.cabling, sw["applied"], self._wanted)
-            if not lines or self.console.send(lines):
-                sw["applied"] = ibsim.applied_state(self._wanted)
-        problem = self.console.problem
-        self.console_warning = problem and f"{problem}; ibsim's commands wait until one reads it"
-
-    def _remove(self, key: str) -> None:
-        j, w = os.path.join, self.writer
-        thing = self.layout.by_key[key]
-        if isinstance(thing, SimNode):
-            w.remove(j(self.out, key))
-            return
-        node = key.split("/")[0]
-        if isinstance(thing, SimDevice):
-            w.remove(j(self.out, node, "class", "infiniband", thing.name))
-            w.remove(j(self.out, node, thing.pci_rel))  # gone from the bus, as after a surprise removal
-            return
-        assert isinstance(thing, SimPort)
-        dev = self.layout.by_key[key.rsplit("/", 1)[0]]
-        w.remove(j(self.out, node, dev.dev_rel, "ports", str(thing.number)))
-        w.remove(j(self.out, node, dev.pci_rel, "net", thing.netdev))
-
-    def _write_tree(self) -> None:
-        j, w, absent = os.path.join, self.writer, set(self.state["absent"])
-        for node in self.layout.nodes:
-            if node.name in absent:
-                continue
-            root = j(self.out, node.name)
-            class_dir = j(root, "class", "infiniband")
-            w.dir(class_dir)
-            for dev in node.devices:
-                if dev.key in absent:
-                    continue
-                pci, ddir = j(root, dev.pci_rel), j(root, dev.dev_rel)
-                w.dir(j(ddir, "ports"))
-                for rel, text in pci_files(dev, self._effects[dev.ports[0].key].pcie).items():
-                    w.file(j(pci, rel), text)
-                for rel, text in device_files(node.name, dev).items():
-                    w.file(j(ddir, rel), text)
-                w.link(j(ddir, "device"), f"../../../{dev.pci_addr}")
-                for port in dev.ports:
-                    if port.key not in absent:
-                        self._write_port(dev, port, pci, j(ddir, "ports", str(port.number)))
-                # Linked last, so a reader never finds a device whose files are still being written.
-                w.link(j(class_dir, dev.name), f"../../{dev.dev_rel}")
-
-    def _write_port(self, dev: SimDevice, port: SimPort, pci: str, pdir: str) -> None:
-        j, w = os.path.join, self.writer
-        net = j(pci, "net", port.netdev)
-        w.dir(net)
-        w.file(j(net, "dev_port"), f"{port.number - 1}\n")
-        w.dir(j(pdir, "counters"))
-        w.dir(j(pdir, "gids"))
-        if dev.model.old_pma:
-            w.dir(j(pdir, "counters_ext"))
-        if dev.model.hw_counters:
-            w.dir(j(pdir, "hw_counters"))
-        files = port_files(dev, port, self.state["ports"][port.key], self._effects[port.key], self._phys[port.key])
-        for rel, text in files.items():
-            w.file(j(pdir, rel), text)
-
     def _save(self) -> None:
         fl.write_atomic(os.path.join(self.out, STATE_FILE), json.dumps(self.state, separators=(",", ":")).encode())
-
-
-def _read_state(out: str) -> dict | None:
-    try:
-        with open(os.path.join(out, STATE_FILE), encoding="utf-8") as f:
-            state = json.load(f)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise SimError(f"{os.path.join(out, STATE_FILE)}: unreadable ({e})") from None
-    if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-        raise SimError(f"{os.path.join(out, STATE_FILE)}: not a simulator state of version {STATE_VERSION}")
-    return state

@@ -1,0 +1,68 @@
+"""Writing a simulated fabric's node trees, DIR/<node>/class/infiniband/... as sysfs shows them, through
+tree.TreeWriter (only what changed is rewritten), and removing what vanished. A mixin of fabric.Fabric."""
+
+from __future__ import annotations
+
+import os
+
+from .layout import SimDevice, SimNode, SimPort
+from .tree import device_files, pci_files, port_files
+
+
+class TreeOutput:
+    """fabric.Fabric's node trees on disk."""
+
+    def _remove(self, key: str) -> None:
+        j, w = os.path.join, self.writer
+        thing = self.layout.by_key[key]
+        if isinstance(thing, SimNode):
+            w.remove(j(self.out, key))
+            return
+        node = key.split("/")[0]
+        if isinstance(thing, SimDevice):
+            w.remove(j(self.out, node, "class", "infiniband", thing.name))
+            w.remove(j(self.out, node, thing.pci_rel))  # gone from the bus, as after a surprise removal
+            return
+        assert isinstance(thing, SimPort)
+        dev = self.layout.by_key[key.rsplit("/", 1)[0]]
+        w.remove(j(self.out, node, dev.dev_rel, "ports", str(thing.number)))
+        w.remove(j(self.out, node, dev.pci_rel, "net", thing.netdev))
+
+    def _write_tree(self) -> None:
+        j, w, absent = os.path.join, self.writer, set(self.state["absent"])
+        for node in self.layout.nodes:
+            if node.name in absent:
+                continue
+            root = j(self.out, node.name)
+            class_dir = j(root, "class", "infiniband")
+            w.dir(class_dir)
+            for dev in node.devices:
+                if dev.key in absent:
+                    continue
+                pci, ddir = j(root, dev.pci_rel), j(root, dev.dev_rel)
+                w.dir(j(ddir, "ports"))
+                for rel, text in pci_files(dev, self._effects[dev.ports[0].key].pcie).items():
+                    w.file(j(pci, rel), text)
+                for rel, text in device_files(node.name, dev).items():
+                    w.file(j(ddir, rel), text)
+                w.link(j(ddir, "device"), f"../../../{dev.pci_addr}")
+                for port in dev.ports:
+                    if port.key not in absent:
+                        self._write_port(dev, port, pci, j(ddir, "ports", str(port.number)))
+                # Linked last, so a reader never finds a device whose files are still being written.
+                w.link(j(class_dir, dev.name), f"../../{dev.dev_rel}")
+
+    def _write_port(self, dev: SimDevice, port: SimPort, pci: str, pdir: str) -> None:
+        j, w = os.path.join, self.writer
+        net = j(pci, "net", port.netdev)
+        w.dir(net)
+        w.file(j(net, "dev_port"), f"{port.number - 1}\n")
+        w.dir(j(pdir, "counters"))
+        w.dir(j(pdir, "gids"))
+        if dev.model.old_pma:
+            w.dir(j(pdir, "counters_ext"))
+        if dev.model.hw_counters:
+            w.dir(j(pdir, "hw_counters"))
+        files = port_files(dev, port, self.state["ports"][port.key], self._effects[port.key], self._phys[port.key])
+        for rel, text in files.items():
+            w.file(j(pdir, rel), text)
