@@ -1,5 +1,5 @@
 """The shipped Prometheus config and rules: promtool finds them clean, every alert has a unit test
-(deploy/prometheus/tests) in which it fires, and the rules are what fabricweb/exporter/prometheus_rules.py
+(deploy/prometheus/tests) in which it fires, and the rules are what fabricweb/exporter/prometheus_rules/
 makes of the health thresholds: a rule's number and the threshold it mirrors cannot drift apart."""
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def test_every_rule_reads_series_and_labels_the_exporter_has(names):
         assert grouping_labels(expr) <= known, f"{title}: no series of it has {grouping_labels(expr) - known}"
 
 
-# --- the rules against the health thresholds (fabricweb/exporter/prometheus_rules.py) ---------------
+# --- the rules against the health thresholds (fabricweb/exporter/prometheus_rules/) ----------------
 
 REGENERATE = "run: .venv/bin/python -m fabricweb.exporter.prometheus_rules --write deploy/prometheus/rules"
 
