@@ -11,7 +11,7 @@ PORTS = Group(
             "InfinibandPortDown",
             block(
                 "(infiniband_port_up == 0)",
-                "and on (node, device, port) (infiniband_port_expected_lanes > 0)",
+                "and on (node, device, port) (infiniband_port_expected_up == 1)",
                 "unless on (node) (infiniband_node_up == 0)",
             ),
             "critical",
@@ -23,8 +23,9 @@ PORTS = Group(
             ),
             pending="<<down_for>>",
             comment=(
-                "Down: not ACTIVE, or gone from its node's snapshot. Only ports with an expected link",
-                "(one that has been up, or an operator policy) count; ports of stale nodes are NodeStale's.",
+                "Down: not ACTIVE, or gone from its node's snapshot. Only ports that should be up",
+                "(infiniband_port_expected_up: a policy, the expected cabling, or it has been up) count, as",
+                "on the dashboard; a never-connected port is not an outage; ports of stale nodes are NodeStale's.",
                 "Waits down_after_polls polls (at least a minute: one bounce is flapping's).",
             ),
             mirrors=("down_after_polls",),
