@@ -18,9 +18,9 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from fabricweb.health.freshness import stale_after
 from fabricweb.inventory.models import Node
 
-from .freshness import stale_after
 from .http import READ_METHODS, json_response, method_not_allowed
 from .serializers import iso
 

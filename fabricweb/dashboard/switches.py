@@ -18,6 +18,7 @@ from django.db.models import Count, OuterRef, Q, Subquery
 from collectors.facts import ERROR_COUNTERS
 from fabricweb.fabric.models import ExpectedLink, Link, Sweep, TopologyChange
 from fabricweb.health.findings import Kind
+from fabricweb.health.freshness import is_old
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
@@ -78,7 +79,7 @@ def link_counts(now: datetime) -> LinkCounts:
         isl=by_state,
         last_sweep=last,
         sweep_age_s=None if last is None else int((now - last.stored_at).total_seconds()),
-        sweep_stale=last is not None and portfacts.data_stale(last.stored_at, now),
+        sweep_stale=last is not None and is_old(last.stored_at, now),
     )
 
 

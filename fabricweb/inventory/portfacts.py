@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -152,21 +151,6 @@ SHOULD_BE_UP_FLAG = ExpressionWrapper(SHOULD_BE_UP, output_field=BooleanField())
 
 
 # --- staleness: the one way in ----------------------------------------------------------------
-
-
-def stale_after() -> timedelta:
-    """How long a page's data may go without a stored snapshot before its banner says it is old."""
-    from fabricweb.api.freshness import stale_after as threshold
-
-    return threshold()
-
-
-def data_stale(stored_at: datetime | None, now: datetime) -> bool:
-    """Whether what was stored at `stored_at` (the last sweep, the last ingest anywhere) is old at `now`:
-    the pages' banners about the central side. Not a node's staleness: that is `node_stale_q`."""
-    from fabricweb.api.freshness import is_stale
-
-    return is_stale(stored_at, now)
 
 
 def node_stale_q(prefix: str = "device__node__") -> Q:

@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Max
 
+from fabricweb.health.freshness import is_old, stale_after
 from fabricweb.inventory.models import Node
-from fabricweb.inventory.portfacts import data_stale, stale_after
 
 from ..models import OPERATE
 
@@ -18,7 +18,7 @@ def freshness(now: datetime, last_ingest: datetime | None = None, *, known: bool
     """Context for the stale banner: data older than 3 polls (no ingest) is said, not shown silently."""
     if not known:
         last_ingest = Node.objects.aggregate(latest=Max("last_ingested_at"))["latest"]
-    stale = last_ingest is not None and data_stale(last_ingest, now)
+    stale = last_ingest is not None and is_old(last_ingest, now)
     return {
         "now": now,
         "last_ingest": last_ingest,

@@ -13,6 +13,7 @@ from django.utils import timezone
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEED_RANK
 from fabricweb.fabric.naming import find_switch
+from fabricweb.health.freshness import is_old
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
@@ -130,7 +131,7 @@ def switch_page(request, key: str):
         "switch": switch,
         "fn": fn,
         "reachable": reachable,
-        "stale": portfacts.data_stale(switch.last_ingested_at, now),
+        "stale": is_old(switch.last_ingested_at, now),
         "rows": rows,
         "tally": tally,
         "events": events,
