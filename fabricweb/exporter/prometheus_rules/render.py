@@ -35,7 +35,7 @@ HEADERS = {
     ),
 }
 GENERATED = (
-    "Generated from the health thresholds (<<thresholds_note>>) by fabricweb/exporter/prometheus_rules.py:",
+    "Generated from the health thresholds (<<thresholds_note>>) by fabricweb/exporter/prometheus_rules/:",
     "edit that and run `.venv/bin/python -m fabricweb.exporter.prometheus_rules --write deploy/prometheus/rules`.",
 )
 
