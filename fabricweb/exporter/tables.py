@@ -38,10 +38,10 @@ from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Device, Node, Port
 
 PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health", "speaks")
-# What a port's health series are made of (collector.port_health, switch_port_health, link_health) but
-# its rate, as one JSON array text made by the database (`health`, JSONArrayText): one column to fetch
-# and one string to hash instead of seventeen, and injective (JSON), so it can key what is kept across
-# scrapes. The rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
+# What a port's health series are made of (hostports.port_health, switchports.switch_port_health,
+# links.link_health) but its rate, as one JSON array text made by the database (`health`, JSONArrayText):
+# one column to fetch and one string to hash instead of seventeen, and injective (JSON), so it can key what
+# is kept across scrapes. The rate, a float, is a column of its own: JSON would not be sure to carry it bit for bit.
 # `up` and `degraded` are the port row's (portfacts.UP_FLAG, DEGRADED_FLAG); then the link as the fabric
 # view left it (fabricweb.fabric.links): the far end in words, what both ends support, and the far end's
 # host or switch name and kind (`peer_node`, `peer_kind`: NULL for a channel adapter fabricweb has no agent
@@ -53,7 +53,7 @@ PORT_HEALTH_FIELDS = (
     "peer_node", "peer_kind", "has_link", "should_be_up",
 )  # fmt: skip
 # `speaks`: the port speaks for a cable the fabric view has seen (Port.link_owner, and a far end
-# named): the row of one link series (collector.link_health); a boolean column, so the other rows cost
+# named): the row of one link series (links.link_health); a boolean column, so the other rows cost
 # nothing more.
 SPEAKS = ExpressionWrapper(Q(link_owner=True) & ~Q(peer_label=""), output_field=BooleanField())
 # Where the counters start when they are asked for: row[COUNTERS_AT] capped (a column), then the

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from prometheus_client.utils import floatToGoString
 from test_exporter_encoder import assert_scrapes_match
 
-from fabricweb.exporter import collector, encoder, grouped
+from fabricweb.exporter import encoder, grouped, hostports
 from fabricweb.exporter.selection import Selection
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, NodeReadings, Port
@@ -94,8 +94,8 @@ def test_the_memos_stay_bounded_and_right_when_they_overflow(client, each_db, mo
         text = scrape(client, set="health")
         assert set(by_name(text, "infiniband_rate_bytes_per_second").values()) == {rate * 1e9 / 8}
         assert len(by_name(text, "infiniband_port_info")) == 6
-        assert len(collector._port_memo) <= 3
-        assert len(collector._device_memo) <= 3
+        assert len(hostports.port_memo) <= 3
+        assert len(hostports.device_memo) <= 3
         # The kept lines: at most one scrape's rows (6 ports) once past the bound.
         assert max(len(kept) for kept in encoder._row_lines.values()) <= 6
         assert_scrapes_match(Selection("health"))
