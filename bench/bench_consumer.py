@@ -61,7 +61,7 @@ def consumers_run(n: int, consumers: int, batch: int, max_wait: float) -> tuple[
 
     from django.db import connections
 
-    from fabricweb.telemetry.consumer import BatchConsumer
+    from fabricweb.telemetry.intake.consumer import BatchConsumer
 
     connections.close_all()  # each child opens its own
     fork = multiprocessing.get_context("fork")
@@ -94,7 +94,7 @@ def consumers_run(n: int, consumers: int, batch: int, max_wait: float) -> tuple[
 
 def consumer_run(n: int, batch: int, max_wait: float) -> tuple[int, int, float]:
     """(snapshots, samples, when the last was acked): the consumer's shutdown is not timed."""
-    from fabricweb.telemetry.consumer import BatchConsumer
+    from fabricweb.telemetry.intake.consumer import BatchConsumer
 
     consumer = BatchConsumer(batch, max_wait)
     finished = []
@@ -115,7 +115,7 @@ def one_per_transaction(n: int) -> tuple[int, int, float]:
 
     from fabricweb.celery import SNAPSHOT_QUEUE, app
     from fabricweb.telemetry import ingest
-    from fabricweb.telemetry.auth import NotAuthenticated, check_unsigned
+    from fabricweb.telemetry.validation.auth import NotAuthenticated, check_unsigned
 
     done = {"snapshots": 0, "samples": 0}
 
@@ -159,7 +159,8 @@ def run_child(
         label = _setup_django(db, scratch)
         try:
             from fabricweb import heap
-            from fabricweb.telemetry import batchstore, ingest
+            from fabricweb.telemetry import ingest
+            from fabricweb.telemetry.intake import batchstore
 
             promptly(ingest)  # the registration, the warm-up, and the old path (ingest_snapshot)
             promptly(batchstore)  # the batch consumer's own name for it

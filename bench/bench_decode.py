@@ -63,9 +63,9 @@ def main() -> int:
     from django.utils import timezone
     from kombu.message import Message
 
-    from fabricweb.telemetry.messages import decode_body
-    from fabricweb.telemetry.redisread import _envelope
-    from fabricweb.telemetry.schema import parse_snapshot, parse_worded
+    from fabricweb.telemetry.intake.messages import decode_body
+    from fabricweb.telemetry.intake.redisread import _envelope
+    from fabricweb.telemetry.validation.schema import parse_snapshot, parse_worded
 
     snapshots = from_simulator(args.nodes, 2, 2, 2)[1]
     bodies = [json.dumps([[s], {}, EMBED]).encode() for s in snapshots]

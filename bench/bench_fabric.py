@@ -640,7 +640,7 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     from fabricweb.fabric.ingest import ingest_fabric
     from fabricweb.fabric.schema import parse_fabric
     from fabricweb.telemetry.ingest import ingest_batch
-    from fabricweb.telemetry.schema import parse_snapshot
+    from fabricweb.telemetry.validation.schema import parse_snapshot
 
     heap.settle()  # as `manage.py ingest` does
     with connection.cursor() as cursor:

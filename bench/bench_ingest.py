@@ -211,11 +211,11 @@ class PhaseClock:
 
     PHASES = (
         ("validate", "fabricweb.telemetry.ingest", "parse_snapshot"),
-        ("load rows", "fabricweb.telemetry.store", "load_nodes"),
+        ("load rows", "fabricweb.telemetry.storage.store", "load_nodes"),
         ("deltas+state", "fabricweb.telemetry.ingest", "apply_snapshot"),
-        ("insert samples", "fabricweb.telemetry.store", "insert_samples"),
-        ("update rows", "fabricweb.telemetry.store", "update_rows"),
-        ("write readings", "fabricweb.telemetry.store", "write_readings"),  # the ports' per-poll readings
+        ("insert samples", "fabricweb.telemetry.storage.store", "insert_samples"),
+        ("update rows", "fabricweb.telemetry.storage.store", "update_rows"),
+        ("write readings", "fabricweb.telemetry.storage.store", "write_readings"),  # the ports' per-poll readings
     )
 
     def __init__(self) -> None:
@@ -344,7 +344,8 @@ def _run(
     label = _setup_django(db, scratch)
     from fabricweb import heap
     from fabricweb.health import engine
-    from fabricweb.telemetry import ingest, rowcache
+    from fabricweb.telemetry import ingest
+    from fabricweb.telemetry.storage import rowcache
 
     promptly(ingest)
     ingest_batch = ingest.ingest_batch

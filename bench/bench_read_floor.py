@@ -38,8 +38,8 @@ BUDGET_US = 1e6 / 20_000  # per port-sample, at the issue's goal
 
 def read_all(reader, queue: str, count: int, now: datetime) -> dict[str, float]:
     """Take, decode, validate and ack `count` messages with a redisread.BatchReader; seconds per step."""
-    from fabricweb.telemetry.messages import snapshots_of
-    from fabricweb.telemetry.schema import parse_snapshot
+    from fabricweb.telemetry.intake.messages import snapshots_of
+    from fabricweb.telemetry.validation.schema import parse_snapshot
 
     spent = dict.fromkeys(("take", "body", "validate", "ack"), 0.0)
     done = ports = 0
@@ -95,9 +95,9 @@ def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
 
     from fabricweb import heap
     from fabricweb.names import SNAPSHOT_QUEUE
-    from fabricweb.telemetry.readers import transport_options
-    from fabricweb.telemetry.redisread import BatchReader
-    from fabricweb.telemetry.schema import parse_snapshot
+    from fabricweb.telemetry.intake.readers import transport_options
+    from fabricweb.telemetry.intake.redisread import BatchReader
+    from fabricweb.telemetry.validation.schema import parse_snapshot
 
     heap.settle()  # as `manage.py ingest` does
     client = redis.Redis(port=port)
@@ -150,8 +150,8 @@ def _msgspec(rounds: list[list[dict]], now: datetime) -> None:
         return
     import json
 
-    from fabricweb.telemetry.messages import decode_body
-    from fabricweb.telemetry.schema import parse_snapshot
+    from fabricweb.telemetry.intake.messages import decode_body
+    from fabricweb.telemetry.validation.schema import parse_snapshot
 
     class Body:  # what decode_body reads of a message
         content_encoding = "utf-8"

@@ -54,10 +54,10 @@ def measure(args) -> None:
 
         from fabricweb.dashboard import series
         from fabricweb.inventory.models import Port
-        from fabricweb.telemetry.columns import DELTA_COLUMNS
+        from fabricweb.telemetry.history.rollup import rollup
         from fabricweb.telemetry.ingest import ingest_batch
         from fabricweb.telemetry.models import PortRollup
-        from fabricweb.telemetry.rollup import rollup
+        from fabricweb.telemetry.storage.columns import DELTA_COLUMNS
 
         try:
             for snaps in rounds:

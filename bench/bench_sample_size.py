@@ -73,14 +73,14 @@ def count_samples(cursor) -> int:
     if not cursor.fetchone()[0]:
         cursor.execute("SELECT count(*) FROM telemetry_portsample")
         return cursor.fetchone()[0]
-    from fabricweb.telemetry import samples
+    from fabricweb.telemetry.history import samples
 
     return sum(1 for _ in samples.between())
 
 
 def rollups(connection) -> None:
-    from fabricweb.telemetry import partitions
-    from fabricweb.telemetry.rollup import rollup
+    from fabricweb.telemetry.history.rollup import rollup
+    from fabricweb.telemetry.storage import partitions
 
     first = datetime.fromtimestamp(T0, UTC)
     rollup(now=first + timedelta(hours=2))

@@ -2,7 +2,7 @@
 
 Not part of the product (msgspec is not a dependency). It reads a Celery body
 `[[snapshot], {}, {}]` into the form schema.parse_snapshot returns, with the checks
-telemetry/quickparse.py makes on the common case, or returns None where those would
+telemetry/validation/quickparse.py makes on the common case, or returns None where those would
 look closer. The ranges come from the same constants; what a type cannot say (known
 counter names, storable text, the time) is checked after decoding.
 """
@@ -18,10 +18,10 @@ from msgspec import Meta, Struct
 from collectors.facts import KNOWN_SCHEMAS
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
-from fabricweb.telemetry import checks
-from fabricweb.telemetry.checks import GOOD_NAMES, MAX_COUNTERS, MAX_LIST
-from fabricweb.telemetry.quickparse import _DEVICE_TEXTS as DEVICE_TEXTS
-from fabricweb.telemetry.typed import (
+from fabricweb.telemetry.validation import checks
+from fabricweb.telemetry.validation.checks import GOOD_NAMES, MAX_COUNTERS, MAX_LIST
+from fabricweb.telemetry.validation.quickparse import _DEVICE_TEXTS as DEVICE_TEXTS
+from fabricweb.telemetry.validation.typed import (
     DEVICE_RE,
     HOST_RE,
     MAX_DEVICES,

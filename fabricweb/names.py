@@ -13,10 +13,10 @@ import zlib
 # -- queues ------------------------------------------------------------------
 # Central housekeeping: dispatch, stale checks, rollups, prune.
 INGEST_QUEUE = "ingest"
-# Node snapshots: read in batches by `manage.py ingest` (fabricweb/telemetry/consumer.py),
+# Node snapshots: read in batches by `manage.py ingest` (fabricweb/telemetry/intake/consumer.py),
 # not by a Celery worker, so many snapshots share one database transaction. With
 # FABRIC_INGEST_SHARDS = K > 1, agents send to snapshots.<k> (snapshot_queue below) and K
-# consumers share those queues (fabricweb/telemetry/shards.py).
+# consumers share those queues (fabricweb/telemetry/intake/shards.py).
 SNAPSHOT_QUEUE = "snapshots"
 # Snapshots `manage.py ingest` has taken but not yet stored (kombu's unacked hash, a key of its own).
 SNAPSHOT_UNACKED_KEY = f"unacked.{SNAPSHOT_QUEUE}"
@@ -68,7 +68,7 @@ def fabric_snapshot_queue(collector: str, shards: int = 1) -> str:
 # Run by the node agent, sent by central beat's dispatch to node.<name> with kwargs {"node": name}.
 COLLECT = "fabricweb.agent.tasks.collect"
 # Sent by the agent to its snapshots queue with one JSON snapshot (args=[snapshot], or signed: kwargs
-# snapshot, node, signature); read by `manage.py ingest` (fabricweb/telemetry/consumer.py), never run
+# snapshot, node, signature); read by `manage.py ingest` (fabricweb/telemetry/intake/consumer.py), never run
 # by a Celery worker: no task of that name is registered.
 INGEST_SNAPSHOT = "fabricweb.telemetry.tasks.ingest_snapshot"
 # Run by a fabric collector, sent by central beat's dispatch to fabric.<name> with kwargs {"collector": name}.

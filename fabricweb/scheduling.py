@@ -69,7 +69,7 @@ def missed_polls(client: redis.Redis) -> dict[str, int]:
     still holds a poll) or taken and not answered (sent after its last stored snapshot, less the
     answers still on their way: judged only while ingest is less than a poll behind)."""
     from fabricweb.inventory.models import Node
-    from fabricweb.telemetry import shards
+    from fabricweb.telemetry.intake import shards
 
     ledger = PollLedger(client)
     polled = {

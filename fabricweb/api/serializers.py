@@ -14,8 +14,8 @@ from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.isotime import iso
-from fabricweb.telemetry.columns import DELTA_COLUMNS, TRAFFIC
-from fabricweb.telemetry.samples import Sample
+from fabricweb.telemetry.history.samples import Sample
+from fabricweb.telemetry.storage.columns import DELTA_COLUMNS, TRAFFIC
 
 SEVERITIES = tuple(Event.Severity.values)
 

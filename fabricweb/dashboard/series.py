@@ -20,9 +20,9 @@ from fabricweb.health import context
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
 from fabricweb.isotime import iso
-from fabricweb.telemetry import samples
-from fabricweb.telemetry.columns import ERRORS
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.models import PortRollup
+from fabricweb.telemetry.storage.columns import ERRORS
 
 
 @dataclass(frozen=True, slots=True)

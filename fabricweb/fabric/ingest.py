@@ -32,12 +32,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry import partitions, rowcache, store
-from fabricweb.telemetry.apply import Changes, NodeRows, apply_snapshot
-from fabricweb.telemetry.checks import SnapshotRejected
 from fabricweb.telemetry.ingest import BatchResult, Rejection
 from fabricweb.telemetry.results import STORED, IngestResult
 from fabricweb.telemetry.signals import snapshots_ingested
+from fabricweb.telemetry.storage import partitions, rowcache, store
+from fabricweb.telemetry.storage.apply import Changes, NodeRows, apply_snapshot
+from fabricweb.telemetry.validation.checks import SnapshotRejected
 
 from .linkstore import store_links
 from .models import Sweep

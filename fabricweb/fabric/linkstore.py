@@ -11,8 +11,8 @@ from django.db.models import F
 
 from collectors.facts import SWITCH_DEVICE
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import rowcache, store
-from fabricweb.telemetry.apply import NodeRows
+from fabricweb.telemetry.storage import rowcache, store
+from fabricweb.telemetry.storage.apply import NodeRows
 
 from .links import FACT_FIELDS, EndKey, FabricView, facts_for
 from .models import FabricNode, Link, TopologyChange

@@ -7,7 +7,7 @@ import logging
 from datetime import datetime
 
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry import store
+from fabricweb.telemetry.storage import store
 
 from . import naming
 from .models import FabricNode

@@ -20,8 +20,8 @@ from collectors.fabric.snapshot import KIND, NODE_COLUMNS, PORT_COLUMNS, SPEED_N
 from collectors.facts import NODE_NAME_PATTERN
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import TEXT_MAX
-from fabricweb.telemetry import checks
-from fabricweb.telemetry.checks import GUID_RE, MAX_COUNTER, SnapshotRejected, storable
+from fabricweb.telemetry.validation import checks
+from fabricweb.telemetry.validation.checks import GUID_RE, MAX_COUNTER, SnapshotRejected, storable
 
 KNOWN_FABRIC_SCHEMAS = frozenset({1})
 # Past any real fabric (the largest have some ten thousand hosts, dual-ported, and a thousand switches):

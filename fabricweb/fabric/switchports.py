@@ -7,9 +7,9 @@ from __future__ import annotations
 from collectors.fabric.pma import COUNTER_NAMES
 from collectors.facts import PHYS_STATES, PORT_STATES, SWITCH_DEVICE
 from collectors.link import make_rate
-from fabricweb.telemetry.apply import NodeRows
-from fabricweb.telemetry.deltas import all_ones
-from fabricweb.telemetry.typed import DeviceIn, PortIn, SnapshotIn
+from fabricweb.telemetry.storage.apply import NodeRows
+from fabricweb.telemetry.storage.deltas import all_ones
+from fabricweb.telemetry.validation.typed import DeviceIn, PortIn, SnapshotIn
 
 from .schema import FabricIn, FabricNodeIn
 

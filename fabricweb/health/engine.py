@@ -28,9 +28,9 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from fabricweb.inventory.models import Device, Node, Port
-from fabricweb.telemetry import rowcache
 from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
-from fabricweb.telemetry.store import update_rows
+from fabricweb.telemetry.storage import rowcache
+from fabricweb.telemetry.storage.store import update_rows
 
 from . import context, lifecycle, memo, quiet
 from .events import EventBook, Target

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db import connection
 
 from fabricweb.inventory.models import Device, Node, Port
-from fabricweb.telemetry.store import update_rows
+from fabricweb.telemetry.storage.store import update_rows
 
 from .findings import Severity
 from .lifecycle import Action, Op, OpenEvent

@@ -11,7 +11,7 @@ port, so the engine asks `reuse` first, which learns the same from what ingest h
 - this poll's still counters are 0 or unknown (the same values as then), none capped;
 - the ring is quiet and in time order: it was up to the poll judged last (checked in
   full when that poll was judged the full way), and since then ingest only appended
-  this poll (telemetry/ring.py: the entry before the last is that poll, perhaps
+  this poll (telemetry/storage/ring.py: the entry before the last is that poll, perhaps
   merged with clean ones before it; the last is this one) and this poll is quiet.
   Any other history (another process's polls, a reloaded row) fails this check.
 

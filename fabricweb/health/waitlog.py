@@ -8,7 +8,7 @@ entries, the span at least that of its last few entries, whole inside it.
 
 The sum comes from running totals kept here by poll time. Ingest only appends to a
 ring, drops its oldest entries and merges neighbours into one entry with the later
-time and the counts summed (telemetry/ring.py), so the entries after a given one
+time and the counts summed (telemetry/storage/ring.py), so the entries after a given one
 hold exactly the polls logged after its time: their sum is a difference of two
 running totals. A poll whose count is not a non-negative int or whose interval is
 not a float of a millisecond or more counts as odd: a window holding one gets no

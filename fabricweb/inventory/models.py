@@ -2,7 +2,7 @@
 
 Rows are created and kept current by ingest (fabricweb.telemetry.ingest); history
 lives in telemetry's samples. Text limits match what ingest validation accepts
-(fabricweb.telemetry.schema), so a value that passed validation always fits.
+(fabricweb.telemetry.validation.schema), so a value that passed validation always fits.
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ class Port(models.Model):
         "recent",
         list,
         "Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; "
-        "clean polls merged (see fabricweb.telemetry.ring).",
+        "clean polls merged (see fabricweb.telemetry.storage.ring).",
     )
 
     class Meta:

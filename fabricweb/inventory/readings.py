@@ -7,7 +7,7 @@ The layout, in one place. Two columns of JSON:
 - `history`: `{"at": µs or null, "ports": [[port_id, state_polls, recent, state_id,
   phys_state_id], ...]}`: what ingest and health read, up to ~110 ring entries per port after
   an hour. It is a checkpoint, written only every CHECKPOINT_S of the node's polls (or when
-  a poll cannot be replayed, see telemetry/catchup.py): `at` is the latest poll it includes, and
+  a poll cannot be replayed, see telemetry/storage/catchup.py): `at` is the latest poll it includes, and
   readers bring it up to date from the packed samples of the polls since (`catch_up`). The
   older form, a bare array of `[port_id, state_polls, recent]`, was written at every poll.
 JSON text in a bytea, not jsonb: nobody queries inside it, so the database neither parses nor
@@ -135,7 +135,7 @@ def of_nodes(
 
 
 # How a checkpoint is brought up to its node's last poll (by_port, states, checkpoints, as `of_nodes` passes
-# them): fabricweb.telemetry.catchup.catch_up, which the telemetry app hands over when Django starts
+# them): fabricweb.telemetry.storage.catchup.catch_up, which the telemetry app hands over when Django starts
 # (TelemetryConfig.ready). Telemetry builds on inventory, not the other way: nothing here imports it.
 CatchUp = Callable[[dict[int, list], dict[int, list], dict[int, list]], None]
 _replay: CatchUp | None = None

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.utils.html import format_html_join
 
 from .models import NodePoll, PortRollup
-from .packing import HEAD, unpack
+from .storage.packing import HEAD, unpack
 
 
 @admin.register(NodePoll)

@@ -10,8 +10,8 @@ class TelemetryConfig(AppConfig):
         from fabricweb.inventory import readings
         from fabricweb.inventory.models import Device, Port
 
-        from .catchup import catch_up
-        from .rowcache import on_row_changed
+        from .storage.catchup import catch_up
+        from .storage.rowcache import on_row_changed
 
         # Readers of a node's readings bring its history checkpoint up to its last poll with the samples since.
         readings.replay_with(catch_up)
@@ -19,5 +19,5 @@ class TelemetryConfig(AppConfig):
         # Ingest processes reuse rows they wrote only while nobody else wrote them (rowcache).
         for model in (Device, Port):
             for signal in (post_save, post_delete):
-                uid = f"fabricweb.telemetry.rowcache.{id(signal)}.{model.__name__}"
+                uid = f"fabricweb.telemetry.storage.rowcache.{id(signal)}.{model.__name__}"
                 signal.connect(on_row_changed, sender=model, dispatch_uid=uid)

@@ -1,12 +1,12 @@
 """Store node snapshots: validate, compute deltas, write samples and current state, call the health hook.
 
-- Validation comes first and is complete (fabricweb.telemetry.schema): a malformed or
+- Validation comes first and is complete (fabricweb.telemetry.validation.schema): a malformed or
   unknown-schema snapshot raises SnapshotRejected with the reason and nothing is stored.
 - One transaction per call: all of a batch or none of it. A batch that fails in the
   database is retried one snapshot per transaction, so one bad snapshot cannot hold
   back the others (the error is raised after them); a snapshot is never half-stored.
 - Idempotent: a node's snapshot already applied (same collected_at) is a duplicate,
-  and an older one is stale and changes nothing (see apply.classify for clock steps).
+  and an older one is stale and changes nothing (see storage.apply.classify for clock steps).
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from datetime import datetime
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
-from . import partitions, rowcache, store
-from .apply import Changes, apply_snapshot
 from .results import STORED, IngestResult
-from .schema import SnapshotIn, SnapshotRejected, parse_snapshot
 from .signals import snapshots_ingested
+from .storage import partitions, rowcache, store
+from .storage.apply import Changes, apply_snapshot
+from .validation.schema import SnapshotIn, SnapshotRejected, parse_snapshot
 
 log = logging.getLogger(__name__)
 

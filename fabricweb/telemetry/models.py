@@ -12,7 +12,7 @@ from fabricweb.inventory.models import Node, Port
 
 
 class DeltaColumns(models.Model):
-    """One column per counter of fabricweb.telemetry.columns.SOURCES (bytes for data)."""
+    """One column per counter of fabricweb.telemetry.storage.columns.SOURCES (bytes for data)."""
 
     rcv_bytes = models.BigIntegerField(null=True)
     xmit_bytes = models.BigIntegerField(null=True)
@@ -37,17 +37,17 @@ class DeltaColumns(models.Model):
 
 
 class NodePoll(models.Model):
-    """One node at one poll: the samples of its ports packed in `ports` (fabricweb/telemetry/packing.py).
+    """One node at one poll: the samples of its ports packed in `ports` (fabricweb/telemetry/storage/packing.py).
 
     A port's sample is its link and its counter deltas since its previous poll; read them with
-    fabricweb/telemetry/samples.py. One row per node-poll rather than per port: the row header
+    fabricweb/telemetry/history/samples.py. One row per node-poll rather than per port: the row header
     and the index entries are paid once for all the node's ports.
     """
 
     # The (node, ts) index serves per-node (so per-port) history; a separate FK index would only slow inserts.
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="polls", db_index=False)
     ts = models.DateTimeField(help_text="collected_at of the snapshot (the node's clock).")
-    ports = models.BinaryField(help_text="The ports' samples, packed by fabricweb.telemetry.packing.")
+    ports = models.BinaryField(help_text="The ports' samples, packed by fabricweb.telemetry.storage.packing.")
 
     class Meta:
         indexes = [

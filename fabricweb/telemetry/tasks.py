@@ -1,7 +1,7 @@
 """Celery tasks of the telemetry app: rollups and prune, on the `ingest` queue (fabricweb/names.py: QUEUE_OF).
 
 Snapshots are not stored by a task: `manage.py ingest` reads them from the `snapshots` queue in
-batches (consumer.py).
+batches (intake/consumer.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from celery import shared_task
 
 from fabricweb.names import PRUNE, ROLLUP
 
-from . import retention, rollup
+from .history import retention, rollup
 
 
 @shared_task(name=ROLLUP, soft_time_limit=600, time_limit=900)

@@ -39,7 +39,7 @@ def test_every_layer_judges_up_by_the_one_definition():
 
 def test_the_error_counters_are_the_sample_columns_and_the_pma_widths():
     from collectors.counters import PMA_WIDTH_BITS
-    from fabricweb.telemetry.columns import ERRORS, RING_COUNTERS
+    from fabricweb.telemetry.storage.columns import ERRORS, RING_COUNTERS
 
     assert tuple(ERRORS.values()) == facts.ERROR_COUNTERS
     assert (*facts.ERROR_COUNTERS, facts.XMIT_WAIT) == RING_COUNTERS
@@ -71,6 +71,6 @@ def test_no_module_writes_a_fact_again():
 
 
 def test_the_snapshot_carries_the_schema_ingest_reads():
-    from fabricweb.telemetry.schema import KNOWN_SCHEMAS
+    from fabricweb.telemetry.validation.schema import KNOWN_SCHEMAS
 
     assert facts.SCHEMA_VERSION in KNOWN_SCHEMAS

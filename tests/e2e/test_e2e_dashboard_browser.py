@@ -76,7 +76,7 @@ def dashboard(tmp_path_factory, django_db_blocker):
 
 
 def _polled(db: str) -> bool:
-    from fabricweb.telemetry.samples import between
+    from fabricweb.telemetry.history.samples import between
 
     return len({s.port_id for s in between(using=db)}) >= 4
 

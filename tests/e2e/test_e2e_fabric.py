@@ -28,7 +28,7 @@ from fabricweb import nodeauth
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
-from fabricweb.telemetry.samples import between, of_port
+from fabricweb.telemetry.history.samples import between, of_port
 
 SIM_NODES = [f"cn{i:03d}" for i in range(1, NODES + 1)]
 NEWCOMER = "cn901"

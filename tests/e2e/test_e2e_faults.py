@@ -17,7 +17,7 @@ from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database,
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry.samples import between
+from fabricweb.telemetry.history.samples import between
 from tests.loopback import free_port
 
 NODES = 3

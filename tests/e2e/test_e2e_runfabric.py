@@ -12,7 +12,7 @@ from pathlib import Path
 from e2e_harness import RunningFabric, database_alias, fresh_database
 
 from collectors.sim import Fabric
-from fabricweb.telemetry.samples import between
+from fabricweb.telemetry.history.samples import between
 from tests.loopback import free_port
 
 

@@ -18,7 +18,7 @@ from fabricweb.exporter.names import SWITCH_COUNTERS
 from fabricweb.exporter.selection import Selection
 from fabricweb.fabric.models import FabricNode
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry.deltas import all_ones
+from fabricweb.telemetry.storage.deltas import all_ones
 
 SWITCHES = ("leaf01", "leaf02", "spine01")
 PORTS = 12  # per switch

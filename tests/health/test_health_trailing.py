@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from fabricweb.health.view import PortView
 from fabricweb.health.waitlog import WaitLog
 from fabricweb.health.window import Windows, trailing
-from fabricweb.telemetry.ring import kept_deltas, push
+from fabricweb.telemetry.storage.ring import kept_deltas, push
 from tests.health.test_health_properties import numbers
 
 WAIT = "port_xmit_wait"

@@ -50,7 +50,7 @@ def test_a_batch_of_many_polls_opens_and_resolves_the_same_events_as_the_polls_o
 
 def test_a_failure_in_judging_never_costs_the_samples(each_db, sim_dir, monkeypatch, caplog):
     from fabricweb.health import engine as health_engine
-    from fabricweb.telemetry import samples
+    from fabricweb.telemetry.history import samples
 
     def broken(view, t):
         raise RuntimeError("a bug in a rule")

@@ -24,7 +24,7 @@ from health_db_fabric import SimFabric
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch
 
 POLLS = 8640  # a day at 10 s

@@ -8,7 +8,7 @@ from pipeline_support import Broker
 
 from fabricweb.celery import app
 from fabricweb.health import context
-from fabricweb.telemetry import rowcache
+from fabricweb.telemetry.storage import rowcache
 from tests.e2e.e2e_harness import leased_redis_db
 
 

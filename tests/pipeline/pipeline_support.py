@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import redis
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.telemetry.messages import ONE
-from fabricweb.telemetry.readers import transport_options
-from fabricweb.telemetry.redisread import taken_count
+from fabricweb.telemetry.intake.messages import ONE
+from fabricweb.telemetry.intake.readers import transport_options
+from fabricweb.telemetry.intake.redisread import taken_count
 
 
 @dataclass

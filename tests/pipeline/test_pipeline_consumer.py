@@ -31,12 +31,12 @@ from pipeline_support import Broker
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry import samples
-from fabricweb.telemetry.broker import TRANSPORT, transport_for
-from fabricweb.telemetry.broker import Channel as BrokerChannel
-from fabricweb.telemetry.consumer import BatchConsumer
-from fabricweb.telemetry.messages import ONE
-from fabricweb.telemetry.redisread import taken_count
+from fabricweb.telemetry.history import samples
+from fabricweb.telemetry.intake.broker import TRANSPORT, transport_for
+from fabricweb.telemetry.intake.broker import Channel as BrokerChannel
+from fabricweb.telemetry.intake.consumer import BatchConsumer
+from fabricweb.telemetry.intake.messages import ONE
+from fabricweb.telemetry.intake.redisread import taken_count
 from fabricweb.telemetry.signals import snapshots_ingested
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
@@ -129,7 +129,7 @@ def test_it_stores_the_good_snapshots_of_a_batch_and_logs_the_malformed_one(each
         broker.send(ONE, snap)
     broker.send(ONE, snapshot="not a snapshot")  # by name, as Task.delay(snapshot=...) sends it
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["batches"] >= 1)
     assert "snapshot from cn002 rejected: unknown schema version 7 (this server reads 1)" in caplog.text
     assert caplog.text.count("rejected:") == 2
@@ -153,7 +153,7 @@ def test_it_drops_a_pickle_message_without_unpickling_it(each_db, broker, tmp_pa
     broker.publish(Trap(tmp_path / "sprung"), serializer="pickle", message_id="pickled-1")
     broker.send(ONE, snapshot())
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
     assert not (tmp_path / "sprung").exists()  # ...and the consumer never sprang it
     assert "dropped message pickled-1: content type 'application/x-python-serialize'" in caplog.text
@@ -168,7 +168,7 @@ def test_it_drops_other_tasks_and_bodies_of_the_wrong_shape_with_the_reason(each
     broker.send("fabricweb.telemetry.tasks.ingest_snapshots", [snapshot()])  # a batch task no agent sends
     broker.send(ONE, snapshot(host="cn005"))
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
     assert "task 'fabricweb.telemetry.tasks.prune_old' is not an ingest task" in caplog.text
     assert "dropped message no-envelope: body is not [args, kwargs, embed]" in caplog.text
@@ -182,7 +182,7 @@ def test_a_message_whose_bytes_are_not_utf8_is_dropped_and_the_rest_stored(each_
     broker.redis.lpush(SNAPSHOT_QUEUE, b'{"body": "\xff\xfe", "content-type": "application/json"}')
     broker.send(ONE, snapshot(host="cn008"))
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
     assert "content type 'invalid': only application/json is read" in caplog.text
     assert consumer.totals["dropped"] == 1 and stored() == {"cn008": PORTS}
@@ -208,7 +208,7 @@ def test_it_stores_bodies_sent_plain_and_in_base64_as_older_agents_send_them(eac
         ),
     )
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["dropped"] >= 3)
     assert stored() == {"cn001": PORTS, "cn002": PORTS}
     assert "dropped message bad-base64: undecodable body" in caplog.text
@@ -222,7 +222,7 @@ def test_a_message_larger_than_any_node_sends_is_dropped_before_it_is_decoded(ea
     broker.send(ONE, huge)
     broker.send(ONE, snapshot(host="cn007"))
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
     assert "bytes, more than the 8388608 a node's snapshots take" in caplog.text
     assert consumer.totals["dropped"] == 1 and stored() == {"cn007": PORTS}
@@ -238,7 +238,7 @@ def test_a_snapshot_that_makes_ingest_fail_is_dropped_and_the_rest_of_its_batch_
         broker.send(ONE, snap)
     snapshots_ingested.connect(choke_on_cn002, weak=False)
     try:
-        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
             consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["dropped"] >= 3)
     finally:
         snapshots_ingested.disconnect(choke_on_cn002)
@@ -257,7 +257,7 @@ def test_a_snapshot_that_fails_in_the_database_every_time_is_given_up_while_the_
         broker.send(ONE, snap)
     snapshots_ingested.connect(refuse_cn002, weak=False)
     try:
-        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
             consumer = consume(broker.url, lambda c: c.totals["dropped"] >= 1)
     finally:
         snapshots_ingested.disconnect(refuse_cn002)
@@ -294,7 +294,7 @@ def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_
         broker.send(ONE, snap)
     snapshots_ingested.connect(locked, weak=False)
     try:
-        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
             consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 3, timeout=60)
     finally:
         snapshots_ingested.disconnect(locked)
@@ -345,7 +345,7 @@ def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
     try:
         servers.append(start_redis())
         send(first)
-        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
             consume(url, outage)
     finally:
         for server in filter(None, servers):
@@ -389,7 +389,7 @@ def test_a_batch_in_hand_when_the_broker_went_away_is_read_again_first_once_it_i
         send(first)
         watcher = threading.Thread(target=stop_once_taken)
         watcher.start()
-        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+        with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
             consumer = consume(url, back, max_wait=3.0, timeout=30)
         watcher.join()
         took = time.monotonic() - back_at[0]
@@ -437,7 +437,7 @@ def test_a_database_outage_keeps_the_batch_in_hand_and_stores_it_before_the_poll
         helper = threading.Thread(target=outage, daemon=True)
         helper.start()
         deadline = time.monotonic() + 40
-        with caplog.at_level(logging.ERROR, logger="fabricweb.telemetry.consumer"):
+        with caplog.at_level(logging.ERROR, logger="fabricweb.telemetry.intake.consumer"):
             consumer.run(until=lambda: consumer.totals["snapshots"] >= 10 or time.monotonic() > deadline)
         helper.join(5)
     finally:

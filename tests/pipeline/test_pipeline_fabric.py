@@ -16,8 +16,8 @@ from fabricweb import nodeauth
 from fabricweb.fabric.models import Sweep
 from fabricweb.health.staleness import check_stale
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry import partitions
-from fabricweb.telemetry.messages import FABRIC
+from fabricweb.telemetry.intake.messages import FABRIC
+from fabricweb.telemetry.storage import partitions
 from tests.fabric.fabric_support import SweepBuilder
 from tests.fixture_trees import snapshot
 
@@ -70,7 +70,7 @@ def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones
     broker.send(FABRIC, **good)
     broker.send(FABRIC, **node_signed)
     broker.send(FABRIC, sweep_of("fabric-z"))  # unsigned
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["batches"] + c.totals["unauthenticated"] >= 4)
     assert consumer.totals["unauthenticated"] == 2
     assert "bad signature for fabric collector 'cn002': not sent with that fabric collector's key" in caplog.text
@@ -85,12 +85,12 @@ def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones
 def test_a_sweep_too_large_for_any_fabric_is_dropped_before_it_is_decoded(
     committed_db, settings, broker, caplog, monkeypatch
 ):
-    from fabricweb.telemetry import messages
+    from fabricweb.telemetry.intake import messages
 
     settings.FABRIC_NODE_AUTH = "off"
     monkeypatch.setattr(messages, "MAX_FABRIC_MESSAGE_BYTES", 2000)
     broker.send(FABRIC, sweep_of("fabric-a"))
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consume(broker.url, lambda c: c.totals["dropped"] >= 1)
     assert "more than the 2000 a sweep's snapshots take" in caplog.text
     assert not Node.objects.exists()

@@ -56,7 +56,7 @@ def test_it_stores_signed_snapshots_and_refuses_forged_ones_counting_them(each_d
     broker.send(ONE, **lying)
     broker.send(ONE, snapshot(host="cn005"))
 
-    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.consumer"):
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["unauthenticated"] >= 4)
     assert stored() == {"cn001": PORTS}  # no node created for the forgeries
     assert consumer.totals["unauthenticated"] == 3

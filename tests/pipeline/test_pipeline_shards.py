@@ -21,10 +21,10 @@ from test_pipeline_consumer import needs_postgres, postgres_only, stored, wait_f
 from fabricweb.agent.config import AgentConfig
 from fabricweb.celery import app
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE, shard_queue, snapshot_queue, snapshot_shard
-from fabricweb.telemetry import samples
-from fabricweb.telemetry.readers import transport_options
-from fabricweb.telemetry.redisread import TAKERS_KEY, BatchReader, taken_count
-from fabricweb.telemetry.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
+from fabricweb.telemetry.history import samples
+from fabricweb.telemetry.intake.readers import transport_options
+from fabricweb.telemetry.intake.redisread import TAKERS_KEY, BatchReader, taken_count
+from fabricweb.telemetry.intake.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
 

@@ -1,4 +1,4 @@
-"""How `manage.py ingest` takes snapshot messages on plain Redis (telemetry/redisread.py), on the real test Redis.
+"""How `manage.py ingest` takes snapshot messages on plain Redis (telemetry/intake/redisread.py), on the test Redis.
 
 Messages are moved, not copied, from their queue to a list of the reader's own, and leave it
 only at the ack (trimmed after the commit) or when given back to the head of their queue:
@@ -15,9 +15,9 @@ from test_pipeline_consumer import ONE, polls
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.names import shard_queue
-from fabricweb.telemetry.readers import transport_options
-from fabricweb.telemetry.redisread import TAKERS_KEY, BatchReader, give_back, taken_count, taken_key
-from fabricweb.telemetry.shards import backlog
+from fabricweb.telemetry.intake.readers import transport_options
+from fabricweb.telemetry.intake.redisread import TAKERS_KEY, BatchReader, give_back, taken_count, taken_key
+from fabricweb.telemetry.intake.shards import backlog
 
 
 @pytest.fixture

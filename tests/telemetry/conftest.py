@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabricweb.telemetry import rowcache
+from fabricweb.telemetry.storage import rowcache
 
 
 @pytest.fixture

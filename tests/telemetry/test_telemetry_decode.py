@@ -13,9 +13,9 @@ from kombu.exceptions import DecodeError
 from kombu.message import Message
 from support import T0, snapshot
 
-from fabricweb.telemetry.jsonread import NotExact, exact_loads
-from fabricweb.telemetry.messages import decode_body
-from fabricweb.telemetry.redisread import _body, _envelope
+from fabricweb.telemetry.intake.jsonread import NotExact, exact_loads
+from fabricweb.telemetry.intake.messages import decode_body
+from fabricweb.telemetry.intake.redisread import _body, _envelope
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricweb.telemetry.columns import SOURCES
-from fabricweb.telemetry.deltas import (
+from fabricweb.telemetry.storage.columns import SOURCES
+from fabricweb.telemetry.storage.deltas import (
     CAPPED,
     CLOCK,
     IMPLAUSIBLE,

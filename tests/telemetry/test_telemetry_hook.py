@@ -7,7 +7,7 @@ from django.db import DatabaseError, connection
 from support import later, snapshot
 
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.signals import snapshots_ingested
 

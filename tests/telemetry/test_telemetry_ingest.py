@@ -7,9 +7,9 @@ from support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.telemetry.history.samples import Sample, between, of_port
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.results import DUPLICATE, STALE, STORED
-from fabricweb.telemetry.samples import Sample, between, of_port
 
 U32 = (1 << 32) - 1
 

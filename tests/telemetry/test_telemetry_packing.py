@@ -1,4 +1,4 @@
-"""Packing a node-poll's samples into bytes and back (fabricweb/telemetry/packing.py): no database."""
+"""Packing a node-poll's samples into bytes and back (fabricweb/telemetry/storage/packing.py): no database."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors.link import SPEEDS
-from fabricweb.telemetry.columns import DELTA_COLUMNS
-from fabricweb.telemetry.packing import PackError, entries_of, pack, unpack
+from fabricweb.telemetry.storage.columns import DELTA_COLUMNS
+from fabricweb.telemetry.storage.packing import PackError, entries_of, pack, unpack
 
 N = len(DELTA_COLUMNS)
 IDLE = (10.0, 4, 5, "HDR", 4, False, False)

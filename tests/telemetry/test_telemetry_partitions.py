@@ -15,10 +15,11 @@ from django.db import connection
 from support import T0, later, snapshot
 
 from fabricweb.inventory.models import Port
-from fabricweb.telemetry import partitions, samples
+from fabricweb.telemetry.history import samples
+from fabricweb.telemetry.history.rollup import rollup
 from fabricweb.telemetry.ingest import ingest_batch
 from fabricweb.telemetry.models import PortRollup
-from fabricweb.telemetry.rollup import rollup
+from fabricweb.telemetry.storage import partitions
 from tests.e2e.e2e_harness import SECRET, clean_env, fresh_database
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,7 +106,7 @@ with connection.cursor() as cursor:
 """
 READ = """
 import json
-from fabricweb.telemetry.samples import between
+from fabricweb.telemetry.history.samples import between
 from fabricweb.telemetry.models import PortRollup
 print(json.dumps({
     "samples": [

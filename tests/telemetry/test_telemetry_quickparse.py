@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import NODE_EXPORTER, PROCFS, T0, port_of, snapshot
 
-from fabricweb.telemetry.quickparse import parse_common
-from fabricweb.telemetry.schema import SnapshotRejected, parse_snapshot, parse_worded
+from fabricweb.telemetry.validation.quickparse import parse_common
+from fabricweb.telemetry.validation.schema import SnapshotRejected, parse_snapshot, parse_worded
 
 NOW = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
 BASES = [snapshot(NODE_EXPORTER, host="cn002", at=T0), snapshot(PROCFS, host="cn003", at=T0)]

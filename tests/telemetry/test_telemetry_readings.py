@@ -14,7 +14,7 @@ from support import PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 
 # Each ingest commits: the row cache is in play.
@@ -61,7 +61,7 @@ def test_a_node_taken_over_and_back_counts_every_poll_once(each_db, fresh_cache)
     ingest_snapshot(snaps[0])
     ingest_snapshot(snaps[1])
     held = fresh_cache.take("cn001", node().pk, node().ingest_token)  # this process's rows as of poll 2
-    # Another consumer takes the node's shard over (shards.py) and stores polls 3 and 4 from the database.
+    # Another consumer takes the node's shard over (intake/shards.py) and stores polls 3 and 4 from the database.
     ingest_snapshot(snaps[2])
     fresh_cache.drop()
     ingest_snapshot(snaps[3])

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from support import NODE_EXPORTER, later, port_of, snapshot
 
 from fabricweb.inventory.models import Device, Node, Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
-from fabricweb.telemetry.schema import SnapshotRejected
+from fabricweb.telemetry.validation.schema import SnapshotRejected
 
 
 def stored() -> tuple[int, int, int, int]:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from fabricweb.health.view import PortView
 from fabricweb.health.window import Windows
-from fabricweb.telemetry.ring import FINE_S, WINDOW_S, _coarsen, kept_deltas, push
+from fabricweb.telemetry.storage.ring import FINE_S, WINDOW_S, _coarsen, kept_deltas, push
 
 NOW = 1_772_366_400.0
 

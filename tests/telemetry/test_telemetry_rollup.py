@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from support import T0, later, snapshot
 
-from fabricweb.telemetry import samples as raw
+from fabricweb.telemetry.history import samples as raw
+from fabricweb.telemetry.history.retention import prune
+from fabricweb.telemetry.history.rollup import rollup
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.models import PortRollup
-from fabricweb.telemetry.retention import prune
-from fabricweb.telemetry.rollup import rollup
 
 FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
 QDR = {"gbps": 40.0, "lanes": 4, "speed": "QDR"}

@@ -1,4 +1,4 @@
-"""Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/rowcache.py).
+"""Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/storage/rowcache.py).
 
 These tests commit for real (transaction=True): the cache only keeps rows after a commit.
 """
@@ -11,9 +11,10 @@ from support import PROCFS, T0, later, snapshot
 
 from fabricweb.health.actions import accept_baseline
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry import rowcache, samples
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.signals import snapshots_ingested
+from fabricweb.telemetry.storage import rowcache
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_cache")]
 STEP = {"port_xmit_data": 4000, "symbol_error": 0}

@@ -1,4 +1,4 @@
-"""Reading packed samples back (fabricweb/telemetry/samples.py), on SQLite and PostgreSQL."""
+"""Reading packed samples back (fabricweb/telemetry/history/samples.py), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from datetime import timedelta
 from support import T0, later, snapshot
 
 from fabricweb.inventory.models import Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
+from fabricweb.telemetry.history.rollup import rollup
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.models import NodePoll, PortRollup
-from fabricweb.telemetry.rollup import rollup
 
 
 def port(device: str, number: int = 1) -> Port:

@@ -10,7 +10,7 @@ import pytest
 from collectors import read_host, to_dict
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch
 
 sim = pytest.importorskip("collectors.sim")

@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX, Port
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 
 from .. import params, serializers
 from ..http import api_view, not_found

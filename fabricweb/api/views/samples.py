@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from fabricweb.telemetry import samples
+from fabricweb.telemetry.history import samples
 
 from .. import params, serializers
 from ..http import api_view, bad_param

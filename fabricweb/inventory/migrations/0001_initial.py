@@ -92,7 +92,7 @@ class Migration(migrations.Migration):
                 ('expected_speed', models.CharField(max_length=8, null=True)),
                 ('expected_lanes', models.SmallIntegerField(null=True)),
                 ('expected_source', models.TextField(blank=True, default='', help_text='What set the expectation.')),
-                ('recent', models.JSONField(default=list, help_text='Last hour of error-counter deltas, oldest first: [{ts, interval, deltas}], only polls where some error counter moved or was unknown (see fabricweb.telemetry.ring).')),
+                ('recent', models.JSONField(default=list, help_text='Last hour of error-counter deltas, oldest first: [{ts, interval, deltas}], only polls where some error counter moved or was unknown (see fabricweb.telemetry.storage.ring).')),
                 ('missed_polls', models.IntegerField(default=0, help_text='Consecutive snapshots of its node that lacked it (or its device).')),
                 ('first_seen_at', models.DateTimeField()),
                 ('vanished_at', models.DateTimeField(null=True)),

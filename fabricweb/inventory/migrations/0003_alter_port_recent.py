@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='port',
             name='recent',
-            field=models.JSONField(default=list, help_text='Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; clean polls merged (see fabricweb.telemetry.ring).'),
+            field=models.JSONField(default=list, help_text='Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; clean polls merged (see fabricweb.telemetry.storage.ring).'),
         ),
     ]

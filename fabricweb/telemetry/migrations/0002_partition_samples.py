@@ -1,4 +1,4 @@
-"""Raw samples into hourly partitions on PostgreSQL (fabricweb/telemetry/partitions.py); nothing on SQLite.
+"""Raw samples into hourly partitions on PostgreSQL (fabricweb/telemetry/storage/partitions.py); nothing on SQLite.
 
 The samples already stored are moved, not dropped: the old table is renamed, a partition is
 created for every hour it holds, its rows are copied, then it is dropped. On a large

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             fields=[
                 ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
                 ("ts", models.DateTimeField(help_text="collected_at of the snapshot (the node's clock).")),
-                ("ports", models.BinaryField(help_text="The ports' samples, packed by fabricweb.telemetry.packing.")),
+                ("ports", models.BinaryField(help_text="The ports' samples, packed by fabricweb.telemetry.storage.packing.")),
                 (
                     "node",
                     models.ForeignKey(

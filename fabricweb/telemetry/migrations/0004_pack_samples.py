@@ -1,4 +1,4 @@
-"""Raw samples packed one row per node-poll (fabricweb/telemetry/packing.py) instead of one row per port.
+"""Raw samples packed one row per node-poll (fabricweb/telemetry/storage/packing.py) instead of one row per port.
 
 The table was created by 0003 (a migration of its own, so that Django's deferred index and
 foreign-key statements have run before it is replaced here).
@@ -17,7 +17,7 @@ from datetime import UTC, timedelta
 
 from django.db import migrations, models
 
-from fabricweb.telemetry.packing import pack
+from fabricweb.telemetry.storage.packing import pack
 
 TABLE = "telemetry_nodepoll"
 SEQUENCE = "telemetry_nodepoll_id_partitioned_seq"

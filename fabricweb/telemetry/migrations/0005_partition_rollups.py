@@ -1,4 +1,4 @@
-"""Rollups into time partitions on PostgreSQL (fabricweb/telemetry/partitions.py); nothing on SQLite.
+"""Rollups into time partitions on PostgreSQL (fabricweb/telemetry/storage/partitions.py); nothing on SQLite.
 
 `telemetry_portrollup` becomes a table partitioned by list of period_s, each of its two
 partitions partitioned again by range of bucket: 5-minute rollups by UTC day

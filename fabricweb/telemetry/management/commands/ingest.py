@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from fabricweb import heap
-from fabricweb.telemetry.consumer import LEASE_S, REDELIVER_AFTER_S, BatchConsumer
-from fabricweb.telemetry.shards import ShardCountMismatch
+from fabricweb.telemetry.intake.consumer import LEASE_S, REDELIVER_AFTER_S, BatchConsumer
+from fabricweb.telemetry.intake.shards import ShardCountMismatch
 
 
 def _positive_int(text: str) -> int:

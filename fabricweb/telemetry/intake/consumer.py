@@ -41,7 +41,7 @@ from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 
-from .auth import NotAuthenticated
+from ..validation.auth import NotAuthenticated
 from .batchstore import MAX_BACKOFF_S, StoresBatches
 from .broker import transport_for
 from .messages import Dropped, FabricSnapshot, message_id, snapshots_of

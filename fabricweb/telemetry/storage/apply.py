@@ -1,7 +1,7 @@
 """Apply one validated snapshot to the loaded rows of its node, in memory, with no queries.
 
 `Changes` collects what must be written (new rows, updated rows, samples); the
-caller (fabricweb.telemetry.store) writes it all at the end of the transaction.
+caller (fabricweb.telemetry.storage.store) writes it all at the end of the transaction.
 Snapshots of one node must be applied in time order against the same NodeRows.
 """
 
@@ -15,11 +15,11 @@ from collectors.facts import is_up
 from collectors.link import Rate, better_link, make_rate
 from fabricweb.inventory.models import Device, Node, Port
 
+from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
+from ..validation.typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 from . import ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS
 from .deltas import Reading, port_deltas
-from .results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
-from .typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 
 _US = timedelta(microseconds=1)
 _LINK = attrgetter(*LINK_FIELDS)  # one C call per side instead of a getattr per field, at every port and poll
@@ -39,7 +39,7 @@ class NodeRows:
     new: bool = False
     # The ports' history (state_polls, rings) is written as a checkpoint (inventory.readings): the
     # latest poll the stored one includes and the latest applied (epoch seconds; None: not known),
-    # and whether a poll since needs more than its sample to be replayed (telemetry.catchup).
+    # and whether a poll since needs more than its sample to be replayed (telemetry.storage.catchup).
     checkpoint_at: float | None = None
     seen_until: float | None = None
     checkpoint_due: bool = True
@@ -189,7 +189,7 @@ def _port(
     p: PortIn, device: Device, known: dict[int, Port], changes: Changes, snap: SnapshotIn, result: IngestResult
 ) -> bool:
     """Apply one port's reading; False when what it did to the port's history cannot be replayed from its
-    sample alone (telemetry.catchup)."""
+    sample alone (telemetry.storage.catchup)."""
     port = known.get(p.number)
     previous = prev_reading = interval = None
     returned = False

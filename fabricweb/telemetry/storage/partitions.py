@@ -9,7 +9,7 @@
 
 Deleting expired rows row by row cost as much as writing them (WAL, dead tuples, vacuum);
 dropping a partition costs nothing per row. SQLite keeps plain tables: retention deletes a
-span's rows per statement there (retention.py), with the same span-by-span semantics.
+span's rows per statement there (history/retention.py), with the same span-by-span semantics.
 
 Writers call `ensure` with the times they are about to write before they lock any row: a
 partition missing is created then (`CREATE TABLE ... PARTITION OF`, under an advisory lock

@@ -18,11 +18,11 @@ from django.db import connection, models
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 
+from ..models import NodePoll
+from ..validation.typed import LINK_FIELDS
 from . import rowcache
 from .apply import Changes, NodeRows
-from .models import NodePoll
 from .packing import pack
-from .typed import LINK_FIELDS
 
 NODE_FIELDS = ["last_collected_at", "last_ingested_at", "stale", "read_errors", "source", "ingest_token"]
 DEVICE_FIELDS = [

@@ -17,12 +17,12 @@ from collections import Counter
 
 from django.db import DatabaseError, OperationalError, close_old_connections, connection
 
-from .ingest import ingest_batch
+from ..ingest import ingest_batch
+from ..results import REFUSED, STALE, STORED
 from .messages import FabricSnapshot, message_id
-from .results import REFUSED, STALE, STORED
 
 # The consumer's log: these lines are its own (`manage.py ingest`).
-log = logging.getLogger("fabricweb.telemetry.consumer")
+log = logging.getLogger("fabricweb.telemetry.intake.consumer")
 
 MAX_BACKOFF_S = 30.0
 MAX_ATTEMPTS = 3  # database errors with the database up before a message is given up

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from kombu.transport import redis as kombu_redis
 
-TRANSPORT = "fabricweb.telemetry.broker:Transport"
+TRANSPORT = "fabricweb.telemetry.intake.broker:Transport"
 
 
 class Channel(kombu_redis.Channel):

@@ -21,7 +21,7 @@ consumer killed, or one that lost its broker connection and started a new reader
 lists given back to the head of their queues by whichever consumer looks first
 (`restore_older_than`); a dead sharded consumer's are given back at once by shards.sweep.
 Messages a consumer of an earlier version left in kombu's unacked hash are still restored
-from there. Only for plain redis:// brokers, like telemetry/broker.py.
+from there. Only for plain redis:// brokers, like telemetry/intake/broker.py.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from ..models import NodePoll
 from . import ring
 from .columns import DELTA_COUNTERS
-from .models import NodePoll
 from .packing import unpack
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """Rollups: raw samples summed into 5-minute buckets (in Python: they are packed), 5-minute
 buckets into hours (in SQL). Each bucket's rows go into its day's or month's partition on
-PostgreSQL (partitions.py), created here before they are written.
+PostgreSQL (storage/partitions.py), created here before they are written.
 
 Each run recomputes the newest bucket already rolled (samples may arrive late, up to
 the grace period) and every complete bucket after it, and upserts them, so a run can
@@ -21,9 +21,10 @@ from django.utils import timezone
 from collectors.link import SPEED_RANK, SPEEDS
 from fabricweb.inventory.models import Port
 
-from . import partitions, samples
-from .columns import DELTA_COLUMNS
-from .models import NodePoll, PortRollup
+from ..models import NodePoll, PortRollup
+from ..storage import partitions
+from ..storage.columns import DELTA_COLUMNS
+from . import samples
 
 FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
 _RANK_TO_SPEED = {i: s.name for i, s in enumerate(SPEEDS)}
@@ -73,7 +74,7 @@ _RCV, _XMIT = DELTA_COLUMNS.index("rcv_bytes"), DELTA_COLUMNS.index("xmit_bytes"
 
 
 class _SampleSums:
-    """The raw samples of a bucket summed per port, in Python: they are packed (packing.py)."""
+    """The raw samples of a bucket summed per port, in Python: they are packed (storage/packing.py)."""
 
     def __init__(self) -> None:
         self.ports: set[int] = set()  # ports known to exist, looked up once per run

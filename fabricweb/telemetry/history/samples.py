@@ -1,4 +1,4 @@
-"""Reading raw samples: the packed node-poll rows (models.NodePoll, packing.py) as one `Sample` per port and poll.
+"""Reading raw samples: the packed node-poll rows (models.NodePoll, storage/packing.py) as one `Sample` per port-poll.
 
 Every reader of raw samples goes through here (the API, the port charts, the rollups, the
 admin), so none needs to know how they are packed. A port's samples are found by its
@@ -12,9 +12,9 @@ from datetime import datetime
 
 from fabricweb.inventory.models import Node, Port
 
-from .columns import DELTA_COLUMNS
-from .models import NodePoll
-from .packing import HEAD, entries_of, unpack
+from ..models import NodePoll
+from ..storage.columns import DELTA_COLUMNS
+from ..storage.packing import HEAD, entries_of, unpack
 
 _CHUNK = 2000  # node-poll rows fetched per query
 
@@ -141,7 +141,7 @@ def between(
 
 
 def entries_between(since: datetime, until: datetime) -> Iterator[tuple[int, tuple, tuple]]:
-    """Every port's (port id, head, deltas) in [since, until), as packing.py gives them: for the rollups,
+    """Every port's (port id, head, deltas) in [since, until), as storage/packing.py gives them: for the rollups,
     which need no `Sample` (building one costs as much as decoding it)."""
     for _, _, _, data in _rows(None, since, until):
         yield from unpack(data)

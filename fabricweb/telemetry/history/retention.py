@@ -1,7 +1,7 @@
 """Retention: raw samples are kept FABRIC_RETAIN_RAW (48 h), 5-minute rollups FABRIC_RETAIN_5MIN
 (30 days), hourly rollups FABRIC_RETAIN_1H (1 year).
 
-Each goes a whole span at a time (partitions.py), once the span's end is past retention:
+Each goes a whole span at a time (storage/partitions.py), once the span's end is past retention:
 raw samples by UTC hour, 5-minute rollups by UTC day, hourly rollups by UTC month. On
 PostgreSQL the span's partition is dropped; on SQLite its rows are deleted in one statement.
 So a sample is kept between FABRIC_RETAIN_RAW and an hour more, a 5-minute rollup up to a
@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db.models import Min, QuerySet
 from django.utils import timezone
 
-from . import partitions
-from .models import NodePoll, PortRollup
+from ..models import NodePoll, PortRollup
+from ..storage import partitions
 
 FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
 

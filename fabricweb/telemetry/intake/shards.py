@@ -11,7 +11,7 @@ Redis keys (the broker's database):
 - `ingest.shard.<k>`: the id of the consumer holding queue k (no expiry: see below);
 - `ingest.shards`: K, so consumers started with another K refuse to run beside the others;
 - `ingest.taken.<id>#<n>.<queue>`: what consumer <id> took from a queue and has not acked (one
-  reader per connection, numbered n: telemetry/redisread.py), and `unacked.snapshots.<id>` and
+  reader per connection, numbered n: telemetry/intake/redisread.py), and `unacked.snapshots.<id>` and
   its index: the same in kombu's unacked hash (brokers other than plain redis://, one set per
   consumer instead of one shared).
 

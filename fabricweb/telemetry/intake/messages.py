@@ -3,7 +3,7 @@
 Node agents send each snapshot as a Celery task message (`ingest_snapshot`, protocol 2, JSON), and
 fabric collectors each sweep (`ingest_fabric`). Only JSON is decoded: every compute node can reach
 the broker, and nothing it sends may get unpickled here. A message that can never be stored raises
-Dropped, with the reason; one whose signature does not hold, NotAuthenticated (telemetry/auth.py).
+Dropped, with the reason; one whose signature does not hold, NotAuthenticated (telemetry/validation/auth.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT
 from fabricweb.nodeauth import COLLECTOR
 
-from .auth import authenticated, check_unsigned
+from ..validation.auth import authenticated, check_unsigned
 from .jsonread import NotExact, exact_loads
 
 ONE = INGEST_SNAPSHOT
