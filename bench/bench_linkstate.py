@@ -3,7 +3,7 @@
     eval "$(scripts/test-services start)"     # for --db postgres
     .venv/bin/python bench/bench_linkstate.py [--db sqlite|postgres] [--ports 20000] [--runs 15]
 
-Port.up and Port.degraded are generated columns built from fabricweb/inventory/portfacts.py's
+Port.up and Port.degraded are generated columns built from fabricweb.inventory.portfacts'
 expressions (UP_FLAG, DEGRADED_FLAG). This times, in one process and alternately (so the load of a
 shared machine falls on both alike), the overview's port columns read as they were before (the same
 expressions as CASEs in the SELECT, evaluated for every row) and as they are (the columns). The health

@@ -1,7 +1,7 @@
-"""Every derived port fact has one home (fabricweb/inventory/portfacts.py, and collectors/facts.py for the
-state alone): its SQL and its Python agree on every kind of port, on SQLite and PostgreSQL, and no other
-module of fabricweb/ or collectors/ states "up" again (the surfaces' agreement: tests/dashboard/
-test_dashboard_port_facts.py)."""
+"""Every derived port fact has one home (the package fabricweb/inventory/portfacts/, up in its statuses.py,
+and collectors/facts.py for the state alone): its SQL and its Python agree on every kind of port, on
+SQLite and PostgreSQL, and no other module of fabricweb/ or collectors/ states "up" again (the surfaces'
+agreement: tests/dashboard/test_dashboard_port_facts.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
     p for top in ("collectors", "fabricweb") for p in (REPO / top).rglob("*.py") if "migrations" not in p.parts
 )
-# The one definition of up: the state alone (standard library), and for a port row (SQL and Python).
-HOMES = {"collectors/facts.py", "fabricweb/inventory/portfacts.py"}
+# The one definition of up: the state alone (standard library), and for a port row (SQL and Python: the
+# portfacts module of the status; its other modules take up from it).
+HOMES = {"collectors/facts.py", "fabricweb/inventory/portfacts/statuses.py"}
 # Definitions by these names elsewhere may only hand over to the one definition (collectors.facts.is_up).
 UP_NAMES = {"is_up", "up", "is_active", "api_up", "port_up"}
 DELEGATES = {("collectors/model.py", "is_up"), ("fabricweb/health/view.py", "is_active")}
@@ -90,7 +91,7 @@ def restatements(path: Path, rel: str) -> list[str]:
 
 def test_no_module_states_up_again():
     found = [r for path in SOURCES for r in restatements(path, path.relative_to(REPO).as_posix())]
-    assert found == [], "up, and the facts derived from a port, live in fabricweb/inventory/portfacts.py:\n" + (
+    assert found == [], "up, and the facts derived from a port, live in fabricweb/inventory/portfacts/:\n" + (
         "\n".join(found)
     )
 

@@ -1,6 +1,6 @@
 """What the pages read, each in a fixed number of queries whatever the size of the fabric.
 
-A port's health is its status (fabricweb/inventory/portfacts.py: down, no subnet manager, degraded,
+A port's health is its status (fabricweb/inventory/portfacts/: down, no subnet manager, degraded,
 vanished, unknown, up, not connected), and "erroring": a port that is up and at its expected link but
 has an open event of another kind (symbol errors, flapping, congestion...). Open events of severity
 info (a capped counter, a PCIe link that could be faster) are advice, listed apart from the problems.

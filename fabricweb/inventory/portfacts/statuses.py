@@ -1,26 +1,7 @@
-"""Every fact derived from a port's row, stated once: in SQL (Q and Case expressions to filter and count
-with) and in Python (for one port object). The dashboard, the JSON API, /metrics and the alerts' payload
-take them from here; tests/test_portfacts.py fails when another module states one again.
-
-- **up**: ACTIVE or ACTIVE_DEFER (collectors.facts.is_up, the state alone) and still reported by its
-  node. Kept on the port row by the database (Port.up, a stored generated column built from UP_FLAG).
-- **degraded**: up, and trained below its expected link in speed or in width, judged separately as
-  collectors.link.judge_link does; unknown on either side is not degraded (Port.degraded, DEGRADED_FLAG).
-- **has a link**: still reported, and ACTIVE, or physically LinkUp and not DOWN (INIT and ARMED have
-  a trained link the subnet manager has not activated). A DOWN/Polling port has none, whatever its
-  `rate` file says: the kernel prints `10 Gb/sec (4X SDR)` for a port with no link.
-- **the link** (`Link`): as operators name it, `4X EDR` on InfiniBand, `100GbE` on an Ethernet (RoCE)
-  port (which the kernel reports in InfiniBand terms, 4X EDR); its Gb/s and bytes/s capacity. None
-  without a link.
-- **should be up**: an operator's word (Port.expect_up: a link policy's expect_up, or the expected
-  cabling naming the port, written by the health engine) else its history (Port.ever_up), as the
-  health rules decide whether a port that is down is an outage.
-- **status**, what an operator sees, one of `Status`, worst first: down (no link, and it should be up),
-  no subnet manager (the link trained, the port stays INIT or ARMED), degraded, vanished (gone from
-  its node's snapshots), unknown (its node stopped reporting, or its switch is no longer reached:
-  what it last said is not its state now), up, not connected (no link, and nothing says it should
-  have one: a port never cabled is not an outage).
-- a cable's state from its two ends (LINK_STATES, `link_states`) for /api/v1/links and /fabric/.
+"""A port's up, degraded, has a link, no subnet manager and should be up, its node's staleness and its
+Status: each in SQL (Q and Case expressions to filter and count with) and in Python (for one port
+object), the two agreeing on every kind of port (tests/test_portfacts.py). The one definition of up
+for a port row: no other module states it again.
 
 Staleness enters here through `node_stale_q` (SQL) and `node_is_stale` (one node), from Node.stale
 (health.staleness: polls the node was sent and missed), and nowhere else.
@@ -29,7 +10,6 @@ Staleness enters here through `node_stale_q` (SQL) and `node_is_stale` (one node
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -46,17 +26,16 @@ from django.db.models import (
 )
 from django.db.models.lookups import IsNull, LessThan
 
-from collectors import facts, pcie
+from collectors import facts
 from collectors.facts import ARMED, DOWN, INIT, LINK_UP, UP_STATE_IDS
-from collectors.link import SPEED_BY_NAME, SPEED_RANK, SPEEDS, WIDTHS, format_gbps, make_rate
+from collectors.link import SPEED_RANK, SPEEDS
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
 
-    from .models import Device, Node, Port
+    from ..models import Node, Port
 
-SWITCH = "switch"  # Node.Kind.SWITCH (models imports this module: no import of models here)
-BYTES_PER_GBIT = 1e9 / 8
+SWITCH = "switch"  # Node.Kind.SWITCH (models imports this package: no import of models here)
 
 
 # --- the state an operator sees -----------------------------------------------------------
@@ -300,147 +279,3 @@ def status(port: Port, unknown: bool) -> Status:
 def status_now(port: Port) -> Status:
     """`status` of a port whose device and node are loaded."""
     return status(port, node_unknown(port.device.node))
-
-
-# --- the link as it is named ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """A link as operators name it: `4X EDR` (`100GbE` on Ethernet), its total Gb/s, lanes and speed."""
-
-    gbps: float | None
-    lanes: int | None
-    speed: str | None
-    name: str | None
-
-    @property
-    def bytes_per_second(self) -> float | None:
-        return None if self.gbps is None else self.gbps * BYTES_PER_GBIT
-
-    def as_dict(self) -> dict:
-        """The API's form: gbps, lanes, speed, name, bytes_per_second."""
-        return {
-            "gbps": self.gbps,
-            "lanes": self.lanes,
-            "speed": self.speed,
-            "name": self.name,
-            "bytes_per_second": self.bytes_per_second,
-        }
-
-    def describe(self) -> str | None:
-        """`100 Gb/s (4X EDR)`, or None without a total."""
-        if self.gbps is None:
-            return None
-        return f"{format_gbps(self.gbps)} Gb/s ({self.name})" if self.name else f"{format_gbps(self.gbps)} Gb/s"
-
-
-def named_link(
-    speed: str | None, lanes: int | None, gbps: float | None = None, link_layer: str | None = None
-) -> Link | None:
-    """A link given by its parts (an expected one, what both ends support, a sample's): None when nothing
-    is known. Gb/s is derived when only speed and lanes are known."""
-    if speed is None and lanes is None and gbps is None:
-        return None
-    known = speed in SPEED_BY_NAME and lanes in WIDTHS
-    if gbps is None and known:
-        gbps = make_rate(speed, lanes).gbps
-    if _ethernet(link_layer):
-        name = f"{format_gbps(gbps)}GbE" if gbps else None
-    else:
-        name = f"{lanes}X {speed}" if known else None
-    return Link(gbps, lanes, speed, name)
-
-
-def link(port: Port) -> Link | None:
-    """The link the port has now, None when it has none (a DOWN/Polling port, a vanished one)."""
-    if not has_link(port):
-        return None
-    return named_link(port.speed, port.lanes, port.rate_gbps, port.link_layer)
-
-
-def sample_link(
-    state_id: int | None, phys_state_id: int | None, speed: str | None, lanes: int | None, link_layer: str | None
-) -> Link | None:
-    """The link of one stored poll (a sample: no vanished time), None when the poll saw none."""
-    if not (facts.is_up(state_id) or (phys_state_id == LINK_UP and state_id != DOWN)):
-        return None
-    return named_link(speed, lanes, None, link_layer)
-
-
-def capacity_gbps(port: Port) -> float | None:
-    found = link(port)
-    return None if found is None else found.gbps
-
-
-def capacity_bytes_per_second(port: Port) -> float | None:
-    found = link(port)
-    return None if found is None else found.bytes_per_second
-
-
-def expected_link(port: Port) -> Link | None:
-    return named_link(port.expected_speed, port.expected_lanes, None, port.link_layer)
-
-
-# --- the HCA's PCIe link (a port's device) ------------------------------------------------------
-
-
-def pcie_link(device: Device) -> dict | None:
-    """The device's PCIe link as trained and as capable (`Gen4 x16`), usable Gb/s, trained low or not."""
-    d = device
-    if d.pci_address is None and d.pci_current_gts is None and d.pci_current_width is None:
-        return None
-    current, top = (d.pci_current_gts, d.pci_current_width), (d.pci_max_gts, d.pci_max_width)
-    both_known = None not in current and None not in top
-    return {
-        "address": d.pci_address,
-        "current_gts": d.pci_current_gts,
-        "current_width": d.pci_current_width,
-        "max_gts": d.pci_max_gts,
-        "max_width": d.pci_max_width,
-        "name": pcie.describe(*current) if None not in current else None,  # `Gen4 x16`
-        "max_name": pcie.describe(*top) if None not in top else None,
-        "usable_gbps": pcie.usable_gbps(*current),
-        "trained_low": (current[0] < top[0] or current[1] < top[1]) if both_known else None,
-        "numa_node": d.numa_node,
-    }
-
-
-# --- a cable's state, from its two ends ------------------------------------------------------------
-#
-# A link (fabricweb.fabric.models.Link) is a cable the fabric sweeps saw, with its two ends' inventory
-# ports (`a`, `b`, when in the inventory); its state comes from their up and degraded flags above, so a
-# link and its ends never disagree:
-# - `down`: an end's port is down (the cable pulled, a switch without power, a port disabled);
-# - `degraded`: both ends up, and an end trained below what it should run at;
-# - `up`: both ends up at their expected link;
-# - `unknown`: the last sweep did not see the link, yet both ends still name each other and no end is
-#   down: the switch at one end does not answer management datagrams (mute), so nothing is known;
-# - `gone`: the last sweep did not see it and an end now names another far end: recabled, history only.
-
-LINK_STATES = ("down", "unknown", "degraded", "up", "gone")  # worst first
-LINK_RANK = {state: i for i, state in enumerate(LINK_STATES)}
-_LIVE = Q(gone_at__isnull=True)
-_END_DOWN = Q(a__up=False) | Q(b__up=False)
-_END_DEGRADED = Q(a__degraded=True) | Q(b__degraded=True)
-# Both ends (those in the inventory) still name each other as their far end: the cable is still there.
-_STILL_FACED = (Q(a__isnull=True) | Q(a__peer_label=F("b_label"))) & (Q(b__isnull=True) | Q(b__peer_label=F("a_label")))
-LINK_STATE = Case(
-    When(_LIVE & _END_DOWN, then=Value("down")),
-    When(_LIVE & _END_DEGRADED, then=Value("degraded")),
-    When(_LIVE, then=Value("up")),
-    When(_STILL_FACED & _END_DOWN, then=Value("down")),
-    When(_STILL_FACED, then=Value("unknown")),
-    default=Value("gone"),
-)
-
-
-def link_states(links: QuerySet) -> QuerySet:
-    """`links` with `state` (one of LINK_STATES) and `state_rank` (0 for down: worst first)."""
-    ranked = Case(*(When(state=s, then=Value(i)) for s, i in LINK_RANK.items()), output_field=IntegerField())
-    return links.annotate(state=LINK_STATE).annotate(state_rank=ranked)
-
-
-def link_is_up(state: str) -> bool | None:
-    """A link state's up: None when unknown."""
-    return None if state == "unknown" else state in ("up", "degraded")

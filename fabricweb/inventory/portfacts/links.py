@@ -1,0 +1,124 @@
+"""A port's link as operators name it (`4X EDR`, `100GbE` on Ethernet) and its capacity in Gb/s and
+bytes/s: the link it has now, the one expected of it, one stored poll's; and its HCA's PCIe link.
+Whether a port has a link at all is statuses.has_link's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from collectors import facts, pcie
+from collectors.facts import DOWN, LINK_UP
+from collectors.link import SPEED_BY_NAME, WIDTHS, format_gbps, make_rate
+
+from .statuses import _ethernet, has_link
+
+if TYPE_CHECKING:
+    from ..models import Device, Port
+
+BYTES_PER_GBIT = 1e9 / 8
+
+
+# --- the link as it is named ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link as operators name it: `4X EDR` (`100GbE` on Ethernet), its total Gb/s, lanes and speed."""
+
+    gbps: float | None
+    lanes: int | None
+    speed: str | None
+    name: str | None
+
+    @property
+    def bytes_per_second(self) -> float | None:
+        return None if self.gbps is None else self.gbps * BYTES_PER_GBIT
+
+    def as_dict(self) -> dict:
+        """The API's form: gbps, lanes, speed, name, bytes_per_second."""
+        return {
+            "gbps": self.gbps,
+            "lanes": self.lanes,
+            "speed": self.speed,
+            "name": self.name,
+            "bytes_per_second": self.bytes_per_second,
+        }
+
+    def describe(self) -> str | None:
+        """`100 Gb/s (4X EDR)`, or None without a total."""
+        if self.gbps is None:
+            return None
+        return f"{format_gbps(self.gbps)} Gb/s ({self.name})" if self.name else f"{format_gbps(self.gbps)} Gb/s"
+
+
+def named_link(
+    speed: str | None, lanes: int | None, gbps: float | None = None, link_layer: str | None = None
+) -> Link | None:
+    """A link given by its parts (an expected one, what both ends support, a sample's): None when nothing
+    is known. Gb/s is derived when only speed and lanes are known."""
+    if speed is None and lanes is None and gbps is None:
+        return None
+    known = speed in SPEED_BY_NAME and lanes in WIDTHS
+    if gbps is None and known:
+        gbps = make_rate(speed, lanes).gbps
+    if _ethernet(link_layer):
+        name = f"{format_gbps(gbps)}GbE" if gbps else None
+    else:
+        name = f"{lanes}X {speed}" if known else None
+    return Link(gbps, lanes, speed, name)
+
+
+def link(port: Port) -> Link | None:
+    """The link the port has now, None when it has none (a DOWN/Polling port, a vanished one)."""
+    if not has_link(port):
+        return None
+    return named_link(port.speed, port.lanes, port.rate_gbps, port.link_layer)
+
+
+def sample_link(
+    state_id: int | None, phys_state_id: int | None, speed: str | None, lanes: int | None, link_layer: str | None
+) -> Link | None:
+    """The link of one stored poll (a sample: no vanished time), None when the poll saw none."""
+    if not (facts.is_up(state_id) or (phys_state_id == LINK_UP and state_id != DOWN)):
+        return None
+    return named_link(speed, lanes, None, link_layer)
+
+
+def capacity_gbps(port: Port) -> float | None:
+    found = link(port)
+    return None if found is None else found.gbps
+
+
+def capacity_bytes_per_second(port: Port) -> float | None:
+    found = link(port)
+    return None if found is None else found.bytes_per_second
+
+
+def expected_link(port: Port) -> Link | None:
+    return named_link(port.expected_speed, port.expected_lanes, None, port.link_layer)
+
+
+# --- the HCA's PCIe link (a port's device) ------------------------------------------------------
+
+
+def pcie_link(device: Device) -> dict | None:
+    """The device's PCIe link as trained and as capable (`Gen4 x16`), usable Gb/s, trained low or not."""
+    d = device
+    if d.pci_address is None and d.pci_current_gts is None and d.pci_current_width is None:
+        return None
+    current, top = (d.pci_current_gts, d.pci_current_width), (d.pci_max_gts, d.pci_max_width)
+    both_known = None not in current and None not in top
+    return {
+        "address": d.pci_address,
+        "current_gts": d.pci_current_gts,
+        "current_width": d.pci_current_width,
+        "max_gts": d.pci_max_gts,
+        "max_width": d.pci_max_width,
+        "name": pcie.describe(*current) if None not in current else None,  # `Gen4 x16`
+        "max_name": pcie.describe(*top) if None not in top else None,
+        "usable_gbps": pcie.usable_gbps(*current),
+        "trained_low": (current[0] < top[0] or current[1] < top[1]) if both_known else None,
+        "numa_node": d.numa_node,
+    }
