@@ -87,12 +87,17 @@ def test_a_consumer_started_with_another_number_of_shards_refuses_to_run(client)
         leases(client, "b", shards=2).beat()
 
 
+# Consumer a's heartbeat: long enough to stay alive through a loaded machine's few steps between its
+# last beat and b's first look, short enough to wait out.
+A_LEASE_S = 1.0
+
+
 def send(conn, snap: dict, shards: int) -> None:
     app.send_task(INGEST_SNAPSHOT, args=[snap], queue=snapshot_queue(snap["host"], shards), connection=conn)
 
 
 def test_a_dead_consumers_unacked_polls_go_back_first_then_its_queues_are_taken_over(broker, client):
-    a, b = leases(client, "a", lease_s=0.3), leases(client, "b", lease_s=5.0)
+    a, b = leases(client, "a", lease_s=A_LEASE_S), leases(client, "b", lease_s=5.0)
     assert a.beat() == (0, 1, 2, 3)
     host = "cn001"  # shard 1 of 4
     first = snapshot(host=host)
@@ -111,8 +116,9 @@ def test_a_dead_consumers_unacked_polls_go_back_first_then_its_queues_are_taken_
     for k in range(3, 5):  # the polls after, sent while a is dead
         send(broker.conn, later(first, 10 * k), 4)
 
+    assert a.beat() == (0, 1, 2, 3)  # its last heartbeat: it dies holding the three polls
     assert b.beat() == ()  # a is still alive for b: its heartbeat has not run out
-    time.sleep(0.4)
+    time.sleep(A_LEASE_S + 0.1)
     assert b.beat() == (0, 1, 2, 3)
     assert client.zscore(CONSUMERS_KEY, "a") is None
     assert not client.exists(*unacked_keys("a").values())
@@ -126,7 +132,7 @@ def test_a_dead_consumers_unacked_polls_go_back_first_then_its_queues_are_taken_
 
 
 def test_a_dead_consumers_taken_polls_go_back_first_then_its_queues_are_taken_over(broker, client):
-    a, b = leases(client, "a", lease_s=0.3), leases(client, "b", lease_s=5.0)
+    a, b = leases(client, "a", lease_s=A_LEASE_S), leases(client, "b", lease_s=5.0)
     assert a.beat() == (0, 1, 2, 3)
     first, queue = snapshot(host="cn001"), shard_queue(1)
     for k in range(3):
@@ -134,7 +140,7 @@ def test_a_dead_consumers_taken_polls_go_back_first_then_its_queues_are_taken_ov
     # a's reader (plain redis://: messages moved to lists of its own) takes the three, and a dies.
     assert len(BatchReader(client, transport_options(60, "a"), "a#1").take(a.queues(), 10)) == 3
     send(broker.conn, later(first, 30), 4)
-    time.sleep(0.4)
+    time.sleep(A_LEASE_S + 0.1)
     assert b.beat() == (0, 1, 2, 3)
     assert taken_count(client) == 0 and client.zscore(TAKERS_KEY, "a#1") is None
     read = [json.loads(raw) for raw in iter(lambda: client.rpop(queue), None)]
