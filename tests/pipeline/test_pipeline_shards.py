@@ -173,12 +173,14 @@ def test_two_consumers_store_every_poll_once_and_one_killed_has_its_share_taken_
     for s in firsts:
         send(broker.conn, s, 2)
     # a holds its batches up to 60 s: killed, it has acked nothing it took since its last batch.
-    a = manage_ingest(tmp_path, "a", postgres, broker, "--lease", "1", "--max-wait", "60", "--redeliver-after", "120")
+    # Heartbeats of 3 s: a loaded machine can starve a consumer's beat for a second, and a lapsed lease
+    # hands its queues to the other mid-test.
+    a = manage_ingest(tmp_path, "a", postgres, broker, "--lease", "3", "--max-wait", "60", "--redeliver-after", "120")
     b = None
     queued = lambda: broker.redis.llen(shard_queue(0)) + broker.redis.llen(shard_queue(1))  # noqa: E731
     try:
         wait_for("a holding all 8 first polls", lambda: queued() == 0, a)
-        b = manage_ingest(tmp_path, "b", postgres, broker, "--lease", "1", "--max-wait", "0.1")
+        b = manage_ingest(tmp_path, "b", postgres, broker, "--lease", "3", "--max-wait", "0.1")
         # a stores what it holds before it gives a queue up to b.
         wait_for("b holding one of the two queues", lambda: "holds snapshots.1" in b.tail(), b)
         assert stored() == {h: PORTS for h in hosts}
