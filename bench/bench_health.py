@@ -30,6 +30,7 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def run(db: str, args) -> str:
+    from bench_ingest import judged
     from django.db import connections
 
     from collectors import read_host, to_dict
@@ -44,7 +45,7 @@ def run(db: str, args) -> str:
     for name in ("_views", "_judge"):
         if hasattr(engine, name) and not hasattr(getattr(engine, name), "timed"):
             setattr(engine, name, _timed(getattr(engine, name)))
-    outcomes = _recorded(engine)
+    outcomes = judged(engine)
     context.forget()
     out = tempfile.mkdtemp(prefix="bench-health-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
     try:
@@ -86,24 +87,6 @@ def run(db: str, args) -> str:
 
 
 judging = [0.0]  # seconds in the functions _timed wraps
-
-
-def _recorded(engine) -> list:
-    """Where each batch's Outcome goes from now on (engine.judge_batch wrapped, once)."""
-    judge_batch = engine.judge_batch
-    seen = getattr(judge_batch, "seen", None)
-    if seen is not None:
-        return seen
-    seen = []
-
-    def recording(results):
-        outcome = judge_batch(results)
-        seen.append(outcome)
-        return outcome
-
-    recording.seen = seen
-    engine.judge_batch = recording
-    return seen
 
 
 def _timed(func):
