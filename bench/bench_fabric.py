@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import json
 import os
 import random
@@ -564,19 +563,9 @@ class Hosts:
         self.steps = [_steps(a, b) for a, b in zip(polls[0], polls[1], strict=True)]
 
     def poll(self, k: int, when: datetime) -> list[dict]:
-        out = []
-        for snap, steps in zip(self.first, self.steps, strict=True):
-            moved = copy.deepcopy(snap)
-            moved["collected_at"] = iso(when)
-            for d, dev in enumerate(moved["devices"]):
-                for i, port in enumerate(dev["ports"]):
-                    for section in ("counters", "counters_ext", "hw_counters"):
-                        values = port.get(section) or {}
-                        for name, step in steps.get((d, i, section), {}).items():
-                            if values.get(name) is not None:
-                                values[name] += k * step
-            out.append(moved)
-        return out
+        from bench_ingest import advanced
+
+        return [advanced(snap, steps, k, iso(when)) for snap, steps in zip(self.first, self.steps, strict=True)]
 
 
 class Sweeps:

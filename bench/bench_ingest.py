@@ -98,16 +98,7 @@ def warmed(rounds: list[list[dict]], polls: int) -> tuple[Iterator[list[dict]], 
     step_s = _when(second[0]) - _when(first[0])
 
     def moved(snap: dict, steps: dict, k: int, base_s: float) -> dict:
-        out = copy.deepcopy(snap)
-        out["collected_at"] = _iso(base_s + k * step_s)
-        for d, dev in enumerate(out["devices"]):
-            for i, port in enumerate(dev["ports"]):
-                for section in ("counters", "counters_ext", "hw_counters"):
-                    values = port.get(section) or {}
-                    for name, step in steps.get((d, i, section), {}).items():
-                        if values.get(name) is not None:
-                            values[name] += k * step
-        return out
+        return advanced(snap, steps, k, _iso(base_s + k * step_s))
 
     steps = [_steps(a, b) for a, b in zip(first, second, strict=True)]
 
@@ -119,6 +110,20 @@ def warmed(rounds: list[list[dict]], polls: int) -> tuple[Iterator[list[dict]], 
         [moved(snap, st, polls, _when(snap)) for snap, st in zip(snaps, steps, strict=True)] for snaps in rounds[1:]
     ]
     return extra(), later
+
+
+def advanced(snap: dict, steps: dict, k: int, collected_at: str) -> dict:
+    """A copy of `snap` collected at `collected_at`, every counter moved `k` times its step (`_steps`)."""
+    out = copy.deepcopy(snap)
+    out["collected_at"] = collected_at
+    for d, dev in enumerate(out["devices"]):
+        for i, port in enumerate(dev["ports"]):
+            for section in ("counters", "counters_ext", "hw_counters"):
+                values = port.get(section) or {}
+                for name, step in steps.get((d, i, section), {}).items():
+                    if values.get(name) is not None:
+                        values[name] += k * step
+    return out
 
 
 def _steps(a: dict, b: dict) -> dict:
