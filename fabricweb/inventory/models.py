@@ -64,6 +64,12 @@ class Node(models.Model):
         ),
     )
     read_errors = models.JSONField(default=list, help_text="Files the last snapshot could not read: path and reason.")
+    # A host past what one node may cost (fabricweb/telemetry/storage/budget.py): its snapshots are refused.
+    refused_reason = models.TextField(
+        blank=True, default="", help_text="Why its last snapshot was refused; blank once one is stored again."
+    )
+    refused_at = models.DateTimeField(null=True, blank=True, help_text="When a snapshot of it was last refused.")
+    refused_snapshots = models.IntegerField(default=0, help_text="Snapshots refused over its budget, ever.")
     source = models.JSONField(default=dict, help_text="sysfs root and pyverbs status of the last snapshot.")
     ingest_token = models.BigIntegerField(
         null=True,
