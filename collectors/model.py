@@ -128,6 +128,10 @@ class Device:
     hw_rev: str | None = field(default=None, metadata=src("hw_rev"))
     node_desc: str | None = field(default=None, metadata=src("node_desc (untrusted: settable by root)"))
     pci: PciLink | None = field(default=None, metadata=src("device/"))
+    # SR-IOV: only a virtual function's PCI function has `physfn`, a link to its physical function.
+    # None: no PCI function (rxe, siw), or physfn unreadable.
+    virtual_function: bool | None = field(default=None, metadata=src("device/physfn (present: a VF)"))
+    physical_function: str | None = field(default=None, metadata=src("device/physfn -> ../0000:41:00.0"))
     hw_counters: dict[str, int | None] = field(default_factory=dict, metadata=src("hw_counters/*"))
     ports: list[Port] = field(default_factory=list, metadata=src("ports/"))
     verbs: VerbsDevice | None = field(default=None, metadata=src("pyverbs query_device"))

@@ -23,14 +23,16 @@ def read_host(
     now: float | None = None,
     *,
     hw_counters: bool = True,
+    virtual_functions: bool = True,
     deadline: float | None = None,
 ) -> Snapshot:
     """Read every RDMA device of this host (or of the tree under `sysfs_root`).
 
-    `hw_counters=False` skips every hw_counters/ directory; past `deadline` (time.monotonic())
-    the read stops with sysfs.DeadlinePassed (SysfsReader).
+    `hw_counters=False` skips every hw_counters/ directory; `virtual_functions=False` leaves out
+    SR-IOV virtual functions; past `deadline` (time.monotonic()) the read stops with
+    sysfs.DeadlinePassed (SysfsReader).
     """
-    reader = SysfsReader(sysfs_root, hw_counters=hw_counters, deadline=deadline)
+    reader = SysfsReader(sysfs_root, hw_counters=hw_counters, virtual_functions=virtual_functions, deadline=deadline)
     collected_at = time.time() if now is None else now
     devices = reader.devices()
     snap = Snapshot(
@@ -161,6 +163,9 @@ def to_dict(snap: Snapshot) -> dict:
                 "hw_rev": d.hw_rev,
                 "node_desc": d.node_desc,
                 "pci": asdict(d.pci) if d.pci else None,
+                # Optional within schema 1: a reader that does not know them ignores them.
+                "virtual_function": d.virtual_function,
+                "physical_function": d.physical_function,
                 "hw_counters": dict(d.hw_counters),
                 "verbs": asdict(d.verbs) if d.verbs else None,
                 "disagreements": [asdict(x) for x in d.disagreements],

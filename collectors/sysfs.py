@@ -119,16 +119,26 @@ def _join(dir_path: str, name: str) -> str:
 class SysfsReader:
     """Reads one sysfs tree; collects every failure in `errors`.
 
-    `hw_counters=False` leaves every hw_counters/ unread (empty). `deadline` (time.monotonic())
-    is checked before each file: past it, the read raises DeadlinePassed naming the file. A
-    deadline, not a signal, so it holds in any thread, and a file's read is never cut in half.
+    `hw_counters=False` leaves every hw_counters/ unread (empty). `virtual_functions=False` leaves
+    out every device known to be an SR-IOV virtual function, unread past its `physfn` link.
+    `deadline` (time.monotonic()) is checked before each file: past it, the read raises
+    DeadlinePassed naming the file. A deadline, not a signal, so it holds in any thread, and a
+    file's read is never cut in half.
     """
 
-    def __init__(self, sysfs_root: str = "/sys", *, hw_counters: bool = True, deadline: float | None = None) -> None:
+    def __init__(
+        self,
+        sysfs_root: str = "/sys",
+        *,
+        hw_counters: bool = True,
+        virtual_functions: bool = True,
+        deadline: float | None = None,
+    ) -> None:
         self.root = sysfs_root
         self.class_dir = os.path.join(sysfs_root, "class", "infiniband")
         self.errors: list[ReadError] = []
         self.hw_counters = hw_counters
+        self.virtual_functions = virtual_functions
         self.deadline = deadline
 
     # -- primitives -------------------------------------------------------
@@ -314,6 +324,29 @@ class SysfsReader:
                 numa_node=at("numa_node", _numa),
             )
 
+    def sriov(self, dev_dir: str) -> tuple[bool | None, str | None]:
+        """(virtual function?, its physical function's PCI address), from `device/physfn`: the kernel
+        links a VF's PCI function to its PF there, and gives no other function that link."""
+        device = os.path.join(dev_dir, "device")
+        path = os.path.join(device, "physfn")
+        try:
+            target = os.readlink(path)
+        except (FileNotFoundError, NotADirectoryError):  # a PF or a function without SR-IOV; no PCI function
+            return (False, None) if os.path.isdir(device) else (None, None)
+        except OSError as e:
+            if e.errno != errno.EINVAL:
+                self._fail(path, e)
+                return None, None
+            target = path  # not a link: a copied tree holds the PF's directory here, its address lost
+        if not os.path.isdir(path):
+            gone = "points nowhere (the physical function is gone?)"
+            self.errors.append(ReadError(path, gone if os.path.islink(path) else "not a link to a PCI function"))
+            return None, None
+        address = os.path.basename(target)
+        if not _PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
+            address = os.path.basename(os.path.realpath(path))
+        return True, address if _PCI_ADDR_RE.match(address) else None
+
     def netdevs(self, dev_dir: str, ports: list[Port]) -> None:
         """Attach each network interface of the PCI function to its IB port (dev_port is 0-based)."""
         net = os.path.join(dev_dir, "device", "net")
@@ -332,6 +365,9 @@ class SysfsReader:
             # A class link whose device is gone (driver unloading as we read) has nothing to report.
             self.errors.append(ReadError(d, "device link points nowhere (device removed while being read?)"))
             return None
+        dev.virtual_function, dev.physical_function = self.sriov(d)
+        if dev.virtual_function and not self.virtual_functions:
+            return None  # a VF comes and goes with `sriov_numvfs`: not one of the host's own ports
         with self._dir(d) as at:
             dev.node_type = at("node_type", _enum)
             for attr in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):

@@ -51,6 +51,9 @@ def render_text(snap: Snapshot) -> str:
         lines.append(f"\tNode GUID: {safe(dev.node_guid)}")
         lines.append(f"\tSystem image GUID: {safe(dev.sys_image_guid)}")
         lines.append(f"\tNode description: {safe(dev.node_desc)}")
+        if dev.virtual_function:
+            pf = dev.physical_function
+            lines.append(f"\tSR-IOV virtual function of {safe(pf) if pf else 'a physical function of unknown address'}")
         for d in dev.disagreements:
             lines.append(f"\tsysfs and verbs disagree on {d.field}: sysfs {safe(d.sysfs)}, verbs {safe(d.verbs)}")
         if dev.pci is not None:
