@@ -13,21 +13,20 @@
         enabled: true
       - name: chat
         kind: slack
-        secret_env: SLACK_WEBHOOK_URL   # the URL holds a token: from the environment (or SLACK_WEBHOOK_URL_FILE)
+        secret_env: FABRIC_ALERT_SLACK_URL   # the URL holds a token: from the environment (or ..._FILE)
         severities: [critical, warning]
       - name: mail
         kind: email
         url: smtp://alerts@mail.example.org:587
-        secret_env: SMTP_PASSWORD
+        secret_env: FABRIC_ALERT_SMTP_PASSWORD
         options: {to: [oncall@example.org], from: fabricweb@example.org, starttls: true}
 
-Secrets never go in the file: `url` must not carry a password or query string; use secret_env.
+Secrets never go in the file: `url` must not carry a password or query string; use secret_env,
+which must name a variable FABRIC_ALERT_... (fabricweb/alerts/secrets.py).
 Everything is checked before anything is stored.
 """
 
 from __future__ import annotations
-
-import re
 
 import yaml
 from django.db import transaction
@@ -35,13 +34,13 @@ from django.db import transaction
 from fabricweb.yamlfile import named_entries
 
 from .models import SEVERITIES, Channel, url_problem
+from .secrets import secret_env_problem
 
 FIELDS = (
     "name", "kind", "url", "secret_env", "options", "severities", "wait_s", "group_s",
     "flap_hold_s", "repeat_s", "max_age_s", "enabled",
 )  # fmt: skip
 NUMBERS = ("wait_s", "group_s", "flap_hold_s", "repeat_s", "max_age_s")
-ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
 class ChannelFileError(ValueError):
@@ -74,9 +73,7 @@ def _entry(entry: object, i: int) -> dict:
     if not isinstance(url, str):
         raise bad("url must be text")
     secret_env = entry.get("secret_env", "") or ""
-    if secret_env and not (isinstance(secret_env, str) and ENV_NAME.fullmatch(secret_env)):
-        raise bad("secret_env must be an environment variable name (A-Z, 0-9, _)")
-    problem = url_problem(kind, url, secret_env)
+    problem = secret_env_problem(secret_env) or url_problem(kind, url, secret_env)
     if problem:
         raise bad(problem)
     row.update(url=url, secret_env=secret_env)

@@ -17,6 +17,8 @@ from django.db import models
 
 from fabricweb.health.models import Event
 
+from .secrets import secret_env_problem
+
 SEVERITIES = ("critical", "warning", "info")
 
 
@@ -96,6 +98,9 @@ class Channel(models.Model):
         return f"{self.name} ({self.kind})"
 
     def clean(self) -> None:
+        problem = secret_env_problem(self.secret_env)
+        if problem:
+            raise ValidationError({"secret_env": problem})
         problem = url_problem(self.kind, self.url, self.secret_env)
         if problem:
             raise ValidationError({"url": problem})

@@ -99,7 +99,7 @@ def test_the_mail_says_what_is_wrong_where_and_links_the_port(each_db, fab, smtp
 def test_an_smtp_password_comes_from_a_file_named_in_the_environment(each_db, fab, tmp_path, smtp_server):
     (tmp_path / "pw").write_text("s3cret\n")
     channel(
-        "mail", kind="email", url=f"smtp://alerts@127.0.0.1:{smtp_server.port}", secret_env="TEST_SMTP_PW",
+        "mail", kind="email", url=f"smtp://alerts@127.0.0.1:{smtp_server.port}", secret_env="FABRIC_ALERT_TEST_SMTP",
         options={"to": ["oncall@example.org"]},
     )  # fmt: skip
     fire(fab)
@@ -107,18 +107,18 @@ def test_an_smtp_password_comes_from_a_file_named_in_the_environment(each_db, fa
     assert deliver_all().failed == 1
     assert (
         Channel.objects.get().last_error
-        == "SMTP password: neither TEST_SMTP_PW nor TEST_SMTP_PW_FILE is set in the environment"
+        == "SMTP password: neither FABRIC_ALERT_TEST_SMTP nor FABRIC_ALERT_TEST_SMTP_FILE is set in the environment"
     )
     make_test_delivery(Channel.objects.get())
-    with env(TEST_SMTP_PW_FILE=str(tmp_path / "pw")):
+    with env(FABRIC_ALERT_TEST_SMTP_FILE=str(tmp_path / "pw")):
         assert deliver_all().sent == 1
     assert smtp_server.logins == [("alerts", "s3cret")] and len(smtp_server.messages) == 1
     assert Channel.objects.get().state == Channel.State.OK
 
 
 def test_slack_gets_escaped_text(each_db, fab, http_receiver):
-    with env(TEST_SLACK_URL=f"{http_receiver.url}/services/T000/B000/XXXX"):
-        channel("chat", kind="slack", secret_env="TEST_SLACK_URL")
+    with env(FABRIC_ALERT_TEST_SLACK_URL=f"{http_receiver.url}/services/T000/B000/XXXX"):
+        channel("chat", kind="slack", secret_env="FABRIC_ALERT_TEST_SLACK_URL")
         fire(fab, message=f"cn001 mlx5_0/1: port down {SCRIPT} <!channel> & more")
         assert deliver_all().sent == 1
     [got] = http_receiver.requests
@@ -128,9 +128,9 @@ def test_slack_gets_escaped_text(each_db, fab, http_receiver):
 
 
 def test_apprise_delivers_through_its_json_service(each_db, fab, http_receiver):
-    channel("apprise", kind="apprise", secret_env="TEST_APPRISE_URL")
+    channel("apprise", kind="apprise", secret_env="FABRIC_ALERT_TEST_APPRISE_URL")
     fire(fab)
-    with env(TEST_APPRISE_URL=f"json://127.0.0.1:{http_receiver.port}/notify"):
+    with env(FABRIC_ALERT_TEST_APPRISE_URL=f"json://127.0.0.1:{http_receiver.port}/notify"):
         assert deliver_all().sent == 1
     [got] = http_receiver.requests
     assert got.path == "/notify"
@@ -213,7 +213,7 @@ channels:
     wait_s: 30
   - name: chat
     kind: slack
-    secret_env: SLACK_WEBHOOK_URL
+    secret_env: FABRIC_ALERT_SLACK_URL
     severities: [critical, warning]
 """
 
@@ -227,7 +227,7 @@ def test_channels_import_from_yaml_all_or_nothing(each_db):
         import_channels(bad.replace("wait_s: 30", "wait_s: 60"))
     assert Channel.objects.get(name="pager").wait_s == 30.0  # nothing stored
     assert import_channels(export_channels(), replace=True) == (0, 2, 0)
-    slack = CHANNELS.replace("secret_env: SLACK_WEBHOOK_URL", "url: https://hooks.slack.com/services/T0/B0/XXXX")
+    slack = CHANNELS.replace("secret_env: FABRIC_ALERT_SLACK_URL", "url: https://hooks.slack.com/services/T0/B0/XXXX")
     with pytest.raises(ChannelFileError, match=r"channel 2 \('chat'\): a slack URL holds its token: leave url blank"):
         import_channels(slack)
     assert "XXXX" not in export_channels()
