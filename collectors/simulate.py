@@ -23,7 +23,8 @@ fault --out DIR add SPEC... | remove SPEC... | clear | list
 SPEC is NODE[/DEVICE[/PORT]]:KIND[=VALUE]; a fault on a node or device applies to
 all its ports. Kinds: down, disabled, speed=QDR, width=1X, symbol-errors=RATE, rcv-errors=RATE,
 remote-errors=RATE, discards=RATE (per second, or N/s, N/min, N/h), flap, reset, saturate,
-pcie=GEN3x8, vanish.
+pcie=GEN3x8, vanish, vfs=N (N SR-IOV virtual functions on each HCA it names, each an RDMA
+device of its own named after the physical ones, mlx5_2 ..., its device/physfn linking to its HCA).
 
 With --fabric, a SPEC may name a switch (leaf03) or a switch port (leaf03/12). Switch
 kinds: down (a switch loses power: all its links go down; a port: the cable is pulled),
@@ -63,7 +64,7 @@ fault SPEC: NODE[/DEVICE[/PORT]]:KIND[=VALUE], e.g. cn003/mlx5_0/1:speed=QDR, cn
 cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
 kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
 rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
-flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish
+flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish, vfs=0..16 (SR-IOV virtual functions per HCA)
 with --fabric: leaf03[/PORT]:down|flap|symbol-errors=N[/s|/min|/h]|speed=|width=, leaf03:mute,
 NODE/DEVICE/PORT:miscable; speed= (SDR, DDR, QDR), width= (1X, 4X, 8X, 12X) and miscable only at
 start: ibsim cannot change a running link"""

@@ -34,7 +34,10 @@ ERROR_RATE_COUNTERS = {
     "remote-errors": "port_rcv_remote_physical_errors",
     "discards": "port_xmit_discards",
 }
-_WITH_VALUE = frozenset({"speed", "width", "pcie", *ERROR_RATE_COUNTERS})
+_WITH_VALUE = frozenset({"speed", "width", "pcie", "vfs", *ERROR_RATE_COUNTERS})
+# Kinds of the HCA's PCI function: a node or device takes them, a port does not.
+_PCI_KINDS = frozenset({"pcie", "vfs"})
+MAX_VFS = 16  # SR-IOV virtual functions per physical function (the simulated cards' sriov_totalvfs)
 KINDS = tuple(sorted(_NO_VALUE | _WITH_VALUE))
 _PER_UNIT = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "hour": 3600.0}
 # What a fault on a switch (leaf03) or a switch port (leaf03/12) can be.
@@ -60,7 +63,7 @@ class Fault:
     device: str | None
     port: int | None
     kind: str
-    value: object = None  # parsed: speed name, lanes, errors/s, (gts|None, width|None)
+    value: object = None  # parsed: speed name, lanes, errors/s, (gts|None, width|None), VFs
     text: str | None = None  # the value as written, normalised
 
     @property
@@ -92,6 +95,10 @@ def _value(kind: str, text: str) -> tuple[object, str]:
         if not digits.isdigit() or int(digits) not in WIDTHS:
             raise FaultError(f"width={text}: not an InfiniBand width (1X, 2X, 4X, 8X or 12X)")
         return int(digits), f"{int(digits)}X"
+    if kind == "vfs":
+        if not (text.isascii() and text.isdigit()) or int(text) > MAX_VFS:
+            raise FaultError(f"vfs={text}: expected a number of virtual functions per HCA, 0 to {MAX_VFS}")
+        return int(text), str(int(text))
     if kind in ERROR_RATE_COUNTERS:
         m = _RATE_RE.match(text.lower())
         if m is None or (m.group(2) or "") not in _PER_UNIT:
@@ -118,8 +125,8 @@ def parse(spec: str) -> Fault:
     if kind not in KINDS:
         raise FaultError(f"{spec!r}: unknown fault kind {kind!r} (one of {', '.join(KINDS)})")
     node, device, port = _target(m)
-    if kind == "pcie" and port is not None:
-        raise FaultError(f"{spec!r}: pcie is a fault of the HCA's PCI function: name NODE or NODE/DEVICE")
+    if kind in _PCI_KINDS and port is not None:
+        raise FaultError(f"{spec!r}: {kind} is a fault of the HCA's PCI function: name NODE or NODE/DEVICE")
     if kind in _NO_VALUE:
         if text is not None:
             raise FaultError(f"{spec!r}: {kind} takes no value")
@@ -138,7 +145,7 @@ def _target(m: re.Match) -> tuple[str, str | None, int | None]:
     return node, dev, int(port) if port else None
 
 
-_EXAMPLES = {"speed": "QDR", "width": "1X", "pcie": "GEN3x8", **dict.fromkeys(ERROR_RATE_COUNTERS, "50/h")}
+_EXAMPLES = {"speed": "QDR", "width": "1X", "pcie": "GEN3x8", "vfs": "4", **dict.fromkeys(ERROR_RATE_COUNTERS, "50/h")}
 
 
 def check(fault: Fault, layout: Layout, cabling: Cabling | None = None, *, at_start: bool = False) -> Fault:
@@ -220,6 +227,7 @@ class PortEffects:
     error_rates: dict[str, float] = field(default_factory=dict)
     reset_ids: tuple[int, ...] = ()
     pcie: tuple[float | None, int | None] = (None, None)
+    vfs: int = 0  # SR-IOV virtual functions of the port's HCA
 
 
 def effects(active: list[tuple[int, Fault]], port_key: str) -> PortEffects:
@@ -243,6 +251,8 @@ def effects(active: list[tuple[int, Fault]], port_key: str) -> PortEffects:
         elif f.kind == "pcie":
             gts, width = f.value
             eff.pcie = (gts or eff.pcie[0], width or eff.pcie[1])
+        elif f.kind == "vfs":
+            eff.vfs = f.value
     eff.reset_ids = tuple(resets)
     return eff
 

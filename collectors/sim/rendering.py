@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 
 from .layout import SimDevice, SimNode, SimPort
+from .sriov import VfOutput
 from .tree import device_files, pci_files, port_files
 
 
-class TreeOutput:
+class TreeOutput(VfOutput):
     """fabric.Fabric's node trees on disk."""
 
     def _remove(self, key: str) -> None:
@@ -32,6 +33,7 @@ class TreeOutput:
         j, w, absent = os.path.join, self.writer, set(self.state["absent"])
         for node in self.layout.nodes:
             if node.name in absent:
+                self.state.get("vfs", {}).pop(node.name, None)  # removed with the node's tree
                 continue
             root = j(self.out, node.name)
             class_dir = j(root, "class", "infiniband")
@@ -51,6 +53,7 @@ class TreeOutput:
                         self._write_port(dev, port, pci, j(ddir, "ports", str(port.number)))
                 # Linked last, so a reader never finds a device whose files are still being written.
                 w.link(j(class_dir, dev.name), f"../../{dev.dev_rel}")
+            self._write_vfs(node, root)
 
     def _write_port(self, dev: SimDevice, port: SimPort, pci: str, pdir: str) -> None:
         j, w = os.path.join, self.writer
