@@ -23,6 +23,9 @@ WATCH_MODES = ("auto", "on", "off")
 BROKER_SCHEMES = ("redis", "rediss", "unix")
 # A node key as `manage.py node_key` prints it (fabricweb/nodeauth.py): 32 bytes in hex.
 NODE_KEY_PATTERN = r"[0-9a-f]{64}"
+# The words fabricweb/env.py takes for a boolean, centrally.
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 class ConfigError(ValueError):
@@ -53,6 +56,8 @@ class AgentConfig:
     ca_file: str | None = None
     # Snapshot queues the central ingest consumers share (names.snapshot_queue): the same K as theirs.
     ingest_shards: int = 1
+    # SR-IOV virtual functions come and go with the VMs that use them: not the host's own ports unless asked.
+    include_virtual_functions: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> AgentConfig:
@@ -72,6 +77,7 @@ class AgentConfig:
             node_keys=read.node_keys(node_name, several=sim_dir is not None),
             ca_file=read.file("FABRIC_REDIS_CA_FILE"),
             ingest_shards=read.number("FABRIC_INGEST_SHARDS", 1, int, low=1),
+            include_virtual_functions=read.flag("FABRIC_INCLUDE_VIRTUAL_FUNCTIONS", False),
         )
 
     def served_nodes(self) -> list[str]:
@@ -138,6 +144,14 @@ class EnvReader:
             if value.lower() == choice.lower():
                 return choice
         raise ConfigError(f"{name}={value!r}: expected one of {', '.join(choices)}")
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self._get(name)
+        if value is None:
+            return default
+        if value.lower() in _TRUE | _FALSE:
+            return value.lower() in _TRUE
+        raise ConfigError(f"{name}={value!r}: expected true or false (or 1/0, yes/no, on/off)")
 
     def match(self, name: str, default: str, pattern: str) -> str:
         value = self._get(name)

@@ -9,6 +9,9 @@ hw_counters/ (mlx5's driver counters) are the larger half of a port's files; the
 answers them from a cache (`lifespan`), and nothing central reads them every poll (Port.hw_counters
 is stored, not judged). So they are read every Nth poll of a node, and the values last read
 are sent again in between: every snapshot keeps the same shape.
+
+SR-IOV virtual functions are left out unless FABRIC_INCLUDE_VIRTUAL_FUNCTIONS asks for them
+(docs/agent.md): they come and go with the VMs using them, and are not the host's own ports.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class Poller:
                 host=node,
                 use_verbs=self._use_verbs,
                 hw_counters=fresh,
+                virtual_functions=self.config.include_virtual_functions,
                 deadline=time.monotonic() + self.config.poll_deadline_s,
             )
         )
