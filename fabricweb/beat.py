@@ -1,15 +1,16 @@
 """What central beat sends, and how often: the periodic schedule (the Celery app's beat_schedule).
 
 Every poll interval (FABRIC_POLL_INTERVAL) the dispatch of polls (fabricweb/scheduling.py) and the
-stale check; rollups every 5 minutes, prune hourly, the alerts' tick every few seconds. Each is sent
-with `expires` of its period (a backlog drops it rather than piling up copies), and every job but
-the dispatch and the tick goes through `run_exclusive`. Names only (fabricweb/names.py): the Celery
-app (fabricweb/celery.py) reads the schedule without importing the tasks, which use the app.
+stale check; rollups every 5 minutes, prune and the retiring of vanished ports hourly, the alerts' tick
+every few seconds. Each is sent with `expires` of its period (a backlog drops it rather than piling up
+copies), and every job but the dispatch and the tick goes through `run_exclusive`. Names only
+(fabricweb/names.py): the Celery app (fabricweb/celery.py) reads the schedule without importing the
+tasks, which use the app.
 """
 
 from __future__ import annotations
 
-from fabricweb.names import ALERTS_TICK, CHECK_STALE, DISPATCH, EXCLUSIVE, PRUNE, ROLLUP
+from fabricweb.names import ALERTS_TICK, CHECK_STALE, DISPATCH, EXCLUSIVE, PRUNE, RETIRE_VANISHED, ROLLUP
 
 # A safety net: ingest asks for a tick after each commit that changed events, and a tick asks for
 # the next when its timers run out; this one covers a lost message. The tick takes its own lock.
@@ -19,7 +20,7 @@ PRUNE_EVERY = 3600.0
 
 # The time limits a guarded job runs under are its own (fabricweb/telemetry/tasks.py; a
 # test keeps them equal): run inline by run_exclusive, it takes on the wrapper's message's.
-LIMITS = {ROLLUP: (600, 900), PRUNE: (1800, 2400)}
+LIMITS = {ROLLUP: (600, 900), PRUNE: (1800, 2400), RETIRE_VANISHED: (600, 900)}
 
 
 def _exclusive(task: str, every: float) -> dict:
@@ -35,5 +36,6 @@ def beat_schedule(interval: float) -> dict:
         "check-stale": _exclusive(CHECK_STALE, interval),
         "rollup-samples": _exclusive(ROLLUP, ROLLUP_EVERY),
         "prune-old": _exclusive(PRUNE, PRUNE_EVERY),
+        "retire-vanished": _exclusive(RETIRE_VANISHED, PRUNE_EVERY),
         "alerts-tick": {"task": ALERTS_TICK, "schedule": ALERTS_TICK_S, "options": {"expires": ALERTS_TICK_S}},
     }

@@ -82,6 +82,7 @@ EXCLUSIVE = "fabricweb.scheduling.run_exclusive"
 CHECK_STALE = "fabricweb.health.tasks.check_stale"
 ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
 PRUNE = "fabricweb.telemetry.tasks.prune_old"
+RETIRE_VANISHED = "fabricweb.health.tasks.retire_vanished"
 # The alerts worker's routing and delivery pass (fabricweb/alerts/tasks.py).
 ALERTS_TICK = "fabricweb.alerts.tasks.tick"
 
@@ -98,6 +99,7 @@ QUEUE_OF = {
     CHECK_STALE: INGEST_QUEUE,
     ROLLUP: INGEST_QUEUE,
     PRUNE: INGEST_QUEUE,
+    RETIRE_VANISHED: INGEST_QUEUE,
     ALERTS_TICK: ALERTS_QUEUE,
 }
 

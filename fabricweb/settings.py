@@ -193,6 +193,14 @@ FABRIC_INGEST_SHARDS = env.int("FABRIC_INGEST_SHARDS", 1, minimum=1)
 FABRIC_RETAIN_RAW = env.seconds("FABRIC_RETAIN_RAW", 48 * 3600.0)
 FABRIC_RETAIN_5MIN = env.seconds("FABRIC_RETAIN_5MIN", 30 * 86400.0)
 FABRIC_RETAIN_1H = env.seconds("FABRIC_RETAIN_1H", 365 * 86400.0)
+# What one host may cost the central side (fabricweb/telemetry/storage/budget.py); past a bound its snapshots are
+# refused, and its page and /healthz say why. A real host has a handful of HCA ports, SR-IOV functions left out.
+FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR = env.int("FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR", 64, minimum=1)
+FABRIC_NODE_MAX_VANISHED_PORTS = env.int("FABRIC_NODE_MAX_VANISHED_PORTS", 64, minimum=1)
+# A node's snapshot is 10-100 kB (a DGX with hw_counters ~200 kB) every poll: at 10 s, 4 MiB a minute is 3x that.
+FABRIC_NODE_MAX_BYTES_PER_MINUTE = env.int("FABRIC_NODE_MAX_BYTES_PER_MINUTE", 4 * 1024 * 1024, minimum=1)
+# Vanished devices and ports (and their history) are deleted this long after they vanished.
+FABRIC_VANISHED_RETIRE_AFTER = env.seconds("FABRIC_VANISHED_RETIRE_AFTER", 7 * 86400.0)
 
 
 def _health_thresholds(name: str) -> dict:

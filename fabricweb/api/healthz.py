@@ -1,4 +1,5 @@
-"""GET /healthz: is this deployment alive? Database, broker and the age of the last ingest.
+"""GET /healthz: is this deployment alive? Database, broker, the age of the last ingest, hosts refused over
+their budget and the notification channels.
 
 No login: load balancers and probes call it. It names what failed but never the
 details (hosts, errors with credentials), which go to the log. Every check has a short
@@ -82,6 +83,22 @@ def check_ingest() -> dict:
     }
 
 
+REFUSED_LISTED = 20  # nodes named in the answer; the count covers them all
+
+
+def check_refused() -> dict:
+    """Degraded while some host's snapshots are refused over its budget (telemetry/storage/budget.py): a rogue
+    or broken node, named with the reason, that the rest of the fabric is monitored without."""
+    try:
+        refused = Node.objects.exclude(refused_reason="").order_by("-refused_at", "name")
+        count = refused.count()
+        listed = list(refused.values_list("name", "refused_reason", "refused_at", "refused_snapshots")[:REFUSED_LISTED])
+    except DatabaseError:
+        return {"status": ERROR, "error": "database unreachable"}
+    nodes = [{"node": n, "reason": why, "refused_at": iso(at), "refused_snapshots": k} for n, why, at, k in listed]
+    return {"status": DEGRADED if count else OK, "count": count, "nodes": nodes}
+
+
 def check_notifications() -> dict:
     """Degraded (not failing: the monitor still monitors) when a channel has a permanent failure."""
     from fabricweb.alerts.status import channel_problems
@@ -104,6 +121,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
         check_ingest() if checks["database"]["status"] == OK else {"status": ERROR, "error": "database unreachable"}
     )
     if checks["database"]["status"] == OK:
+        checks["refused_nodes"] = check_refused()
         checks["notifications"] = check_notifications()
     failing = [name for name, result in checks.items() if result["status"] not in HEALTHY | {DEGRADED}]
     degraded = [name for name, result in checks.items() if result["status"] == DEGRADED]

@@ -188,6 +188,12 @@ def node_summary(node: Node, ports: dict[str, int], events: dict[str, int], stal
         "last_collected_at": iso(node.last_collected_at),
         "last_ingested_at": iso(node.last_ingested_at),
         "stale": stale,
+        # Snapshots refused over the node's budget (fabricweb/telemetry/storage/budget.py): reason blank when none now.
+        "refused": {
+            "reason": node.refused_reason or None,
+            "last_at": iso(node.refused_at),
+            "snapshots": node.refused_snapshots,
+        },
         "ports": port_counts(ports),
         "open_events": severity_counts(events),
         "read_error_count": len(node.read_errors),

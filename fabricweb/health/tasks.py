@@ -8,9 +8,9 @@ import redis
 from celery import shared_task
 from django.db import OperationalError
 
-from fabricweb.names import CHECK_STALE
+from fabricweb.names import CHECK_STALE, RETIRE_VANISHED
 
-from . import staleness
+from . import retire, staleness
 
 log = logging.getLogger(__name__)
 
@@ -35,3 +35,17 @@ def check_stale(self) -> dict:
     if report.opened:
         log.warning("health: stale nodes: %s", ", ".join(report.stale))
     return {"stale": report.stale, "opened": report.opened, "updated": report.updated}
+
+
+@shared_task(
+    name=RETIRE_VANISHED,
+    soft_time_limit=600,
+    time_limit=900,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=3,
+)
+def retire_vanished() -> dict:
+    """Resolve the events of devices and ports vanished FABRIC_VANISHED_RETIRE_AFTER ago, and delete them. Hourly."""
+    report = retire.retire_vanished()
+    return {"devices": report.devices, "ports": report.ports, "resolved": report.resolved}

@@ -7,7 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from api_support import snapshot
+from api_support import later, snapshot
 from django.db import connections
 from django.utils import timezone
 
@@ -117,3 +117,25 @@ def test_healthz_needs_no_login_answers_plain_http_and_refuses_writes(each_db, c
     response = client.post("/healthz", secure=True)
     assert response.status_code == 405 and response.json()["error"]
     assert get(client)["Cache-Control"] == "no-store"
+
+
+def test_a_host_refused_over_its_budget_is_named_with_its_reason_and_degrades_without_failing(
+    each_db, client, redis_up, settings
+):
+    settings.FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR = 1  # the fixture host has more ports than that
+    first = snapshot()
+    result = ingest_snapshot(first)
+    assert result.status == "refused"
+    response = get(client)
+    assert response.status_code == 200  # degraded: the rest of the fabric is still monitored
+    body = response.json()
+    assert (body["status"], body["degraded"]) == ("degraded", ["refused_nodes"])
+    refused = body["checks"]["refused_nodes"]
+    assert refused["status"] == "degraded" and refused["count"] == 1
+    [entry] = refused["nodes"]
+    assert entry["node"] == result.node and entry["refused_snapshots"] == 1
+    assert entry["reason"].startswith("snapshot would add ") and "FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR" in entry["reason"]
+
+    settings.FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR = 64
+    assert ingest_snapshot(later(first, 10)).status == "stored"
+    assert get(client).json()["checks"]["refused_nodes"] == {"status": "ok", "count": 0, "nodes": []}

@@ -112,7 +112,7 @@ def test_it_names_a_vanished_device():
     j = judge_port(port_view(device_missing_polls=2))
     f = only(j, Kind.VANISHED)
     assert f.message == (
-        "cn042 mlx5_0: device vanished, missing from the last 2 snapshots "
+        "cn042 mlx5_0: device vanished, missing from its node's snapshots (2 in a row) "
         "(the HCA fell off the PCIe bus or its driver was unloaded)"
     )
     assert f.severity is Severity.CRITICAL
@@ -122,7 +122,7 @@ def test_it_names_a_vanished_device():
 
 def test_it_names_a_vanished_port():
     j = judge_port(port_view(port=2, port_missing_polls=3))
-    assert messages(j) == ["cn042 mlx5_0/2: port vanished, missing from the last 3 snapshots"]
+    assert messages(j) == ["cn042 mlx5_0/2: port vanished, missing from its node's snapshots (3 in a row)"]
 
 
 def test_a_vanished_port_nobody_expected_up_is_info():
@@ -133,7 +133,7 @@ def test_a_vanished_port_nobody_expected_up_is_info():
 def test_it_calls_a_device_missing_from_one_snapshot_vanished():
     f = only(judge_port(port_view(device_missing_polls=1)), Kind.VANISHED)
     assert f.message == (
-        "cn042 mlx5_0: device vanished, missing from the last snapshot "
+        "cn042 mlx5_0: device vanished, missing from its node's snapshots "
         "(the HCA fell off the PCIe bus or its driver was unloaded)"
     )
 

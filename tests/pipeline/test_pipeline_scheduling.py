@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from fabricweb import beat, scheduling
 from fabricweb.celery import app, node_queue
+from fabricweb.health import tasks as health_tasks
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry import tasks as telemetry
 
@@ -31,6 +32,7 @@ def test_every_periodic_job_expires_after_its_period():
         "check-stale": (7.0, 7.0),
         "rollup-samples": (300.0, 300.0),
         "prune-old": (3600.0, 3600.0),
+        "retire-vanished": (3600.0, 3600.0),
         "alerts-tick": (5.0, 5.0),
     }
     assert schedule["check-stale"]["args"] == ["fabricweb.health.tasks.check_stale"]
@@ -38,7 +40,7 @@ def test_every_periodic_job_expires_after_its_period():
 
 
 def test_guarded_jobs_keep_their_own_time_limits():
-    for task in (telemetry.rollup_samples, telemetry.prune_old):
+    for task in (telemetry.rollup_samples, telemetry.prune_old, health_tasks.retire_vanished):
         assert beat.LIMITS[task.name] == (task.soft_time_limit, task.time_limit)
         options = next(e["options"] for e in beat.beat_schedule(10).values() if e.get("args") == [task.name])
         assert (options["soft_time_limit"], options["time_limit"]) == (task.soft_time_limit, task.time_limit)

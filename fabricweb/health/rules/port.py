@@ -90,14 +90,15 @@ def _vanished(view: PortView, t: Thresholds, device: bool) -> list[Finding]:
     if polls < t.vanished_after_polls:
         return []
     severity = CRITICAL if expect_up(view) else INFO
-    missing = "the last snapshot" if polls == 1 else f"the last {polls} snapshots"
+    # Judged once, as it vanishes (telemetry/storage/budget.py): the words must stay true while it is gone.
+    missing = "missing from its node's snapshots" + (f" ({polls} in a row)" if polls > 1 else "")
     if device:
         key = device_key(Kind.VANISHED, view.node, view.device)
         text = (
-            f"{view.node} {view.device}: device vanished, missing from {missing} "
+            f"{view.node} {view.device}: device vanished, {missing} "
             "(the HCA fell off the PCIe bus or its driver was unloaded)"
         )
     else:
         key = port_key(Kind.VANISHED, view.node, view.device, view.port)
-        text = f"{port_label(view.node, view.device, view.port)}: port vanished, missing from {missing}"
+        text = f"{port_label(view.node, view.device, view.port)}: port vanished, {missing}"
     return [Finding(Kind.VANISHED, severity, key, text, {"missing_polls": polls})]

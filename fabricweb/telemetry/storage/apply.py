@@ -17,6 +17,7 @@ from fabricweb.inventory.models import Device, Node, Port
 
 from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
 from ..validation.typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
+from . import budget as node_budget
 from . import ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS
 from .deltas import Reading, port_deltas
@@ -109,9 +110,15 @@ def _listing_failed(errors: list[dict[str, str]], suffix: str) -> bool:
 
 
 def apply_snapshot(
-    snap: SnapshotIn, rows: NodeRows, changes: Changes, now: datetime, kind: str = Node.Kind.HOST
+    snap: SnapshotIn,
+    rows: NodeRows,
+    changes: Changes,
+    now: datetime,
+    kind: str = Node.Kind.HOST,
+    budget: node_budget.NodeBudget | None = None,
 ) -> IngestResult:
-    """Apply `snap` to its node's rows; a node of another `kind` (a host's snapshot naming a switch) is refused."""
+    """Apply `snap` to its node's rows; a node of another `kind` (a host's snapshot naming a switch), or a host
+    past its budget (storage/budget.py), is refused."""
     if rows.node.kind != kind:
         note = f"{rows.node.name} is a {rows.node.kind} in the inventory, not a {kind}"
         return IngestResult(snap.host, snap.collected_at, REFUSED, note=note)
@@ -120,6 +127,14 @@ def apply_snapshot(
     if status != STORED:
         return result
     node = rows.node
+    budget = budget or node_budget.NodeBudget.current()
+    if kind == Node.Kind.HOST:
+        reason = node_budget.refusal(snap, rows, budget)
+        if reason is not None:
+            _refuse(node, reason, now, changes)
+            result.status, result.note = REFUSED, reason
+            return result
+    node.refused_reason = ""  # within its budget again; refused_at and refused_snapshots stay as its history
     node.last_collected_at = snap.collected_at
     node.last_ingested_at = now
     node.stale = False  # it answers again: every surface shows its ports' state, not "unknown"
@@ -143,12 +158,12 @@ def apply_snapshot(
             present = {p.number for p in d.ports}
             for number, port in known.items():
                 if number not in present:
-                    _missing_port(port, changes, snap, result, f"{d.name}/{number}")
+                    _missing_port(port, changes, result, f"{d.name}/{number}", budget)
 
     if len(rows.devices) > len(snap.devices) and not _listing_failed(snap.errors, "/class/infiniband"):
         present = {d.name for d in snap.devices}
         for name, device in rows.devices.items():
-            if name in present:
+            if name in present or node_budget.left_alone(device, budget):
                 continue
             if device.vanished_at is None:
                 device.vanished_at = snap.collected_at
@@ -158,8 +173,17 @@ def apply_snapshot(
                 changes.devices[device.pk] = device
             result.missing_devices.append(device)
             for port in rows.ports.get(name, {}).values():
-                _missing_port(port, changes, snap, result, None)
+                _missing_port(port, changes, result, None, budget)
     return result
+
+
+def _refuse(node: Node, reason: str, now: datetime, changes: Changes) -> None:
+    """Say on the node why its snapshot was not stored (its page, the API, /healthz); nothing else changes."""
+    node.refused_reason = reason
+    node.refused_at = now
+    node.refused_snapshots += 1
+    if node.pk is not None:
+        changes.nodes[node.pk] = node
 
 
 def _device(d: DeviceIn, rows: NodeRows, changes: Changes, snap: SnapshotIn, result: IngestResult) -> Device:
@@ -292,9 +316,14 @@ def _remember_best(port: Port, p: PortIn) -> bool:
     return changed
 
 
-def _missing_port(port: Port, changes: Changes, snap: SnapshotIn, result: IngestResult, label: str | None) -> None:
+def _missing_port(
+    port: Port, changes: Changes, result: IngestResult, label: str | None, budget: node_budget.NodeBudget
+) -> None:
+    """Count a poll `port` was missing from, until it has been judged vanished: then it is left alone."""
+    if node_budget.left_alone(port, budget):
+        return
     if port.vanished_at is None:
-        port.vanished_at = snap.collected_at
+        port.vanished_at = result.collected_at
         if label is not None:  # a port of a vanished device is reported as the device
             result.vanished.append(label)
     port.missed_polls += 1

@@ -24,7 +24,10 @@ from . import rowcache
 from .apply import Changes, NodeRows
 from .packing import pack
 
-NODE_FIELDS = ["last_collected_at", "last_ingested_at", "stale", "read_errors", "source", "ingest_token"]
+NODE_FIELDS = [
+    "last_collected_at", "last_ingested_at", "stale", "read_errors", "source", "ingest_token",
+    "refused_reason", "refused_at", "refused_snapshots",
+]  # fmt: skip
 DEVICE_FIELDS = [
     "node_type_id",
     "node_type_name",
