@@ -14,12 +14,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
-from .results import STORED, IngestResult
+from fabricweb.inventory.models import Node
+from fabricweb.isotime import iso
+
+from .results import REFUSED, STORED, IngestResult
 from .signals import snapshots_ingested
 from .storage import partitions, rowcache, store
 from .storage.apply import Changes, apply_snapshot
@@ -104,11 +108,12 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
     # Rows are reused between batches only when this is the outermost transaction (see rowcache).
     cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
     with transaction.atomic():
+        refused = _backdated(ordered, now)
         # Before any row lock: creating an hour's partition of samples may wait for other writers' commits.
-        partitions.SAMPLES.ensure(snap.collected_at for _, snap in ordered)
+        partitions.SAMPLES.ensure(snap.collected_at for i, snap in ordered if i not in refused)
         rows = store.load_nodes(first_seen, cache)
         changes = Changes()
-        results = {i: apply_snapshot(snap, rows[snap.host], changes, now) for i, snap in ordered}
+        results = {i: refused.get(i) or apply_snapshot(snap, rows[snap.host], changes, now) for i, snap in ordered}
         store.write(changes)
         stored = [r for r in results.values() if r.status == STORED]
         if stored:
@@ -116,3 +121,39 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
     if cache is not None:
         cache.keep(rows.values())  # committed: as this process wrote them
     return results
+
+
+def _backdated(ordered: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, IngestResult]:
+    """Snapshots refused because they would create a partition of samples (PostgreSQL) they have no business in.
+
+    A node's polls create the partitions of their hours as they arrive, in order, or late after an outage;
+    the future is bounded by FUTURE_TOLERANCE. A snapshot dated at or before the node's last stored poll
+    (a clock step), or more than FABRIC_RETAIN_RAW before the newest samples, is stored only into an hour
+    that has its partition already: a node with rising counters could otherwise date each snapshot an hour
+    further back and have a table created for each. Only hours this process has not seen are looked at.
+    """
+    if not partitions.partitioned():
+        return {}
+    unseen = [(i, snap) for i, snap in ordered if not partitions.SAMPLES.known(snap.collected_at)]
+    if not unseen:
+        return {}
+    last = dict(
+        Node.objects.filter(name__in={snap.host for _, snap in unseen}).values_list("name", "last_collected_at")
+    )
+    spans = None
+    refused = {}
+    for i, snap in unseen:
+        before = last.get(snap.host)
+        if before is not None and snap.collected_at <= before:
+            why = f"not after its last stored poll ({iso(before)})"
+        else:
+            spans = partitions.SAMPLES.spans() if spans is None else spans
+            floor = spans[-1] - timedelta(seconds=settings.FABRIC_RETAIN_RAW) if spans else None
+            if floor is None or snap.collected_at >= floor:
+                continue
+            why = "more than FABRIC_RETAIN_RAW before the newest samples"
+        if partitions.SAMPLES.has(snap.collected_at):
+            continue
+        note = f"dated {iso(snap.collected_at)}, {why}: its hour has no partition of samples, and may not get one"
+        refused[i] = IngestResult(snap.host, snap.collected_at, REFUSED, note=note)
+    return refused

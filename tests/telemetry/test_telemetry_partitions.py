@@ -156,3 +156,36 @@ def test_the_migrations_pack_the_samples_and_partition_the_rollups_stored_in_old
                 "RETURNING id"
             ).fetchone()[0]
             assert new_id == 2
+
+
+def test_a_node_cannot_have_partitions_created_for_back_dated_snapshots(each_db):
+    """A node with rising counters dates each snapshot an hour further back: on PostgreSQL each would have
+    created an hour's partition. Refused, said why; a clock step into an hour that has its partition is stored."""
+    base = snapshot()
+    assert ingest_batch([later(base, 0), later(base, 3 * 3600)]).results[1].status == "stored"
+    before = partitions.SAMPLES.spans() if partitions.partitioned() else []
+    steps = [later(base, 3 * 3600 - 3600 * k, bump={"port_xmit_data": 1000 * k}) for k in range(1, 4)]
+    results = ingest_batch(steps).results
+    if each_db == "sqlite":  # no partitions to create: a clock step is stored as before
+        assert [r.status for r in results] == ["stored", "stored", "stored"]
+        return
+    assert [r.status for r in results] == ["refused", "refused", "stored"]  # T0 + 0 h has its partition
+    assert results[0].note == (
+        "dated 2026-03-01T14:00:00Z, not after its last stored poll (2026-03-01T15:00:00Z): "
+        "its hour has no partition of samples, and may not get one"
+    )
+    assert partitions.SAMPLES.spans() == before == [T0, T0 + timedelta(hours=3)]
+
+
+def test_a_snapshot_long_before_the_newest_samples_creates_no_partition(each_db, settings):
+    settings.FABRIC_RETAIN_RAW = 48 * 3600.0
+    base = snapshot()
+    ingest_batch([later(base, 72 * 3600)])
+    other = snapshot(host="cn002")  # a new node, dated three days before what is stored
+    result = ingest_batch([other]).results[0]
+    if each_db == "sqlite":
+        assert result.status == "stored"
+        return
+    assert result.status == "refused"
+    assert "more than FABRIC_RETAIN_RAW before the newest samples" in result.note
+    assert partitions.SAMPLES.spans() == [T0 + timedelta(hours=72)]

@@ -91,6 +91,21 @@ class Partitioned:
                 # Remembered only once committed: a rolled-back batch takes its new partition with it.
                 transaction.on_commit(lambda start=start: self._known.add(start))
 
+    def known(self, ts: datetime) -> bool:
+        """Whether this process saw the partition of `ts` committed (no query)."""
+        return self.floor(ts) in self._known
+
+    def has(self, ts: datetime) -> bool:
+        """Whether the partition of `ts` exists (PostgreSQL; always on a plain table)."""
+        if not partitioned():
+            return True
+        start = self.floor(ts)
+        if start in self._known:
+            return True
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [self.name(start)])
+            return bool(cursor.fetchone()[0])
+
     def spans(self) -> list[datetime]:
         """The starts of the spans that have a partition, oldest first (PostgreSQL)."""
         with connection.cursor() as cursor:
