@@ -184,7 +184,10 @@ def _device(d) -> DeviceIn:
     parsed = [_port(p) for p in ports]
     if len({p.number for p in parsed}) != len(parsed):
         raise _Doubt
-    return DeviceIn(name, attrs, parsed)
+    virtual_function = d.get("virtual_function")
+    if virtual_function is not None and type(virtual_function) is not bool:
+        raise _Doubt
+    return DeviceIn(name, attrs, parsed, virtual_function, _optional_text(d.get("physical_function"), TEXT_MAX))
 
 
 def _verbs(value) -> dict | None:

@@ -108,11 +108,15 @@ def _device(value, where: str) -> DeviceIn:
     attrs["hw_counters"] = checks.counters(d.get("hw_counters"), f"{where}.hw_counters")
     attrs["verbs"] = checks.scalars(d.get("verbs"), f"{where}.verbs")
     attrs["disagreements"] = checks.disagreements(d.get("disagreements"), f"{where}.disagreements")
+    virtual_function = d.get("virtual_function")
+    if virtual_function is not None and type(virtual_function) is not bool:
+        raise checks._fail(f"{where}.virtual_function", "true, false or null", virtual_function)
+    physical_function = checks.text(d.get("physical_function"), f"{where}.physical_function")
     ports = checks.sequence(d.get("ports"), f"{where}.ports", MAX_PORTS, optional=False)
     parsed = [_port(p, where, i) for i, p in enumerate(ports)]
     if len({p.number for p in parsed}) != len(parsed):
         raise SnapshotRejected(f"{where}: a port number appears twice")
-    return DeviceIn(name, attrs, parsed)
+    return DeviceIn(name, attrs, parsed, virtual_function, physical_function)
 
 
 def _port(value, device: str, index: int) -> PortIn:

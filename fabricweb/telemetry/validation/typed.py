@@ -56,6 +56,9 @@ class DeviceIn:
     name: str
     attrs: dict[str, object]  # fabricweb.inventory.models.Device field -> value
     ports: list[PortIn]
+    # SR-IOV (optional in schema 1; None: not sent, or unknown). Not Device fields, so not in attrs.
+    virtual_function: bool | None = None
+    physical_function: str | None = None  # the PF's PCI address, for a VF
 
 
 @dataclass(slots=True)
