@@ -60,6 +60,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "fabricweb.csp.ContentSecurityPolicyMiddleware",  # every HTML page: scripts from our origin only
     # Static files (CSS, JS, plotly.js) served by the app itself: gunicorn alone serves a working page.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
