@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
@@ -32,7 +33,7 @@ from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
 from fabricweb.telemetry.storage import rowcache
 from fabricweb.telemetry.storage.store import update_rows
 
-from . import context, lifecycle, memo, quiet
+from . import context, eventbudget, lifecycle, memo, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
 from .findings import Finding, Kind, device_target, merge_findings, node_key, port_target
@@ -57,6 +58,7 @@ class Outcome:
     seconds: float = 0.0
     reused: int = 0  # port judgements reused (memo.reuse or quiet.rejudge)
     fast: int = 0  # of which without a view (memo.reuse)
+    over_budget: int = 0  # findings not opened as events: their node holds FABRIC_NODE_MAX_OPEN_EVENTS (eventbudget)
 
 
 def on_snapshots_ingested(sender, results: list[IngestResult], **kwargs) -> Outcome | None:
@@ -99,6 +101,15 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
         elif newest[node.name] is not result:
             unknown = unknown | {node_key(Kind.CLOCK_SKEW, node.name)}
         actions = lifecycle.step(book.open_for(targets), findings, unknown, norms.resolve_after)
+        actions, waiting = eventbudget.within(actions, book.open_count(node.name), settings.FABRIC_NODE_MAX_OPEN_EVENTS)
+        if waiting:
+            out.over_budget += waiting
+            log.warning(
+                "health: %s holds its bound of open events (FABRIC_NODE_MAX_OPEN_EVENTS=%d): %d more not opened",
+                node.name,
+                settings.FABRIC_NODE_MAX_OPEN_EVENTS,
+                waiting,
+            )
         book.apply(actions, node, targets, at)
         out.snapshots += 1
         out.ports += len(result.observations)

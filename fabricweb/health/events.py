@@ -89,6 +89,10 @@ class EventBook:
     def for_nodes(cls, node_ids: Iterable[int], kind: str | None = None) -> EventBook:
         return cls(open_events(list(node_ids), kind))
 
+    def open_count(self, node: str) -> int:
+        """How many events of `node` are open."""
+        return len(self._by_node.get(node, ()))
+
     def open_for(self, targets: Mapping[str, Target]) -> dict[str, OpenEvent]:
         """lifecycle's view of the open events about the things in `targets`, and only those."""
         nodes = {_node_of(t) for t in targets}

@@ -125,3 +125,21 @@ def test_a_vanished_device_retires_after_the_stated_time_with_its_event_resolved
     fabric.poll()  # the node goes on: its retired device is not judged again, nor counted in its budget
     assert "vanished:cn003/mlx5_1" not in open_events()
     assert Node.objects.get(name="cn003").last_collected_at == fabric.now
+
+
+def test_a_node_holds_at_most_its_bound_of_open_events_the_most_severe_first(each_db, fabric, settings, caplog):
+    settings.FABRIC_NODE_MAX_OPEN_EVENTS = 1
+    fabric.polls(2)
+    fabric.fault("cn001/mlx5_0/1:symbol-errors=2", "cn003/mlx5_0/1:down", "cn003/mlx5_1/1:symbol-errors=2")
+    fabric.poll()
+    opened = {key: e.severity for key, e in open_events().items()}
+    # cn001 has room for its one; cn003 opens its critical one, its warning waits.
+    assert opened == {
+        "symbol_errors:cn001/mlx5_0/1": "warning",
+        "down:cn003/mlx5_0/1": "critical",
+    }
+    assert "cn003 holds its bound of open events (FABRIC_NODE_MAX_OPEN_EVENTS=1): 1 more not opened" in caplog.text
+
+    fabric.clear("cn003/mlx5_0/1:down")
+    fabric.polls(4)  # the critical one resolves after 3 clean polls: room for the warning, still true
+    assert set(open_events()) == {"symbol_errors:cn001/mlx5_0/1", "symbol_errors:cn003/mlx5_1/1"}
