@@ -84,6 +84,18 @@ def test_the_node_page_shows_devices_ports_and_events(viewer, faulty):
     assert "cn003 mlx5_1/1: " in html  # its down event
 
 
+def test_the_node_page_says_why_its_snapshots_are_refused_and_escapes_the_reason(viewer, faulty):
+    Node.objects.filter(name="cn002").update(
+        refused_reason="snapshot would add 512 ports <b>now</b>", refused_at=timezone.now(), refused_snapshots=40
+    )
+    html = viewer.text("/nodes/cn002/")
+    assert "snapshots refused</span> snapshot would add 512 ports &lt;b&gt;now&lt;/b&gt;" in html
+    assert "40 refused in all" in html
+    Node.objects.filter(name="cn002").update(refused_reason="")
+    assert "40 snapshots refused over its budget, the last at " in viewer.text("/nodes/cn002/")
+    assert "refused" not in viewer.text("/nodes/cn001/")
+
+
 def test_unknown_node_port_and_event_are_404(operator, faulty):
     operator.get("/nodes/nosuch/", status=404)
     operator.get("/ports/cn001/mlx9_0/1/", status=404)
