@@ -326,13 +326,13 @@ class SysfsReader:
 
     def sriov(self, dev_dir: str) -> tuple[bool | None, str | None]:
         """(virtual function?, its physical function's PCI address), from `device/physfn`: the kernel
-        links a VF's PCI function to its PF there, and gives no other function that link."""
-        device = os.path.join(dev_dir, "device")
-        path = os.path.join(device, "physfn")
+        links a VF's PCI function to its PF there, and gives no other function that link. False also
+        where there is no PCI function at all: device() makes that None, once pci() has looked."""
+        path = os.path.join(dev_dir, "device", "physfn")
         try:
             target = os.readlink(path)
-        except (FileNotFoundError, NotADirectoryError):  # a PF or a function without SR-IOV; no PCI function
-            return (False, None) if os.path.isdir(device) else (None, None)
+        except (FileNotFoundError, NotADirectoryError):  # a PF, a function without SR-IOV, or no PCI function
+            return False, None
         except OSError as e:
             if e.errno != errno.EINVAL:
                 self._fail(path, e)
@@ -373,6 +373,8 @@ class SysfsReader:
             for attr in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
                 setattr(dev, attr, at(attr, _text))
         dev.pci = self.pci(d)
+        if dev.pci is None:
+            dev.virtual_function = None  # no PCI function (rxe, siw): neither PF nor VF
         if self.hw_counters:
             dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None)
         ports_dir = j(d, "ports")
