@@ -1,4 +1,5 @@
-"""Operator actions on expectations: accept a port's current link as its baseline.
+"""Operator actions on expectations: accept a port's current link as its baseline; accept a node held out of
+the fabric norm (normhold.py) as normal.
 
 A baseline is stored as a LinkPolicy row (expectation.baseline_policy): one exact
 policy per port, order 0, named `baseline <node> <device>/<port>`. Chosen over a
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.utils import timezone
 
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
@@ -25,6 +27,10 @@ from . import context
 from .expectation import baseline_policy
 from .findings import port_label
 from .models import LinkPolicy
+
+
+class NormHoldError(ValueError):
+    """A node that is not held out of the fabric norm: there is nothing to accept."""
 
 
 class BaselineError(ValueError):
@@ -93,3 +99,27 @@ def _not_baseline(port: Port, link) -> str:
     if link is None:
         return "its speed or width is unknown"
     return ""
+
+
+def accept_norm(node: Node, by: str) -> Node:
+    """Accept the hardware `node` reports as normal: it votes in the fabric norm again, one vote per HCA model
+    and link, and who accepted it and when are kept on the node. NormHoldError when it is not held out."""
+    with transaction.atomic():
+        # Ingest of this node waits (and vice versa): it cannot write back the hold from rows read before.
+        row = Node.objects.select_for_update().filter(pk=node.pk).first()
+        if row is None or row.norm_hold_since is None:
+            raise NormHoldError(f"{node.name}: not held out of the fabric norm, nothing to accept")
+        row.norm_hold_reason, row.norm_hold_since = "", None
+        row.norm_accepted_by, row.norm_accepted_at = by, timezone.now()
+        row.ingest_token = None  # every ingest process reads the node afresh (telemetry.storage.rowcache)
+        row.save(
+            update_fields=[
+                "norm_hold_reason",
+                "norm_hold_since",
+                "norm_accepted_by",
+                "norm_accepted_at",
+                "ingest_token",
+            ]
+        )
+    context.forget()  # this process; ingest workers read the norm again within one poll interval
+    return row

@@ -1,5 +1,5 @@
-"""What ingest judges ports against: thresholds, operator link policies, the fabric majority and the
-ports the expected cabling names.
+"""What ingest judges ports against: thresholds, operator link policies, the fabric majority (one vote per
+node, HCA model and link: `load_majorities`) and the ports the expected cabling names.
 
 Policies, the majority and the expected cabling are read from the database at most every REFRESH_S seconds
 (or one poll interval, when that is longer; measured on ingest's clock) per process,
@@ -23,6 +23,7 @@ from django.db.models import Count
 
 from collectors.facts import SWITCH_DEVICE
 from collectors.link import Rate, make_rate
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
 
 from . import models
@@ -126,17 +127,21 @@ def load_policies() -> Policies:
 
 
 def load_majorities() -> dict[str, Majority]:
-    """One GROUP BY over ACTIVE InfiniBand ports still present: (HCA model, speed, width) -> ports."""
+    """The fabric norm per HCA model: one GROUP BY over ACTIVE InfiniBand ports still present, of nodes whose
+    state is known and not held out of the norm (normhold), counting nodes, not ports: (HCA model, speed,
+    width) -> nodes with such a port. One vote per node, HCA model and link, however many ports it has."""
     groups = (
         Port.objects.filter(
-            up=True,  # fabricweb.inventory.portfacts' up, kept on the row
+            up=True,  # fabricweb.inventory.portfacts' up, kept on the row: vanished ports are not
             device__vanished_at__isnull=True,
+            device__node__norm_hold_since__isnull=True,
             speed__isnull=False,
             lanes__isnull=False,
         )
         .exclude(link_layer__iexact="ethernet")  # RoCE runs at its switch's speed; NULL (unknown) stays in
+        .exclude(portfacts.unknown_q())  # a stale node, an unreached switch: what they last said is not now
         .values_list("device__hca_type", "speed", "lanes")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("device__node", distinct=True))
         .order_by()  # no default ordering: it would join into the GROUP BY
     )
     return counted_majority((hca, rate(speed, lanes), n) for hca, speed, lanes, n in groups)

@@ -13,9 +13,12 @@ somewhere (shared/docs/infiniband.md §2). In order:
    no higher, and should train no lower.
 3. Otherwise the better (collectors.link.better_link) of
    - the best link this port has held while ACTIVE, and
-   - the link most ACTIVE ports of the same HCA model run at, counted only when
-     at least `Thresholds.fabric_min_ports` (default 4) such ports are up and
-     more than half of them agree: with fewer, one odd port would set the norm.
+   - the fabric norm: the link most nodes run ACTIVE ports of the same HCA model at,
+     counted only when there are at least `Thresholds.fabric_min_ports` (default 4)
+     votes and more than half of them agree: with fewer, one odd node would set the norm.
+     Nodes vote, not ports: one vote per (node, HCA model, link), so a node reporting
+     512 ports weighs what a node with one does. Stale nodes, vanished ports and nodes
+     held out of the norm (normhold.py) do not vote (context.load_majorities).
    The fabric majority is what catches a port that has been slow since its first poll.
 
 Accepting the current link as baseline (the operator action) stores an exact
@@ -123,31 +126,39 @@ def remember_best(best: Rate | None, link: Rate | None, active: bool) -> Rate | 
 
 @dataclass(frozen=True, slots=True)
 class Majority:
-    """The link most ACTIVE ports of one HCA model run at."""
+    """The link most votes (one per node, HCA model and link) for one HCA model's ACTIVE ports are for."""
 
     hca_type: str
     link: Rate
-    count: int  # ports at `link`
-    total: int  # ACTIVE ports of this model with a known link
+    count: int  # votes for `link`: nodes with a port of this model at it
+    total: int  # votes for any known link
 
-    def counts(self, min_ports: int) -> bool:
-        return self.total >= min_ports and self.count * 2 > self.total
+    def counts(self, min_votes: int) -> bool:
+        return self.total >= min_votes and self.count * 2 > self.total
 
 
-def fabric_majority(ports: Iterable[tuple[str | None, Rate | None]]) -> dict[str, Majority]:
-    """Per HCA model, the most common link among (hca_type, link) of ACTIVE InfiniBand ports.
+def fabric_majority(votes: Iterable[tuple[str | None, Rate | None]]) -> dict[str, Majority]:
+    """Per HCA model, the most common link among (hca_type, link) votes of ACTIVE InfiniBand ports.
 
     Leave RoCE ports out: they run at their Ethernet switch's speed (the rules
     ignore the majority for them anyway).
 
-    Ports without a model or a full link are left out. A tie goes to the slower
+    Votes without a model or a full link are left out. A tie goes to the slower
     link: an expectation set too high cries wolf on every other port.
     """
-    return counted_majority((hca_type, link, 1) for hca_type, link in ports)
+    return counted_majority((hca_type, link, 1) for hca_type, link in votes)
+
+
+def node_majority(ports: Iterable[tuple[str, str | None, Rate | None]]) -> dict[str, Majority]:
+    """`fabric_majority` of (node, hca_type, link) ports, each node voting once per HCA model and link."""
+    votes = {
+        (node, hca_type, (link.speed, link.lanes)): (hca_type, link) for node, hca_type, link in ports if usable(link)
+    }
+    return fabric_majority(votes.values())
 
 
 def counted_majority(groups: Iterable[tuple[str | None, Rate | None, int]]) -> dict[str, Majority]:
-    """`fabric_majority` of (hca_type, link, number of ports) groups, as a GROUP BY query returns them."""
+    """`fabric_majority` of (hca_type, link, number of votes) groups, as a GROUP BY query returns them."""
     by_model: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
     for hca_type, link, count in groups:
         link = usable(link)
@@ -183,8 +194,8 @@ def link_source(capability: Rate) -> str:
 
 def fabric_source(majority: Majority) -> str:
     return (
-        f"most {majority.hca_type} ports in the fabric ({majority.count} of {majority.total}) "
-        f"run {majority.link.link_name}"
+        f"most {majority.hca_type} nodes in the fabric run {majority.link.link_name} "
+        f"({majority.count} of {majority.total} node votes)"
     )
 
 
@@ -192,7 +203,7 @@ def expected_link(
     policy: LinkPolicy | None,
     best: Rate | None,
     majority: Majority | None,
-    min_ports: int = DEFAULT.fabric_min_ports,
+    min_ports: int = DEFAULT.fabric_min_ports,  # votes, despite the threshold's name
     capability: Rate | None = None,
 ) -> Expectation:
     """The expectation for one port; see the module docstring for the rules."""

@@ -62,7 +62,7 @@ class Thresholds:
     )
 
     # Expectations and events.
-    fabric_min_ports: int = _t(4, "active ports of one HCA model", "our choice")
+    fabric_min_ports: int = _t(4, "node votes for one HCA model (one per node and link)", "our choice")
     resolve_after_polls: int = _t(3, "clean polls", "our choice: hysteresis")
 
     def __post_init__(self) -> None:

@@ -79,6 +79,16 @@ class Node(models.Model):
             "An ingest process reuses the rows it holds in memory only while this still matches."
         ),
     )
+    # Held out of the fabric norm (fabricweb.health.normhold): set by ingest when the hardware it reports jumps,
+    # cleared only by an operator's accept (health.actions.accept_norm), who is recorded.
+    norm_hold_reason = models.TextField(
+        blank=True, default="", help_text="Why its ports do not vote in the fabric norm; empty: they do."
+    )
+    norm_hold_since = models.DateTimeField(null=True, blank=True, help_text="When it was held out (server's clock).")
+    norm_accepted_by = models.CharField(
+        max_length=150, blank=True, default="", help_text="Who last accepted its hardware as normal."
+    )
+    norm_accepted_at = models.DateTimeField(null=True, blank=True, help_text="When that was.")
 
     class Meta:
         ordering = ["name"]

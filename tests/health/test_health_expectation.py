@@ -39,7 +39,7 @@ def test_fabric_majority_catches_a_port_slow_since_its_first_poll():
     # The port has only ever run 4X QDR, so its own history expects nothing better.
     exp = expected_link(None, best=QDR, majority=Majority("MT4123", HDR, 37, 40))
     assert exp.link == HDR
-    assert exp.source == "most MT4123 ports in the fabric (37 of 40) run 4X HDR"
+    assert exp.source == "most MT4123 nodes in the fabric run 4X HDR (37 of 40 node votes)"
     assert exp.origin == "fabric"
 
 
@@ -53,7 +53,7 @@ def test_the_better_of_history_and_fabric_takes_speed_and_width_separately():
     assert exp.link == HDR
     assert exp.origin == "history+fabric"
     assert exp.source == (
-        "learned from this port's history (1X HDR) and most MT4123 ports in the fabric (30 of 40) run 4X EDR"
+        "learned from this port's history (1X HDR) and most MT4123 nodes in the fabric run 4X EDR (30 of 40 node votes)"
     )
 
 

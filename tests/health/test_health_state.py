@@ -179,7 +179,7 @@ def test_it_flags_a_port_slow_since_its_first_poll_from_the_fabric_majority_as_a
     f = only(j, Kind.DEGRADED)
     assert f.message == (
         "cn042 mlx5_0/1: trained at 40 Gb/s (4X QDR), expected 200 Gb/s (4X HDR): speed downgrade "
-        "(QDR where HDR expected) — most MT4123 ports in the fabric (37 of 40) run 4X HDR"
+        "(QDR where HDR expected) — most MT4123 nodes in the fabric run 4X HDR (37 of 40 node votes)"
     )
     # Inferred from peers, not from this port's own past: likely, not certain.
     assert f.severity is Severity.WARNING

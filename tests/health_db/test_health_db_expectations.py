@@ -32,7 +32,11 @@ def test_every_port_stores_what_it_should_run_at_and_who_says_so(each_db, fabric
     assert (roce.expected_speed, roce.expected_lanes) == ("EDR", 4)  # 100GbE as mlx5 reports it
 
 
-def test_a_port_slow_from_its_first_poll_is_caught_by_the_fabric_majority(each_db, fabric):
+def test_a_port_slow_from_its_first_poll_is_caught_by_the_fabric_majority(each_db, sim_dir):
+    from health_db_fabric import SimFabric
+
+    # Nodes vote, not ports: nine nodes make six ConnectX-6 ones, four of them up before cn005 (fabric_min_ports).
+    fabric = SimFabric(sim_dir, 9)
     # cn005's worker starts late, on a node whose first port trained at EDR: it never held HDR.
     fabric.silent.add("cn005")
     fabric.fault("cn005/mlx5_0/1:speed=EDR")
@@ -44,10 +48,10 @@ def test_a_port_slow_from_its_first_poll_is_caught_by_the_fabric_majority(each_d
     assert event.severity == "warning"  # below what its peers run, not below its own past: likely, not certain
     assert re.fullmatch(
         r"cn005 mlx5_0/1: trained at 100 Gb/s \(4X EDR\), expected 200 Gb/s \(4X HDR\): speed downgrade "
-        r"\(EDR where HDR expected\) — most MT4123 ports in the fabric \(\d of \d\) run 4X HDR",
+        r"\(EDR where HDR expected\) — most MT4123 nodes in the fabric run 4X HDR \(\d of \d node votes\)",
         event.message,
     )
-    assert port("cn005 mlx5_0/1").expected_source.startswith("most MT4123 ports in the fabric")
+    assert port("cn005 mlx5_0/1").expected_source.startswith("most MT4123 nodes in the fabric")
     assert event.details["origin"] == "fabric"
     assert fabric.alarms == {"degraded:cn005/mlx5_0/1": "warning"}
 
@@ -58,7 +62,8 @@ def test_at_bring_up_one_batch_of_the_whole_fabric_already_knows_the_majority(ea
     fab = SimFabric(sim_dir, 6, faults=("cn003/mlx5_1/1:width=2X",))
     fab.poll(batch=True)
     event = open_events()["degraded:cn003/mlx5_1/1"]
-    assert event.message.endswith("— most MT4123 ports in the fabric (5 of 6) run 4X HDR")
+    # cn001, cn003 and cn005 run 4X HDR; cn003 runs 2X HDR too: one vote per node and link.
+    assert event.message.endswith("— most MT4123 nodes in the fabric run 4X HDR (3 of 4 node votes)")
     assert "(2X where 4X expected)" in event.message
 
 

@@ -13,6 +13,7 @@ from operator import attrgetter
 
 from collectors.facts import is_up
 from collectors.link import Rate, better_link, make_rate
+from fabricweb.health import normhold
 from fabricweb.inventory.models import Device, Node, Port
 
 from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
@@ -147,6 +148,7 @@ def apply_snapshot(
         rows.checkpoint_due = True  # (polls replayed in time order must be the order they were applied)
     rows.seen_until = snap.ts if rows.seen_until is None else max(rows.seen_until, snap.ts)
     rows.new = False
+    normhold.hold_if_jumped(node, rows.devices, rows.ports, snap.devices, now)  # before its rows take the snapshot
 
     for d in snap.devices:
         device = _device(d, rows, changes, snap, result)

@@ -26,7 +26,7 @@ from .packing import pack
 
 NODE_FIELDS = [
     "last_collected_at", "last_ingested_at", "stale", "read_errors", "source", "ingest_token",
-    "refused_reason", "refused_at", "refused_snapshots",
+    "refused_reason", "refused_at", "refused_snapshots", "norm_hold_reason", "norm_hold_since",
 ]  # fmt: skip
 DEVICE_FIELDS = [
     "node_type_id",
