@@ -194,6 +194,13 @@ def node_summary(node: Node, ports: dict[str, int], events: dict[str, int], stal
             "last_at": iso(node.refused_at),
             "snapshots": node.refused_snapshots,
         },
+        # Held out of the fabric norm until an operator accepts its hardware (fabricweb/health/normhold.py).
+        "norm_hold": {
+            "reason": node.norm_hold_reason or None,
+            "since": iso(node.norm_hold_since),
+            "accepted_by": node.norm_accepted_by or None,
+            "accepted_at": iso(node.norm_accepted_at),
+        },
         "ports": port_counts(ports),
         "open_events": severity_counts(events),
         "read_error_count": len(node.read_errors),

@@ -14,6 +14,7 @@ urlpatterns = [
     path("fabric/", fabric.fabric_page, name="fabric"),
     path("switches/<str:key>/", fabric.switch_page, name="switch"),
     path("nodes/<str:name>/", node.node_page, name="node"),
+    path("nodes/<str:name>/accept-norm", actions.accept_node_norm, name="accept_norm"),
     path("ports/<str:node>/<str:device>/<int:port>/", port.port_page, name="port"),
     path("ports/<str:node>/<str:device>/<int:port>/series", port.port_series, name="port_series"),
     path("ports/<str:node>/<str:device>/<int:port>/baseline", actions.baseline, name="baseline"),

@@ -10,8 +10,9 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from fabricweb.health.actions import BaselineError, accept_baseline
+from fabricweb.health.actions import BaselineError, NormHoldError, accept_baseline, accept_norm
 from fabricweb.health.models import Acknowledgement, Event, Silence
+from fabricweb.inventory.models import Node
 
 from ..forms import AcknowledgeForm, SilenceForm
 from .common import require_operator
@@ -99,3 +100,21 @@ def baseline(request, node: str, device: str, port: int):
             request, f"Accepted the current link as baseline ({names}); its event resolves after a few clean polls."
         )
     return redirect("dashboard:port", node=node, device=device, port=port)
+
+
+@login_required
+@require_POST
+def accept_node_norm(request, name: str):
+    require_operator(request)
+    node = Node.objects.filter(name=name).first()
+    if node is None:
+        raise Http404(f"no node {name!r}")
+    try:
+        accept_norm(node, by=request.user.get_username())
+    except NormHoldError as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(
+            request, f"Accepted what {name} reports as normal: it votes in the fabric norm again, once per HCA model."
+        )
+    return redirect("dashboard:node", name=name)

@@ -15,7 +15,7 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
 from .. import fabric
-from .common import freshness, mark_page
+from .common import can_operate, freshness, mark_page
 
 RECENT_EVENTS = 20
 READ_ERRORS_SHOWN = 100  # a snapshot may carry thousands; the API pages the rest
@@ -63,6 +63,7 @@ def node_page(request, name: str):
         "more_read_errors": max(0, len(node.read_errors) - READ_ERRORS_SHOWN),
         "devices": devices,
         "events": events,
+        "can_operate": can_operate(request.user),
         **freshness(now),
     }
     return render(request, "dashboard/node.html", context)
