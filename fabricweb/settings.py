@@ -104,7 +104,10 @@ def _database(url: str | None) -> dict:
     if db["ENGINE"] == "django.db.backends.sqlite3":
         # Several Celery processes write: WAL lets readers run beside the one writer, IMMEDIATE
         # takes the write lock when a transaction starts (no read-then-upgrade deadlock), and
-        # the timeout makes a writer wait for the lock instead of failing at once.
+        # the timeout makes a writer wait for the lock instead of failing at once. SQLite's own
+        # wait tries only every 100 ms and loses every gap between ingest's batches (logins failed
+        # with "database is locked" under load): fabricweb.sqlitedb tries every millisecond.
+        db["ENGINE"] = "fabricweb.sqlitedb"
         db["CONN_MAX_AGE"] = 0 if db["NAME"] == ":memory:" else db["CONN_MAX_AGE"]
         db["OPTIONS"] = {
             "transaction_mode": "IMMEDIATE",

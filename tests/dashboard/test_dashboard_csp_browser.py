@@ -6,24 +6,17 @@ SQLite file copied from the test database (SQLite only: the policy is a header, 
 from __future__ import annotations
 
 import sqlite3
-import sys
-import time
-import urllib.request
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
-from django.db import connection
 from django.utils import timezone
+from webserver_support import PASSWORD, make_superuser, served_copy
 
 from fabricweb.inventory.models import Port
 from tests.api.api_support import SimFabric
-from tests.e2e.e2e_harness import Process, chromium_browser, clean_env
-from tests.loopback import free_port
+from tests.e2e.e2e_harness import chromium_browser
 
 pytestmark = pytest.mark.django_db(transaction=True)  # committed rows: the file copy must hold them
-PASSWORD = "csp-browser-test-password"
 PORT_PAGE = "/ports/cn001/mlx5_0/1/"
 WAIT_MS = 20_000
 # Every violation the page sees, from before its first script runs (Playwright's init scripts are not the page's).
@@ -38,30 +31,9 @@ def server(tmp_path):
     fab = SimFabric(tmp_path / "sim", 2, start=timezone.now() - timedelta(minutes=1))
     for _ in range(3):
         fab.poll()
-    # The server runs the production hasher: the password is stored as it would store it.
-    encoded = PBKDF2PasswordHasher().encode(PASSWORD, "cspbrowsersalt")
-    get_user_model().objects.create(username="olga", password=encoded, is_staff=True, is_superuser=True)
-    db = tmp_path / "web.sqlite3"
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM INTO %s", [str(db)])
-    port = free_port()
-    env = clean_env(DATABASE_URL=f"sqlite:///{db}", DEBUG="1", FABRIC_POLL_INTERVAL="1")
-    web = Process(
-        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], env, tmp_path / "web.log"
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/login/", timeout=2).close()
-            break
-        except OSError:
-            assert web.proc.poll() is None and time.monotonic() < deadline, f"runserver did not start\n{web.tail()}"
-            time.sleep(0.2)
-    try:
-        yield base, db
-    finally:
-        web.stop()
+    make_superuser("olga")
+    with served_copy(tmp_path, FABRIC_POLL_INTERVAL="1") as served:
+        yield served
 
 
 def test_charts_draw_and_live_refresh_updates_under_the_policy(server):
