@@ -10,9 +10,11 @@ imports no task module, and the scheduling tasks import the app).
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from celery import Celery
 
+from fabricweb.cappedredis import TRANSPORT as CAPPED_TRANSPORT
 from fabricweb.names import (
     ALERTS_QUEUE,
     INGEST_QUEUE,
@@ -43,6 +45,21 @@ app.conf.update(
     broker_transport_options=dict(PLAIN_BODIES),
 )
 app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _capped_broker(sender, **kwargs):
+    from django.conf import settings
+
+    # Any node can push to the central queues: a Redis broker's messages over the cap are drained unread,
+    # logged and dropped (fabricweb/cappedredis.py). A process passing a transport of its own (ingest's
+    # consumer) passes its own cap in its transport options.
+    if urlsplit(sender.conf.broker_url or "").scheme in ("redis", "rediss"):
+        sender.conf.broker_transport = CAPPED_TRANSPORT
+        sender.conf.broker_transport_options = {
+            **(sender.conf.broker_transport_options or {}),
+            "max_message_bytes": settings.FABRIC_TASK_MESSAGE_MAX_BYTES,
+        }
 
 
 @app.on_after_configure.connect

@@ -263,3 +263,8 @@ if FABRIC_REDIS_CA_FILE is not None and not Path(FABRIC_REDIS_CA_FILE).is_file()
 CELERY_BROKER_USE_SSL = celery_ssl_options(REDIS_URL, FABRIC_REDIS_CA_FILE)
 # Clients of the broker's Redis other than Celery's (locks, queue lengths, /healthz): the same checks.
 REDIS_CLIENT_OPTIONS = redis_py_options(REDIS_URL, FABRIC_REDIS_CA_FILE)
+
+# The most one message on a central Celery queue (ingest, alerts) may take: central tasks are a few hundred
+# bytes. A larger one (only a node pushing where it should not makes one) is drained unread and dropped
+# by the workers (fabricweb/cappedredis.py). Snapshot queues have a cap of their own (intake/messages.py).
+FABRIC_TASK_MESSAGE_MAX_BYTES = env.int("FABRIC_TASK_MESSAGE_MAX_BYTES", 1024 * 1024, minimum=64 * 1024)

@@ -8,20 +8,21 @@ costs ~0.25 ms of Python, about a quarter of the consumer's time per message
 this channel builds its synchronous client once. The asynchronous one (the BRPOP
 connection kombu polls) is left as kombu makes it.
 
-Only for `redis://` brokers; any other URL (TLS, Sentinel, memory, AMQP) keeps its own
-transport. Pinned kombu (pyproject.toml); tests/pipeline runs the consumer on it.
+Its connections drop messages over the consumer's `max_message_bytes` unread (cappedredis.py).
+Only for `redis://` brokers; any other URL (TLS, Sentinel, memory, AMQP) keeps the app's
+transport (for rediss://, cappedredis.Transport). Pinned kombu (pyproject.toml); tests/pipeline runs the consumer on it.
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from kombu.transport import redis as kombu_redis
+from fabricweb import cappedredis
 
 TRANSPORT = "fabricweb.telemetry.intake.broker:Transport"
 
 
-class Channel(kombu_redis.Channel):
+class Channel(cappedredis.Channel):
     _sync_client = None
 
     def _create_client(self, asynchronous=False):
@@ -32,7 +33,7 @@ class Channel(kombu_redis.Channel):
         return self._sync_client
 
 
-class Transport(kombu_redis.Transport):
+class Transport(cappedredis.Transport):
     Channel = Channel
 
 

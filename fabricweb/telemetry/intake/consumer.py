@@ -39,6 +39,7 @@ import redis
 from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
+from fabricweb.cappedredis import capped_parser
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 
 from ..validation.auth import NotAuthenticated
@@ -120,6 +121,7 @@ class BatchConsumer(StoresBatches):
                         url or conn.as_uri(include_password=True),
                         socket_timeout=BROKER_TIMEOUT_S,
                         socket_connect_timeout=BROKER_TIMEOUT_S,
+                        parser_class=capped_parser(self.options["max_message_bytes"]),  # oversized: drained unread
                     )
                 if self.shards > 1 and self.leases is None:
                     self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)

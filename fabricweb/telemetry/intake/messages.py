@@ -21,6 +21,10 @@ JSON = "application/json"
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # A fabric collector's sweep is ~200 bytes per port of the fabric: room for the caps of fabric/schema.py.
 MAX_FABRIC_MESSAGE_BYTES = 80 * 1024 * 1024
+# The most a whole message on a snapshots queue may take, kombu's envelope around the body (the body is
+# a string in it, escaped once more: +40% for a sweep's quotes, +33% as base64 from older agents), plus
+# its headers. Larger ones are drained unread off the socket (fabricweb/cappedredis.py): never held.
+MAX_ENVELOPE_BYTES = MAX_FABRIC_MESSAGE_BYTES * 7 // 5 + 64 * 1024
 
 
 class Dropped(ValueError):
@@ -50,6 +54,12 @@ def decode_body(message) -> object:
 def snapshots_of(message) -> list:
     """The snapshots in a Celery protocol 2 message of ingest_snapshot (one) or ingest_fabric (one sweep);
     raise Dropped for anything else."""
+    oversized = getattr(message, "oversized", None)
+    if oversized is not None:  # never read: its bytes were drained off the socket
+        raise Dropped(
+            f"{oversized} bytes on queue {message.queue}, more than the {MAX_ENVELOPE_BYTES} bytes a message"
+            " there may take: drained unread"
+        )
     # The content type first: a body that is not JSON is never decoded, so never unpickled.
     if message.content_type != JSON:
         raise Dropped(f"content type {message.content_type!r}: only {JSON} is read")

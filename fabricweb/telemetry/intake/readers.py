@@ -26,6 +26,7 @@ import redis
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.names import SNAPSHOT_UNACKED_KEY
 
+from .messages import MAX_ENVELOPE_BYTES
 from .redisread import BatchReader, give_back
 from .shards import unacked_keys
 
@@ -52,6 +53,8 @@ def transport_options(redeliver_after: float, consumer_id: str | None = None) ->
         "unacked_restore_throttle": 1,  # look for abandoned messages at every idle poll (one cheap ZRANGE)
         "socket_timeout": BROKER_TIMEOUT_S,
         "socket_connect_timeout": BROKER_TIMEOUT_S,
+        # Larger messages are drained unread (fabricweb/cappedredis.py): read through kombu or redisread.
+        "max_message_bytes": MAX_ENVELOPE_BYTES,
     }
 
 

@@ -21,7 +21,9 @@ consumer killed, or one that lost its broker connection and started a new reader
 lists given back to the head of their queues by whichever consumer looks first
 (`restore_older_than`); a dead sharded consumer's are given back at once by shards.sweep.
 Messages a consumer of an earlier version left in kombu's unacked hash are still restored
-from there. Only for plain redis:// brokers, like telemetry/intake/broker.py.
+from there. A message over the consumer's cap comes as cappedredis.Oversized (drained unread):
+its place on the taken list gets a small tombstone, so it is acked, trimmed or given back by
+value like any other, and snapshots_of drops it. Only for plain redis:// brokers, like telemetry/intake/broker.py.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ import redis
 from kombu.message import Message
 from kombu.utils.json import dumps, loads, object_hook
 
+from fabricweb.cappedredis import Oversized, note_dropped
+
 TAKERS_KEY = "ingest.takers"
 TAKEN_PREFIX = "ingest.taken."
 HEARTBEAT_EVERY_S = 1.0  # how often a reader with nothing to take still says it is alive
@@ -48,6 +52,21 @@ if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
 redis.call('LTRIM', KEYS[1], 0, -1 - tonumber(ARGV[2]))
 return 1
 """
+
+
+# KEYS[1]: a taken list; ARGV: the length it must have, an index, what to set there. As _TRIM: nothing done
+# when its length says it was given back meanwhile (give_back dropped the oversized message then).
+_MARK = """
+if redis.call('LLEN', KEYS[1]) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('LSET', KEYS[1], tonumber(ARGV[2]), ARGV[3])
+return 1
+"""
+
+
+def _tombstone(tag: str) -> bytes:
+    """What stands on a taken list for an oversized message taken as `tag`: no JSON envelope, so a message
+    dropped by its type if it is ever read again."""
+    return f"oversized message taken as {tag}, drained unread".encode()
 
 
 def taken_key(taker: str, queue: str) -> str:
@@ -141,6 +160,7 @@ class TakenMessage(Message):
             accept=["application/json"],
         )
         self.reader, self.queue, self.raw = reader, queue, raw
+        self.oversized: int | None = None  # the size of a message drained unread (cappedredis), in bytes
         self.done = False  # acked (removed from its taken list at the next commit_acks)
 
     def ack(self, multiple=False) -> None:
@@ -194,23 +214,39 @@ class BatchReader:
                     pipe.lmove(queue, key, "RIGHT", "LEFT")
             moved = pipe.execute()[2:]
         self._seen_at = now
-        out, at = [], 0
+        out, at, oversized = [], 0, []
         for queue, count in plan:
             held = self.held.setdefault(queue, deque())
             for raw in moved[at : at + count]:
                 if raw is None:  # taken meanwhile by another reader of an unsharded queue
                     continue
-                try:
-                    payload = _envelope(raw)
-                except ValueError:
-                    payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its type
-                message = TakenMessage(
-                    self, f"{self.taker}.{next(self._tags)}", queue, raw, payload if isinstance(payload, dict) else {}
-                )
+                tag, size = f"{self.taker}.{next(self._tags)}", None
+                if isinstance(raw, Oversized):  # drained unread (cappedredis): dropped by snapshots_of
+                    oversized.append((queue, len(held)))
+                    raw, size, payload = _tombstone(tag), raw.size, {}
+                else:
+                    try:
+                        payload = _envelope(raw)
+                    except ValueError:
+                        payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its type
+                message = TakenMessage(self, tag, queue, raw, payload if isinstance(payload, dict) else {})
+                message.oversized = size
                 held.append(message)
                 out.append(message)
             at += count
+        if oversized:
+            self._mark(oversized)
         return out
+
+    def _mark(self, oversized: list[tuple[str, int]]) -> None:
+        """Put each oversized message's tombstone in its place on its taken list, so that acks, requeues and
+        give_back handle it by value like any other (its bytes are not here to name it)."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue, index in oversized:
+                held = self.held[queue]
+                # The list holds what `held` does, newest on the left: held[i] is at len(held) - 1 - i.
+                pipe.eval(_MARK, 1, taken_key(self.taker, queue), len(held), len(held) - 1 - index, held[index].raw)
+            pipe.execute()
 
     def _heartbeat(self) -> None:
         """Say this reader is alive while it takes nothing (a batch in hand, the database away)."""
@@ -308,6 +344,7 @@ def give_back(client: redis.Redis, taker: str) -> int | None:
             held = [pipe.lrange(key, 0, -1) for key in keys]
             pipe.multi()
             for queue, messages in zip(queues, held, strict=True):
+                messages = _readable(queue, messages)
                 if messages:  # (oldest on the right, as on the queue: pushed in this order it is read first)
                     pipe.rpush(queue, *map(redelivered, messages))
             pipe.delete(queues_key, *keys)
@@ -316,6 +353,14 @@ def give_back(client: redis.Redis, taker: str) -> int | None:
         except redis.WatchError:
             return None
     return sum(map(len, held))
+
+
+def _readable(queue: str, messages: list) -> list[bytes]:
+    """`messages` less those drained unread as oversized (a reader died before marking them): dropped here."""
+    for message in messages:
+        if isinstance(message, Oversized):
+            note_dropped(queue, message.size, what="while giving back ")
+    return [m for m in messages if not isinstance(m, Oversized)]
 
 
 def takers_of(client: redis.Redis, consumer_id: str) -> list[str]:
