@@ -86,8 +86,12 @@ class FabricCollector:
             seen = out.family(
                 PREFIX + "node_last_seen_timestamp_seconds", "When the node's last snapshot was stored (server clock)"
             )
+            refused = out.family(
+                PREFIX + "node_refused",
+                "1 while the host's snapshots are refused over its budget (FABRIC_NODE_MAX_*: docs/ingest.md)",
+            )
         switches, collectors = [], []
-        for node_id, name, ingested, kind, guid, stale in tables.nodes():
+        for node_id, name, ingested, kind, guid, stale, refusal in tables.nodes():
             if ingested is not None and (newest is None or ingested > newest):
                 newest = ingested
             if not self.selection.wants(name):
@@ -105,6 +109,7 @@ class FabricCollector:
             if health:
                 labels = {"node": name}
                 up.add(labels, 0 if stale else 1)
+                refused.add(labels, 1 if refusal else 0)
                 if ingested is not None:
                     seen.add(labels, ingested.timestamp())
         if health and switches:

@@ -122,14 +122,14 @@ def _rows(queryset: QuerySet, fields: tuple[str, ...]) -> Iterator[tuple]:
                 yield tuple(row)
 
 
-def nodes() -> Iterable[tuple[int, str, datetime | None, str, str | None, bool]]:
-    """(id, name, last_ingested_at, kind, guid, stale) of every node (host, switch, fabric
+def nodes() -> Iterable[tuple[int, str, datetime | None, str, str | None, bool, str]]:
+    """(id, name, last_ingested_at, kind, guid, stale, refused_reason) of every node (host, switch, fabric
     collector), by name."""
     stale = ExpressionWrapper(portfacts.node_stale_q(prefix=""), output_field=BooleanField())
     return (
         Node.objects.order_by("name")
         .annotate(is_stale=stale)
-        .values_list("id", "name", "last_ingested_at", "kind", "guid", "is_stale")
+        .values_list("id", "name", "last_ingested_at", "kind", "guid", "is_stale", "refused_reason")
     )
 
 
