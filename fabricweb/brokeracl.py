@@ -28,6 +28,12 @@ password) and `--passwords` the passwords to provision on the nodes (docs/agent.
 A fabric collector has a user of its own the same way, `fabric.<name>` (`broker_acl --collector`):
 its own queue fabric.<name> (the sweep) and LPUSH to its snapshots queue, nothing else; its password
 has a context of its own, so no node's password, whatever the node is called, is a collector's.
+
+`broker_acl --central` starts the file with Redis's `default` user off (a client that names no
+user gets nothing) and the central processes' own user, the one REDIS_URL names (docker-compose's
+`central`), with every key and channel but no @dangerous command (FLUSHALL, CONFIG, KEYS, ACL,
+DEBUG, SHUTDOWN, MONITOR...): what web, beat, the workers and `manage.py ingest` send, checked
+against Redis's ACL LOG with every central process running (tests/deploy/test_compose_acl.py).
 """
 
 from __future__ import annotations
@@ -61,6 +67,22 @@ OWN_COMMANDS = (
     "+hset", "+hget", "+hdel", "+zadd", "+zrem", "+zrange",
     "+set", "+get", "+del", "+evalsha", "+script|load",
 )  # fmt: skip
+
+
+# The central processes' rules: they send to every node's queue, take the snapshots and the central queues,
+# hold the scheduling locks (Lua) and read queue lengths; none needs an administrative command.
+CENTRAL_RULES = ("~*", "&*", "+@all", "-@dangerous")
+# Names no central user may have: Redis's own, and the prefixes of the nodes' and collectors' users.
+NOT_CENTRAL = ("default", NODE_QUEUE_PREFIX, COLLECTOR_QUEUE_PREFIX)
+
+
+def central_acl_lines(user: str, password: str) -> list[str]:
+    """The first lines of the broker's ACL file: `default` off, then the central `user` (only its password's
+    SHA-256). ValueError for a user name that is Redis's default or a node's or collector's."""
+    if not user or user == "default" or user.startswith(NOT_CENTRAL[1:]) or not user.isprintable() or " " in user:
+        raise ValueError(f"{user!r} cannot be the central user: not `default`, nor node.* or fabric.*")
+    digest = hashlib.sha256(password.encode()).hexdigest()
+    return ["user default reset off", " ".join(["user", user, "reset", "on", f"#{digest}", *CENTRAL_RULES])]
 
 
 def user_name(node: str) -> str:

@@ -5,15 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-import redis
 import yaml
-
-from fabricweb.env import read_secret, url_with_password
-from tests.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +57,7 @@ def test_every_role_runs_from_the_one_image_and_nodes_get_no_database():
         "alerts",
         "agent",
         "simulator",
+        "demo-keys",
         "sim-agent",
         # `config` lists every profile's services; the monitoring ones are tested in test_monitoring_stack.py.
         "prometheus",
@@ -90,45 +86,4 @@ def test_every_role_runs_from_the_one_image_and_nodes_get_no_database():
     assert services["web"]["environment"]["DATABASE_URL"].startswith("postgres://fabric:p@postgres:5432/")
 
 
-def test_the_shipped_redis_refuses_clients_without_the_password_from_its_secret_file(tmp_path):
-    """The compose file's own Redis command, run here with Debian's redis-server and a secret file."""
-    result = compose("config", env={"SECRET_KEY": "s" * 50, "POSTGRES_PASSWORD": "p"})
-    assert result.returncode == 0, result.stderr
-    config = yaml.safe_load(result.stdout)
-    assert config["secrets"]["redis_password"]["file"].endswith("/secrets/redis_password")
-    redis_service = config["services"]["redis"]
-    assert [s["source"] if isinstance(s, dict) else s for s in redis_service["secrets"]] == ["redis_password"]
-    for role in ("web", "beat", "ingest", "ingest-consumer", "alerts", "sim-agent"):
-        assert config["services"][role]["environment"]["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
-    shell, flag, script = redis_service["command"]
-    assert (shell, flag) == ("sh", "-c")
-    # What compose would run: `$$` is its escape for `$`; the secret where compose mounts it; a private port.
-    secret = tmp_path / "redis_password"
-    secret.write_text("c0mp0se-s3cret\n")
-    port = free_port()
-    script = script.replace("$$", "$").replace("/run/secrets/redis_password", str(secret))
-    script = script.replace(
-        "redis-server -", f"redis-server - --port {port} --bind 127.0.0.1 --dir {tmp_path} --save ''"
-    )
-    server = subprocess.Popen([shell, flag, script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                pytest.fail("redis answered a client without the password")
-            except redis.AuthenticationError:
-                break
-            except redis.ConnectionError:
-                assert time.monotonic() < deadline, "the compose Redis command did not start"
-                time.sleep(0.1)
-        # The central side's URL gets the password the way settings builds it (REDIS_PASSWORD_FILE).
-        url = url_with_password(
-            f"redis://127.0.0.1:{port}/0", read_secret("REDIS_PASSWORD", {"REDIS_PASSWORD_FILE": str(secret)})
-        )
-        assert redis.Redis.from_url(url, socket_timeout=5).ping() is True
-        assert "c0mp0se-s3cret" not in " ".join(Path(f"/proc/{server.pid}/cmdline").read_text().split("\0"))
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+# The shipped Redis itself (its ACL file, who may do what) is tried in test_compose_acl.py.
