@@ -20,6 +20,9 @@ PRODUCTION = {
     "SECURE_HSTS_SECONDS": "31536000",
     "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
     "SECURE_HSTS_PRELOAD": "true",
+    # Nodes sign their snapshots and the broker has ACL users (fabricweb/deploychecks.py warns otherwise).
+    "FABRIC_NODE_KEY_SECRET": get_random_secret_key(),
+    "REDIS_URL": "redis://central@broker.example.org:6379/0",
 }
 
 
