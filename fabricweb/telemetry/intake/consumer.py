@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import redis
+from django.conf import settings
 from kombu.exceptions import OperationalError as BrokerUnreachable
 from kombu.utils.url import maybe_sanitize_url
 
@@ -49,6 +50,7 @@ from .messages import Dropped, FabricSnapshot, message_id, snapshots_of
 from .readers import BROKER_TIMEOUT_S, KombuReader, Reader, TakingReader, transport_options
 from .redisread import BatchReader
 from .shards import ShardLeases, new_consumer_id
+from .spend import NodeSpend
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +97,9 @@ class BatchConsumer(StoresBatches):
         # instead, it would go behind the polls queued meanwhile, and each node's older polls, stored after
         # its newer ones, would be stale: a database outage would cost every poll queued before it.
         self.held: list[tuple[object, list]] = []
-        # Since start: batches, snapshots, samples, rejected, dropped, requeued (messages).
+        # Since start: batches, snapshots, samples, rejected, dropped, requeued, over budget (messages).
         self.totals: Counter[str] = Counter()
+        self.spend = NodeSpend(settings.FABRIC_NODE_MAX_BYTES_PER_MINUTE)  # bytes a minute each host may send
         self._reported, self._reported_at = Counter(), time.monotonic()
 
     def stop(self, *args) -> None:
@@ -230,6 +233,12 @@ class BatchConsumer(StoresBatches):
             self.totals["dropped"] += 1
             message.ack()
             return
+        host = snaps[0].get("host") if snaps and isinstance(snaps[0], dict) else None
+        if isinstance(host, str) and not self.spend.allow(host, len(message.body or b"")):
+            self.spend.refuse(host, len(message.body or b""))
+            self.totals["over budget"] += 1
+            message.ack()
+            return
         if snaps and isinstance(snaps[0], FabricSnapshot):
             # A sweep is stored alone, after the node snapshots that came before it.
             self.flush()
@@ -244,6 +253,8 @@ class BatchConsumer(StoresBatches):
         """Store the batch in hand and ack it; on a database error keep it (or requeue it) and back off."""
         batch, self.pending = self.pending, []
         stored = not batch or self._store(batch)
+        if stored:
+            self.spend.write()  # the refusals since the last batch, on their nodes' rows
         if self.reader is not None:
             self.reader.commit_acks()  # after its commit
         if not stored:
@@ -278,7 +289,8 @@ class BatchConsumer(StoresBatches):
         if done:
             log.info(
                 "ingest: %.1f snapshots/s, %.0f port-samples/s over %.0f s "
-                "(%d batches; %d rejected, %d unauthenticated, %d dropped, %d requeued, %d held for the database)",
+                "(%d batches; %d rejected, %d unauthenticated, %d dropped, %d over a node's budget, %d requeued, "
+                "%d held for the database)",
                 done["snapshots"] / span,
                 done["samples"] / span,
                 span,
@@ -286,6 +298,7 @@ class BatchConsumer(StoresBatches):
                 done["rejected"],
                 done["unauthenticated"],
                 done["dropped"],
+                done["over budget"],
                 done["requeued"],
                 done["held"],
             )
