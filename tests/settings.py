@@ -19,6 +19,9 @@ from fabricweb.settings import BASE_DIR, _database
 globals().update({name: value for name, value in vars(_base).items() if name.isupper()})
 
 DATABASES = {"default": _database(f"sqlite:///{BASE_DIR / 'var' / 'test.sqlite3'}")}
+# In memory, as Django's SQLite tests are by default; said outright because pytest-django recognises SQLite by
+# Django's engine name only, and under xdist would give fabricweb.sqlitedb a file named after NAME plus _gw0.
+DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
 if os.environ.get("TEST_POSTGRES_URL"):
     DATABASES["postgres"] = dj_database_url.parse(os.environ["TEST_POSTGRES_URL"])
     # One test database per run, so two runs (a helper's and yours) never share or drop each other's.

@@ -31,6 +31,8 @@ from .validation.schema import SnapshotIn, SnapshotRejected, parse_snapshot
 
 log = logging.getLogger(__name__)
 
+CLOCK_STEP_BACK = timedelta(hours=1)  # how far back (server clock) a node's corrected clock may create an hour
+
 __all__ = ["BatchResult", "Rejection", "SnapshotRejected", "ingest_batch", "ingest_snapshot"]
 
 
@@ -128,9 +130,11 @@ def _backdated(ordered: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int
 
     A node's polls create the partitions of their hours as they arrive, in order, or late after an outage;
     the future is bounded by FUTURE_TOLERANCE. A snapshot dated at or before the node's last stored poll
-    (a clock step), or more than FABRIC_RETAIN_RAW before the newest samples, is stored only into an hour
-    that has its partition already: a node with rising counters could otherwise date each snapshot an hour
-    further back and have a table created for each. Only hours this process has not seen are looked at.
+    (a clock step) more than CLOCK_STEP_BACK before this server's now, or more than FABRIC_RETAIN_RAW
+    before the newest samples, is stored only into an hour that has its partition already: a node with
+    rising counters could otherwise date each snapshot an hour further back and have a table created for
+    each. So one node can have created only the hours from CLOCK_STEP_BACK before now on, and those of its
+    polls in order within retention. Only hours this process has not seen are looked at.
     """
     if not partitions.partitioned():
         return {}
@@ -145,7 +149,10 @@ def _backdated(ordered: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int
     for i, snap in unseen:
         before = last.get(snap.host)
         if before is not None and snap.collected_at <= before:
-            why = f"not after its last stored poll ({iso(before)})"
+            if snap.collected_at >= now - CLOCK_STEP_BACK:
+                continue  # NTP setting a fast clock right: by this server's clock, never further back than this
+            hours = CLOCK_STEP_BACK / timedelta(hours=1)
+            why = f"not after its last stored poll ({iso(before)}) and more than {hours:g} h before this server's clock"
         else:
             spans = partitions.SAMPLES.spans() if spans is None else spans
             floor = spans[-1] - timedelta(seconds=settings.FABRIC_RETAIN_RAW) if spans else None

@@ -171,7 +171,8 @@ def test_a_node_cannot_have_partitions_created_for_back_dated_snapshots(each_db)
         return
     assert [r.status for r in results] == ["refused", "refused", "stored"]  # T0 + 0 h has its partition
     assert results[0].note == (
-        "dated 2026-03-01T14:00:00Z, not after its last stored poll (2026-03-01T15:00:00Z): "
+        "dated 2026-03-01T14:00:00Z, not after its last stored poll (2026-03-01T15:00:00Z) and more than 1 h "
+        "before this server's clock: "
         "its hour has no partition of samples, and may not get one"
     )
     assert partitions.SAMPLES.spans() == before == [T0, T0 + timedelta(hours=3)]
