@@ -45,16 +45,12 @@ class SimPort:
     lid: int  # 0 on RoCE ports
 
 
-@dataclass(frozen=True, slots=True)
-class SimDevice:
-    key: str  # "cn001/mlx5_0"
+class PciPlaced:
+    """Where an RDMA device (an HCA, or one of its SR-IOV functions) sits under the simulated sysfs root."""
+
+    __slots__ = ()
     name: str
-    model: HcaModel
-    speed: str  # native speed of its ports
-    pci_addr: str  # "0000:3b:00.0"
-    numa: int
-    guid: str
-    ports: tuple[SimPort, ...]
+    pci_addr: str
 
     @property
     def pci_rel(self) -> str:
@@ -63,6 +59,18 @@ class SimDevice:
     @property
     def dev_rel(self) -> str:
         return f"{self.pci_rel}/infiniband/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SimDevice(PciPlaced):
+    key: str  # "cn001/mlx5_0"
+    name: str
+    model: HcaModel
+    speed: str  # native speed of its ports
+    pci_addr: str  # "0000:3b:00.0"
+    numa: int
+    guid: str
+    ports: tuple[SimPort, ...]
 
 
 @dataclass(frozen=True, slots=True)

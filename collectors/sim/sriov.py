@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .faults import MAX_VFS
 from .hardware import COUNTERS, PCI_VENDOR
-from .layout import SimDevice, SimNode, SimPort, guid_int
+from .layout import PciPlaced, SimDevice, SimNode, SimPort, guid_int
 from .tree import device_files, port_files
 
 NO_PMA = "N/A (no PMA)\n"
@@ -24,19 +24,11 @@ _SHARED_PORT_FILES = ("state", "phys_state", "rate", "link_layer", "sm_lid", "sm
 
 
 @dataclass(frozen=True, slots=True)
-class SimVf:
+class SimVf(PciPlaced):
     name: str  # mlx5_2
     pf: SimDevice
     index: int  # virtfn<index>
     pci_addr: str  # 0000:3b:00.1
-
-    @property
-    def pci_rel(self) -> str:
-        return f"devices/pci0000:00/{self.pci_addr}"
-
-    @property
-    def dev_rel(self) -> str:
-        return f"{self.pci_rel}/infiniband/{self.name}"
 
     @property
     def guid(self) -> int:
