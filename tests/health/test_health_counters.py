@@ -31,7 +31,7 @@ def test_it_flags_symbol_errors_over_120_per_hour():
     j = judge_port(port_view(recent=spread("symbol_error", 121)))
     f = only(j, Kind.SYMBOL_ERRORS)
     assert f.message == (
-        "cn042 mlx5_0/1: 121 symbol errors/h (over 120 symbol errors/h: bit error rate worse than 1e-12); "
+        "cn042 mlx5_0/1: 121 symbol errors in the last hour (over 120 in an hour: bit error rate worse than 1e-12); "
         "check or reseat the cable"
     )
     assert f.severity is Severity.WARNING
@@ -75,7 +75,7 @@ def test_symbol_errors_with_link_retrains_are_critical():
     f = only(judge_port(port_view(recent=recent)), Kind.SYMBOL_ERRORS)
     assert f.severity is Severity.CRITICAL
     assert f.message == (
-        "cn042 mlx5_0/1: 200 symbol errors/h (over 120 symbol errors/h: bit error rate worse than 1e-12); "
+        "cn042 mlx5_0/1: 200 symbol errors in the last hour (over 120 in an hour: bit error rate worse than 1e-12); "
         "the link also retrained or went down once in the last hour: it is failing, replace the cable"
     )
 
@@ -93,7 +93,8 @@ def test_it_flags_a_flapping_link_from_link_downs():
     j = judge_port(port_view(recent=spread("link_downed", 3)))
     f = only(j, Kind.FLAPPING)
     assert (
-        f.message == "cn042 mlx5_0/1: link flapping: 3 link downs/h (link_downed); check the cable and the switch port"
+        f.message == "cn042 mlx5_0/1: link flapping: 3 link downs in the last hour (link_downed); "
+        "check the cable and the switch port"
     )
     assert f.severity is Severity.CRITICAL
     assert f.key == "flapping:cn042/mlx5_0/1"
@@ -117,7 +118,8 @@ def test_a_second_link_down_within_the_hour_is_flapping():
     f = only(judge_port(port_view(recent=spread("link_downed", 2))), Kind.FLAPPING)
     assert f.severity is Severity.CRITICAL
     assert (
-        f.message == "cn042 mlx5_0/1: link flapping: 2 link downs/h (link_downed); check the cable and the switch port"
+        f.message == "cn042 mlx5_0/1: link flapping: 2 link downs in the last hour (link_downed); "
+        "check the cable and the switch port"
     )
 
 
@@ -125,8 +127,8 @@ def test_a_flapping_link_that_is_down_now_says_so_in_the_flapping_finding_not_a_
     view = port_view(state_id=1, phys_state_id=2, deltas={"link_downed": 1}, recent=history({"link_downed": 1}, {}, {}))
     j = judge_port(view)
     assert messages(j) == [
-        "cn042 mlx5_0/1: link flapping, down now (DOWN, physical state Polling): 2 link downs/h (link_downed); "
-        "check the cable and the switch port"
+        "cn042 mlx5_0/1: link flapping, down now (DOWN, physical state Polling): "
+        "2 link downs in the last hour (link_downed); check the cable and the switch port"
     ]
     # An open DOWN event is held, not counted clean, while the port is down inside the flapping episode.
     assert "down:cn042/mlx5_0/1" in j.unknown
@@ -153,7 +155,7 @@ def test_more_than_5_link_error_recoveries_a_minute_is_critical_flapping():
     j = judge_port(port_view(deltas={"link_error_recovery": 2}, recent=recent))
     f = only(j, Kind.FLAPPING)
     assert f.message == (
-        "cn042 mlx5_0/1: link flapping: 6 link error recoveries/h (link_error_recovery), "
+        "cn042 mlx5_0/1: link flapping: 6 link error recoveries in the last hour (link_error_recovery), "
         "6 in the last minute (over 5/min); check the cable and the switch port"
     )
     assert f.severity is Severity.CRITICAL
@@ -163,7 +165,7 @@ def test_link_error_recoveries_over_10_an_hour_are_a_warning():
     f = only(judge_port(port_view(recent=spread("link_error_recovery", 11))), Kind.FLAPPING)
     assert f.severity is Severity.WARNING
     assert f.message == (
-        "cn042 mlx5_0/1: link flapping: 11 link error recoveries/h (link_error_recovery); "
+        "cn042 mlx5_0/1: link flapping: 11 link error recoveries in the last hour (link_error_recovery); "
         "check the cable and the switch port"
     )
 
@@ -203,14 +205,15 @@ def test_a_flapping_link_keeps_one_key_poll_after_poll():
             11,
             Kind.RCV_ERRORS,
             Severity.WARNING,
-            "11 receive errors/h (port_rcv_errors, over 10/h): malformed packets arrive on this link; check the cable",
+            "11 receive errors in the last hour (port_rcv_errors, over 10 in an hour): "
+            "malformed packets arrive on this link; check the cable",
         ),
         (
             "port_rcv_remote_physical_errors",
             11,
             Kind.REMOTE_PHYSICAL_ERRORS,
             Severity.INFO,
-            "11 remote physical errors/h (port_rcv_remote_physical_errors, over 10/h): "
+            "11 remote physical errors in the last hour (port_rcv_remote_physical_errors, over 10 in an hour): "
             "packets arrive already marked bad: the fault is upstream, elsewhere in the fabric",
         ),
         (
@@ -218,7 +221,7 @@ def test_a_flapping_link_keeps_one_key_poll_after_poll():
             101,
             Kind.XMIT_DISCARDS,
             Severity.WARNING,
-            "101 transmit discards/h (port_xmit_discards, over 100/h): "
+            "101 transmit discards in the last hour (port_xmit_discards, over 100 in an hour): "
             "packets dropped on send: congestion, or a peer that stopped taking data",
         ),
         (
@@ -226,7 +229,7 @@ def test_a_flapping_link_keeps_one_key_poll_after_poll():
             1,
             Kind.LINK_INTEGRITY,
             Severity.CRITICAL,
-            "1 link integrity errors/h (local_link_integrity_errors, any increase is serious): "
+            "1 link integrity errors in the last hour (local_link_integrity_errors, any increase is serious): "
             "the link's physical errors went over the port's limit; check or replace the cable",
         ),
         (
@@ -234,7 +237,7 @@ def test_a_flapping_link_keeps_one_key_poll_after_poll():
             1,
             Kind.BUFFER_OVERRUN,
             Severity.CRITICAL,
-            "1 buffer overrun errors/h (excessive_buffer_overrun_errors, any increase is serious): "
+            "1 buffer overrun errors in the last hour (excessive_buffer_overrun_errors, any increase is serious): "
             "the peer overran this port's receive buffers: flow control on this link is broken",
         ),
     ],

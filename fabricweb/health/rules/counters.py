@@ -13,13 +13,14 @@ from .common import CRITICAL, INFO, WARNING, fmt_g, fmt_n, fmt_s, fmt_times, por
 
 @dataclass(frozen=True, slots=True)
 class CounterRule:
-    """A counter whose count over the last hour is judged against one threshold."""
+    """A counter whose count over the last hour is judged against one threshold. Messages say "in the last hour",
+    not "/h": the port page's chart draws errors/h as a rate per sample, the rule counts the sliding hour."""
 
     kind: Kind
     counter: str
     threshold: str  # Thresholds field name
     severity: Severity
-    unit: str
+    unit: str  # what is counted: the message says how many in the last hour
     meaning: str
 
 
@@ -29,7 +30,7 @@ COUNTER_RULES = (
         "port_rcv_errors",
         "port_rcv_errors_per_hour",
         WARNING,
-        "receive errors/h",
+        "receive errors",
         "malformed packets arrive on this link; check the cable",
     ),
     CounterRule(
@@ -37,7 +38,7 @@ COUNTER_RULES = (
         "port_rcv_remote_physical_errors",
         "remote_physical_errors_per_hour",
         INFO,  # not this port's fault, and every port behind the bad link sees it
-        "remote physical errors/h",
+        "remote physical errors",
         "packets arrive already marked bad: the fault is upstream, elsewhere in the fabric",
     ),
     CounterRule(
@@ -45,7 +46,7 @@ COUNTER_RULES = (
         "port_xmit_discards",
         "xmit_discards_per_hour",
         WARNING,
-        "transmit discards/h",
+        "transmit discards",
         "packets dropped on send: congestion, or a peer that stopped taking data",
     ),
     CounterRule(
@@ -53,7 +54,7 @@ COUNTER_RULES = (
         "local_link_integrity_errors",
         "local_link_integrity_errors_per_hour",
         CRITICAL,
-        "link integrity errors/h",
+        "link integrity errors",
         "the link's physical errors went over the port's limit; check or replace the cable",
     ),
     CounterRule(
@@ -61,7 +62,7 @@ COUNTER_RULES = (
         "excessive_buffer_overrun_errors",
         "buffer_overrun_errors_per_hour",
         CRITICAL,
-        "buffer overrun errors/h",
+        "buffer overrun errors",
         "the peer overran this port's receive buffers: flow control on this link is broken",
     ),
 )
@@ -91,7 +92,7 @@ def symbol_errors(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
         )
     if slow:
         parts.append(
-            f"{fmt_n(per_h)} symbol errors/h (over {t.symbol_errors_per_hour} symbol errors/h: "
+            f"{fmt_n(per_h)} symbol errors in the last hour (over {t.symbol_errors_per_hour} in an hour: "
             "bit error rate worse than 1e-12)"
         )
     # Symbol errors alone often need no action; with retrains or downs the link is failing.
@@ -119,12 +120,12 @@ def counter(view: PortView, w: Windows, rule: CounterRule, t: Thresholds) -> Fin
         return None
     if rule.kind is Kind.XMIT_DISCARDS and w.count("link_downed", HOUR_S).total:
         return None  # a link going down discards what was queued; down and flapping say it already
-    over = f"over {limit}/h" if limit else "any increase is serious"
+    over = f"over {limit} in an hour" if limit else "any increase is serious"
     return port_finding(
         view,
         rule.kind,
         rule.severity,
-        f"{fmt_n(per_h)} {rule.unit} ({rule.counter}, {over}): {rule.meaning}",
+        f"{fmt_n(per_h)} {rule.unit} in the last hour ({rule.counter}, {over}): {rule.meaning}",
         counter=rule.counter,
         per_hour=round(per_h, 1),
         threshold_per_hour=limit,

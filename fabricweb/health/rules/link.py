@@ -130,9 +130,9 @@ def flapping(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
         return port_finding(view, Kind.FLAPPING, INFO, text, **details)
     parts = []
     if downs:
-        parts.append(f"{fmt_n(downs)} link downs/h (link_downed)")
+        parts.append(f"{fmt_n(downs)} link downs in the last hour (link_downed)")
     if retrains_h:
-        parts.append(f"{fmt_n(retrains_h)} link error recoveries/h (link_error_recovery)")
+        parts.append(f"{fmt_n(retrains_h)} link error recoveries in the last hour (link_error_recovery)")
     if retrains_min > t.link_error_recovery_per_minute:
         parts.append(f"{fmt_n(retrains_min)} in the last minute (over {t.link_error_recovery_per_minute}/min)")
     now = ""
