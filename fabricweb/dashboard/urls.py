@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import actions, events, fabric, node, overview, port, wall
+from .views import actions, events, exports, fabric, node, overview, port, search, wall
 
 app_name = "dashboard"
 
@@ -22,6 +22,8 @@ urlpatterns = [
     path("events/<int:pk>/acknowledge", actions.acknowledge, name="acknowledge"),
     path("silences/", actions.silence, name="silence"),
     path("silences/<int:pk>/lift", actions.lift_silence, name="lift_silence"),
+    path("search/", search.search, name="search"),
+    path("ports.csv", exports.ports_csv, name="ports_csv"),
     path("wall/", wall.wall, name="wall"),
     path("wall/links/", wall.wall_links, name="wall_links"),
     path("wall/links/<int:pk>/revoke", wall.revoke_wall_link, name="revoke_wall_link"),

@@ -1,0 +1,110 @@
+"""What the search box finds: a node or switch by name, a port by its label (`cn042 mlx5_0/1`,
+`cn042/mlx5_0/1`, `leaf01 port 5`), a port, HCA or switch by its GUID (0x and 16 hex digits, with or
+without 0x, any case, or sysfs' `0c42:a103:00a1:b2c1`).
+
+Bounded at every size: a port is only ever looked up through an index (its GUID; its node, then device
+and number); a name is matched, case-insensitively, in the node table only (a node per 4 ports or so);
+an HCA's node GUID is one equality test on the device table. At most RESULTS hits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.db.models import Q
+from django.urls import reverse
+
+from collectors.facts import IBSTAT_STATES
+from fabricweb.inventory.models import Device, Node, Port
+
+RESULTS = 50
+QUERY_MAX = 100
+_GUID = re.compile(r"(?:0x)?([0-9a-f]{16})|([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4})", re.I)
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+# cn042 mlx5_0/1, cn042/mlx5_0/1, cn042 mlx5_0 1, leaf01 port 5 (iblinkinfo's words), leaf01/5.
+_PORT = re.compile(rf"(?P<node>{_NAME})[ /](?:(?P<device>{_NAME})[ /])?(?P<number>\d{{1,3}})")
+KIND_WORDS = {Node.Kind.HOST: "host", Node.Kind.SWITCH: "switch", Node.Kind.COLLECTOR: "fabric collector"}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    kind: str  # host, switch, fabric collector, port, HCA
+    label: str  # its name as the pages write it
+    url: str
+    detail: str  # what else identifies it: a GUID, the port's state
+    exact: bool  # the query names it whole, not a part of its name
+
+
+def find(query: str) -> tuple[list[Hit], bool]:
+    """The hits for `query` (exact ones first), and whether there were more than RESULTS."""
+    text = " ".join(query.split())
+    if not text:
+        return [], False
+    hits: list[Hit] = []
+    guid = _GUID.fullmatch(text)
+    if guid:
+        hits += _by_guid("".join(g for g in guid.groups() if g).lower())
+    port = _PORT.fullmatch(text)
+    if port:
+        hits += _ports(port["node"], port["device"], int(port["number"]))
+    if not guid and not port:
+        hits += _nodes(text)
+    seen: set[str] = set()
+    unique = [h for h in hits if not (h.url in seen or seen.add(h.url))]
+    return unique[:RESULTS], len(unique) > RESULTS
+
+
+def _by_guid(digits: str) -> list[Hit]:
+    guid = f"0x{digits}"
+    sysfs = ":".join(digits[i : i + 4] for i in range(0, 16, 4))
+    hits = [_port_hit(p, exact=True) for p in _port_rows().filter(port_guid=guid)[: RESULTS + 1]]
+    hits += [_node_hit(n, exact=True) for n in Node.objects.filter(guid=guid)]
+    hcas = Device.objects.filter(node_guid__in=[sysfs, guid]).exclude(node__kind=Node.Kind.SWITCH)
+    for d in hcas.select_related("node").order_by("node__name", "name")[: RESULTS + 1]:
+        url = reverse("dashboard:node", args=[d.node.name])
+        hits.append(Hit("HCA", f"{d.node.name} {d.name}", url, f"node GUID {d.node_guid}", True))
+    return hits
+
+
+def _named(name: str):
+    """Nodes called `name`, any case: the exact spellings through the name's index first."""
+    spellings = Node.objects.filter(name__in={name, name.lower(), name.upper()})
+    return spellings if spellings.exists() else Node.objects.filter(name__iexact=name)
+
+
+def _ports(node: str, device: str | None, number: int) -> list[Hit]:
+    rows = _port_rows().filter(device__node__in=_named(node), number=number)
+    if device and device.lower() != "port":  # `leaf01 port 5`: a switch's port in iblinkinfo's words
+        rows = rows.filter(device__name__iexact=device)
+    return [_port_hit(p, exact=True) for p in rows.order_by("device__name")[: RESULTS + 1]]
+
+
+def _nodes(text: str) -> list[Hit]:
+    exact = list(_named(text))
+    rest = Node.objects.filter(name__icontains=text).exclude(pk__in=[n.pk for n in exact])
+    prefix = list(rest.filter(name__istartswith=text).order_by("name")[: RESULTS + 1])
+    inside = list(rest.filter(~Q(name__istartswith=text)).order_by("name")[: RESULTS + 1 - len(prefix)])
+    return [_node_hit(n, exact=True) for n in exact] + [_node_hit(n, exact=False) for n in prefix + inside]
+
+
+def _port_rows():
+    return Port.objects.select_related("device__node")
+
+
+def _node_hit(node: Node, exact: bool) -> Hit:
+    if node.kind == Node.Kind.SWITCH:
+        return Hit("switch", node.name, reverse("dashboard:switch", args=[node.name]), f"GUID {node.guid}", exact)
+    seen = f"last snapshot {node.last_ingested_at:%Y-%m-%d %H:%M} UTC" if node.last_ingested_at else "no snapshot yet"
+    return Hit(
+        KIND_WORDS.get(node.kind, node.kind), node.name, reverse("dashboard:node", args=[node.name]), seen, exact
+    )
+
+
+def _port_hit(port: Port, exact: bool) -> Hit:
+    node, device = port.device.node, port.device
+    switch = node.kind == Node.Kind.SWITCH
+    label = f"{node.name} port {port.number}" if switch else f"{node.name} {device.name}/{port.number}"
+    state = IBSTAT_STATES.get(port.state_id, port.state_name) or "state unknown"
+    detail = f"{state}, port GUID {port.port_guid}" if port.port_guid else state
+    return Hit("port", label, reverse("dashboard:port", args=[node.name, device.name, port.number]), detail, exact)

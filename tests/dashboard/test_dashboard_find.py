@@ -1,0 +1,185 @@
+"""Finding things, on SQLite and PostgreSQL: the search box's answers (nodes, ports, GUIDs, switches, in any
+case), the events page's state filters and time range, and the CSV exports of events and ports (escaped,
+formulas disarmed, units in the headers)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from dashboard_support import Browser
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Device, Node, Port
+from tests.fabric.fabric_support import polled_worlds
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+def redirect_of(browser: Browser, query: str) -> str:
+    return browser.get("/search/", {"q": query}, status=302)["Location"]
+
+
+def csv_rows(response) -> list[list[str]]:
+    assert response["Content-Type"].startswith("text/csv")
+    return list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_search_finds_a_node_by_its_name_in_any_case(viewer, faulty):
+    assert redirect_of(viewer, "CN002") == "/nodes/cn002/"
+    assert redirect_of(viewer, "  cn002 ") == "/nodes/cn002/"
+    html = viewer.text("/search/", {"q": "Cn00"})
+    assert "3 matches for “Cn00”" in html
+    for name in ("cn001", "cn002", "cn003"):
+        assert f'<a href="/nodes/{name}/">{name}</a>' in html
+
+
+def test_search_finds_a_port_by_its_label_in_each_spelling(viewer, faulty):
+    for query in ("cn003 mlx5_1/1", "cn003/mlx5_1/1", "CN003 MLX5_1 1"):
+        assert redirect_of(viewer, query) == "/ports/cn003/mlx5_1/1/", query
+    assert "Nothing found for “cn003 mlx5_1/9”" in viewer.text("/search/", {"q": "cn003 mlx5_1/9"})
+
+
+def test_search_finds_a_port_and_an_hca_by_their_guids(viewer, faulty):
+    port = Port.objects.select_related("device").get(device__node__name="cn002", device__name="mlx4_0", number=1)
+    digits = port.port_guid[2:]
+    for query in (port.port_guid, port.port_guid.upper().replace("X", "x"), digits, digits.upper()):
+        assert redirect_of(viewer, query) == "/ports/cn002/mlx4_0/1/", query
+    node_guid = port.device.node_guid  # sysfs' form, 0c42:a103:00a1:b2c0
+    assert ":" in node_guid
+    for query in (node_guid, "0x" + node_guid.replace(":", "").upper()):
+        assert redirect_of(viewer, query) == "/nodes/cn002/", query
+    assert "Nothing found for “0x0000000000000000”" in viewer.text("/search/", {"q": "0x0000000000000000"})
+
+
+def test_search_says_when_nothing_matches_and_what_it_looks_for(viewer, faulty):
+    html = viewer.text("/search/", {"q": "nosuchnode"})
+    assert "Nothing found for “nosuchnode”" in html and "a GUID is found whole" in html
+    assert "Type a node" in viewer.text("/search/")
+    html = viewer.text("/search/", {"q": "x" * 101}, status=400)
+    assert "The search was not run" in html and "at most 100 characters" in html
+
+
+def test_search_escapes_a_hostile_node_name_and_query(viewer, faulty):
+    Node.objects.create(name=HOSTILE, first_seen_at=timezone.now())
+    html = viewer.text("/search/", {"q": "<IMG"})
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;</a>" in html
+    assert HOSTILE not in html and "<IMG" not in html
+    html = viewer.text("/search/", {"q": "<script>x"})
+    assert "Nothing found for “&lt;script&gt;x”" in html and "<script>x" not in html
+
+
+def test_search_takes_a_bounded_number_of_queries(viewer, faulty):
+    for query in ("cn0", "cn003 mlx5_1/1", "0x0000000000000001", "nosuch"):
+        with CaptureQueriesContext(connection) as queries:
+            viewer.get("/search/", {"q": query}, status=None)
+        assert len(queries) <= 10, (query, [q["sql"] for q in queries])
+
+
+def test_the_search_box_is_on_every_page_with_its_shortcut(viewer, faulty):
+    for page in ("/", "/events/", "/nodes/cn001/", "/fabric/"):
+        html = viewer.text(page)
+        assert 'action="/search/"' in html and 'aria-keyshortcuts="/"' in html and "dashboard/search.js" in html
+    assert 'action="/search/"' not in Browser().text("/login/")
+
+
+@pytest.fixture
+def switches(each_db, shm_tmp):
+    return polled_worlds(shm_tmp)(polls=1)
+
+
+def test_search_finds_a_switch_and_its_port_by_name_and_guid(viewer, switches):
+    leaf = Node.objects.get(name="leaf01")
+    assert redirect_of(viewer, "LEAF01") == "/switches/leaf01/"
+    assert redirect_of(viewer, leaf.guid.upper().replace("X", "x")) == "/switches/leaf01/"
+    assert redirect_of(viewer, leaf.guid[2:]) == "/switches/leaf01/"
+    for query in ("leaf01 port 5", "Leaf01/switch/5", "leaf01/5"):
+        assert redirect_of(viewer, query) == "/ports/leaf01/switch/5/", query
+    html = viewer.text("/search/", {"q": "leaf"})
+    assert '<td>switch</td><td><a href="/switches/leaf02/">leaf02</a></td>' in html
+
+
+# --- the events page: states, time range, CSV ---------------------------------------------------
+
+
+def events_shown(browser: Browser, **query) -> list[str]:
+    return [e.kind for e in browser.get("/events/", query).context["events"]]
+
+
+def test_events_filter_by_state_and_by_time_range(operator, faulty):
+    now = timezone.now()
+    down = Event.objects.get(kind="down", resolved_at__isnull=True)
+    degraded = Event.objects.get(kind="degraded", resolved_at__isnull=True)
+    Event.objects.filter(pk=down.pk).update(opened_at=now - timedelta(days=3))
+    Event.objects.filter(pk=degraded.pk).update(
+        opened_at=now - timedelta(days=3), resolved_at=now - timedelta(days=2), updated_at=now - timedelta(days=2)
+    )
+    operator.post(f"/events/{down.pk}/acknowledge", {"note": "cable ordered"})
+    assert "down" in events_shown(operator, status="acknowledged")
+    assert "degraded" not in events_shown(operator, status="open")
+    assert "degraded" in events_shown(operator, status="resolved")
+    assert "degraded" not in events_shown(operator, status="all", last="24h")  # resolved 2 days ago
+    assert {"down", "degraded"} <= set(events_shown(operator, status="all", last="7d"))
+    assert "down" in events_shown(operator, status="all", last="1h")  # still open: open during the last hour
+    window = {"status": "all", "since": f"{now - timedelta(days=4):%Y-%m-%dT%H:%M}"}
+    assert "degraded" not in events_shown(
+        operator, **window, until=f"{now - timedelta(days=3, hours=1):%Y-%m-%d %H:%M}"
+    )
+    assert "degraded" in events_shown(operator, **window, until=f"{now - timedelta(days=2, hours=12):%Y-%m-%d %H:%M}")
+    html = operator.text("/events/", {"status": "all", "last": "24h"})
+    assert "open at some time since" in html and 'name="last"' in html and 'name="since"' in html
+
+
+def test_a_bad_event_range_is_a_message(viewer, faulty):
+    for query, words in (
+        ({"since": "yesterday"}, "since: Enter a valid date/time."),
+        ({"last": "2h"}, "last: Select a valid choice"),
+        ({"last": "1h", "since": "2026-01-01 00:00"}, "choose either a preset"),
+        ({"since": "2026-01-02 00:00", "until": "2026-01-01 00:00"}, "from must be before to"),
+        ({"format": "xls"}, "format: Select a valid choice"),
+    ):
+        html = viewer.text("/events/", query, status=400)
+        assert "The filter was not applied" in html and words in html, query
+
+
+def test_events_export_as_csv_escaped_and_formulas_disarmed(viewer, faulty):
+    down = Event.objects.get(kind="down", resolved_at__isnull=True)
+    Event.objects.filter(pk=down.pk).update(message='=HYPERLINK("http://x","click")', reason='a, "b"\nc')
+    rows = csv_rows(viewer.get("/events/", {"status": "open", "format": "csv", "page": "2"}))
+    header, body = rows[0], rows[1:]
+    assert header[:3] == ["severity", "kind", "node"] and "opened (UTC)" in header and "resolved (UTC)" in header
+    assert len(body) == Event.objects.filter(resolved_at__isnull=True).count()
+    row = next(r for r in body if r[1] == "down")
+    assert row[2:5] == ["cn003", "mlx5_1", "1"]
+    assert row[5] == '\'=HYPERLINK("http://x","click")' and row[6] == 'a, "b"\nc'
+    assert html_link_to_csv(viewer) == "?status=open&format=csv"
+    assert csv_rows(viewer.get("/events/", {"status": "resolved", "format": "csv"}))[1:] == []
+
+
+def html_link_to_csv(browser: Browser) -> str:
+    html = browser.text("/events/", {"status": "open", "page": "1"})
+    return html.split('<a class="export" href="')[1].split('"')[0].replace("&amp;", "&")
+
+
+def test_ports_export_as_csv_with_the_overview_filters(viewer, faulty):
+    rows = csv_rows(viewer.get("/ports.csv"))
+    header, body = rows[0], rows[1:]
+    assert "rate (Gb/s)" in header and "width (lanes)" in header and "port GUID" in header
+    assert len(body) == Port.objects.filter(device__node__kind=Node.Kind.HOST).count()
+    down = csv_rows(viewer.get("/ports.csv", {"state": "down"}))[1:]
+    assert [r[:5] for r in down] == [["cn003", "mlx5_1", "1", "down", "Down"]]
+    assert down[0][6] == "no link" and down[0][7] == ""
+    degraded = csv_rows(viewer.get("/ports.csv", {"state": "degraded"}))[1:]
+    col = dict(zip(header, degraded[0], strict=True))
+    assert (col["node"], col["link"], col["width (lanes)"], col["health"]) == ("cn002", "1X QDR", "1", "degraded")
+    Device.objects.filter(node__name="cn001").update(hca_type="=cmd|' /C calc'!A0")
+    hcas = {r[header.index("HCA model")] for r in csv_rows(viewer.get("/ports.csv", {"node": "cn001"}))[1:]}
+    assert hcas == {"'=cmd|' /C calc'!A0"}
+    response = viewer.get("/ports.csv", {"state": "sideways"}, status=400)
+    assert b"The filter was not applied: state: Select a valid choice" in response.content
+    assert 'href="/ports.csv?state=down"' in viewer.text("/", {"state": "down"})
