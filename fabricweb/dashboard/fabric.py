@@ -1,9 +1,11 @@
 """What the pages read, each in a fixed number of queries whatever the size of the fabric.
 
 A port's health is its status (fabricweb/inventory/portfacts/: down, no subnet manager, degraded,
-vanished, unknown, up, not connected), and "erroring": a port that is up and at its expected link but
-has an open event of another kind (symbol errors, flapping, congestion...). Open events of severity
-info (a capped counter, a PCIe link that could be faster) are advice, listed apart from the problems.
+vanished, unknown, up, not connected), "flapping" while a flapping problem is open on it (down at this
+poll or up: one mark for the episode), and "erroring": a port that is up and at its expected link but
+has an open problem of another kind on it or on its device (symbol errors, congestion, a PCIe link too
+slow for it...). Open events of severity info (a capped counter, a PCIe link that could be faster) are
+advice, listed apart from the problems and marking no port: the grid says what the problem list says.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
 from .forms import glob_filter
-from .marks import ERRORING, HEALTHS, QUIET
+from .marks import ERRORING, FLAPPING, HEALTHS, QUIET, kind_words
 
 # Link kinds show as the port's colour already; the others make an up port "erroring".
 LINK_KINDS = (Kind.DOWN, Kind.DEGRADED, Kind.VANISHED, Kind.NO_SM)
@@ -64,22 +66,45 @@ class Cell(NamedTuple):  # a tuple: built 20,000 times a page, 3x cheaper than a
     port: int
     health: str  # one of HEALTHS
     stale: bool
+    why: str = ""  # the open problems' kinds, in words (the cell's tooltip)
 
 
 _UP = portfacts.Status.UP.value
+# Statuses a flapping port shows between polls: it is "flapping" at each of them, not ✕ then ! then ✕.
+FLAPPABLE = frozenset(
+    s.value for s in (portfacts.Status.DOWN, portfacts.Status.NO_SM, portfacts.Status.DEGRADED, portfacts.Status.UP)
+)
 
 
-def port_health(status: str, erroring: bool) -> str:
-    """The port's status, or "erroring" for a port up at its expected link with an open event of another kind."""
-    return ERRORING if erroring and status == _UP else str(status)
+def port_health(status: str, kinds=()) -> str:
+    """The port's status; "flapping" while a flapping problem is open on it; "erroring" for a port up at its
+    expected link with an open problem of another kind (`kinds`: problem_kinds()'s for this port)."""
+    if kinds and FLAPPING in kinds and status in FLAPPABLE:
+        return FLAPPING
+    return ERRORING if kinds and status == _UP else str(status)
 
 
-def erroring_port_ids_query():
-    return (
-        Event.objects.filter(resolved_at__isnull=True, port__isnull=False)
+def problem_kinds(**where) -> dict[int, frozenset[str]]:
+    """Port id -> the kinds of the open problems (not advice) that mark it: those on the port other than its
+    own link state (down, degraded...: its status says them), and those on its device as a whole (a PCIe
+    link too slow for the port marks each port of the HCA). `where`: Event filters (node=..., node__kind=...)."""
+    rows = (
+        Event.objects.filter(resolved_at__isnull=True, device__isnull=False, **where)
+        .exclude(severity=ADVICE)
         .exclude(kind__in=LINK_KINDS)
-        .values("port_id")
+        .values_list("port_id", "device_id", "kind")
     )
+    kinds: dict[int, set[str]] = {}
+    on_devices: dict[int, set[str]] = {}
+    for port_id, device_id, kind in rows:
+        if port_id is None:
+            on_devices.setdefault(device_id, set()).add(kind)
+        else:
+            kinds.setdefault(port_id, set()).add(kind)
+    if on_devices:
+        for port_id, device_id in Port.objects.filter(device_id__in=on_devices).values_list("pk", "device_id"):
+            kinds.setdefault(port_id, set()).update(on_devices[device_id])
+    return {port_id: frozenset(k) for port_id, k in kinds.items()}
 
 
 def _glob_matcher(glob: str | None):
@@ -100,7 +125,7 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
     by_severity = dict(
         Event.objects.filter(resolved_at__isnull=True).values_list("severity").annotate(n=Count("id")).order_by()
     )
-    erroring_ids = set(erroring_port_ids_query().values_list("port_id", flat=True))
+    problems = problem_kinds()
     rows = (
         portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
         .order_by()  # sorted below: PostgreSQL's collation-aware sort of 20,000 names cost more than the query
@@ -116,7 +141,7 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
             "link_layer",
         )
     )
-    tally, cells = _health_and_cells(rows, filters, erroring_ids, stale_names, with_cells)
+    tally, cells = _health_and_cells(rows, filters, problems, stale_names, with_cells)
     counts = Counts(
         nodes=nodes["total"],
         stale_nodes=nodes["stale"],
@@ -129,7 +154,7 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
 
 
 def _health_and_cells(
-    rows, filters: dict, erroring_ids: set[int], stale_names: set[str], with_cells: bool
+    rows, filters: dict, problems: dict[int, frozenset[str]], stale_names: set[str], with_cells: bool
 ) -> tuple[dict[str, int], list[Cell]]:
     """How many ports of each health, and the cells of those matching `filters`, in node,
     device, port order. The plain overview (no filter) keeps every port: no test per row."""
@@ -144,8 +169,10 @@ def _health_and_cells(
     tally = dict.fromkeys(HEALTHS, 0)
     cells: list[Cell] = []
     append, new_cell = cells.append, Cell._make
+    no_kinds = frozenset()
     for row in sorted(rows, key=itemgetter(1, 2, 3)):  # node, device, port; code-point order on every database
-        health = port_health(row[4], row[0] in erroring_ids)
+        kinds = problems.get(row[0], no_kinds)
+        health = port_health(row[4], kinds)
         tally[health] += 1
         if not with_cells or (
             filtering
@@ -158,7 +185,8 @@ def _health_and_cells(
             )
         ):
             continue
-        append(new_cell((row[1], row[2], row[3], health, row[1] in stale_names)))
+        why = kind_words(kinds) if kinds and health not in QUIET else ""
+        append(new_cell((row[1], row[2], row[3], health, row[1] in stale_names, why)))
     return tally, cells
 
 

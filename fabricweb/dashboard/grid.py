@@ -1,5 +1,5 @@
 """The port grid as one block of HTML: per port one link with a one-character mark (and a tooltip on
-problem ports), nothing else.
+problem ports naming their open problems), nothing else.
 
 Built here rather than in a template loop: at 20,000 ports a template loop alone costs
 more than the 300 ms budget. Every name is escaped (host and device names come from nodes).
@@ -37,7 +37,8 @@ def render(cells: list[Cell]) -> SafeString:
             if c.health in PLAIN:  # most cells: the link alone (the browser shows where it goes)
                 parts.append(f'<a class="c {c.health}" href="{href}">{MARKS[c.health]}</a>')
             else:
-                title = f"{name} {device}/{c.port}: {WORDS[c.health]}"
+                why = f" ({escape(c.why)})" if c.why else ""  # which problems: PCIe, symbol errors...
+                title = f"{name} {device}/{c.port}: {WORDS[c.health]}{why}"
                 parts.append(f'<a class="c {c.health}" href="{href}" title="{title}">{MARKS[c.health]}</a>')
         parts.append("</div>")
     return mark_safe("".join(parts))

@@ -88,7 +88,7 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
     switches = sorted(
         Node.objects.filter(kind=SWITCH).values_list("pk", "name", "fabric_node__missing_since"), key=itemgetter(1)
     )
-    erroring = set(fabric.erroring_port_ids_query().filter(node__kind=SWITCH).values_list("port_id", flat=True))
+    problems = fabric.problem_kinds(node__kind=SWITCH)
     rows = (
         portfacts.annotate(Port.objects.filter(device__node__kind=SWITCH))
         .order_by()  # sorted below, in code-point order on every database
@@ -104,7 +104,7 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
         tally = dict.fromkeys(HEALTHS, 0)
         cells = []
         for port_pk, _, number, status, peer in sorted(by_switch.get(pk, ()), key=itemgetter(2)):
-            health = fabric.port_health(status, port_pk in erroring)
+            health = fabric.port_health(status, problems.get(port_pk, ()))
             tally[health] += 1
             cells.append(SwitchCell(number, health, peer))
         for k, v in tally.items():

@@ -1,5 +1,5 @@
-"""Operator actions on expectations: accept a port's current link as its baseline; accept a node held out of
-the fabric norm (normhold.py) as normal.
+"""Operator actions on expectations: accept a port's current link as its baseline (and undo that); accept a node
+held out of the fabric norm (normhold.py) as normal.
 
 A baseline is stored as a LinkPolicy row (expectation.baseline_policy): one exact
 policy per port, order 0, named `baseline <node> <device>/<port>`. Chosen over a
@@ -7,7 +7,8 @@ field on Port because a policy is what the rules already read, shows in the admi
 next to the site's other policies, travels with export_policies/import_policies,
 and is undone by deleting one row. The port's best-ever link is also set to the
 current one, so that deleting the policy later does not bring back the old best
-and with it the old alarm.
+and with it the old alarm. Who accepted it and when are kept on the policy, with the port's best and expected
+link before it: undoing the baseline deletes the policy and puts those back.
 
 The degraded event is not resolved here: the next polls judge the port against the
 new expectation and resolve it after FABRIC_RESOLVE_AFTER clean polls, as any event.
@@ -24,7 +25,7 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
 
 from . import context
-from .expectation import baseline_policy
+from .expectation import baseline_name, baseline_policy
 from .findings import port_label
 from .models import LinkPolicy
 
@@ -43,8 +44,13 @@ class Baseline:
     skipped: list[str] = field(default_factory=list)  # "cn042 mlx5_1/1: port is DOWN"
 
 
-def accept_baseline(target: Port | Device | Node) -> Baseline:
-    """Accept the current link of a port, or of every port of a device or node, as what it should run at.
+# What a baseline replaces on the port, and undoing it puts back.
+_REPLACED = ("best_speed", "best_lanes", "expected_speed", "expected_lanes", "expected_source")
+
+
+def accept_baseline(target: Port | Device | Node, by: str = "") -> Baseline:
+    """Accept the current link of a port, or of every port of a device or node, as what it should run at;
+    `by`: who (kept on the policy, with when).
 
     A port named on its own must be up with a known link (BaselineError otherwise);
     for a device or node such ports are skipped and listed in `skipped`.
@@ -71,6 +77,7 @@ def accept_baseline(target: Port | Device | Node) -> Baseline:
                 done.skipped.append(f"{label}: {why}")
                 continue
             spec = baseline_policy(port.device.node.name, port.device.name, port.number, link)
+            before = LinkPolicy.objects.filter(name=spec.name).values_list("replaced", flat=True).first()
             policy, _ = LinkPolicy.objects.update_or_create(
                 name=spec.name,
                 defaults={
@@ -82,6 +89,10 @@ def accept_baseline(target: Port | Device | Node) -> Baseline:
                     "expect_up": spec.expect_up,
                     "order": spec.order,
                     "enabled": True,
+                    "accepted_by": by,
+                    "accepted_at": timezone.now(),
+                    # Accepted again: undo still goes back to before the first one.
+                    "replaced": before or {f: getattr(port, f) for f in _REPLACED},
                 },
             )
             port.best_speed, port.best_lanes = link.speed, link.lanes
@@ -91,6 +102,29 @@ def accept_baseline(target: Port | Device | Node) -> Baseline:
             done.policies.append(policy)
     context.forget()  # this process; ingest workers read policies again within one poll interval
     return done
+
+
+def baseline_of(port: Port) -> LinkPolicy | None:
+    """The port's baseline policy (accept_baseline's), if it has one."""
+    name = baseline_name(port.device.node.name, port.device.name, port.number)
+    return LinkPolicy.objects.filter(name=name).first()
+
+
+def undo_baseline(port: Port) -> LinkPolicy:
+    """Delete the port's baseline policy and put back the best and expected link it replaced; the next polls
+    judge the port against that again. BaselineError when the port has no baseline."""
+    with transaction.atomic():
+        Node.objects.select_for_update().filter(pk=port.device.node_id).first()  # as accept_baseline
+        policy = baseline_of(port)
+        if policy is None:
+            label = port_label(port.device.node.name, port.device.name, port.number)
+            raise BaselineError(f"{label}: no baseline to undo")
+        restored = {f: policy.replaced[f] for f in _REPLACED if f in policy.replaced}
+        if restored:
+            Port.objects.filter(pk=port.pk).update(**restored)
+        policy.delete()
+    context.forget()
+    return policy
 
 
 def _not_baseline(port: Port, link) -> str:

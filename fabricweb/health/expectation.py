@@ -94,9 +94,9 @@ def match_policy(policies: Iterable[LinkPolicy], node: str, device: str, port: i
 def baseline_policy(node: str, device: str, port: int, link: Rate) -> LinkPolicy:
     """What "accept current link as baseline" stores: this port, exactly, at its current link."""
     return LinkPolicy(
-        name=f"baseline {node} {device}/{port}",
-        node=_escape(node),
-        device=_escape(device),
+        name=baseline_name(node, device, port),
+        node=literal_glob(node),
+        device=literal_glob(device),
         port=str(port),
         speed=link.speed,
         lanes=link.lanes,
@@ -105,7 +105,11 @@ def baseline_policy(node: str, device: str, port: int, link: Rate) -> LinkPolicy
     )
 
 
-def _escape(text: str) -> str:
+def baseline_name(node: str, device: str, port: int) -> str:
+    return f"baseline {node} {device}/{port}"
+
+
+def literal_glob(text: str) -> str:
     # A literal name must not act as a glob ("[" is legal in some names).
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 

@@ -28,12 +28,14 @@ def test_an_operator_acknowledges_an_event_and_sees_it_marked(operator, faulty):
     ack = Acknowledgement.objects.get(event=event)
     assert (ack.by_name, ack.note, ack.by) == ("olga", "cable ordered", operator.user)
     html = operator.text("/events/")
-    assert "✔ acknowledged by olga: cable ordered" in html
-    assert "✔ acknowledged by olga" in operator.text("/")
+    when = f"{ack.at:%Y-%m-%d %H:%M} UTC"
+    assert f"acknowledged by olga at {when}: cable ordered" in html
+    assert f"acknowledged by olga at {when}" in operator.text("/")
     assert operator.get("/events/", {"status": "acknowledged"}).context["events"].paginator.count == 1
-    # Again: the note is replaced, still one acknowledgement.
-    operator.post(f"/events/{event.pk}/acknowledge", {"note": "swapped"})
-    assert Acknowledgement.objects.get(event=event).note == "swapped"
+    # Again: refused, saying who and when; the first note stays.
+    response = operator.post(f"/events/{event.pk}/acknowledge", {"note": "swapped"})
+    assert _messages(response) == [f"Already acknowledged by olga at {when}."]
+    assert Acknowledgement.objects.get(event=event).note == "cable ordered"
 
 
 def test_a_resolved_event_cannot_be_acknowledged(operator, faulty):
@@ -49,6 +51,7 @@ def test_a_viewer_sees_no_action_and_is_refused_every_action(viewer, faulty):
     for page in ("/events/", "/ports/cn002/mlx4_0/1/", "/"):
         html = viewer.text(page)
         assert "Acknowledge</button>" not in html and "baseline</button>" not in html and "Silence</button>" not in html
+        assert "Silence this" not in html and "Accept the current link" not in html
     silence = Silence.objects.create(
         reason="x",
         created_by_name="olga",
@@ -61,10 +64,13 @@ def test_a_viewer_sees_no_action_and_is_refused_every_action(viewer, faulty):
         ("/silences/", {"node_glob": "cn*", "reason": "forged", "ends_at": "2099-01-01T00:00"}),
         (f"/silences/{silence.pk}/lift", {}),
         ("/ports/cn002/mlx4_0/1/baseline", {}),
+        ("/ports/cn002/mlx4_0/1/baseline/undo", {}),
+        (f"/events/{event.pk}/silence", {"duration": "1h"}),
         ("/wall/links/", {"name": "forged"}),
     ):
         viewer.post(path, data, status=403)
     viewer.get("/wall/links/", status=403)
+    viewer.get("/ports/cn002/mlx4_0/1/baseline", status=403)
     assert not Acknowledgement.objects.exists() and Silence.objects.count() == 1
     assert Silence.objects.get().lifted_at is None and not LinkPolicy.objects.exists()
 
@@ -88,7 +94,7 @@ def test_an_operator_silences_by_glob_and_the_event_shows_silenced(operator, fau
     assert (silence.created_by_name, silence.device_glob, silence.port_glob) == ("olga", "*", "*")
     silenced = operator.get("/events/", {"status": "silenced"}).context["events"]
     assert [e.kind for e in silenced] == ["down"]
-    assert "🔕 silenced until" in operator.text("/events/")
+    assert f"silenced until {silence.ends_at:%Y-%m-%d %H:%M} UTC by olga" in operator.text("/events/")
 
     operator.post(f"/silences/{silence.pk}/lift", {})
     silence.refresh_from_db()

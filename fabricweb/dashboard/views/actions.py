@@ -1,20 +1,23 @@
-"""Operator actions: POST only, CSRF-checked by the middleware, 403 for anyone without health.operate."""
+"""Operator actions: POST only (the baseline's confirmation page is its GET), CSRF-checked by the middleware, 403
+for anyone without health.operate."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
-from fabricweb.health.actions import BaselineError, NormHoldError, accept_baseline, accept_norm
+from fabricweb.health.actions import BaselineError, NormHoldError, accept_baseline, accept_norm, undo_baseline
 from fabricweb.health.models import Acknowledgement, Event, Silence
+from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node
 
 from ..forms import AcknowledgeForm, SilenceForm
+from ..rowactions import RowSilenceForm
 from .common import require_operator
 from .port import find_port
 
@@ -45,15 +48,15 @@ def acknowledge(request, pk: int):
         _form_errors(request, form)
     elif not event.is_open:
         messages.error(request, "This event is resolved: there is nothing to acknowledge.")
+    elif (done := Acknowledgement.objects.filter(event=event).first()) is not None:
+        messages.error(request, f"Already acknowledged by {done.by_name} at {done.at:%Y-%m-%d %H:%M} UTC.")
     else:
-        Acknowledgement.objects.update_or_create(
+        Acknowledgement.objects.create(
             event=event,
-            defaults={
-                "by": request.user,
-                "by_name": request.user.get_username(),
-                "note": form.cleaned_data["note"],
-                "at": timezone.now(),
-            },
+            by=request.user,
+            by_name=request.user.get_username(),
+            note=form.cleaned_data["note"],
+            at=timezone.now(),
         )
         messages.success(request, f"Acknowledged: {event.message}")
     return _back(request, "dashboard:events")
@@ -74,6 +77,26 @@ def silence(request):
 
 @login_required
 @require_POST
+def silence_event(request, pk: int):
+    """ "Silence this" on a problem or event row: this event's node, device, port and kind, for 1 h, 4 h, 1 d or
+    until a chosen time."""
+    require_operator(request)
+    event = Event.objects.select_related("node", "device", "port").filter(pk=pk).first()
+    if event is None:
+        raise Http404(f"no event {pk}")
+    form = RowSilenceForm(request.POST)
+    if not event.is_open:
+        messages.error(request, "This event is resolved: there is nothing to silence.")
+    elif not form.is_valid():
+        _form_errors(request, form)
+    else:
+        made = form.silence(event, request.user, timezone.now())
+        messages.success(request, f"Silenced {made}.")
+    return _back(request, "dashboard:events")
+
+
+@login_required
+@require_POST
 def lift_silence(request, pk: int):
     require_operator(request)
     row = Silence.objects.filter(pk=pk, lifted_at__isnull=True).first()
@@ -86,18 +109,40 @@ def lift_silence(request, pk: int):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def baseline(request, node: str, device: str, port: int):
+    """GET: the confirmation page (what the link is, what is expected now); POST (from it): accept."""
     require_operator(request)
     row = find_port(node, device, port)
+    if request.method == "GET":
+        context = {"port": row, "link": portfacts.link(row), "expected": portfacts.expected_link(row)}
+        return render(request, "dashboard/baseline_confirm.html", context)
     try:
-        done = accept_baseline(row)
+        done = accept_baseline(row, by=request.user.get_username())
     except BaselineError as e:
         messages.error(request, str(e))
     else:
         names = ", ".join(p.name for p in done.policies)
         messages.success(
             request, f"Accepted the current link as baseline ({names}); its event resolves after a few clean polls."
+        )
+    return redirect("dashboard:port", node=node, device=device, port=port)
+
+
+@login_required
+@require_POST
+def undo_port_baseline(request, node: str, device: str, port: int):
+    require_operator(request)
+    row = find_port(node, device, port)
+    try:
+        undone = undo_baseline(row)
+    except BaselineError as e:
+        messages.error(request, str(e))
+    else:
+        messages.success(
+            request,
+            f"Undid the baseline accepted by {undone.accepted_by or 'someone'}: "
+            "the port is judged against its earlier expectation from the next poll.",
         )
     return redirect("dashboard:port", node=node, device=device, port=port)
 

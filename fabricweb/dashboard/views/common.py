@@ -41,9 +41,10 @@ def require_operator(request) -> None:
 
 def mark_page(events, now: datetime) -> None:
     """Acknowledgement and silence of each event, for the templates (one query for the silences)."""
-    from .. import fabric
+    from .. import fabric, rowactions
 
     rows = list(events)
     fabric.mark_silenced(rows, now)
     for event in rows:
         event.ack = fabric.acknowledgement(event)
+        event.why = rowactions.why(event)

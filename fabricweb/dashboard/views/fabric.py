@@ -99,14 +99,14 @@ def switch_page(request, key: str):
     ports = Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node")
     ports = list(portfacts.annotate(ports).order_by("number"))
     readings.attach(ports)
-    erroring = set(fabric.erroring_port_ids_query().filter(node=switch).values_list("port_id", flat=True))
+    problems = fabric.problem_kinds(node=switch)
     rows = []
     for p in ports:
         peer = p.peer
         rows.append(
             {
                 "port": p,
-                "health": fabric.port_health(p.status, p.pk in erroring),
+                "health": fabric.port_health(p.status, problems.get(p.pk, ())),
                 "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                 "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
                 "link": portfacts.link(p),

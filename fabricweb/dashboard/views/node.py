@@ -33,7 +33,7 @@ def node_page(request, name: str):
     by_device = defaultdict(list)
     for p in ports:
         by_device[p.device_id].append(p)
-    erroring = set(fabric.erroring_port_ids_query().filter(port__device__node=node).values_list("port_id", flat=True))
+    problems = fabric.problem_kinds(node=node)
     devices = []
     for d in node.devices.order_by("name"):
         rows = []
@@ -41,7 +41,7 @@ def node_page(request, name: str):
             rows.append(
                 {
                     "port": p,
-                    "health": fabric.port_health(p.status, p.pk in erroring),
+                    "health": fabric.port_health(p.status, problems.get(p.pk, ())),
                     "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                     "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
                     "link": portfacts.link(p),  # None without one: a DOWN/Polling port's rate is no link

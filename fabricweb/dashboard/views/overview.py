@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from .. import fabric, grid, switches
 from ..forms import PortFilter
-from .common import freshness, mark_page
+from .common import can_operate, freshness, mark_page
 
 PROBLEMS_PER_PAGE = 50
 
@@ -39,5 +39,11 @@ def overview(request):
     mark_page(page, now)
     advice = Paginator(fabric.open_problems(filters, advice=True), PROBLEMS_PER_PAGE).get_page(filters.get("advice"))
     mark_page(advice, now)
-    context.update(grid=grid.render(cells), shown_ports=len(cells), problems=page, advice=advice)
+    context.update(
+        grid=grid.render(cells),
+        shown_ports=len(cells),
+        problems=page,
+        advice=advice,
+        can_operate=can_operate(request.user),
+    )
     return render(request, "dashboard/overview.html", context)

@@ -45,13 +45,12 @@ def port_page(request, node: str, device: str, port: int):
         .order_by("-opened_at", "-id")[:20]
     )
     mark_page(events, now)
-    erroring = any(e.is_open and e.kind not in fabric.LINK_KINDS for e in events)
     peer = row.peer
     context = {
         "port": row,
         "device": row.device,
         "node": row.device.node,
-        "health": fabric.port_health(row.status, erroring),
+        "health": fabric.port_health(row.status, fabric.problem_kinds(node=row.device.node_id).get(row.pk, ())),
         "state": IBSTAT_STATES.get(row.state_id, row.state_name),
         "phys_state": PHYS_STATES.get(row.phys_state_id, row.phys_state_name),
         "link": portfacts.link(row),  # None without one: a DOWN/Polling port's rate is no link
