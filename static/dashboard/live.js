@@ -14,6 +14,10 @@
     if (document.hidden) return schedule();
     fetch(window.location.href, { credentials: "same-origin", headers: { "X-Requested-With": "live" } })
       .then(function (response) {
+        // A refusal that says why (a revoked wall link: views/wall.py) is shown as it is, not as a logout.
+        if (response.status === 403 && response.headers.get("X-Fabric-Refused")) {
+          throw new Error(response.headers.get("X-Fabric-Refused"));
+        }
         if (response.redirected || response.status === 401 || response.status === 403) {
           throw new Error("logged out: reload the page to log in again");
         }

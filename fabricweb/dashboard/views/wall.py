@@ -1,4 +1,5 @@
-"""`/wall/`: problems and counts, large and dark, for NOC screens; a logged-in user or a wall link token.
+"""`/wall/`: counts, problems and a heat map of the whole fabric, large and dark, for NOC screens; a logged-in
+user or a wall link token.
 
 Links are read-only: the page shows what the overview shows of problems and nothing
 more, and a link is revoked by an operator on /wall/links/ (or in the admin).
@@ -7,6 +8,9 @@ more, and a link is revoked by an operator on /wall/links/ (or in the admin).
 from __future__ import annotations
 
 from datetime import timedelta
+from itertools import groupby
+from operator import attrgetter
+from typing import NamedTuple
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,13 +20,57 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from .. import fabric
+from fabricweb.tokens import hash_token
+
+from .. import fabric, switches
 from ..forms import WallLinkForm
+from ..marks import HEALTHS, MARKS, QUIET
 from ..models import WallLink
 from .common import freshness, mark_page, require_operator
 
 WALL_PROBLEMS = 30
 LAST_USED_EVERY = timedelta(minutes=1)
+# Past this many tiles the heat map drops the names: colour and mark still read from across the room.
+NAMED_TILES = 400
+RANK = {h: i for i, h in enumerate(HEALTHS)}
+
+
+class Tile(NamedTuple):
+    """One host or switch on the wall's heat map: its worst port and how many of its ports are problems."""
+
+    name: str
+    health: str
+    mark: str
+    problems: int
+    switch: bool
+
+
+def _tile(name: str, healths: list[str], switch: bool, reachable: bool = True) -> Tile:
+    worst = min(healths, key=RANK.__getitem__) if healths else "not_connected"
+    if not reachable:
+        worst = "unknown"
+    return Tile(name, worst, MARKS[worst], sum(h not in QUIET for h in healths), switch)
+
+
+def heat_map(cells) -> list[Tile]:
+    """Every host (from the overview's cells) then every switch, one tile each."""
+    tiles = [_tile(node, [c.health for c in group], False) for node, group in groupby(cells, key=attrgetter("node"))]
+    blocks, _ = switches.switch_grid()
+    tiles += [_tile(b.name, [c.health for c in b.cells], True, b.reachable) for b in blocks]
+    return tiles
+
+
+def refused(request, token: str):
+    """A revoked link says so (and when); anything else is not a wall link. The reason also travels in a
+    header, for the wall's live refresh (live.js) to show instead of "logged out"."""
+    revoked = WallLink.objects.filter(token_hash=hash_token(token), revoked_at__isnull=False)
+    link = revoked.first() if len(token) <= 100 else None
+    response = render(request, "dashboard/wall_refused.html", {"link": link}, status=403)
+    if link is not None:
+        response["X-Fabric-Refused"] = f"this wall link was revoked on {link.revoked_at:%Y-%m-%d %H:%M} UTC"
+    else:
+        response["X-Fabric-Refused"] = "this is not a wall link (mistyped or cut short)"
+    return response
 
 
 def wall(request):
@@ -30,17 +78,27 @@ def wall(request):
     if token is not None:
         link = WallLink.find(token)
         if link is None:
-            return render(request, "dashboard/wall_refused.html", status=403)
+            return refused(request, token)
         now = timezone.now()
         if link.last_used_at is None or now - link.last_used_at >= LAST_USED_EVERY:
             WallLink.objects.filter(pk=link.pk).update(last_used_at=now)
     elif not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     now = timezone.now()
-    counts = fabric.counts()
-    problems = list(fabric.open_problems({})[:WALL_PROBLEMS])
+    counts, cells = fabric.fabric_view({})
+    problems = list(fabric.open_problems({})[: WALL_PROBLEMS + 1])
+    more = len(problems) > WALL_PROBLEMS
+    problems = problems[:WALL_PROBLEMS]
     mark_page(problems, now)
-    context = {"counts": counts, "problems": problems, **freshness(now, counts.last_ingest, known=True)}
+    tiles = heat_map(cells)
+    context = {
+        "counts": counts,
+        "problems": problems,
+        "more_problems": more,
+        "tiles": tiles,
+        "dense": len(tiles) > NAMED_TILES,
+        **freshness(now, counts.last_ingest, known=True),
+    }
     response = render(request, "dashboard/wall.html", context)
     response["Referrer-Policy"] = "no-referrer"  # the token is in the URL
     return response
