@@ -249,7 +249,7 @@ def test_info_advice_is_listed_apart_from_the_problems(world, viewer):
     html = response.content.decode()
     problems, advice = html.split("<h2>Problems")[1].split("<h2>Advice")
     assert "stuck at its maximum" not in problems and "stuck at its maximum" in advice
-    assert "Advice (1 open)" in html
+    assert "Advice (1 open, not problems)" in html
     assert "stuck at its maximum" not in viewer.text("/wall/")  # the wall shows problems only
 
 
