@@ -1,16 +1,17 @@
-"""One port's history as chart series: raw samples for short ranges, 5-minute and 1-hour rollups for long ones.
+"""One port's history as chart series: raw samples for short ranges, 5-minute and 1-hour rollups for long ones,
+and past the newest rollup the finer data that is not rolled yet (the newest raw samples), so a 24 h chart
+reaches now.
 
-Rates are per second for traffic (bytes/s, packets/s), per hour for error counters
-(operators count `symbol errors/h`), congestion as the share of time in port_xmit_wait.
+Rates are per second for traffic (Gb/s, the unit a link is named in, and packets/s), per hour for error
+counters (operators count `symbol errors/h`), congestion as the share of time in port_xmit_wait.
 Unknown is None (a gap in the chart), never 0; a missing poll or bucket inserts a None
 point, so a gap shows as a gap and not as a line across it. The link and its capacity are
 fabricweb.inventory.portfacts': a port (or a poll) without a link has none, so no capacity line is drawn
-for a port that is down, whatever its `rate` file says.
+where the port was down, whatever its `rate` file says.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -24,33 +25,30 @@ from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.models import PortRollup
 from fabricweb.telemetry.storage.columns import ERRORS
 
+from .timerange import RANGES, Range, Window, first_data
 
-@dataclass(frozen=True, slots=True)
-class Range:
-    name: str
-    span: timedelta
-    period_s: int | None  # None: raw samples
+__all__ = ["RANGES", "Range", "Window", "port_series"]
 
-    @property
-    def source(self) -> str:
-        return {None: "raw samples", PortRollup.FIVE_MINUTES: "5-minute rollups", PortRollup.HOUR: "1-hour rollups"}[
-            self.period_s
-        ]
-
-
-RANGES = {
-    r.name: r
-    for r in (
-        Range("1h", timedelta(hours=1), None),
-        Range("6h", timedelta(hours=6), None),
-        Range("24h", timedelta(hours=24), PortRollup.FIVE_MINUTES),
-        Range("7d", timedelta(days=7), PortRollup.FIVE_MINUTES),
-        Range("30d", timedelta(days=30), PortRollup.HOUR),
-    )
-}
 GAP_FACTOR = 2.5  # a step this many times the expected one is a gap
 ERROR_COLUMNS = tuple(ERRORS)  # symbol_error, link_downed, ...
 FIELDS = ("rcv_bytes", "xmit_bytes", "rcv_packets", "xmit_packets", "xmit_wait", *ERROR_COLUMNS)
+# The error counters in the groups an operator reads them by, one small chart each.
+ERROR_GROUPS = (
+    ("Symbol and link errors", ("symbol_error", "local_link_integrity_errors", "excessive_buffer_overrun_errors")),
+    (
+        "Receive errors",
+        (
+            "port_rcv_errors",
+            "port_rcv_remote_physical_errors",
+            "port_rcv_switch_relay_errors",
+            "port_rcv_constraint_errors",
+        ),
+    ),
+    ("Discards", ("port_xmit_discards", "port_xmit_constraint_errors", "vl15_dropped")),
+    ("Link events", ("link_downed", "link_error_recovery")),
+)
+assert sorted(c for _, cs in ERROR_GROUPS for c in cs) == sorted(ERROR_COLUMNS), "every error counter in one group"
+GBPS = 8 / 1e9  # bytes/s to Gb/s
 
 
 def _gbps(link: portfacts.Link | None) -> tuple[float | None, str | None]:
@@ -97,49 +95,112 @@ class _Series:
         self.link_name.append(name)
 
 
-def port_series(port: Port, wanted: Range, now: datetime) -> dict:
-    since = now - wanted.span
-    out = _Series()
+def _raw(out: _Series, port: Port, since: datetime, until: datetime | None, step_s: float) -> int:
+    """The port's raw samples in [since, until); returns how many."""
+    drawn = 0
     poll = float(settings.FABRIC_POLL_INTERVAL)
     layer = port.link_layer
-    if wanted.period_s is None:
-        for sample in samples.of_port(port, since):
-            out.gap_before(sample.ts, poll)
-            link = portfacts.sample_link(sample.state_id, sample.phys_state_id, sample.speed, sample.lanes, layer)
-            out.add(sample.ts, sample.interval_s, sample.deltas(), link)
-            if sample.reset:
-                out.resets.append(iso(sample.ts))
-            if sample.capped:
-                out.capped.append(iso(sample.ts))
-    else:
-        rows = (
-            PortRollup.objects.filter(port=port, period_s=wanted.period_s, bucket__gte=since)
-            .order_by("bucket")
-            .values(
-                "bucket", "samples", "worst_state_id", "min_speed", "min_lanes", "resets", "capped_samples", *FIELDS
-            )
-        )
-        for row in rows:
-            out.gap_before(row["bucket"], wanted.period_s)
-            covered = min(float(wanted.period_s), row["samples"] * poll) if row["samples"] else None
-            # The slowest link of the bucket, when every poll of it had one (a bucket with a DOWN poll: none).
-            up = facts.is_up(row["worst_state_id"])
-            link = portfacts.named_link(row["min_speed"], row["min_lanes"], None, layer) if up else None
-            out.add(row["bucket"], covered, row, link)
-            if row["resets"]:
-                out.resets.append(iso(row["bucket"]))
-            if row["capped_samples"]:
-                out.capped.append(iso(row["bucket"]))
+    for sample in samples.of_port(port, since, until):
+        out.gap_before(sample.ts, step_s)
+        step_s = poll
+        link = portfacts.sample_link(sample.state_id, sample.phys_state_id, sample.speed, sample.lanes, layer)
+        out.add(sample.ts, sample.interval_s, sample.deltas(), link)
+        drawn += 1
+        if sample.reset:
+            out.resets.append(iso(sample.ts))
+        if sample.capped:
+            out.capped.append(iso(sample.ts))
+    return drawn
+
+
+def _rolled(out: _Series, port: Port, period_s: int, since: datetime, until: datetime, step_s: float) -> datetime:
+    """The port's buckets of `period_s` in [since, until); returns where the last one ends (since: none)."""
+    poll = float(settings.FABRIC_POLL_INTERVAL)
+    layer = port.link_layer
+    rows = (
+        PortRollup.objects.filter(port=port, period_s=period_s, bucket__gte=since, bucket__lt=until)
+        .order_by("bucket")
+        .values("bucket", "samples", "worst_state_id", "min_speed", "min_lanes", "resets", "capped_samples", *FIELDS)
+    )
+    end = since
+    for row in rows:
+        out.gap_before(row["bucket"], step_s)
+        step_s = period_s
+        covered = min(float(period_s), row["samples"] * poll) if row["samples"] else None
+        # The slowest link of the bucket, when every poll of it had one (a bucket with a DOWN poll: none).
+        up = facts.is_up(row["worst_state_id"])
+        link = portfacts.named_link(row["min_speed"], row["min_lanes"], None, layer) if up else None
+        out.add(row["bucket"], covered, row, link)
+        if row["resets"]:
+            out.resets.append(iso(row["bucket"]))
+        if row["capped_samples"]:
+            out.capped.append(iso(row["bucket"]))
+        end = row["bucket"] + timedelta(seconds=period_s)
+    return end
+
+
+def _error_groups(errors: dict[str, list]) -> list[dict]:
+    """The groups, each with its counters: those that counted in the range first (most first), then the rest."""
+
+    def total(column: str) -> float:
+        return sum(v for v in errors[column] if v)
+
+    return [
+        {
+            "title": title,
+            "counters": [
+                # slot: its place in the group, so it keeps its colour when the order changes
+                {"column": c, "name": ERRORS[c], "nonzero": total(c) > 0, "slot": columns.index(c)}
+                for c in sorted(columns, key=lambda c: (total(c) <= 0, -total(c)))
+            ],
+        }
+        for title, columns in ERROR_GROUPS
+    ]
+
+
+def _empty_message(first: datetime | None, until: datetime) -> str:
+    if first is None:
+        return "no data yet: the fabric has not been polled"
+    if until <= first:
+        return f"no data in this range: monitored since {first:%Y-%m-%d %H:%M} UTC"
+    return "no samples of this port in this range"
+
+
+def port_series(port: Port, wanted: Window | Range, now: datetime) -> dict:
+    if isinstance(wanted, Range):
+        wanted = Window(now - wanted.span, now, wanted, live=True)
+    since, until, period = wanted.since, wanted.until, wanted.range.period_s
+    out = _Series()
+    # The chosen resolution, then each finer one from where the coarser ends: the newest data not yet rolled.
+    levels = {None: (), PortRollup.FIVE_MINUTES: (PortRollup.FIVE_MINUTES,)}.get(
+        period, (PortRollup.HOUR, PortRollup.FIVE_MINUTES)
+    )
+    start, step = since, float(settings.FABRIC_POLL_INTERVAL)
+    for level in levels:
+        end = _rolled(out, port, level, start, until, max(step, level))
+        if end > start:  # the next one's first point is a bucket of this period after the last one
+            start, step = end, level
+    raw_drawn = _raw(out, port, start, None if wanted.live else until, step)
+    raw_since = start if levels and raw_drawn else None
+    first = first_data()
     capacity, link_name = _gbps(portfacts.link(port))
     expected, expected_name = _gbps(portfacts.expected_link(port))
     return {
-        "range": wanted.name,
-        "source": wanted.source,
+        "range": wanted.range.name or "custom",
+        "source": wanted.range.source,
+        "resolution": wanted.range.resolution,
+        "raw_since": iso(raw_since),  # where a rollup chart's raw tail begins (None: no tail)
         "since": iso(since),
-        "until": iso(now),
+        "until": iso(until),
+        "monitored_since": iso(first),
+        "message": None if out.t else _empty_message(first, until),
         "t": out.t,
         **out.values,
+        "rx_gbps": [None if v is None else v * GBPS for v in out.values["rx"]],
+        "tx_gbps": [None if v is None else v * GBPS for v in out.values["tx"]],
+        "units": {"throughput": "Gb/s", "packets": "pkt/s", "errors": "errors/h", "congestion": "%"},
         "errors": out.errors,
+        "error_groups": _error_groups(out.errors),
         "link_gbps": out.link_gbps,
         "link_name": out.link_name,
         "capacity_bytes_per_second": None if capacity is None else capacity * 1e9 / 8,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
@@ -12,11 +14,10 @@ from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
+from fabricweb.isotime import iso
 
-from .. import fabric, series
+from .. import fabric, series, timerange
 from .common import can_operate, freshness, mark_page
-
-DEFAULT_RANGE = "1h"
 
 
 def find_port(node: str, device: str, number: int) -> Port:
@@ -35,10 +36,10 @@ def find_port(node: str, device: str, number: int) -> Port:
 def port_page(request, node: str, device: str, port: int):
     row = find_port(node, device, port)
     now = timezone.now()
-    chosen = request.GET.get("range", DEFAULT_RANGE)
-    status = 200
-    if chosen not in series.RANGES:
-        chosen, status = DEFAULT_RANGE, 400
+    try:
+        window, bad_range = timerange.choose(request.GET, now), ""
+    except timerange.BadRange as error:
+        window, bad_range = timerange.choose({}, now), str(error)
     events = list(
         Event.objects.filter(port=row)
         .select_related("node", "device", "port", "acknowledgement")
@@ -63,21 +64,32 @@ def port_page(request, node: str, device: str, port: int):
         "capable": portfacts.named_link(row.capable_speed, row.capable_lanes, None, row.link_layer),
         "counters": sorted((row.counters or {}).items()),
         "events": events,
-        "ranges": list(series.RANGES),
-        "range": chosen,
-        "bad_range": status == 400,
+        "ranges": list(timerange.RANGES),
+        "range": window.range.name or "",
+        "window": window,
+        "series_query": _series_query(window),
+        "bad_range": bad_range,
         "can_operate": can_operate(request.user),
         **freshness(now),
     }
-    return render(request, "dashboard/port.html", context, status=status)
+    return render(request, "dashboard/port.html", context, status=400 if bad_range else 200)
+
+
+def _series_query(window: timerange.Window) -> str:
+    """What the charts ask `series` for: the named range, or the custom one's from/to (which then shows in the URL)."""
+    if window.range.name:
+        return urlencode({"range": window.range.name})
+    return urlencode({"from": iso(window.since), "to": iso(window.until)})
 
 
 @login_required
 def port_series(request, node: str, device: str, port: int):
     row = find_port(node, device, port)
-    wanted = series.RANGES.get(request.GET.get("range", DEFAULT_RANGE))
-    if wanted is None:
-        return JsonResponse({"error": f"range: expected one of {', '.join(series.RANGES)}"}, status=400)
-    response = JsonResponse(series.port_series(row, wanted, timezone.now()))
+    now = timezone.now()
+    try:
+        window = timerange.choose(request.GET, now)
+    except timerange.BadRange as error:
+        return JsonResponse({"error": str(error)}, status=400)
+    response = JsonResponse(series.port_series(row, window, now))
     response["Cache-Control"] = "no-store"
     return response
