@@ -16,8 +16,10 @@ from fabricweb.health.models import Acknowledgement, Event, LinkPolicy, Silence
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
 
-# Glyphs drawn from an emoji font (a stock Debian Chromium has none: a box): the pictographic planes.
-EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u26ff]")
+# Glyphs drawn from an emoji font (a stock Debian Chromium has none: a box): the pictographic planes, the
+# miscellaneous symbols and the Dingbats that are emoji (✔ ✖ ❌ ❗...; not ✕, the down mark).
+DINGBAT_EMOJI = "\u2702\u2705\u2708-\u270d\u270f\u2712\u2714\u2716\u271d\u2721\u2728\u2733\u2734\u2744\u2747"
+EMOJI = re.compile(f"[\U0001f000-\U0001faff\u2600-\u26ff{DINGBAT_EMOJI}\u274c\u274e\u2753-\u2757\u2763\u2764]")
 
 
 def _messages(response) -> list[str]:
@@ -228,7 +230,14 @@ def test_no_page_needs_an_emoji_font(operator, faulty):
     event = _open("down")
     operator.post(f"/events/{event.pk}/silence", {"duration": "1h"})
     operator.post(f"/events/{event.pk}/acknowledge", {})
-    for page in ("/", "/events/", "/ports/cn003/mlx5_1/1/", "/nodes/cn003/", "/ports/cn002/mlx4_0/1/baseline"):
+    for page in (
+        "/",
+        "/events/",
+        "/ports/cn003/mlx5_1/1/",
+        "/nodes/cn003/",
+        "/ports/cn002/mlx4_0/1/baseline",
+        "/wall/",
+    ):
         html = operator.text(page)
         assert not EMOJI.findall(html), (page, EMOJI.findall(html))
     assert "silenced until" in operator.text("/")
