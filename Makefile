@@ -39,14 +39,16 @@ test: setup lint
 	eval "$$(scripts/test-services start)" && $(BIN)/pytest -n 2 --durations=25
 
 # The whole pipeline on one machine: simulator (with faults), private Redis, ingest worker, beat, one node
-# agent for every simulated node, and the dashboard on http://127.0.0.1:8000/, with an operator login
-# (its password printed once). Ctrl-C stops it all.
+# agent for every simulated node, and the dashboard on http://127.0.0.1:8000/. Its last lines, once the
+# dashboard answers: the URL, the login operator and its password (printed once); the processes' output is
+# in $(DEMO_LOG). Ctrl-C stops it all.
+DEMO_LOG ?= var/demo.log
 demo: setup
-	DEBUG=1 $(BIN)/python manage.py migrate --noinput -v 0
-	DEBUG=1 $(BIN)/python manage.py import_policies scripts/demo-policies.yaml
-	DEBUG=1 $(BIN)/python manage.py create_user operator --role operator --url http://$(DEMO_WEB)/
+	DEBUG=1 LOG_LEVEL=WARNING $(BIN)/python manage.py migrate --noinput -v 0
+	DEBUG=1 LOG_LEVEL=WARNING $(BIN)/python manage.py import_policies scripts/demo-policies.yaml
 	DEBUG=1 $(BIN)/python -m fabricweb.runfabric --sim-dir $(SIM_DIR) --nodes $(SIM_NODES) --web $(DEMO_WEB) \
-		--fabric --start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT)
+		--fabric --start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT) \
+		--log $(DEMO_LOG) --login operator
 
 # An ibstat-like look at a simulated node.
 snapshot: $(VENV)/.installed

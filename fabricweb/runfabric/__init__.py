@@ -10,7 +10,9 @@ simulator also writes the switch fabric its hosts hang on (DIR/fabric.net), and 
 --ibsim-net FILE, ibsim simulates that fabric (its console reads FILE.ctl), opensm brings it up, and
 a fabric collector (`python -m fabricweb.fabricagent`, under ibsim-run) sweeps it every poll.
 Each child runs in a process group of its own; Ctrl-C or SIGTERM stops every group,
-and if any child exits on its own the rest are stopped and the exit status is 1.
+and if any child exits on its own the rest are stopped and the exit status is 1. With --log FILE the
+children's output (worker banners, request lines) goes to FILE; with --web the last lines say where the
+dashboard answers, and with --login NAME the login and password of an operator made for this run.
 
 Central processes get the environment as it is (DATABASE_URL, SECRET_KEY or DEBUG=1,
 REDIS_URL) with FABRIC_POLL_INTERVAL set to --interval; the node agent gets no
@@ -38,6 +40,7 @@ from pathlib import Path
 from fabricweb.env import Env, redact_url
 
 from .children import BASE_DIR, PY, Children, Stopped, say
+from .ready import announce, example_fault
 from .start import MANAGE, node_trees, start_fabric, start_private_redis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -51,7 +54,8 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
         # A secret of this run only: the nodes' keys are derived from it and handed out below.
         node_secret = env["FABRIC_NODE_KEY_SECRET"] = secrets.token_hex(32)
     say("migrating the database")
-    if subprocess.run([PY, MANAGE, "migrate", "--noinput"], env=env, cwd=BASE_DIR).returncode:
+    log = children.log
+    if subprocess.run([PY, MANAGE, "migrate", "--noinput"], env=env, cwd=BASE_DIR, stdout=log, stderr=log).returncode:
         raise SystemExit("migrate failed")
     if children.stop_requested:
         raise Stopped
@@ -64,20 +68,28 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
     say(f"broker {redact_url(env.get('REDIS_URL', DEFAULT_REDIS_URL))}")
     say(f"node auth {env.get('FABRIC_NODE_AUTH', 'required')}: each node signs with its key (FABRIC_NODE_KEY_FILE)")
     say(f"database {redact_url(env.get('DATABASE_URL', 'var/fabricweb.sqlite3 (the default)'))}")
+    if args.log:
+        say(f"the processes' output: {args.log}")
     if not args.no_sim:
-        device = sorted(os.listdir(args.sim_dir / nodes[0] / "class" / "infiniband"))[0]
-        say(f"add a fault: {PY} -m collectors fault --out {args.sim_dir} add {nodes[0]}/{device}/1:speed=QDR")
-    if args.web:
-        say(f"web: http://{args.web}/")
+        devices = {n: sorted(os.listdir(args.sim_dir / n / "class" / "infiniband"))[0] for n in nodes}
+        fault = example_fault(nodes, devices, args.fault, args.agent_stops)
+        if fault is not None:
+            say(f"take a port down: {PY} -m collectors fault --out {args.sim_dir} add {fault}  (then: remove {fault})")
+    if args.agent_stops:
+        say(f"{args.agent_stops}'s agent stops after about {AGENT_STOPS_AFTER_S:g} s (a demo fault), then turns stale")
     say("Ctrl-C stops everything")
-
     # --agent-stops: the node's own agent runs long enough to start, register and report, then stops.
     running_for = max(AGENT_STOPS_AFTER_S, 3 * float(env["FABRIC_POLL_INTERVAL"]))
     stop_agent_at = time.monotonic() + running_for if args.agent_stops else None
+    if args.web:
+        announce(children, args.web, args.login, env)
+
     while not children.stop_requested:
         if stop_agent_at is not None and time.monotonic() >= stop_agent_at:
             children.stop_one(f"node agent of {args.agent_stops}")
-            say(f"the agent of {args.agent_stops} has stopped (a demo fault): the node turns stale after 3 polls")
+            children.note(
+                f"the agent of {args.agent_stops} has stopped (a demo fault): the node turns stale after 3 polls"
+            )
             stop_agent_at = None
         dead = children.exited()
         if dead is not None:
@@ -130,6 +142,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="C",
         help="Celery ingest worker processes (rollups, prune, checks; default 1)",
     )
+    p.add_argument("--log", type=Path, metavar="FILE", help="the processes' output goes to FILE (appended), not here")
+    p.add_argument("--login", metavar="NAME", help="with --web: make an operator NAME and print its password last")
     p.add_argument(
         "--log-level",
         default="WARNING",
@@ -147,12 +161,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.ibsim_net = written
     if args.ibsim_net is not None:
         args.ibsim_net = args.ibsim_net.resolve()
+    if args.login and not args.web:
+        p.error("--login prints where to log in: it goes with --web")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    children = Children()
+    log = None
+    if args.log is not None:
+        args.log.parent.mkdir(parents=True, exist_ok=True)
+        log = open(args.log, "a", buffering=1)  # noqa: SIM115 (open for the whole run, closed below)
+    children = Children(log)
 
     def request_stop(signum, frame) -> None:
         children.stop_requested = True
@@ -172,4 +192,6 @@ def main(argv: list[str] | None = None) -> int:
             if children.children:
                 say("stopping")
                 children.stop()
+            if log is not None:
+                log.close()
     return status

@@ -36,15 +36,24 @@ class Child:
 class Children:
     """The processes started, each the leader of its own process group (so its own children go with it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log=None) -> None:
         self.children: list[Child] = []
         self.stop_requested = False
+        self.log = log  # an open file: the children's output (banners, request lines) goes there, not to the terminal
+
+    def note(self, message: str) -> None:
+        """Said in the log when there is one (the terminal keeps the login as its last lines), else on stderr."""
+        if self.log is None:
+            say(message)
+        else:
+            print(f"runfabric: {message}", file=self.log, flush=True)
 
     def start(
         self, name: str, argv: list[str], env: dict[str, str], stdin=subprocess.DEVNULL, stdout=None, cwd=BASE_DIR
     ) -> None:
+        out = self.log if stdout is None else stdout
         try:
-            proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=stdout, process_group=0)
+            proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=out, stderr=self.log, process_group=0)
         except OSError as e:
             raise SystemExit(f"cannot start the {name}: {e}") from None
         self.children.append(Child(name, proc))
