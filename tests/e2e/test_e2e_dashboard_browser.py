@@ -161,7 +161,7 @@ def test_an_operator_finds_the_degraded_port_reads_its_charts_and_acknowledges_i
     assert traffic[0][0] == "receive" and traffic[0][1] >= 2
     link = page.evaluate("document.getElementById('chart-link').data[0].text")
     assert "1X HDR" in link and "4X HDR" in link
-    assert page.evaluate("document.querySelector('#chart-traffic .ytitle').textContent") == "bytes/s"
+    assert page.evaluate("document.querySelector('#chart-traffic .ytitle').textContent") == "Gb/s"
     operator.shot("port")
 
     events = operator.open("/events/?kind=degraded")
