@@ -69,11 +69,23 @@ class Rate:
             return None
         return f"{self.lanes}X {self.speed}"
 
-    def describe(self) -> str:
-        """`100 Gb/s (4X EDR)`, the form operators read in findings."""
+    def describe(self, ethernet: bool = False) -> str:
+        """`100 Gb/s (4X EDR)`, the form operators read in findings; `100GbE` on an Ethernet port."""
+        if ethernet:
+            return ethernet_name(self.gbps) or f"{format_gbps(self.gbps)} Gb/s"
         name = self.link_name
         total = format_gbps(self.gbps)
         return f"{total} Gb/s ({name})" if name else f"{total} Gb/s"
+
+    def named(self, ethernet: bool = False) -> str | None:
+        """`4X EDR`, or on an Ethernet port `100GbE`."""
+        return ethernet_name(self.gbps) if ethernet else self.link_name
+
+
+def ethernet_name(gbps: float | None) -> str | None:
+    """An Ethernet link by its total, as ethtool and switches name it: `100GbE`. mlx5 reports a RoCE port's
+    link in InfiniBand terms (`100 Gb/sec (4X EDR)`), words an Ethernet operator does not use."""
+    return f"{format_gbps(gbps)}GbE" if gbps else None
 
 
 class RateError(ValueError):
@@ -137,13 +149,14 @@ class LinkFinding:
         return "speed" if self.speed_downgrade else "width"
 
 
-def judge_link(actual: Rate, expected: Rate) -> LinkFinding | None:
+def judge_link(actual: Rate, expected: Rate, ethernet: bool = False) -> LinkFinding | None:
     """Compare a port's link with the one it should run at.
 
     Speed and width are judged separately: `40 Gb/s (4X QDR)` and
     `40 Gb/s (4X FDR10)` have the same total but are different links.
     Returns None when the link is at or above the expectation in both, or when
     either side lacks speed or width (a port with no link is judged elsewhere).
+    `ethernet`: said in Ethernet words, `100GbE trained at 40GbE`.
     """
     if None in (actual.speed, actual.lanes, expected.speed, expected.lanes):
         return None
@@ -151,6 +164,8 @@ def judge_link(actual: Rate, expected: Rate) -> LinkFinding | None:
     narrow = actual.lanes < expected.lanes
     if not (slow or narrow):
         return None
+    if ethernet:
+        return _ethernet_finding(actual, expected, slow, narrow)
     what = []
     if slow:
         what.append(f"{actual.speed} where {expected.speed} expected")
@@ -162,6 +177,19 @@ def judge_link(actual: Rate, expected: Rate) -> LinkFinding | None:
         what.append(f"{actual.lanes}X where {expected.lanes}X expected")
     kind = "speed and width downgrade" if slow and narrow else ("speed downgrade" if slow else "width downgrade")
     message = f"trained at {actual.describe()}, expected {expected.describe()}: {kind} ({'; '.join(what)})"
+    return LinkFinding(slow, narrow, message)
+
+
+def _ethernet_finding(actual: Rate, expected: Rate, slow: bool, narrow: bool) -> LinkFinding:
+    """`100GbE trained at 40GbE: speed downgrade (10 Gb/s lanes where 25 Gb/s expected)`: lanes and their rate."""
+    what = []
+    if slow:
+        lane, wanted = SPEED_BY_NAME[actual.speed].lane_gbps, SPEED_BY_NAME[expected.speed].lane_gbps
+        what.append(f"{_num(lane)} Gb/s lanes where {_num(wanted)} Gb/s expected")
+    if narrow:
+        what.append(f"{actual.lanes} lane{'s' if actual.lanes != 1 else ''} where {expected.lanes} expected")
+    kind = "speed and width downgrade" if slow and narrow else ("speed downgrade" if slow else "width downgrade")
+    message = f"{expected.describe(True)} trained at {actual.describe(True)}: {kind} ({'; '.join(what)})"
     return LinkFinding(slow, narrow, message)
 
 

@@ -132,3 +132,11 @@ def test_better_link_takes_the_faster_speed_and_wider_width():
     assert better_link(make_rate("HDR", 1), make_rate("EDR", 4)) == make_rate("HDR", 4)
     assert better_link(None, make_rate("EDR", 4)) == make_rate("EDR", 4)
     assert better_link(parse_rate("0 GB/sec"), None) is None
+
+
+def test_an_ethernet_link_is_judged_in_ethernet_words():
+    found = judge_link(make_rate("QDR", 4), make_rate("EDR", 4), ethernet=True)
+    assert found.message == "100GbE trained at 40GbE: speed downgrade (10 Gb/s lanes where 25 Gb/s expected)"
+    narrow = judge_link(make_rate("EDR", 1), make_rate("EDR", 4), ethernet=True)
+    assert narrow.message == "100GbE trained at 25GbE: width downgrade (1 lane where 4 expected)"
+    assert (narrow.kind, make_rate("EDR", 4).named(True), make_rate("EDR", 4).named()) == ("width", "100GbE", "4X EDR")

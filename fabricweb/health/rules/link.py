@@ -55,6 +55,7 @@ def state(view: PortView, exp: Expectation, w: Windows, t: Thresholds) -> Findin
             state=view.state_text,
             phys_state="LinkUp",
             polls=view.state_polls,
+            expected_up_because=up_because(view),
         )
     if not should_be_up or view.state_polls < t.down_after_polls:
         return None  # never up and no policy: an unused port, not an alarm
@@ -68,7 +69,6 @@ def state(view: PortView, exp: Expectation, w: Windows, t: Thresholds) -> Findin
         why = f"physical state {phys}"
     else:
         why = f"physical state {phys}: {meaning}"
-    because = f"policy {view.policy.name!r} expects it up" if view.policy is not None else "it has been ACTIVE before"
     return port_finding(
         view,
         Kind.DOWN,
@@ -76,15 +76,21 @@ def state(view: PortView, exp: Expectation, w: Windows, t: Thresholds) -> Findin
         f"port down ({view.state_text}, {why})",
         state=view.state_text,
         phys_state=phys,
-        expected_up_because=because,
+        expected_up_because=up_because(view),
     )
+
+
+def up_because(view: PortView) -> str:
+    """Why a port should be up, kept in the event's details: the dashboard says it as why the event is critical."""
+    return f"policy {view.policy.name!r} expects it up" if view.policy is not None else "it has been ACTIVE before"
 
 
 def _degraded(view: PortView, exp: Expectation) -> Finding | None:
     link, expected = usable(view.link), usable(exp.link)
     if link is None or expected is None:
         return None
-    verdict = judge_link(link, expected)
+    eth = ethernet(view)
+    verdict = judge_link(link, expected, eth)
     if verdict is None:
         return None
     # Below a policy or its own past: certain. Below only what its peers run: likely, not certain.
@@ -95,9 +101,9 @@ def _degraded(view: PortView, exp: Expectation) -> Finding | None:
         Kind.DEGRADED,
         CRITICAL if own else WARNING,
         f"{verdict.message} — {exp.source}",
-        link=link.link_name,
+        link=link.named(eth),
         link_gbps=link.gbps,
-        expected=expected.link_name,
+        expected=expected.named(eth),
         expected_gbps=expected.gbps,
         downgrade=verdict.kind,
         source=exp.source,

@@ -8,7 +8,7 @@ from collectors.link import Rate
 from ..expectation import Expectation, usable
 from ..findings import Finding, Kind, device_key
 from ..view import PortView
-from .common import INFO, WARNING, expect_up, positive
+from .common import INFO, WARNING, ethernet, expect_up, positive
 
 
 def judge_pcie(view: PortView, exp: Expectation) -> Finding | None:
@@ -30,7 +30,7 @@ def judge_pcie(view: PortView, exp: Expectation) -> Finding | None:
         return None
     parts = []
     if bottleneck:
-        parts.append(f"PCIe {now_text} (~{round(now_bw):,} Gb/s) limits a {port_rate.describe()} port")
+        parts.append(f"PCIe {now_text} (~{round(now_bw):,} Gb/s) limits a {port_rate.describe(ethernet(view))} port")
     if trained_low:
         max_text = pcie.describe(p.max_gts if max_gen else p.current_gts, p.max_width if narrow else p.current_width)
         parts.append(f"PCIe trained at {now_text}, the card supports {max_text}")

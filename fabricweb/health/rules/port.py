@@ -13,7 +13,7 @@ from ..view import PortView
 from ..window import HOUR_S, MINUTE_S, Windows, known_delta
 from .common import CRITICAL, DEVICE_KINDS, INFO, LINK_KINDS, PORT_KINDS, Judgement, ethernet, expect_up
 from .counters import COUNTER_RULES, KIND_COUNTERS, capped, congestion, counter, symbol_errors
-from .link import down_while_flapping, flapping, state
+from .link import down_while_flapping, flapping, state, up_because
 from .node import judge_node
 from .pcie import judge_pcie
 
@@ -101,4 +101,7 @@ def _vanished(view: PortView, t: Thresholds, device: bool) -> list[Finding]:
     else:
         key = port_key(Kind.VANISHED, view.node, view.device, view.port)
         text = f"{port_label(view.node, view.device, view.port)}: port vanished, {missing}"
-    return [Finding(Kind.VANISHED, severity, key, text, {"missing_polls": polls})]
+    details: dict[str, object] = {"missing_polls": polls}
+    if severity is CRITICAL:
+        details["expected_up_because"] = up_because(view)
+    return [Finding(Kind.VANISHED, severity, key, text, details)]

@@ -11,8 +11,8 @@ fails when another module states one again.
   a trained link the subnet manager has not activated). A DOWN/Polling port has none, whatever its
   `rate` file says: the kernel prints `10 Gb/sec (4X SDR)` for a port with no link.
 - **the link** (`Link`): as operators name it, `4X EDR` on InfiniBand, `100GbE` on an Ethernet (RoCE)
-  port (which the kernel reports in InfiniBand terms, 4X EDR); its Gb/s and bytes/s capacity. None
-  without a link.
+  port (which the kernel reports in InfiniBand terms, 4X EDR), `100GbE trained at 40GbE` on one below its
+  expected link; its Gb/s and bytes/s capacity. None without a link.
 - **should be up**: an operator's word (Port.expect_up: a link policy's expect_up, or the expected
   cabling naming the port, written by the health engine) else its history (Port.ever_up), as the
   health rules decide whether a port that is down is an outage.

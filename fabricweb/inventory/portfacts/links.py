@@ -1,16 +1,17 @@
-"""A port's link as operators name it (`4X EDR`, `100GbE` on Ethernet) and its capacity in Gb/s and
-bytes/s: the link it has now, the one expected of it, one stored poll's; and its HCA's PCIe link.
+"""A port's link as operators name it (`4X EDR`; on Ethernet `100GbE`, and `100GbE trained at 40GbE` below
+its expected link) and its capacity in Gb/s and bytes/s: the link it has now, the one expected of it, one
+stored poll's; and its HCA's PCIe link.
 Whether a port has a link at all is statuses.has_link's.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from collectors import facts, pcie
 from collectors.facts import DOWN, LINK_UP
-from collectors.link import SPEED_BY_NAME, WIDTHS, format_gbps, make_rate
+from collectors.link import SPEED_BY_NAME, WIDTHS, ethernet_name, format_gbps, make_rate
 
 from .statuses import _ethernet, has_link
 
@@ -64,9 +65,11 @@ def named_link(
     if gbps is None and known:
         gbps = make_rate(speed, lanes).gbps
     if _ethernet(link_layer):
-        name = f"{format_gbps(gbps)}GbE" if gbps else None
+        name = ethernet_name(gbps)
+    elif known:
+        name = f"{lanes}X {speed}"
     else:
-        name = f"{lanes}X {speed}" if known else None
+        name = None
     return Link(gbps, lanes, speed, name)
 
 
@@ -74,7 +77,16 @@ def link(port: Port) -> Link | None:
     """The link the port has now, None when it has none (a DOWN/Polling port, a vanished one)."""
     if not has_link(port):
         return None
-    return named_link(port.speed, port.lanes, port.rate_gbps, port.link_layer)
+    found = named_link(port.speed, port.lanes, port.rate_gbps, port.link_layer)
+    return _trained_below(found, expected_link(port)) if _ethernet(port.link_layer) else found
+
+
+def _trained_below(found: Link | None, expected: Link | None) -> Link | None:
+    """An Ethernet link below the port's expected one names both, as Ethernet operators say it: `100GbE trained
+    at 40GbE` (its Gb/s stay the trained ones). InfiniBand names the two apart: `4X QDR`, expected `4X EDR`."""
+    if found is None or expected is None or not (found.name and expected.name and found.gbps and expected.gbps):
+        return found
+    return replace(found, name=f"{expected.name} trained at {found.name}") if found.gbps < expected.gbps else found
 
 
 def sample_link(
