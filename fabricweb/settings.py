@@ -268,3 +268,7 @@ REDIS_CLIENT_OPTIONS = redis_py_options(REDIS_URL, FABRIC_REDIS_CA_FILE)
 # bytes. A larger one (only a node pushing where it should not makes one) is drained unread and dropped
 # by the workers (fabricweb/cappedredis.py). Snapshot queues have a cap of their own (intake/messages.py).
 FABRIC_TASK_MESSAGE_MAX_BYTES = env.int("FABRIC_TASK_MESSAGE_MAX_BYTES", 1024 * 1024, minimum=64 * 1024)
+
+# The port page links to the port's panel on the shipped Grafana dashboard (deploy/grafana/) under this
+# address, e.g. https://grafana.example.org (fabricweb/dashboard/grafana.py); unset: no link.
+FABRIC_GRAFANA_URL = env.match("FABRIC_GRAFANA_URL", None, pattern=r"https?://[^\s\"'<>]+", what="an http(s) URL")

@@ -26,6 +26,7 @@ from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 OUT = Path(__file__).parent / "dashboards" / "fabricweb.json"
 UID = "fabricweb-infiniband"
+PORT_PANEL = 301  # the port drill-down's throughput panel; fabricweb/dashboard/grafana.py names it too
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 PORT = 'node=~"$node", device=~"$device", port=~"$port"'
 NODE = 'node=~"$node"'
@@ -317,7 +318,7 @@ def build() -> Dashboard:
                 (f"rate(infiniband_port_data_received_bytes_total{{{PORT}}}[$__rate_interval])", f"{port} received"),
                 (f"rate(infiniband_port_data_transmitted_bytes_total{{{PORT}}}[$__rate_interval])", f"{port} sent"),
                 (f"infiniband_rate_bytes_per_second{{{PORT}}}", f"{port} link rate"),
-            )
+            ).id(PORT_PANEL)  # fixed: fabricweb's port page links to it (viewPanel=301)
         )
         .with_panel(
             timeseries(
