@@ -15,6 +15,6 @@ urlpatterns = [
 
 # JSON under /api/ and /healthz, Django's pages elsewhere (fabricweb.api.errors).
 handler400 = "fabricweb.api.errors.bad_request"
-handler403 = "fabricweb.dashboard.views.forbidden.forbidden"  # why, and the way back (templates/403.html)
+handler403 = "fabricweb.api.errors.permission_denied"  # JSON for the API; else why, and the way back (403.html)
 handler404 = "fabricweb.api.errors.not_found"
 handler500 = "fabricweb.api.errors.server_error"

@@ -1,6 +1,6 @@
 """JSON error pages for /api/ and /healthz; Django's own pages everywhere else.
 
-The project's handler400/404/500 point here (fabricweb/urls.py), so that even an
+The project's handler400/403/404/500 point here (fabricweb/urls.py), so that even an
 error raised outside an API view, or a bad Host header, answers an API client in JSON.
 """
 
@@ -37,6 +37,14 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if wants_json(request):
         return error_response(404, "not found")
     return defaults.page_not_found(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if wants_json(request):
+        return error_response(403, str(exception or "") or "forbidden")
+    from fabricweb.dashboard.views.forbidden import forbidden  # the page: why, and the way back
+
+    return forbidden(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

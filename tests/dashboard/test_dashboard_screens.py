@@ -9,8 +9,8 @@ from dashboard_support import Browser
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
+from fabricweb.api.errors import permission_denied
 from fabricweb.dashboard.models import WallLink
-from fabricweb.dashboard.views.forbidden import forbidden
 
 
 def wall_link(operator: Browser) -> str:
@@ -71,5 +71,5 @@ def test_every_page_links_the_favicon(viewer, faulty):
 
 
 def test_an_api_client_refused_is_answered_in_json(rf):
-    response = forbidden(rf.get("/api/v1/events"), PermissionDenied("operators only"))
+    response = permission_denied(rf.get("/api/v1/events"), PermissionDenied("operators only"))
     assert response.status_code == 403 and json.loads(response.content) == {"error": "operators only"}

@@ -1,6 +1,7 @@
-"""The project's 403 page (handler403 in fabricweb/urls.py): why the request was refused, and the way back.
+"""The project's 403 page: why the request was refused, and the way back.
 
-JSON under /api/ and /healthz, as the other error handlers (fabricweb.api.errors)."""
+Rendered by the project's handler403 (fabricweb.api.errors.permission_denied) for every path but /api/ and
+/healthz, which are answered in JSON there, as the other error handlers."""
 
 from __future__ import annotations
 
@@ -9,9 +10,6 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from fabricweb.api.errors import wants_json
-from fabricweb.api.http import error_response
-
 from .common import can_operate
 
 DEFAULT_REASON = "your login may not open this page"
@@ -19,8 +17,6 @@ DEFAULT_REASON = "your login may not open this page"
 
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     reason = str(exception or "") or DEFAULT_REASON
-    if wants_json(request):
-        return error_response(403, reason)
     # Back where the user came from, if that is this site (never an outside address); else the overview.
     back = request.META.get("HTTP_REFERER", "")
     if (
