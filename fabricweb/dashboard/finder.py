@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from django.db.models import Q
 from django.urls import reverse
 
-from collectors.facts import IBSTAT_STATES
+from collectors.facts import IBSTAT_STATES, NODE_NAME_PATTERN
 from fabricweb.inventory.models import Device, Node, Port
 
 RESULTS = 50
 QUERY_MAX = 100
 _GUID = re.compile(r"(?:0x)?([0-9a-f]{16})|([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4})", re.I)
-_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+_NAME = NODE_NAME_PATTERN  # a device name has the same shape
 # cn042 mlx5_0/1, cn042/mlx5_0/1, cn042 mlx5_0 1, leaf01 port 5 (iblinkinfo's words), leaf01/5.
 _PORT = re.compile(rf"(?P<node>{_NAME})[ /](?:(?P<device>{_NAME})[ /])?(?P<number>\d{{1,3}})")
 KIND_WORDS = {Node.Kind.HOST: "host", Node.Kind.SWITCH: "switch", Node.Kind.COLLECTOR: "fabric collector"}
