@@ -10,7 +10,7 @@
   var query = box.dataset.seriesUrl.split("?")[1] || "";  // the window the server validated
   var config = { displaylogo: false, responsive: true };
   // Okabe-Ito: distinct for colour-blind eyes; an error group has at most 4 counters.
-  var PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"];
+  var PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#7F7F7F"];
   var source = document.getElementById("series-source");
   var message = document.getElementById("series-message");
   var drawing = false;
@@ -38,6 +38,10 @@
       yaxis: axis,
       legend: { orientation: "h" },
       hovermode: "x unified",
+      // The page's own panel and ink (screens.css), so a chart reads in the dark theme as in the light one.
+      paper_bgcolor: "rgba(0,0,0,0)",
+      plot_bgcolor: "rgba(0,0,0,0)",
+      font: { color: window.getComputedStyle(document.body).color },
     };
     if (empty) l.annotations = [{ text: none || "no data in this range", showarrow: false, xref: "paper", yref: "paper", x: 0.5, y: 0.5 }];
     return l;
@@ -50,7 +54,7 @@
 
   function markers(name, times, symbol) {
     return { type: "scatter", mode: "markers", name: name, x: times, y: times.map(function () { return 0; }),
-             marker: { symbol: symbol, size: 10, color: "#000" } };
+             marker: { symbol: symbol, size: 10, color: window.getComputedStyle(document.body).color } };
   }
 
   function constant(name, x, value) {
