@@ -136,6 +136,8 @@ class Device:
     ports: list[Port] = field(default_factory=list, metadata=src("ports/"))
     verbs: VerbsDevice | None = field(default=None, metadata=src("pyverbs query_device"))
     disagreements: list[Disagreement] = field(default_factory=list, metadata=src("sysfs vs verbs"))
+    # From the PCI function up to the root port (collectors.pcimodel.PciePath); None: unknown.
+    pcie_path: object | None = field(default=None, metadata=src("device -> /sys/devices/pci*/.../<function>"))
 
 
 @dataclass(slots=True)
@@ -147,3 +149,5 @@ class Snapshot:
     sysfs_root: str = "/sys"
     pyverbs: str = "not used"  # "used", "not installed", "no devices", or an error
     schema: int = SCHEMA_VERSION
+    # Display and 3D controllers (collectors.pcimodel.Gpu), each with its relation to every RDMA device.
+    gpus: list = field(default_factory=list)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from .facts import SCHEMA_VERSION
 from .model import Device, Disagreement, Port, Snapshot, VerbsDevice, VerbsPort
+from .pcipath import read_paths
 from .sysfs import SysfsReader
 
 
@@ -35,12 +36,14 @@ def read_host(
     reader = SysfsReader(sysfs_root, hw_counters=hw_counters, virtual_functions=virtual_functions, deadline=deadline)
     collected_at = time.time() if now is None else now
     devices = reader.devices()
+    _, gpus = read_paths(reader, devices)
     snap = Snapshot(
         host=host or socket.gethostname().split(".")[0],
         collected_at=collected_at,
         devices=devices,
         errors=reader.errors,
         sysfs_root=sysfs_root,
+        gpus=gpus,
     )
     if use_verbs:
         from . import verbs  # imported lazily: most callers never need it
@@ -172,11 +175,26 @@ def to_dict(snap: Snapshot) -> dict:
                 "ports": [_port_dict(p) for p in d.ports],
             }
         )
-    return {
+        # Optional within schema 1, like the keys above; absent: unknown, or no bridge above the function.
+        if d.pcie_path is not None and len(d.pcie_path.hops) > 1:
+            devices[-1]["pcie_path"] = _path_dict(d.pcie_path)
+    out = {
         "schema": SCHEMA_VERSION,
         "host": snap.host,
         "collected_at": iso_utc(snap.collected_at),
         "source": {"sysfs_root": snap.sysfs_root, "pyverbs": snap.pyverbs},
         "devices": devices,
         "errors": [{"path": e.path, "reason": e.reason} for e in snap.errors],
+    }
+    if snap.gpus:
+        out["gpus"] = [asdict(g) for g in snap.gpus]
+    return out
+
+
+def _path_dict(path) -> dict:
+    # The hops above the function, nearest first: the function's own link is `pci` already.
+    return {
+        "host_bridge": path.host_bridge,
+        "hops": [asdict(h) for h in path.hops[1:]],
+        "neighbours": [asdict(n) for n in path.neighbours],
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from . import pcie
+from . import pcie, pcitopo
 from .facts import ERROR_COUNTERS, IBSTAT_STATES
 from .local import local_findings
 from .model import ReadError, Snapshot
@@ -62,6 +62,8 @@ def render_text(snap: Snapshot) -> str:
                 f"\tPCIe: {safe(p.address)} {pcie.describe(p.current_gts, p.current_width)}"
                 f" (max {pcie.describe(p.max_gts, p.max_width)}), NUMA node {safe(p.numa_node)}"
             )
+        if dev.pcie_path is not None:
+            lines.append(f"\tPCIe path: {_path_text(dev.name, dev.pcie_path)}")
         for port in dev.ports:
             lines.append(f"\tPort {port.number}:")
             state = IBSTAT_STATES.get(port.state.id, port.state.name) if port.state else "-"
@@ -92,6 +94,8 @@ def render_text(snap: Snapshot) -> str:
             lines.append(f"\t\tError counters: {', '.join(errors) if errors else 'all zero'}")
             for d in port.disagreements:
                 lines.append(f"\t\tsysfs and verbs disagree on {d.field}: sysfs {safe(d.sysfs)}, verbs {safe(d.verbs)}")
+    if snap.gpus:
+        lines.extend(_matrix_text(snap))
     findings = local_findings(snap)
     if findings:
         lines.append("Degradation seen on this host:")
@@ -102,3 +106,32 @@ def render_text(snap: Snapshot) -> str:
         lines.append(f"Unreadable files ({len(snap.errors)}):")
         lines.extend(f"\t{safe(where)}: {safe(reason)}" for where, reason in _group_errors(snap.errors))
     return "\n".join(lines) + "\n"
+
+
+def _path_text(name: str, path) -> str:
+    """`0000:41:00.0 mlx5_0 Gen4 x16 ← 0000:40:01.1 switch port Gen4 x8 ← 0000:00:01.0 root port Gen4 x16`."""
+    hops = []
+    for h in path.hops:
+        what = safe(name) if h.kind == "function" else h.kind
+        hops.append(f"{safe(h.address)} {what} {pcie.describe(h.current_gts, h.current_width)}")
+    text = " \u2190 ".join(hops)
+    if path.host_bridge:
+        text += f" ({safe(path.host_bridge)})"
+    shared = [
+        f"{'GPU' if n.kind == 'gpu' else safe(n.name)} {safe(n.address)} below {safe(n.via)}" for n in path.neighbours
+    ]
+    return text + (f"; sharing it: {', '.join(shared)}" if shared else "")
+
+
+def _matrix_text(snap: Snapshot) -> list[str]:
+    """The GPU x RDMA device matrix in nvidia-smi topo -m words."""
+    names, rows = pcitopo.matrix(snap.gpus)
+    width = max([12, *(len(n) + 1 for n in names)])
+    out = [f"GPUs and RDMA devices (nvidia-smi topo -m words; {len(snap.gpus)} GPUs):"]
+    out.append("\t" + " " * 14 + "".join(safe(n).ljust(width) for n in names) + "NUMA node")
+    for i, (g, row) in enumerate(zip(snap.gpus, rows, strict=True)):
+        label = f"GPU{i} {g.address[5:]}"
+        out.append("\t" + label.ljust(14) + "".join(c.ljust(width) for c in row) + safe(g.numa_node))
+    out.append("\tPIX one PCIe switch or bridge, PXB several switches, PHB through the host bridge (CPU),")
+    out.append("\tNODE across host bridges of one NUMA node, SYS across NUMA nodes (sockets) or NUMA node unknown")
+    return out

@@ -1,0 +1,296 @@
+"""The PCIe path of every RDMA device, from its PCI function up to the root port (issue 26).
+
+The shape of the PCI hierarchy (which function sits below which bridge, classes, maximum links,
+NUMA nodes) does not change while a host runs; it is read once per sysfs root and again when an
+RDMA device appears that it does not hold. Each poll re-reads only the current speed and width
+of each function on a path, and of each GPU: a link that retrains lower at run time (AER,
+thermals) is seen within one poll. Parents come from the resolved directory of each function
+under /sys/devices/pci*/ (the kernel nests a function's directory in its bridge's); functions
+come from /sys/bus/pci/devices/*, and from each RDMA device's `device` link where that
+directory is missing (simulated trees). One unreadable file or link costs only its value.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass, field
+
+from .model import Device, ReadError
+from .pcimodel import BRIDGE_PCI, DISPLAY_3D, DISPLAY_VGA, Gpu, Hop, Neighbour, PciePath
+from .sysfs import _PCI_ADDR_RE, SysfsReader, _hex, _int, _numa, _pci_speed, _text
+
+_MAX_DEPTH = 32  # PCIe allows at most 256 buses; no real hierarchy nests deeper than a few switches
+_CLASS_ONLY = {"class": _hex}
+_STATIC = {
+    "class": _hex,
+    "vendor": _hex,
+    "device": _hex,
+    "max_link_speed": _pci_speed,
+    "max_link_width": _int,
+    "numa_node": _numa,
+    "local_cpulist": _text,
+}
+
+
+@dataclass(slots=True)
+class Function:
+    """One PCI function of the cached shape: its place in the tree and the files that do not change."""
+
+    address: str
+    path: str  # its resolved directory
+    parent: str | None  # the bridge above it; None: directly below the host bridge
+    host_bridge: str | None  # pci0000:40; None where the tree is not laid out as the kernel's
+    values: dict[str, object] = field(default_factory=dict)
+
+    def get(self, name: str):
+        return self.values.get(name)
+
+    @property
+    def class_code(self) -> int | None:
+        value = self.values.get("class")
+        return value >> 8 if isinstance(value, int) else None
+
+
+class PciTree:
+    """The host's PCI hierarchy as it was when read: functions by address, and what failed then."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.functions: dict[str, Function] = {}
+        self.errors: list[ReadError] = []
+        # Derived from the shape alone, so computed once: (chain, [(neighbour, via)]) by address,
+        # and the relation of two functions.
+        self.shapes: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
+        self.relations: dict[tuple[str, str], str] = {}
+
+    # -- shape --------------------------------------------------------------
+    def chain(self, address: str) -> list[str]:
+        """The bridges above `address`, the root port first."""
+        out: list[str] = []
+        fn = self.functions.get(address)
+        while fn is not None and fn.parent is not None and len(out) < _MAX_DEPTH:
+            out.append(fn.parent)
+            fn = self.functions.get(fn.parent)
+        out.reverse()
+        return out
+
+    def host_bridge(self, address: str) -> str | None:
+        chain = self.chain(address)
+        top = self.functions.get(chain[0] if chain else address)
+        return top.host_bridge if top is not None else None
+
+    def shape(self, address: str) -> tuple[list[str], list[tuple[str, str]]]:
+        """(the bridges above `address`, root port first; every function below them with the deepest one)."""
+        if address not in self.shapes:
+            chain = self.chain(address)
+            below = [(a, via) for a, via in sorted(self.below(chain).items()) if a != address and a not in chain]
+            self.shapes[address] = (chain, below)
+        return self.shapes[address]
+
+    def gpus(self) -> list[str]:
+        return sorted(a for a, f in self.functions.items() if f.class_code in (DISPLAY_VGA, DISPLAY_3D))
+
+    def below(self, bridges: list[str]) -> dict[str, str]:
+        """Every function below one of `bridges`: the deepest of those bridges above it, by address."""
+        wanted = set(bridges)
+        out: dict[str, str] = {}
+        for address in self.functions:
+            deepest = None
+            for b in self.chain(address):
+                if b in wanted:
+                    deepest = b
+            if deepest is not None:
+                out[address] = deepest
+        return out
+
+
+def _resolve(reader: SysfsReader, link: str) -> str | None:
+    """Where a sysfs link leads, every link of the way resolved; None (recorded) where it cannot."""
+    try:
+        return os.path.realpath(link, strict=True)
+    except FileNotFoundError:
+        reader.errors.append(ReadError(link, "link points nowhere (the PCI function is gone?)"))
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            reader.errors.append(ReadError(link, "a symlink loop: the link never reaches a PCI function"))
+        else:
+            reader._fail(link, e)
+    return None
+
+
+def _add(tree: PciTree, reader: SysfsReader, path: str) -> None:
+    """`path` (a resolved function directory) and every bridge above it, up to the host bridge."""
+    depth = 0
+    while True:
+        address = os.path.basename(path)
+        if not _PCI_ADDR_RE.match(address) or address in tree.functions:
+            return
+        parent_dir = os.path.dirname(path)
+        parent = os.path.basename(parent_dir)
+        is_fn = bool(_PCI_ADDR_RE.match(parent))
+        host = None
+        if not is_fn:
+            host = parent if parent.startswith("pci") else None
+        tree.functions[address] = Function(address, path, parent if is_fn else None, host)
+        if not is_fn:
+            break
+        depth += 1
+        if depth > _MAX_DEPTH:
+            reader.errors.append(ReadError(path, f"more than {_MAX_DEPTH} bridges above this function: a loop?"))
+            return
+        path = parent_dir
+
+
+def _read_static(reader: SysfsReader, fn: Function, files: dict) -> None:
+    with reader._dir(fn.path) as at:
+        for name, parse in files.items():
+            if name not in fn.values:
+                fn.values[name] = at(name, parse)
+
+
+def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
+    """Read the shape of the tree under reader.root; `rdma_links` are the RDMA devices' `device` links."""
+    start = len(reader.errors)
+    tree = PciTree(reader.root)
+    bus = os.path.join(reader.root, "bus", "pci", "devices")
+    for name in reader._listdir(bus):
+        if _PCI_ADDR_RE.match(name):
+            path = _resolve(reader, os.path.join(bus, name))
+            if path is not None:
+                _add(tree, reader, path)
+    for link in rdma_links:
+        path = _resolve(reader, link)
+        if path is not None:
+            _add(tree, reader, path)
+    # The class of every function, to find the GPUs; the rest only where a path or a GPU needs it.
+    for fn in tree.functions.values():
+        _read_static(reader, fn, _CLASS_ONLY)
+    wanted = set(tree.gpus())
+    for link in rdma_links:
+        address = os.path.basename(os.path.realpath(link))
+        if address in tree.functions:
+            wanted.add(address)
+    for address in list(wanted):
+        wanted.update(tree.chain(address))
+    for address in sorted(wanted):
+        _read_static(reader, tree.functions[address], _STATIC)
+    tree.errors = reader.errors[start:]
+    return tree
+
+
+# sysfs root -> its tree: the agent polls the same roots over and over.
+_TREES: dict[str, PciTree] = {}
+
+
+def _tree_for(reader: SysfsReader, devices: list[Device]) -> PciTree:
+    tree = _TREES.get(reader.root)
+    addresses = [d.pci.address for d in devices if d.pci is not None and d.pci.address]
+    if tree is None or any(a not in tree.functions for a in addresses):
+        links = [os.path.join(reader.class_dir, d.name, "device") for d in devices if d.pci is not None]
+        tree = scan(reader, links)
+        _TREES[reader.root] = tree
+    else:
+        reader.errors.extend(tree.errors)  # still true: a dangling link stays dangling until a rescan
+    return tree
+
+
+def _live(reader: SysfsReader, fn: Function) -> tuple[float | None, int | None]:
+    with reader._dir(fn.path) as at:
+        return at("current_link_speed", _pci_speed), at("current_link_width", _int)
+
+
+def read_paths(reader: SysfsReader, devices: list[Device]) -> tuple[PciTree | None, list[Gpu]]:
+    """Set each device's pcie_path; return the tree and the host's GPUs with their relation to each device."""
+    if not any(d.pci is not None and d.pci.address for d in devices) and not os.path.isdir(
+        os.path.join(reader.root, "bus", "pci", "devices")
+    ):
+        return None, []
+    tree = _tree_for(reader, devices)
+    by_address = {d.pci.address: d for d in devices if d.pci is not None and d.pci.address}
+    live: dict[str, tuple[float | None, int | None]] = {
+        a: (d.pci.current_gts, d.pci.current_width) for a, d in by_address.items()
+    }
+
+    def link(address: str) -> tuple[float | None, int | None]:
+        if address not in live:
+            live[address] = _live(reader, tree.functions[address])
+        return live[address]
+
+    # Only functions known to be physical: a VF rides its PF's link, and one whose physfn cannot be
+    # read must not change another device's path.
+    peers = {a: d for a, d in by_address.items() if d.virtual_function is False}
+    for address, dev in by_address.items():
+        if address not in tree.functions:
+            continue
+        dev.pcie_path = _path(tree, address, peers, link)
+    gpus = []
+    from .pcitopo import relation  # the relation needs only the shape: one module each
+
+    for address in tree.gpus():
+        fn = tree.functions[address]
+        cur = link(address)
+        nics = {d.name: relation(tree, address, a) for a, d in sorted(by_address.items()) if a in tree.functions}
+        gpus.append(
+            Gpu(
+                address,
+                fn.class_code,
+                fn.get("vendor"),
+                fn.get("device"),
+                cur[0],
+                cur[1],
+                fn.get("max_link_speed"),
+                fn.get("max_link_width"),
+                fn.get("numa_node"),
+                fn.get("local_cpulist"),
+                dict(sorted(nics.items(), key=lambda kv: _natural(kv[0]))),
+            )
+        )
+    return tree, gpus
+
+
+def _natural(name: str) -> tuple:
+    """mlx5_2 before mlx5_10."""
+    head = name.rstrip("0123456789")
+    tail = name[len(head) :]
+    return (head, int(tail) if tail else -1)
+
+
+def _kind(tree: PciTree, fn: Function, first: bool) -> str:
+    if first:
+        return "function"
+    if fn.parent is None:
+        return "root port"
+    return "switch port" if fn.class_code in (BRIDGE_PCI, None) else "bridge"
+
+
+def _path(tree: PciTree, address: str, by_address: dict[str, Device], link) -> PciePath:
+    chain, below = tree.shape(address)
+    hops = []
+    for i, a in enumerate([address, *reversed(chain)]):
+        fn = tree.functions[a]
+        cur = link(a)
+        hops.append(
+            Hop(
+                a,
+                _kind(tree, fn, i == 0),
+                fn.class_code,
+                fn.get("vendor"),
+                fn.get("device"),
+                cur[0],
+                cur[1],
+                fn.get("max_link_speed"),
+                fn.get("max_link_width"),
+                fn.get("numa_node"),
+                fn.get("local_cpulist"),
+            )
+        )
+    neighbours = []
+    for other, via in below:
+        fn = tree.functions[other]
+        dev = by_address.get(other)
+        if dev is None and fn.class_code not in (DISPLAY_VGA, DISPLAY_3D):
+            continue
+        kind = "rdma" if dev is not None else "gpu"
+        neighbours.append(Neighbour(other, kind, dev.name if dev else None, via))
+    return PciePath(tuple(hops), tree.host_bridge(address), tuple(neighbours))
