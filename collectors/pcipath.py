@@ -63,6 +63,9 @@ class PciTree:
         # and the relation of two functions.
         self.shapes: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
         self.relations: dict[tuple[str, str], str] = {}
+        # The last path built for each device, with the links and peers it was built from: most polls
+        # find every link as it was and reuse it.
+        self.paths: dict[str, tuple[tuple, PciePath]] = {}
 
     # -- shape --------------------------------------------------------------
     def chain(self, address: str) -> list[str]:
@@ -266,10 +269,14 @@ def _kind(tree: PciTree, fn: Function, first: bool) -> str:
 
 def _path(tree: PciTree, address: str, by_address: dict[str, Device], link) -> PciePath:
     chain, below = tree.shape(address)
+    addresses = [address, *reversed(chain)]
+    key = (tuple(link(a) for a in addresses), tuple((o, by_address[o].name) for o, _ in below if o in by_address))
+    cached = tree.paths.get(address)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     hops = []
-    for i, a in enumerate([address, *reversed(chain)]):
+    for i, (a, cur) in enumerate(zip(addresses, key[0], strict=True)):
         fn = tree.functions[a]
-        cur = link(a)
         hops.append(
             Hop(
                 a,
@@ -293,4 +300,6 @@ def _path(tree: PciTree, address: str, by_address: dict[str, Device], link) -> P
             continue
         kind = "rdma" if dev is not None else "gpu"
         neighbours.append(Neighbour(other, kind, dev.name if dev else None, via))
-    return PciePath(tuple(hops), tree.host_bridge(address), tuple(neighbours))
+    path = PciePath(tuple(hops), tree.host_bridge(address), tuple(neighbours))
+    tree.paths[address] = (key, path)
+    return path

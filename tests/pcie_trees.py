@@ -81,7 +81,7 @@ class Tree:
         for fname, text in (("state", "4: ACTIVE"), ("phys_state", "5: LinkUp"), ("rate", "200 Gb/sec (4X HDR)")):
             with open(os.path.join(dev, "ports", "1", fname), "w") as f:
                 f.write(text + "\n")
-        os.symlink("../..", os.path.join(dev, "device"))
+        os.symlink(f"../../../{os.path.basename(function_dir)}", os.path.join(dev, "device"))  # the kernel's form
         cls = os.path.join(self.root, "class", "infiniband")
         os.makedirs(cls, exist_ok=True)
         os.symlink(os.path.relpath(dev, cls), os.path.join(cls, name))
