@@ -21,6 +21,7 @@ import argparse
 import copy
 import json
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -116,7 +117,12 @@ def _server(runs: int = 5) -> dict:
         times.append((time.perf_counter() - began) * 1000)
     with CaptureQueriesContext(connection) as seen:
         client.get("/")
-    return {"server_ms": statistics.median(times), "queries": len(seen), "html_bytes": len(response.content)}
+    return {
+        "server_ms": statistics.median(times),
+        "server_range": (min(times), max(times)),
+        "queries": len(seen),
+        "html_bytes": len(response.content),
+    }
 
 
 def _free_port() -> int:
@@ -179,7 +185,7 @@ def _browser(expected_cells: int) -> dict:
                 assert page.locator(".problems li").count() > 0
                 figures.append(ms)
             browser.close()
-        return {"browser_ms": statistics.median(figures)}
+        return {"browser_ms": statistics.median(figures), "browser_range": (min(figures), max(figures))}
     finally:
         server.terminate()
         server.wait(30)
@@ -255,6 +261,13 @@ def main() -> int:
             f" {r['html_bytes'] / 1024:>9.0f} {browser or float('nan'):>11.0f}"
             f" {(browser or float('nan')) / BROWSER_GOAL_MS:>7.2f}x   (stored in {r['store_s']:.0f} s)"
         )
+        # The machine may be shared: the spread, the load and the memory say how far to trust the medians.
+        spread = f"server min-max {r['server_range'][0]:.0f}-{r['server_range'][1]:.0f} ms"
+        if browser:
+            spread += f", browser min-max {r['browser_range'][0]:.0f}-{r['browser_range'][1]:.0f} ms"
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+        print(f"        {spread}; load average {load}; peak RSS {peak_mib:.0f} MiB (largest process so far)")
     return 0
 
 
