@@ -33,10 +33,11 @@
   function layout(s, title, axis, empty, none) {
     var l = {
       title: { text: title, font: { size: 14 } },
-      margin: { l: 80, r: 20, t: 36, b: 30 },
+      margin: { l: 80, r: 20, t: 36, b: 64 },
       xaxis: { type: "date", range: [s.since, s.until] },  // the asked range, even where nothing was taken
       yaxis: axis,
-      legend: { orientation: "h" },
+      // Below the date that heads the time axis ("Dec 2, 2026"), not over it.
+      legend: { orientation: "h", y: -0.3, yanchor: "top" },
       hovermode: "x unified",
       // The page's own panel and ink (screens.css), so a chart reads in the dark theme as in the light one.
       paper_bgcolor: "rgba(0,0,0,0)",
