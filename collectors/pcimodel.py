@@ -18,10 +18,10 @@ BRIDGE_PCI = 0x0604
 
 
 @dataclass(frozen=True, slots=True)
-class Hop:
+class PciFunction:
+    """What a PCI function says of itself and its link: a hop of a path, or a GPU."""
+
     address: str = field(metadata=src("the function's directory name, 0000:40:01.1"))
-    # "function" (the device's own), "switch port" (a bridge below the root port), "root port".
-    kind: str = field(metadata=src("its place on the path"))
     class_code: int | None = field(default=None, metadata=src("class"))
     vendor: int | None = field(default=None, metadata=src("vendor"))
     device: int | None = field(default=None, metadata=src("device"))
@@ -31,6 +31,12 @@ class Hop:
     max_width: int | None = field(default=None, metadata=src("max_link_width"))
     numa_node: int | None = field(default=None, metadata=src("numa_node (-1: None)"))
     local_cpulist: str | None = field(default=None, metadata=src("local_cpulist"))
+
+
+@dataclass(frozen=True, slots=True)
+class Hop(PciFunction):
+    # "function" (the device's own), "switch port" (a bridge below the root port), "root port".
+    kind: str = field(default="", metadata=src("its place on the path"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,18 +59,8 @@ class PciePath:
 
 
 @dataclass(frozen=True, slots=True)
-class Gpu:
+class Gpu(PciFunction):
     """A display or 3D controller of any vendor, found by its class, not by a vendor list."""
 
-    address: str = field(metadata=src("/sys/bus/pci/devices/<address>"))
-    class_code: int | None = field(default=None, metadata=src("class"))
-    vendor: int | None = field(default=None, metadata=src("vendor"))
-    device: int | None = field(default=None, metadata=src("device"))
-    current_gts: float | None = field(default=None, metadata=src("current_link_speed (read every poll)"))
-    current_width: int | None = field(default=None, metadata=src("current_link_width (read every poll)"))
-    max_gts: float | None = field(default=None, metadata=src("max_link_speed"))
-    max_width: int | None = field(default=None, metadata=src("max_link_width"))
-    numa_node: int | None = field(default=None, metadata=src("numa_node (-1: None)"))
-    local_cpulist: str | None = field(default=None, metadata=src("local_cpulist"))
     # GPU x RDMA device in nvidia-smi topo -m words (PIX, PXB, PHB, NODE, SYS), by device name.
     nics: dict[str, str] = field(default_factory=dict, metadata=src("derived: pcitopo.relation"))

@@ -234,22 +234,24 @@ def read_paths(reader: SysfsReader, devices: list[Device]) -> tuple[PciTree | No
         fn = tree.functions[address]
         cur = link(address)
         nics = {d.name: relation(tree, address, a) for a, d in sorted(by_address.items()) if a in tree.functions}
-        gpus.append(
-            Gpu(
-                address,
-                fn.class_code,
-                fn.get("vendor"),
-                fn.get("device"),
-                cur[0],
-                cur[1],
-                fn.get("max_link_speed"),
-                fn.get("max_link_width"),
-                fn.get("numa_node"),
-                fn.get("local_cpulist"),
-                dict(sorted(nics.items(), key=lambda kv: _natural(kv[0]))),
-            )
-        )
+        gpus.append(Gpu(**_function(address, fn, cur), nics=dict(sorted(nics.items(), key=lambda kv: _natural(kv[0])))))
     return tree, gpus
+
+
+def _function(address: str, fn: Function, current: tuple) -> dict:
+    """The PciFunction fields of `fn`, with its current (speed, width) as read this poll."""
+    return {
+        "address": address,
+        "class_code": fn.class_code,
+        "vendor": fn.get("vendor"),
+        "device": fn.get("device"),
+        "current_gts": current[0],
+        "current_width": current[1],
+        "max_gts": fn.get("max_link_speed"),
+        "max_width": fn.get("max_link_width"),
+        "numa_node": fn.get("numa_node"),
+        "local_cpulist": fn.get("local_cpulist"),
+    }
 
 
 def _natural(name: str) -> tuple:
@@ -277,21 +279,7 @@ def _path(tree: PciTree, address: str, by_address: dict[str, Device], link) -> P
     hops = []
     for i, (a, cur) in enumerate(zip(addresses, key[0], strict=True)):
         fn = tree.functions[a]
-        hops.append(
-            Hop(
-                a,
-                _kind(tree, fn, i == 0),
-                fn.class_code,
-                fn.get("vendor"),
-                fn.get("device"),
-                cur[0],
-                cur[1],
-                fn.get("max_link_speed"),
-                fn.get("max_link_width"),
-                fn.get("numa_node"),
-                fn.get("local_cpulist"),
-            )
-        )
+        hops.append(Hop(**_function(a, fn, cur), kind=_kind(tree, fn, i == 0)))
     neighbours = []
     for other, via in below:
         fn = tree.functions[other]
