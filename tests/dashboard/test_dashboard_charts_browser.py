@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.utils import timezone
-from webserver_support import PASSWORD, make_superuser, served_copy
+from webserver_support import log_in, make_superuser, served_copy, watched_page
 
 from tests.api.api_support import SimFabric
 from tests.e2e.e2e_harness import chromium_browser
@@ -35,18 +35,11 @@ def page_of(tmp_path):
         fab.poll(seconds=seconds)
     make_superuser("olga")
     with served_copy(tmp_path) as (base, _), chromium_browser() as browser:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
         console: list[str] = []
-        page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: console.append(str(e)))
-        page.goto(f"{base}/login/")
-        page.fill("input[name=username]", "olga")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        page = watched_page(browser, console, viewport={"width": 1400, "height": 1000})
+        log_in(page, base, "olga")
         yield base, page, console
-        context.close()
+        page.context.close()
 
 
 def _open(page, url: str) -> None:

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from webserver_support import PASSWORD, make_superuser, served_copy
+from webserver_support import log_in, make_superuser, served_copy, watched_page
 
 from tests.api.api_support import SimFabric
 from tests.e2e.e2e_harness import chromium_browser
@@ -45,15 +45,9 @@ def column(page, table: str, index: int) -> list[str]:
 def test_slash_search_and_sortable_headers_in_chromium(server):
     base, _db = server
     with chromium_browser() as browser:
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         console: list[str] = []
-        page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-        page.on("pageerror", lambda e: console.append(str(e)))
-        page.goto(f"{base}/login/")
-        page.fill("input[name=username]", "olga")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        page = watched_page(browser, console, viewport={"width": 1400, "height": 1000})
+        log_in(page, base, "olga")
 
         # `/` in a field is a character; elsewhere it goes to the search box, typing nothing into it.
         page.fill("form.filters input[name=node]", "cn")

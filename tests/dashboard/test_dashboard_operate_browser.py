@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connections
 from django.utils import timezone
-from webserver_support import PASSWORD, make_superuser, served_copy
+from webserver_support import log_in, make_superuser, served_copy, watched_page
 
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
@@ -57,17 +57,9 @@ def served(tmp_path):
 def test_the_grid_holds_its_marks_across_polls_and_a_problem_row_silences_for_an_hour(served):
     base, db, fab = served
     with chromium_browser() as browser:
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
         errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-
-        page.goto(f"{base}/login/")
-        page.fill("input[name=username]", "olga")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{base}/")
+        page = watched_page(browser, errors, viewport={"width": 1400, "height": 1000})
+        log_in(page, base, "olga")
 
         # 5 polls, each stored before a page load: one mark, one count, whether the port is down or up.
         seen, up_at_poll = [], set()
@@ -109,4 +101,4 @@ def test_the_grid_holds_its_marks_across_polls_and_a_problem_row_silences_for_an
         assert row.locator("summary", has_text="Silence this").count() == 0
         assert "Silenced cn001 mlx5_0/* pcie until" in page.locator(".messages").inner_text()
         assert errors == [], errors
-        context.close()
+        page.context.close()

@@ -15,7 +15,7 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
-from webserver_support import PASSWORD, make_superuser, served_copy
+from webserver_support import PASSWORD, log_in, make_superuser, served_copy, watched_page
 
 from fabricweb.dashboard.models import WallLink
 from tests.api.api_support import SimFabric
@@ -75,17 +75,11 @@ class Session:
 
     def __init__(self, browser, base: str, user: str | None = "olga", **options) -> None:
         self.base = base
-        self.context = browser.new_context(**options)
-        self.page = self.context.new_page()
         self.errors: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page = watched_page(browser, self.errors, **options)
+        self.context = self.page.context
         if user:
-            self.page.goto(f"{base}/login/")
-            self.page.fill("input[name=username]", user)
-            self.page.fill("input[name=password]", PASSWORD)
-            self.page.click("button[type=submit]")
-            self.page.wait_for_url(f"{base}/")
+            log_in(self.page, base, user)
 
     def goto(self, path: str):
         return self.page.goto(f"{self.base}{path}")

@@ -49,3 +49,20 @@ def served_copy(tmp: Path, **env: str) -> Iterator[tuple[str, Path]]:
         yield base, db
     finally:
         web.stop()
+
+
+def watched_page(browser, errors: list[str], **context_options):
+    """A page of a new browser context whose console errors and uncaught exceptions go to `errors`."""
+    page = browser.new_context(**context_options).new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page
+
+
+def log_in(page, base: str, user: str) -> None:
+    """Through the login form, as a person does; lands on the overview."""
+    page.goto(f"{base}/login/")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/")
