@@ -40,7 +40,7 @@ from pathlib import Path
 from fabricweb.env import Env, redact_url
 
 from .children import BASE_DIR, PY, Children, Stopped, say
-from .ready import announce, example_fault
+from .ready import announce, example_fault, first_device
 from .start import MANAGE, node_trees, start_fabric, start_private_redis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
     if args.log:
         say(f"the processes' output: {args.log}")
     if not args.no_sim:
-        devices = {n: sorted(os.listdir(args.sim_dir / n / "class" / "infiniband"))[0] for n in nodes}
+        devices = {n: first for n in nodes if (first := first_device(args.sim_dir / n))}
         fault = example_fault(nodes, devices, args.fault, args.agent_stops)
         if fault is not None:
             say(f"take a port down: {PY} -m collectors fault --out {args.sim_dir} add {fault}  (then: remove {fault})")

@@ -4,9 +4,11 @@ the terminal (the children's start-up noise is in the --log file), and a fault t
 from __future__ import annotations
 
 import http.client
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from .children import BASE_DIR, PY, Children
 from .start import MANAGE
@@ -47,6 +49,16 @@ def announce(children: Children, address: str, login: str | None, env: dict[str,
         password = create_login(login, address, env)
         lines += [f"  login:    {login}", f"  password: {password}   (shown once: store it)"]
     print("\n".join(lines), file=sys.stdout, flush=True)
+
+
+def first_device(tree: Path) -> str | None:
+    """The first RDMA device of a node's tree, None while the simulator has not written one (it writes the trees
+    as runfabric starts) or when the node has none."""
+    try:
+        names = sorted(os.listdir(tree / "class" / "infiniband"))
+    except OSError:
+        return None
+    return names[0] if names else None
 
 
 def example_fault(nodes: list[str], devices: dict[str, str], faults: list[str], stopped: str | None) -> str | None:

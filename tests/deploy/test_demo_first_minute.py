@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fabricweb.runfabric.children import Children
-from fabricweb.runfabric.ready import announce, example_fault
+from fabricweb.runfabric.ready import announce, example_fault, first_device
 from tests.loopback import free_port
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -120,3 +120,9 @@ def test_runfabric_prints_the_url_the_login_and_its_password_last_once_the_web_a
     assert lines[0] == f"The dashboard is up: http://{address}/"
     assert lines[1] == "  login:    operator"
     assert re.fullmatch(r"  password: \S{16}   \(shown once: store it\)", lines[2]) and len(lines) == 3
+
+
+def test_a_node_tree_the_simulator_has_not_written_yet_gives_no_example_fault_and_no_crash(tmp_path):
+    (tmp_path / "cn001" / "class" / "infiniband").mkdir(parents=True)  # being written: no device yet
+    (tmp_path / "cn002" / "class" / "infiniband" / "mlx5_0").mkdir(parents=True)
+    assert [first_device(tmp_path / n) for n in ("cn001", "cn002", "cn003")] == [None, "mlx5_0", None]
