@@ -34,6 +34,8 @@ def hold_if_jumped(
     `ports` (every device and port row it has, vanished ones too: device name -> its ports)."""
     if node.norm_hold_since is not None or node.kind == Node.Kind.SWITCH or not devices:
         return
+    if _same(devices, ports, reported):
+        return
     reason = jump(
         [d.hca_type for d in devices.values()],
         sum(map(len, ports.values())),
@@ -42,6 +44,16 @@ def hold_if_jumped(
     )
     if reason:
         node.norm_hold_reason, node.norm_hold_since = reason, now
+
+
+def _same(devices: Mapping[str, Device], ports: Mapping[str, Sized], reported: Sequence[DeviceIn]) -> bool:
+    """Every device it reports is one it had, of the same model, with no more ports: nothing can have jumped
+    (every poll of a node that did not change ends here, before any list is built)."""
+    for d in reported:
+        known = devices.get(d.name)
+        if known is None or known.hca_type != d.attrs.get("hca_type") or len(d.ports) > len(ports.get(d.name, ())):
+            return False
+    return True
 
 
 def jump(had_models: list[str | None], had_ports: int, models: list[str | None], ports: int) -> str:

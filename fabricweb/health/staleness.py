@@ -62,7 +62,10 @@ def check_stale(missed: Mapping[str, int], now: datetime | None = None) -> Stale
         book = EventBook.for_nodes((n.pk for n in nodes), kind=Kind.STALE)
         resolve_after = context.resolve_after()
         for node in nodes:
-            judgement = judge_node(node.name, due[node.name], interval, t, collector=node.kind == Node.Kind.COLLECTOR)
+            collector = node.kind == Node.Kind.COLLECTOR
+            judgement = judge_node(
+                node.name, due[node.name], interval, t, collector=collector, refused=node.refused_reason
+            )
             targets = {node.name: (None, None)}
             actions = lifecycle.step(book.open_for(targets), judgement.findings, judgement.unknown, resolve_after)
             book.apply(actions, node, targets, now)

@@ -27,6 +27,7 @@ from .results import REFUSED, STORED, IngestResult
 from .signals import snapshots_ingested
 from .storage import partitions, rowcache, store
 from .storage.apply import Changes, apply_snapshot
+from .storage.budget import NodeBudget
 from .validation.schema import SnapshotIn, SnapshotRejected, parse_snapshot
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,11 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
         partitions.SAMPLES.ensure(snap.collected_at for i, snap in ordered if i not in refused)
         rows = store.load_nodes(first_seen, cache)
         changes = Changes()
-        results = {i: refused.get(i) or apply_snapshot(snap, rows[snap.host], changes, now) for i, snap in ordered}
+        budget = NodeBudget.current()  # once a batch, not once a snapshot
+        results = {
+            i: refused.get(i) or apply_snapshot(snap, rows[snap.host], changes, now, budget=budget)
+            for i, snap in ordered
+        }
         store.write(changes)
         stored = [r for r in results.values() if r.status == STORED]
         if stored:

@@ -95,6 +95,13 @@ def test_it_flags_a_node_that_missed_3_polls():
     assert j.findings[0].severity is Severity.WARNING
 
 
+def test_a_node_whose_snapshots_are_refused_is_not_called_down():
+    j = judge_node("cn042", 3, interval_s=10.0, refused="snapshot would add 512 ports")
+    assert messages(j) == [
+        "cn042: no snapshot stored for 3 polls (~30 s): its snapshots are refused (snapshot would add 512 ports)"
+    ]
+
+
 def test_two_missed_polls_are_not_stale_yet_and_the_count_is_configurable():
     assert judge_node("cn042", 2).findings == []
     assert kinds(judge_node("cn042", 2, t=Thresholds(stale_after_polls=2))) == {"stale"}

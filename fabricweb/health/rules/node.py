@@ -10,9 +10,16 @@ from .common import INFO, WARNING, Judgement, fmt_s, positive
 
 
 def judge_node(
-    node: str, missed_polls: int, interval_s: float | None = None, t: Thresholds = DEFAULT, *, collector: bool = False
+    node: str,
+    missed_polls: int,
+    interval_s: float | None = None,
+    t: Thresholds = DEFAULT,
+    *,
+    collector: bool = False,
+    refused: str = "",
 ) -> Judgement:
-    """A node (or, `collector`, a fabric collector) that has sent no snapshot for `missed_polls` polls."""
+    """A node (or, `collector`, a fabric collector) that has sent no snapshot for `missed_polls` polls; `refused`:
+    why its snapshots are refused over its budget (Node.refused_reason), when they are: then it is not down."""
     if not isinstance(missed_polls, int) or missed_polls < t.stale_after_polls:
         return Judgement([], frozenset())
     ago = f" (~{fmt_s(missed_polls * interval_s)})" if positive(interval_s) else ""
@@ -21,6 +28,8 @@ def judge_node(
             f"{node}: no fabric sweep for {missed_polls} polls{ago}: the fabric collector or its host is down, "
             "and the switches are not being read"
         )
+    elif refused:
+        message = f"{node}: no snapshot stored for {missed_polls} polls{ago}: its snapshots are refused ({refused})"
     else:
         message = f"{node}: no snapshot for {missed_polls} polls{ago}: the node or its fabricweb worker is down"
     return Judgement(
