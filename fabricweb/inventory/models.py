@@ -71,6 +71,14 @@ class Node(models.Model):
     refused_at = models.DateTimeField(null=True, blank=True, help_text="When a snapshot of it was last refused.")
     refused_snapshots = models.IntegerField(default=0, help_text="Snapshots refused over its budget, ever.")
     source = models.JSONField(default=dict, help_text="sysfs root and pyverbs status of the last snapshot.")
+    gpus = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Its GPUs as the last snapshot listed them (schema 2 `gpus`: PCI function, link, NUMA node, relation "
+            "to each RDMA device in nvidia-smi topo words); null: its agent sends no PCIe tree (schema 1)."
+        ),
+    )
     ingest_token = models.BigIntegerField(
         null=True,
         editable=False,
@@ -117,6 +125,14 @@ class Device(models.Model):
     pci_max_gts = models.FloatField(null=True)
     pci_max_width = models.SmallIntegerField(null=True)
     numa_node = models.SmallIntegerField(null=True)
+    pcie_path = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=(
+            "The bridges from its PCI function up to the root port, and the GPUs and RDMA devices below them "
+            "(schema 2 `pcie_path`); null: not sent, or no bridge above the function."
+        ),
+    )
     hw_counters = models.JSONField(default=dict)
     verbs = models.JSONField(null=True)
     disagreements = models.JSONField(default=list)
