@@ -9,8 +9,9 @@ the dashboard and the exporter all import these names rather than writing them a
 from __future__ import annotations
 
 # The version of the JSON snapshot a node sends (collectors.snapshot.to_dict); ingest reads these.
-SCHEMA_VERSION = 1
-KNOWN_SCHEMAS = frozenset({SCHEMA_VERSION})
+# 2 adds the PCIe tree (a device's `pcie_path`, the host's `gpus`: docs/pcie.md); 1, without it, is still read.
+SCHEMA_VERSION = 2
+KNOWN_SCHEMAS = frozenset({1, SCHEMA_VERSION})
 
 # Node names become queue names (node.<name>), URL parts and simulator directories: short, and
 # unable to climb out of a directory. Ingest accepts the same names from snapshots.

@@ -175,7 +175,7 @@ def to_dict(snap: Snapshot) -> dict:
                 "ports": [_port_dict(p) for p in d.ports],
             }
         )
-        # Optional within schema 1, like the keys above; absent: unknown, or no bridge above the function.
+        # Schema 2 (optional, like the keys above); absent: unknown, or no bridge above the function.
         if d.pcie_path is not None and len(d.pcie_path.hops) > 1:
             devices[-1]["pcie_path"] = _path_dict(d.pcie_path)
     out = {
@@ -186,7 +186,7 @@ def to_dict(snap: Snapshot) -> dict:
         "devices": devices,
         "errors": [{"path": e.path, "reason": e.reason} for e in snap.errors],
     }
-    if snap.gpus:
+    if snap.gpus:  # schema 2; absent: no GPU found (ingest stores [])
         out["gpus"] = [asdict(g) for g in snap.gpus]
     return out
 

@@ -129,7 +129,7 @@ def test_it_lists_a_counter_at_all_ones_as_capped(node_exporter):
 def test_the_snapshot_json_follows_the_contract(node_exporter):
     _, snap = node_exporter
     doc = json.loads(json.dumps(to_dict(snap)))
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert doc["host"] == "cn002"
     assert doc["collected_at"].endswith("Z")
     mlx4 = next(d for d in doc["devices"] if d["name"] == "mlx4_0")

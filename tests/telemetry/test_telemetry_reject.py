@@ -46,7 +46,7 @@ def _duplicate_device(snap):
 
 P = ("devices", 1, "ports", 0)  # mlx4_0/1 of the node-exporter tree
 CASES = [
-    ("unknown schema", _set(("schema",), 2), "unknown schema version 2"),
+    ("unknown schema", _set(("schema",), 3), "unknown schema version 3 (this server reads 1, 2)"),
     ("schema as text", _set(("schema",), "1"), "unknown schema version '1'"),
     ("no host", _delete(("host",)), "host: expected text"),
     ("host with a slash", _set(("host",), "cn001/../x"), "is not a host name"),

@@ -55,6 +55,7 @@ class Changes:
     samples: list[tuple[Port, tuple, list]] = field(default_factory=list)
     # Existing rows to update, by id: nodes and devices whole; ports only by what changed.
     nodes: dict[int, Node] = field(default_factory=dict)
+    gpus: dict[int, Node] = field(default_factory=dict)  # ... and their GPUs changed (rarely: not with the rest)
     devices: dict[int, Device] = field(default_factory=dict)
     rare: dict[int, Port] = field(default_factory=dict)  # seen this poll, and their caps, reset or absence changed
     links: dict[int, Port] = field(default_factory=dict)  # ... and their link (state, rate, lid...) changed
@@ -143,6 +144,10 @@ def apply_snapshot(
     node.source = snap.source
     if node.pk is not None:
         changes.nodes[node.pk] = node
+    if node.gpus != snap.gpus:  # None from schema 1: a node that went back to it has its GPUs unknown again
+        node.gpus = snap.gpus
+        if node.pk is not None:
+            changes.gpus[node.pk] = node
     changes.readings[node.pk] = rows
     if rows.new or rows.seen_until is None or snap.ts <= rows.seen_until:
         rows.checkpoint_due = True  # (polls replayed in time order must be the order they were applied)

@@ -44,6 +44,7 @@ DEVICE_FIELDS = [
     "pci_max_gts",
     "pci_max_width",
     "numa_node",
+    "pcie_path",
     "hw_counters",
     "verbs",
     "disagreements",
@@ -148,6 +149,8 @@ def write(changes: Changes) -> None:
         for node in changes.nodes.values():
             node.ingest_token = rowcache.new_token()
         update_rows(Node, changes.nodes.values(), NODE_FIELDS)
+    if changes.gpus:
+        update_rows(Node, changes.gpus.values(), ["gpus"])
     if changes.devices:
         update_rows(Device, changes.devices.values(), DEVICE_FIELDS)
     if changes.rare:

@@ -8,8 +8,8 @@ never accept what the worded checks refuse, nor return other values or types:
 tests/telemetry/test_telemetry_quickparse.py compares the two on random snapshots.
 
 Limits and rules are the worded checks' own (checks.py, typed.py); the less common parts
-(verbs views, disagreements, capped counters, read errors) go through those functions
-themselves, with no place named.
+(verbs views, disagreements, capped counters, read errors, the PCIe tree of pcie.py) go through
+those functions themselves, with no place named.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collectors.facts import KNOWN_SCHEMAS
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
-from . import checks
+from . import checks, pcie
 from .checks import GOOD_NAMES, GUID_RE, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
 from .typed import (
     DEVICE_RE,
@@ -65,8 +65,9 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
         raise _Doubt
     parsed = []
     ports = 0
+    tree = schema >= 2
     for d in devices:
-        dev = _device(d)
+        dev = _device(d, tree)
         ports += len(dev.ports)
         parsed.append(dev)
     if ports > MAX_PORTS_TOTAL or len({d.name for d in parsed}) != len(parsed):
@@ -83,7 +84,8 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
     elif type(source) is not dict:
         raise _Doubt
     src = {k: _optional_text(source.get(k), TEXT_MAX) for k in ("sysfs_root", "pyverbs")}
-    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src)
+    gpus = pcie.gpus(data.get("gpus"), {d.name for d in parsed}) if tree else None
+    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src, gpus)
 
 
 # Texts: ASCII without NUL is storable, and isascii() reads a flag; checks.storable() decides the rest.
@@ -154,7 +156,7 @@ def _names(value, limit: int = MAX_LIST) -> list[str]:
     return value
 
 
-def _device(d) -> DeviceIn:
+def _device(d, tree: bool) -> DeviceIn:
     if type(d) is not dict:
         raise _Doubt
     name = _text(d.get("name"), NAME_MAX)
@@ -175,6 +177,7 @@ def _device(d) -> DeviceIn:
     attrs["pci_current_width"] = _optional_int(pci.get("current_width"), 0, 64)
     attrs["pci_max_width"] = _optional_int(pci.get("max_width"), 0, 64)
     attrs["numa_node"] = _optional_int(pci.get("numa_node"), 0, 4095)
+    attrs["pcie_path"] = pcie.pcie_path(d.get("pcie_path"), _NOWHERE) if tree else None
     attrs["hw_counters"] = _counters(d.get("hw_counters"))
     attrs["verbs"] = _verbs(d.get("verbs"))
     attrs["disagreements"] = _disagreements(d.get("disagreements"))

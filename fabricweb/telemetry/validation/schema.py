@@ -1,4 +1,4 @@
-"""Validation of a node's JSON snapshot (collectors.snapshot.to_dict, schema 1) into typed values.
+"""Validation of a node's JSON snapshot (collectors.snapshot.to_dict, schema 1 or 2) into typed values.
 
 Everything a node sends is checked before anything is stored: the schema version,
 the type and range of every field ingest reads, and that every string can be stored
@@ -6,6 +6,7 @@ the type and range of every field ingest reads, and that every string can be sto
 The first problem found raises SnapshotRejected naming where it is; nothing else
 escapes. Keys this server does not know are ignored, so a newer collector can add
 fields within the same schema version; a missing optional key reads as "unknown".
+Schema 2 adds the PCIe tree (pcie.py); in a schema-1 snapshot it is unknown, whatever it holds.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collectors.facts import KNOWN_SCHEMAS
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX
 
-from . import checks
+from . import checks, pcie
 from .checks import SnapshotRejected
 from .quickparse import parse_common
 from .typed import (
@@ -63,7 +64,8 @@ def parse_worded(data, now: datetime) -> SnapshotIn:
         ports = sum(len(d["ports"]) for d in devices if type(d) is dict and type(d.get("ports")) is list)
         if ports > MAX_PORTS_TOTAL:
             raise SnapshotRejected(f"devices: {ports} ports in all, more than the {MAX_PORTS_TOTAL} a host has")
-        parsed = [_device(d, f"devices[{i}]") for i, d in enumerate(devices)]
+        tree = schema >= 2
+        parsed = [_device(d, f"devices[{i}]", tree) for i, d in enumerate(devices)]
         seen: set[str] = set()
         for d in parsed:
             if d.name in seen:
@@ -73,10 +75,11 @@ def parse_worded(data, now: datetime) -> SnapshotIn:
         errors = [_error(e, f"errors[{i}]") for i, e in enumerate(errors)]
         source = checks.mapping(data.get("source"), "source", optional=True)
         src = {k: checks.text(source.get(k), f"source.{k}") for k in ("sysfs_root", "pyverbs")}
+        gpus = pcie.gpus(data.get("gpus"), seen) if tree else None
     except SnapshotRejected as e:
         e.host = host
         raise
-    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src)
+    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src, gpus)
 
 
 def _error(value, where: str) -> dict[str, str]:
@@ -87,7 +90,7 @@ def _error(value, where: str) -> dict[str, str]:
     }
 
 
-def _device(value, where: str) -> DeviceIn:
+def _device(value, where: str, tree: bool) -> DeviceIn:
     d = checks.mapping(value, where)
     name = checks.text(d.get("name"), f"{where}.name", NAME_MAX, optional=False)
     if not DEVICE_RE.fullmatch(name):
@@ -105,6 +108,7 @@ def _device(value, where: str) -> DeviceIn:
     for key in ("current_width", "max_width"):
         attrs[f"pci_{key}"] = checks.integer(pci.get(key), f"{where}.pci.{key}", 0, 64)
     attrs["numa_node"] = checks.integer(pci.get("numa_node"), f"{where}.pci.numa_node", 0, 4095)
+    attrs["pcie_path"] = pcie.pcie_path(d.get("pcie_path"), f"{where}.pcie_path") if tree else None
     attrs["hw_counters"] = checks.counters(d.get("hw_counters"), f"{where}.hw_counters")
     attrs["verbs"] = checks.scalars(d.get("verbs"), f"{where}.verbs")
     attrs["disagreements"] = checks.disagreements(d.get("disagreements"), f"{where}.disagreements")

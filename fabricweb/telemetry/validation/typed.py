@@ -54,7 +54,7 @@ LINK_FIELDS = tuple(f for f in PortIn.__slots__ if f not in ("number", *RAW_FIEL
 @dataclass(slots=True)
 class DeviceIn:
     name: str
-    attrs: dict[str, object]  # fabricweb.inventory.models.Device field -> value
+    attrs: dict[str, object]  # fabricweb.inventory.models.Device field -> value (pcie_path: None in schema 1)
     ports: list[PortIn]
     # SR-IOV (optional in schema 1; None: not sent, or unknown). Not Device fields, so not in attrs.
     virtual_function: bool | None = None
@@ -70,3 +70,5 @@ class SnapshotIn:
     devices: list[DeviceIn]
     errors: list[dict[str, str]]
     source: dict[str, str | None]
+    # Schema 2's `gpus` as Node.gpus stores it ([]: none); None: schema 1, which has no PCIe tree (unknown).
+    gpus: list[dict] | None = None
