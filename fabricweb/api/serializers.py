@@ -219,6 +219,8 @@ def device(d: Device, ports: list[Port]) -> dict:
         "sys_image_guid": d.sys_image_guid,
         "node_desc": d.node_desc,  # set by root on the node: untrusted text, served as a JSON string
         "pcie": pcie_link(d),
+        # Its PCIe path hop by hop, its own function first, the root port last; null when unknown (docs/api.md).
+        "pcie_path": portfacts.pcie_path(d),
         "first_seen_at": iso(d.first_seen_at),
         "vanished_at": iso(d.vanished_at),
         "missed_polls": d.missed_polls,

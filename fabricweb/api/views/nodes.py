@@ -85,6 +85,8 @@ def node_detail(request, name: str):
             else None
         ),
         "devices": [serializers.device(d, by_device[d.pk]) for d in node.devices.order_by("name")],
+        # Its GPUs with their link and nvidia-smi topo relation to each RDMA device; null: its agent sends no PCIe tree.
+        "gpus": portfacts.gpus(node),
     }
 
 

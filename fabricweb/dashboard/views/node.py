@@ -1,4 +1,5 @@
-"""`/nodes/<name>/`: devices, an ibstat-like port table, read errors, recent events, last seen."""
+"""`/nodes/<name>/`: devices (each with its PCIe path), an ibstat-like port table, the GPUs in nvidia-smi topo
+words, read errors, recent events, last seen."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from .common import can_operate, freshness, mark_page
 
 RECENT_EVENTS = 20
 READ_ERRORS_SHOWN = 100  # a snapshot may carry thousands; the API pages the rest
+# The health rules' PCIe findings (fabricweb/health/findings.py Kind), by value: the card's own link, its path,
+# an uplink shared with GPUs, a GPU far from every card, a card's NUMA node unknown.
+PCIE_KINDS = ("pcie", "pcie_path", "pcie_shared", "gpu_affinity", "pcie_numa")
 
 
 @login_required
@@ -34,6 +38,9 @@ def node_page(request, name: str):
     for p in ports:
         by_device[p.device_id].append(p)
     problems = fabric.problem_kinds(node=node)
+    pcie_open = list(
+        Event.objects.filter(node=node, kind__in=PCIE_KINDS, resolved_at__isnull=True).order_by("kind", "key")
+    )
     devices = []
     for d in node.devices.order_by("name"):
         rows = []
@@ -49,7 +56,17 @@ def node_page(request, name: str):
                     "mtu": (p.verbs or {}).get("active_mtu") if isinstance(p.verbs, dict) else None,
                 }
             )
-        devices.append({"device": d, "pcie": portfacts.pcie_link(d), "ports": rows})
+        devices.append(
+            {
+                "device": d,
+                "pcie": portfacts.pcie_link(d),
+                "path": portfacts.pcie_path(d),
+                "path_absent": portfacts.absent_reason(node, d),
+                "path_findings": [e for e in pcie_open if e.device_id == d.pk],
+                "ports": rows,
+            }
+        )
+    gpus = portfacts.gpus(node)
     events = list(
         Event.objects.filter(node=node)
         .select_related("node", "device", "port", "acknowledgement")
@@ -62,6 +79,11 @@ def node_page(request, name: str):
         "read_errors": node.read_errors[:READ_ERRORS_SHOWN],
         "more_read_errors": max(0, len(node.read_errors) - READ_ERRORS_SHOWN),
         "devices": devices,
+        "gpus": gpus,
+        "gpu_matrix": portfacts.gpu_matrix(gpus),
+        "gpus_unknown": portfacts.NO_TREE if gpus is None else None,
+        # Findings on no card (an uplink shared by several, a GPU): said beside the GPU matrix.
+        "node_pcie_findings": [e for e in pcie_open if e.device_id is None],
         "events": events,
         "can_operate": can_operate(request.user),
         **freshness(now),

@@ -29,6 +29,7 @@ One package, a module per concern, every public name re-exported here:
 
 - statuses.py: up, degraded, has a link, no subnet manager, should be up, staleness and the status;
 - links.py: the link as it is named and its capacity, and the HCA's PCIe link;
+- pcie.py: the HCA's PCIe path hop by hop up to the CPU, and the node's GPUs in nvidia-smi topo words;
 - cables.py: a cable's state from its two ends.
 """
 
@@ -49,9 +50,11 @@ from .links import (
     expected_link,
     link,
     named_link,
+    pci_function_link,
     pcie_link,
     sample_link,
 )
+from .pcie import NO_BRIDGE, NO_TREE, RELATION_LEGEND, UPLINK, absent_reason, gpu_matrix, gpus, pcie_path
 from .statuses import (
     DEGRADED,
     DEGRADED_FLAG,
@@ -98,23 +101,30 @@ __all__ = [
     "LINK_RANK",
     "LINK_STATE",
     "LINK_STATES",
+    "NO_BRIDGE",
     "NO_SM",
+    "NO_TREE",
     "PRESENT",
+    "RELATION_LEGEND",
     "SHOULD_BE_UP",
     "SHOULD_BE_UP_FLAG",
     "STATUSES",
     "SWITCH",
     "UP",
+    "UPLINK",
     "UP_FLAG",
     "UP_STATUSES",
     "WORST_FIRST",
     "Link",
     "Status",
+    "absent_reason",
     "annotate",
     "capacity_bytes_per_second",
     "capacity_gbps",
     "expected_link",
     "filtered",
+    "gpu_matrix",
+    "gpus",
     "has_link",
     "has_link_flag",
     "is_degraded",
@@ -127,7 +137,9 @@ __all__ = [
     "node_is_stale",
     "node_stale_q",
     "node_unknown",
+    "pci_function_link",
     "pcie_link",
+    "pcie_path",
     "sample_link",
     "should_be_up",
     "status",

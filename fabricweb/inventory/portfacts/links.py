@@ -120,17 +120,31 @@ def pcie_link(device: Device) -> dict | None:
     d = device
     if d.pci_address is None and d.pci_current_gts is None and d.pci_current_width is None:
         return None
-    current, top = (d.pci_current_gts, d.pci_current_width), (d.pci_max_gts, d.pci_max_width)
+    return pci_function_link(
+        d.pci_address, d.pci_current_gts, d.pci_current_width, d.pci_max_gts, d.pci_max_width, d.numa_node
+    )
+
+
+def pci_function_link(
+    address: str | None,
+    current_gts: float | None,
+    current_width: int | None,
+    max_gts: float | None,
+    max_width: int | None,
+    numa_node: int | None,
+) -> dict:
+    """One PCI function's link (an HCA's, a bridge's on its path, a GPU's): the same words everywhere."""
+    current, top = (current_gts, current_width), (max_gts, max_width)
     both_known = None not in current and None not in top
     return {
-        "address": d.pci_address,
-        "current_gts": d.pci_current_gts,
-        "current_width": d.pci_current_width,
-        "max_gts": d.pci_max_gts,
-        "max_width": d.pci_max_width,
+        "address": address,
+        "current_gts": current_gts,
+        "current_width": current_width,
+        "max_gts": max_gts,
+        "max_width": max_width,
         "name": pcie.describe(*current) if None not in current else None,  # `Gen4 x16`
         "max_name": pcie.describe(*top) if None not in top else None,
         "usable_gbps": pcie.usable_gbps(*current),
         "trained_low": (current[0] < top[0] or current[1] < top[1]) if both_known else None,
-        "numa_node": d.numa_node,
+        "numa_node": numa_node,
     }
