@@ -23,8 +23,15 @@ fault --out DIR add SPEC... | remove SPEC... | clear | list
 SPEC is NODE[/DEVICE[/PORT]]:KIND[=VALUE]; a fault on a node or device applies to
 all its ports. Kinds: down, disabled, speed=QDR, width=1X, symbol-errors=RATE, rcv-errors=RATE,
 remote-errors=RATE, discards=RATE (per second, or N/s, N/min, N/h), flap, reset, saturate,
-pcie=GEN3x8, vanish, vfs=N (N SR-IOV virtual functions on each HCA it names, each an RDMA
-device of its own named after the physical ones, mlx5_2 ..., its device/physfn linking to its HCA).
+pcie=GEN3x8, uplink=x8 (the PCIe switch uplink above the HCA trains at that), vanish, vfs=N (N
+SR-IOV virtual functions on each HCA it names, each an RDMA device of its own named after the
+physical ones, mlx5_2 ..., its device/physfn linking to its HCA).
+
+Every node has a PCIe tree (collectors/sim/pcitree.py): each HCA on a PCIe switch of its own below
+a root port, every link at full speed and width. Layout faults, given at start only (--fault at
+the first run, or with --fresh), reshape it for the fabric's life: NODE:dgx (8 GPUs and 8 HCAs
+behind 4 PCIe switches, 2 GPUs + 2 HCAs each, two sockets: a DGX A100's layout) and NODE:misbuilt
+(its first HCA below the switch of two GPUs, the three behind one Gen4 x16 uplink).
 
 With --fabric, a SPEC may name a switch (leaf03) or a switch port (leaf03/12). Switch
 kinds: down (a switch loses power: all its links go down; a port: the cable is pulled),
@@ -51,7 +58,7 @@ import time
 
 from .sim import Fabric, FaultError, SimError, SwitchOptions
 from .sim.cabling import DEFAULT_SWITCH_PORTS
-from .sim.faults import START_ONLY
+from .sim.faults import LAYOUT_KINDS, START_ONLY
 from .sim.faults import parse as parse_fault
 from .sim.layout import LayoutError
 
@@ -64,7 +71,10 @@ fault SPEC: NODE[/DEVICE[/PORT]]:KIND[=VALUE], e.g. cn003/mlx5_0/1:speed=QDR, cn
 cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
 kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
 rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
-flap, reset, saturate, pcie=GEN<g>x<lanes>, vanish, vfs=0..16 (SR-IOV virtual functions per HCA)
+flap, reset, saturate, pcie=GEN<g>x<lanes>, uplink=GEN<g>x<lanes> (the PCIe switch uplink above the
+HCA), vanish, vfs=0..16 (SR-IOV virtual functions per HCA)
+layout (a node, at start only): NODE:dgx (8 GPUs and 8 HCAs behind 4 PCIe switches, two sockets),
+NODE:misbuilt (its first HCA and two GPUs behind one Gen4 x16 switch uplink)
 with --fabric: leaf03[/PORT]:down|flap|symbol-errors=N[/s|/min|/h]|speed=|width=, leaf03:mute,
 NODE/DEVICE/PORT:miscable; speed= (SDR, DDR, QDR), width= (1X, 4X, 8X, 12X) and miscable only at
 start: ibsim cannot change a running link"""
@@ -113,13 +123,15 @@ def main(args: argparse.Namespace) -> int:
         print("simulate: --switch-ports, --leaves, --spines and --ibsim-ctl need --fabric", file=sys.stderr)
         return 2
     try:
-        switches, faults = _switch_options(args)
+        shapes = tuple(spec for spec in args.fault if parse_fault(spec).kind in LAYOUT_KINDS)
+        switches, faults = _switch_options(args, [spec for spec in args.fault if spec not in shapes])
         os.makedirs(args.out, exist_ok=True)
         lock = _exclusive(args.out)
         try:
             fabric = Fabric.open(
-                args.out, args.nodes, args.ports, args.seed, hcas=args.hcas, fresh=args.fresh, switches=switches
-            )
+                args.out, args.nodes, args.ports, args.seed, hcas=args.hcas, fresh=args.fresh, switches=switches,
+                layout_faults=shapes,
+            )  # fmt: skip
             if args.ibsim_ctl:
                 fabric.use_console(args.ibsim_ctl)
             if faults:
@@ -138,14 +150,14 @@ def main(args: argparse.Namespace) -> int:
         return 2
 
 
-def _switch_options(args: argparse.Namespace) -> tuple[SwitchOptions | None, list[str]]:
+def _switch_options(args: argparse.Namespace, specs: list[str]) -> tuple[SwitchOptions | None, list[str]]:
     """The switch fabric's options with the faults built into fabric.net, and the faults for faults.json."""
     if not args.fabric:
-        return None, args.fault
-    built = [spec for spec in args.fault if parse_fault(spec).kind in START_ONLY]
+        return None, specs
+    built = [spec for spec in specs if parse_fault(spec).kind in START_ONLY]
     ports = args.switch_ports if args.switch_ports is not None else DEFAULT_SWITCH_PORTS
     options = SwitchOptions(ports, args.leaves, args.spines, tuple(built))
-    return options, [spec for spec in args.fault if spec not in built]
+    return options, [spec for spec in specs if spec not in built]
 
 
 def _exclusive(out: str) -> int:

@@ -21,7 +21,7 @@ from . import cabling as cb
 from . import console as ibsim
 from . import faults as fl
 from .hardware import pcie_usable_gbps, rate_gbps
-from .layout import Layout, SimDevice, build
+from .layout import Layout, SimDevice
 from .rendering import TreeOutput
 from .simstate import (
     STATE_FILE,
@@ -29,6 +29,7 @@ from .simstate import (
     SimError,
     SwitchOptions,
     cabling_of,
+    layout_config,
     layout_of,
     options_text,
     read_state,
@@ -51,7 +52,25 @@ def _capacity(dev: SimDevice, eff: fl.PortEffects) -> float:
     m = dev.model
     link = rate_gbps(eff.speed or dev.speed, eff.lanes or m.lanes)
     pcie = pcie_usable_gbps(eff.pcie[0] or m.pcie_gts, eff.pcie[1] or m.pcie_width)
-    return min(link, pcie) * 1e9 / 8
+    uplink = pcie_usable_gbps(*(have or full for have, full in zip(eff.uplink, dev.slot.uplink, strict=True)))
+    return min(link, pcie, uplink) * 1e9 / 8
+
+
+def _fixed(spec: str) -> str:
+    """Why a fault given at start stays for the fabric's life."""
+    if fl.parse_loose(spec).kind in fl.LAYOUT_KINDS:
+        return "a node's PCIe tree does not change while the simulator runs; --fresh builds a new fabric with it"
+    return "ibsim cannot change a link's cabling, width or speed while it runs; --fresh builds a new fabric with it"
+
+
+def _config(seed, nodes, ports, hcas, switches: SwitchOptions | None, layout_faults) -> dict:
+    """The options a fabric is made with, as its state keeps them."""
+    config = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
+    if switches is not None:
+        config["switches"] = switches.config()
+    if layout_faults:
+        config["layout_faults"] = layout_config(layout_faults)
+    return config
 
 
 class Fabric(SwitchSide, TreeOutput):
@@ -83,16 +102,16 @@ class Fabric(SwitchSide, TreeOutput):
         *,
         hcas: int | None = None,
         switches: SwitchOptions | None = None,
+        layout_faults: tuple[str, ...] = (),
     ):
         """A fresh fabric at simulated time 0, written to disk; replaces a fabric already in `out`.
 
         With `switches`, also the switch fabric the hosts hang on: DIR/fabric.net for ibsim and
-        DIR/fabric-expected.yaml, and the host ports train what ibsim will train.
+        DIR/fabric-expected.yaml, and the host ports train what ibsim will train. `layout_faults`
+        (NODE:dgx, NODE:misbuilt) reshape nodes' PCIe trees for the fabric's life.
         """
-        layout = build(seed, nodes, ports, hcas)
-        config = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
-        if switches is not None:
-            config["switches"] = switches.config()
+        config = _config(seed, nodes, ports, hcas, switches, layout_faults)
+        layout = layout_of(config)
         cabling = cabling_of(config, layout)  # before anything is removed: a bad option changes nothing
         os.makedirs(out, exist_ok=True)
         old = read_state(out)
@@ -146,17 +165,17 @@ class Fabric(SwitchSide, TreeOutput):
         hcas: int | None = None,
         fresh: bool = False,
         switches: SwitchOptions | None = None,
+        layout_faults: tuple[str, ...] = (),
     ) -> Fabric:
         """Continue the fabric in `out` when its options match; create one when there is none (or `fresh`).
 
-        The faults of `switches` must be those it was created with: they are built into fabric.net.
+        The faults of `switches` and `layout_faults` must be among those it was created with: they
+        are built into fabric.net and the nodes' PCIe trees.
         """
         state = read_state(out)
         if state is None or fresh:
-            return cls.create(out, nodes, ports, seed, hcas=hcas, switches=switches)
-        want = {"seed": seed, "nodes": nodes, "ports": ports, "hcas": hcas}
-        if switches is not None:
-            want["switches"] = switches.config()
+            return cls.create(out, nodes, ports, seed, hcas=hcas, switches=switches, layout_faults=layout_faults)
+        want = _config(seed, nodes, ports, hcas, switches, layout_faults)
         have, built = without_start_faults(state["config"])
         want, given = without_start_faults(want)
         if have != want:
@@ -166,10 +185,7 @@ class Fabric(SwitchSide, TreeOutput):
             )
         for spec in given:
             if spec not in built:
-                raise SimError(
-                    f"{spec}: the fabric in {out} was built without it, and ibsim cannot change a link's "
-                    "cabling, width or speed while it runs; --fresh builds a new fabric with it"
-                )
+                raise SimError(f"{spec}: the fabric in {out} was built without it, and {_fixed(spec)}")
         return cls(out, layout_of(state["config"]), state)
 
     # -- faults -------------------------------------------------------------------------
@@ -182,10 +198,8 @@ class Fabric(SwitchSide, TreeOutput):
         for spec in specs:
             loose = fl.parse_loose(spec)
             if any(fl.matches(loose, fl.parse(b)) for b in built_in):
-                raise fl.FaultError(
-                    f"{spec}: built into fabric.net when the fabric was created; ibsim cannot change a running "
-                    "link's cabling, width or speed (simulate --fresh --fabric builds a new fabric)"
-                )
+                where = "the node's PCIe tree" if loose.kind in fl.LAYOUT_KINDS else "fabric.net"
+                raise fl.FaultError(f"{spec}: built into {where} when the fabric was created; {_fixed(spec)}")
         return built_in + fl.edit(self.out, self.layout, remove=specs, cabling=self.cabling)
 
     def clear_faults(self) -> list[str]:
@@ -196,8 +210,8 @@ class Fabric(SwitchSide, TreeOutput):
         return self._built_in() + [f.spec for _, f in fl.load(self.out, self.layout, self.cabling)]
 
     def _built_in(self) -> list[str]:
-        """Fabric mode's start-only faults: part of fabric.net, not of faults.json."""
-        return list(self.state["config"].get("switches", {}).get("faults", []))
+        """The layout faults and fabric mode's start-only faults: part of the fabric, not of faults.json."""
+        return without_start_faults(self.state["config"])[1]
 
     # -- ibsim's console --------------------------------------------------------------
     def use_console(self, path: str) -> None:

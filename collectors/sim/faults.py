@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..link import SPEED_BY_NAME, WIDTHS
+from ..pcie import describe
 from .hardware import PCIE_GTS, PCIE_WIDTHS
-from .layout import Layout, LayoutError
+from .layout import Layout, LayoutError, SimNode
+from .pcitree import SHAPES
 
 if TYPE_CHECKING:
     from .cabling import Cabling
@@ -26,7 +28,9 @@ FAULTS_FILE = "faults.json"
 _LOCK_FILE = ".faults.lock"
 TMP_DIR = ".simtmp"
 
-_NO_VALUE = frozenset({"down", "disabled", "flap", "reset", "saturate", "vanish", "mute", "miscable"})
+# Layout faults: a node's PCIe tree (and a dgx node's 8 HCAs) is built with the fabric, never changed later.
+LAYOUT_KINDS = frozenset(SHAPES)
+_NO_VALUE = frozenset({"down", "disabled", "flap", "reset", "saturate", "vanish", "mute", "miscable", *LAYOUT_KINDS})
 # Error faults: the counter each one raises at a rate, while the link is up.
 ERROR_RATE_COUNTERS = {
     "symbol-errors": "symbol_error",
@@ -34,9 +38,9 @@ ERROR_RATE_COUNTERS = {
     "remote-errors": "port_rcv_remote_physical_errors",
     "discards": "port_xmit_discards",
 }
-_WITH_VALUE = frozenset({"speed", "width", "pcie", "vfs", *ERROR_RATE_COUNTERS})
-# Kinds of the HCA's PCI function: a node or device takes them, a port does not.
-_PCI_KINDS = frozenset({"pcie", "vfs"})
+_WITH_VALUE = frozenset({"speed", "width", "pcie", "uplink", "vfs", *ERROR_RATE_COUNTERS})
+# Kinds of the HCA's PCI function or the switch uplink above it: a node or device takes them, a port does not.
+_PCI_KINDS = frozenset({"pcie", "uplink", "vfs"})
 MAX_VFS = 16  # SR-IOV virtual functions per physical function (the simulated cards' sriov_totalvfs)
 KINDS = tuple(sorted(_NO_VALUE | _WITH_VALUE))
 _PER_UNIT = {"": 1.0, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "hour": 3600.0}
@@ -104,14 +108,14 @@ def _value(kind: str, text: str) -> tuple[object, str]:
         if m is None or (m.group(2) or "") not in _PER_UNIT:
             raise FaultError(f"{kind}={text}: expected a number of errors per second, or N/s, N/min, N/h")
         return float(m.group(1)) / _PER_UNIT[m.group(2) or ""], text.lower()
-    m = _PCIE_RE.match(text.upper())  # pcie
+    m = _PCIE_RE.match(text.upper())  # pcie, uplink
     if m is None or not (m.group(1) or m.group(2)):
-        raise FaultError(f"pcie={text}: expected GEN<g>x<lanes> (e.g. GEN3x8), GEN<g> or x<lanes>")
+        raise FaultError(f"{kind}={text}: expected GEN<g>x<lanes> (e.g. GEN3x8), GEN<g> or x<lanes>")
     gen, lanes = m.group(1), m.group(2)
     if gen is not None and int(gen) not in PCIE_GTS:
-        raise FaultError(f"pcie={text}: PCIe generation must be 1 to 6")
+        raise FaultError(f"{kind}={text}: PCIe generation must be 1 to 6")
     if lanes is not None and int(lanes) not in PCIE_WIDTHS:
-        raise FaultError(f"pcie={text}: PCIe width must be one of {', '.join(map(str, PCIE_WIDTHS))}")
+        raise FaultError(f"{kind}={text}: PCIe width must be one of {', '.join(map(str, PCIE_WIDTHS))}")
     norm = (f"GEN{gen}" if gen else "") + (f"x{int(lanes)}" if lanes else "")
     return (PCIE_GTS[int(gen)] if gen else None, int(lanes) if lanes else None), norm
 
@@ -127,6 +131,8 @@ def parse(spec: str) -> Fault:
     node, device, port = _target(m)
     if kind in _PCI_KINDS and port is not None:
         raise FaultError(f"{spec!r}: {kind} is a fault of the HCA's PCI function: name NODE or NODE/DEVICE")
+    if kind in LAYOUT_KINDS and (device is not None or port is not None):
+        raise FaultError(f"{spec!r}: {kind} reshapes a whole node: name the node alone, e.g. {node}:{kind}")
     if kind in _NO_VALUE:
         if text is not None:
             raise FaultError(f"{spec!r}: {kind} takes no value")
@@ -145,7 +151,8 @@ def _target(m: re.Match) -> tuple[str, str | None, int | None]:
     return node, dev, int(port) if port else None
 
 
-_EXAMPLES = {"speed": "QDR", "width": "1X", "pcie": "GEN3x8", "vfs": "4", **dict.fromkeys(ERROR_RATE_COUNTERS, "50/h")}
+_EXAMPLES = {"speed": "QDR", "width": "1X", "pcie": "GEN3x8", "uplink": "x8", "vfs": "4"}
+_EXAMPLES.update(dict.fromkeys(ERROR_RATE_COUNTERS, "50/h"))
 
 
 def check(fault: Fault, layout: Layout, cabling: Cabling | None = None, *, at_start: bool = False) -> Fault:
@@ -174,6 +181,13 @@ def _check_host(fault: Fault, layout: Layout, cabling: Cabling | None) -> None:
         raise FaultError(f"{fault.spec}: {e}{more}") from None
     if fault.kind == "mute":
         raise FaultError(f"{fault.spec}: mute is a switch fault (SWITCH:mute, in a simulator started with --fabric)")
+    if fault.kind in LAYOUT_KINDS:
+        raise FaultError(
+            f"{fault.spec}: {fault.kind} changes the node's PCIe tree (and a dgx node's HCAs), which is built with "
+            f"the fabric: give it when the fabric is created (simulate --fresh --fault {fault.spec})"
+        )
+    if fault.kind == "uplink":
+        _check_uplink(fault, layout)
     if fault.kind == "miscable":
         if cabling is None:
             raise FaultError(
@@ -181,6 +195,15 @@ def _check_host(fault: Fault, layout: Layout, cabling: Cabling | None) -> None:
             )
         if fault.port is None or layout.by_key[f"{fault.node}/{fault.device}"].model.link_layer != "InfiniBand":
             raise FaultError(f"{fault.spec}: miscable names one InfiniBand host port, NODE/DEVICE/PORT")
+
+
+def _check_uplink(fault: Fault, layout: Layout) -> None:
+    """An uplink trains at most at what it supports: a faster value would be no fault at all."""
+    thing = layout.resolve(fault.node, fault.device, None)
+    for dev in thing.devices if isinstance(thing, SimNode) else (thing,):
+        top = dev.slot.uplink
+        if (fault.value[0] or 0) > top[0] or (fault.value[1] or 0) > top[1]:
+            raise FaultError(f"{fault.spec}: the PCIe switch uplink above {dev.key} supports {describe(*top)} at most")
 
 
 def _check_switch(fault: Fault, cabling: Cabling) -> None:
@@ -227,6 +250,7 @@ class PortEffects:
     error_rates: dict[str, float] = field(default_factory=dict)
     reset_ids: tuple[int, ...] = ()
     pcie: tuple[float | None, int | None] = (None, None)
+    uplink: tuple[float | None, int | None] = (None, None)  # the PCIe switch uplink above the port's HCA
     vfs: int = 0  # SR-IOV virtual functions of the port's HCA
 
 
@@ -248,9 +272,10 @@ def effects(active: list[tuple[int, Fault]], port_key: str) -> PortEffects:
             eff.error_rates[ERROR_RATE_COUNTERS[f.kind]] = f.value
         elif f.kind == "reset":
             resets.append(fid)
-        elif f.kind == "pcie":
+        elif f.kind in ("pcie", "uplink"):
             gts, width = f.value
-            eff.pcie = (gts or eff.pcie[0], width or eff.pcie[1])
+            was = getattr(eff, f.kind)
+            setattr(eff, f.kind, (gts or was[0], width or was[1]))
         elif f.kind == "vfs":
             eff.vfs = f.value
     eff.reset_ids = tuple(resets)

@@ -1,7 +1,8 @@
 """The simulated fabric's hardware: which node has which HCAs, ports, GUIDs, LIDs, netdevs.
 
-Everything is a pure function of (seed, nodes, ports, hcas), so a fabric never has
-to store its layout: the state file stores those four and the layout is rebuilt.
+Everything is a pure function of (seed, nodes, ports, hcas, shapes), so a fabric never has
+to store its layout: the state file stores those and the layout is rebuilt. `shapes` are the
+layout faults given at start (node -> "dgx" or "misbuilt", see pcitree).
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ import hashlib
 import random
 from dataclasses import dataclass, field
 
+from . import pcitree
 from .hardware import MODELS, HcaModel
 
-# PCI buses of the HCA slots, in order; NUMA node alternates with the slot.
-_BUSES = (0x3B, 0x86, 0xAF, 0xD8, 0x17, 0x5E, 0x18, 0x37)
 # GUID prefix (Mellanox OUI + 0x0300, as GUIDs derived from a MAC carry it).
 _OUI = {"mlx5": 0x0C42A1, "mlx4": 0x0002C9}
 # Each HCA takes a block of GUIDs: its port GUIDs are its node GUID + port number (as
@@ -51,10 +51,11 @@ class PciPlaced:
     __slots__ = ()
     name: str
     pci_addr: str
+    pci_dir: str  # its parent's directory: the downstream port above it
 
     @property
     def pci_rel(self) -> str:
-        return f"devices/pci0000:00/{self.pci_addr}"
+        return f"{self.pci_dir}/{self.pci_addr}"
 
     @property
     def dev_rel(self) -> str:
@@ -71,6 +72,11 @@ class SimDevice(PciPlaced):
     numa: int
     guid: str
     ports: tuple[SimPort, ...]
+    slot: pcitree.Slot  # where it sits in its node's PCIe tree
+
+    @property
+    def pci_dir(self) -> str:
+        return self.slot.parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,8 @@ class SimNode:
     name: str
     kind: str
     devices: tuple[SimDevice, ...]
+    pci: pcitree.NodePci  # its bridges and GPUs
+    shape: str = ""  # "", "dgx" or "misbuilt"
 
 
 @dataclass(slots=True)
@@ -154,13 +162,21 @@ def port_gid(dev: SimDevice, port: SimPort) -> str:
     return ":".join(h[i : i + 4] for i in range(0, 32, 4))
 
 
-def build(seed: int, nodes: int, ports: int | None = None, hcas: int | None = None) -> Layout:
+def build(
+    seed: int, nodes: int, ports: int | None = None, hcas: int | None = None, shapes: dict[str, str] | None = None
+) -> Layout:
+    """The fabric; `shapes` (node -> "dgx" or "misbuilt") reshape nodes' PCIe trees, a dgx node has 8 HCAs."""
+    shapes = shapes or {}
     if nodes < 1:
         raise LayoutError("--nodes must be at least 1")
     if ports is not None and not 1 <= ports <= 4:
         raise LayoutError("--ports must be between 1 and 4")
-    if hcas is not None and not 1 <= hcas <= len(_BUSES):
-        raise LayoutError(f"--hcas must be between 1 and {len(_BUSES)}")
+    if hcas is not None and not 1 <= hcas <= len(pcitree.BUSES):
+        raise LayoutError(f"--hcas must be between 1 and {len(pcitree.BUSES)}")
+    names = {node_name(i) for i in range(nodes)} if shapes else set()
+    for name, shape in shapes.items():
+        if name not in names:
+            raise LayoutError(f"{name}:{shape}: no node {name!r} in this fabric (it has cn001..{node_name(nodes - 1)})")
     layout = Layout(seed, [])
     serial = int(unit(seed, "guid") * 0xFFFFFF)
     lid = _FIRST_LID
@@ -172,10 +188,12 @@ def build(seed: int, nodes: int, ports: int | None = None, hcas: int | None = No
             speed = "FDR10"
         devices = []
         ifindex = 0
-        n_hcas = hcas or model.default_hcas
-        for h in range(n_hcas):
+        shape = shapes.get(name, "")
+        n_hcas = pcitree.DGX_HCAS if shape == "dgx" else hcas or model.default_hcas
+        pci = pcitree.plan(shape, n_hcas, model.pcie_gts, model.pcie_width)
+        for h, slot in enumerate(pci.slots):
             dev_name = f"{model.driver}_{h}"
-            bus = _BUSES[h]
+            bus = int(slot.address[5:7], 16)
             port_list = []
             for number in range(1, (ports or model.default_ports) + 1):
                 if model.link_layer == "Ethernet":
@@ -192,13 +210,14 @@ def build(seed: int, nodes: int, ports: int | None = None, hcas: int | None = No
                     name=dev_name,
                     model=model,
                     speed=speed,
-                    pci_addr=f"0000:{bus:02x}:00.0",
-                    numa=h % 2 if n_hcas > 1 else 0,
+                    pci_addr=slot.address,
+                    numa=slot.numa,
                     guid=_guid(_OUI[model.driver], serial),
                     ports=tuple(port_list),
+                    slot=slot,
                 )
             )
-        node = SimNode(name, kind, tuple(devices))
+        node = SimNode(name, kind, tuple(devices), pci, shape)
         layout.nodes.append(node)
         layout.by_key[name] = node
         for dev in devices:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from .layout import SimDevice, SimNode, SimPort
+from .pcitree import bus_link, fn_files, trained
 from .sriov import VfOutput
 from .tree import device_files, pci_files, port_files
 
@@ -22,6 +23,7 @@ class TreeOutput(VfOutput):
         node = key.split("/")[0]
         if isinstance(thing, SimDevice):
             w.remove(j(self.out, node, "class", "infiniband", thing.name))
+            w.remove(j(self.out, node, "bus", "pci", "devices", thing.pci_addr))
             w.remove(j(self.out, node, thing.pci_rel))  # gone from the bus, as after a surprise removal
             return
         assert isinstance(thing, SimPort)
@@ -38,6 +40,7 @@ class TreeOutput(VfOutput):
             root = j(self.out, node.name)
             class_dir = j(root, "class", "infiniband")
             w.dir(class_dir)
+            self._write_pci(node, root)
             for dev in node.devices:
                 if dev.key in absent:
                     continue
@@ -48,12 +51,34 @@ class TreeOutput(VfOutput):
                 for rel, text in device_files(node.name, dev).items():
                     w.file(j(ddir, rel), text)
                 w.link(j(ddir, "device"), f"../../../{dev.pci_addr}")
+                w.link(j(root, "bus", "pci", "devices", dev.pci_addr), bus_link(dev.pci_rel))
                 for port in dev.ports:
                     if port.key not in absent:
                         self._write_port(dev, port, pci, j(ddir, "ports", str(port.number)))
                 # Linked last, so a reader never finds a device whose files are still being written.
                 w.link(j(class_dir, dev.name), f"../../{dev.dev_rel}")
             self._write_vfs(node, root)
+
+    def _write_pci(self, node: SimNode, root: str) -> None:
+        """The node's bridges and GPUs (pcitree), their links as trained now: a switch uplink at what
+        `uplink=` asks, the downstream port above an HCA at the card's own link."""
+        j, w = os.path.join, self.writer
+        bus = j(root, "bus", "pci", "devices")
+        w.dir(bus)
+        effects = [self._effects[dev.ports[0].key] for dev in node.devices]
+        uplinks = trained(node.pci, [eff.uplink for eff in effects])
+        for fn in node.pci.functions:
+            current = (fn.gts, fn.width)
+            if fn.switch is not None:
+                current = uplinks[fn.switch]
+            elif fn.slot is not None:
+                dev, (gts, width) = node.devices[fn.slot], effects[fn.slot].pcie
+                current = (gts or dev.model.pcie_gts, width or dev.model.pcie_width)
+            d = j(root, fn.rel)
+            w.dir(d)
+            for name, text in fn_files(fn, current).items():
+                w.file(j(d, name), text)
+            w.link(j(bus, fn.address), bus_link(fn.rel))
 
     def _write_port(self, dev: SimDevice, port: SimPort, pci: str, pdir: str) -> None:
         j, w = os.path.join, self.writer

@@ -41,8 +41,22 @@ class SwitchOptions:
         return {**sizes, "faults": list(faults.values())}
 
 
+def layout_config(specs) -> list[str]:
+    """The layout faults (dgx, misbuilt) as the state keeps them: normalised, one per node."""
+    shapes: dict[str, str] = {}
+    for spec in specs:
+        f = fl.parse(spec)
+        if f.kind not in fl.LAYOUT_KINDS:
+            raise fl.FaultError(f"{f.spec}: not a layout fault ({', '.join(sorted(fl.LAYOUT_KINDS))})")
+        if shapes.get(f.node, f.kind) != f.kind:
+            raise fl.FaultError(f"{f.spec}: {f.node} is already {shapes[f.node]}: a node takes one layout fault")
+        shapes[f.node] = f.kind
+    return [f"{node}:{kind}" for node, kind in shapes.items()]
+
+
 def layout_of(config: dict) -> Layout:
-    return build(config["seed"], config["nodes"], config["ports"], config["hcas"])
+    shapes = dict(spec.split(":") for spec in config.get("layout_faults", []))
+    return build(config["seed"], config["nodes"], config["ports"], config["hcas"], shapes)
 
 
 def cabling_of(config: dict, layout: Layout) -> cb.Cabling | None:
@@ -53,15 +67,22 @@ def cabling_of(config: dict, layout: Layout) -> cb.Cabling | None:
 
 
 def without_start_faults(config: dict) -> tuple[dict, list[str]]:
-    """The options to compare when continuing a fabric, and the faults built into its fabric.net."""
+    """The options to compare when continuing a fabric, and the faults it was built with: its
+    layout faults, and those built into its fabric.net."""
+    rest = {k: v for k, v in config.items() if k != "layout_faults"}
+    built = list(config.get("layout_faults", []))
     sw = config.get("switches")
     if sw is None:
-        return config, []
-    return {**config, "switches": {k: v for k, v in sw.items() if k != "faults"}}, sw["faults"]
+        return rest, built
+    return {**rest, "switches": {k: v for k, v in sw.items() if k != "faults"}}, built + sw["faults"]
+
+
+_NOT_OPTIONS = ("switches", "layout_faults")
 
 
 def options_text(config: dict) -> str:
-    text = " ".join(f"--{k} {v}" for k, v in config.items() if v is not None and k != "switches")
+    text = " ".join(f"--{k} {v}" for k, v in config.items() if v is not None and k not in _NOT_OPTIONS)
+    text += "".join(f" --fault {spec}" for spec in config.get("layout_faults", []))
     sw = config.get("switches")
     if sw is not None:
         text += " --fabric" + "".join(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from .faults import MAX_VFS
 from .hardware import COUNTERS, PCI_VENDOR
 from .layout import PciPlaced, SimDevice, SimNode, SimPort, guid_int
+from .pcitree import HCA_CLASS, bus_link
 from .tree import device_files, port_files
 
 NO_PMA = "N/A (no PMA)\n"
@@ -34,6 +35,10 @@ class SimVf(PciPlaced):
     def guid(self) -> int:
         # The PF's GUID with the byte above its serial set to 1 + index: unique, and never another HCA's.
         return guid_int(self.pf.guid) ^ ((self.index + 1) << 24)
+
+    @property
+    def pci_dir(self) -> str:
+        return self.pf.pci_dir  # beside its PF, below the same downstream port
 
     def ident(self) -> list:
         return [self.name, self.pf.key, self.index]
@@ -71,6 +76,7 @@ def vf_device_files(node: str, vf: SimVf) -> dict[str, str]:
 def vf_pci_files(vf: SimVf) -> dict[str, str]:
     """A VF has no PCIe link of its own: the kernel prints `Unknown` for its speeds."""
     return {
+        "class": HCA_CLASS[vf.pf.model.link_layer] + "\n",
         "vendor": PCI_VENDOR + "\n",
         "device": f"0x{int(vf.pf.model.pci_device, 16) + 1:04x}\n",
         "current_link_speed": "Unknown\n",
@@ -78,6 +84,7 @@ def vf_pci_files(vf: SimVf) -> dict[str, str]:
         "current_link_width": "0\n",
         "max_link_width": "0\n",
         "numa_node": f"{vf.pf.numa}\n",
+        "local_cpulist": vf.pf.slot.cpus + "\n",
     }
 
 
@@ -104,7 +111,8 @@ class VfOutput:
                 pf = self.layout.by_key[pf_key]
                 w.remove(j(root, "class", "infiniband", name))
                 w.remove(j(root, pf.pci_rel, f"virtfn{index}"))
-                w.remove(j(root, "devices", "pci0000:00", vf_address(pf.pci_addr, index)))
+                w.remove(j(root, "bus", "pci", "devices", vf_address(pf.pci_addr, index)))
+                w.remove(j(root, pf.pci_dir, vf_address(pf.pci_addr, index)))
         for pf in node.devices:
             count = sum(1 for vf in wanted if vf.pf is pf)
             if self._hidden(pf.key):
@@ -130,6 +138,7 @@ class VfOutput:
         for rel, text in vf_device_files(node.name, vf).items():
             w.file(j(ddir, rel), text)
         w.link(j(ddir, "device"), f"../../../{vf.pci_addr}")
+        w.link(j(root, "bus", "pci", "devices", vf.pci_addr), bus_link(vf.pci_rel))
         for port in vf.pf.ports:
             if self._hidden(port.key):
                 continue  # the physical port vanished: its VFs' ports with it

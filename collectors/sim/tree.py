@@ -1,8 +1,9 @@
 """Writing node trees the way the kernel lays them out, atomically and only what changed.
 
-A node tree is `<node>/devices/pci0000:00/<pci>/{infiniband/<dev>/...,net/<if>/dev_port}`
-with `<node>/class/infiniband/<dev>` a relative symlink to the device directory, as
-on a real host. Files end with a newline like the kernel's.
+A node tree is `<node>/devices/pci0000:NN/<root port>/<switch ports>/<pci>/{infiniband/<dev>/...,
+net/<if>/dev_port}` (the bridges and GPUs: pcitree) with `<node>/class/infiniband/<dev>` a relative
+symlink to the device directory and `<node>/bus/pci/devices/<pci>` one to the function, as on a
+real host. Files end with a newline like the kernel's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .hardware import (
     rate_text,
 )
 from .layout import SM_LID, SimDevice, SimPort, port_gid
+from .pcitree import HCA_CLASS
 
 _STATES = {True: "4: ACTIVE", False: "1: DOWN"}
 _PHYS = {5: "5: LinkUp", 2: "2: Polling", 3: "3: Disabled"}
@@ -114,6 +116,7 @@ def pci_files(dev: SimDevice, pcie: tuple[float | None, int | None]) -> dict[str
     m = dev.model
     gts, width = pcie
     return {
+        "class": HCA_CLASS[m.link_layer] + "\n",
         "vendor": PCI_VENDOR + "\n",
         "device": m.pci_device + "\n",
         "current_link_speed": pcie_speed_text(gts or m.pcie_gts) + "\n",
@@ -121,6 +124,7 @@ def pci_files(dev: SimDevice, pcie: tuple[float | None, int | None]) -> dict[str
         "current_link_width": f"{width or m.pcie_width}\n",
         "max_link_width": f"{m.pcie_width}\n",
         "numa_node": f"{dev.numa}\n",
+        "local_cpulist": dev.slot.cpus + "\n",
     }
 
 

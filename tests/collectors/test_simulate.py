@@ -170,9 +170,13 @@ def test_a_snapshot_of_a_simulated_tree_has_no_errors(fabric):
 def test_the_tree_has_the_kernels_shape(fabric):
     root = Path(fabric.out) / "cn001"
     link = root / "class" / "infiniband" / "mlx5_0"
-    assert os.readlink(link) == "../../devices/pci0000:00/0000:3b:00.0/infiniband/mlx5_0"
+    # Below a PCIe switch (upstream port 39:00.0, downstream port 3a:00.0) on root port 38:00.0.
+    pci_rel = "devices/pci0000:38/0000:38:00.0/0000:39:00.0/0000:3a:00.0/0000:3b:00.0"
+    assert os.readlink(link) == f"../../{pci_rel}/infiniband/mlx5_0"
     assert os.readlink(link / "device") == "../../../0000:3b:00.0"
-    pci = root / "devices" / "pci0000:00" / "0000:3b:00.0"
+    assert os.readlink(root / "bus" / "pci" / "devices" / "0000:3b:00.0") == f"../../../{pci_rel}"
+    pci = root / pci_rel
+    assert (pci / "class").read_text() == "0x020700\n"
     assert (pci / "current_link_speed").read_text() == "16.0 GT/s PCIe\n"
     assert (pci / "max_link_width").read_text() == "16\n"
     assert (pci / "net" / "ib0" / "dev_port").read_text() == "0\n"
@@ -244,7 +248,7 @@ def test_the_same_seed_and_steps_give_byte_identical_trees(tmp):
         trees.append(tree_bytes(tmp / name))
     assert trees[0] == trees[1]
     Fabric.create(str(tmp / "c"), 5, seed=12)
-    guid = "cn001/devices/pci0000:00/0000:3b:00.0/infiniband/mlx5_0/node_guid"
+    guid = "cn001/devices/pci0000:38/0000:38:00.0/0000:39:00.0/0000:3a:00.0/0000:3b:00.0/infiniband/mlx5_0/node_guid"
     assert tree_bytes(tmp / "c")[guid] != trees[0][guid]  # another seed, another fabric
 
 

@@ -29,8 +29,13 @@ def marks(fabric) -> list[tuple]:
     return [(d.name, d.virtual_function, d.physical_function, d.pci.address) for d in snap.devices]
 
 
+def pf_dir(fabric, dev: str = "mlx5_0") -> Path:
+    return Path(fabric.out, "cn001", fabric.layout.by_key[f"cn001/{dev}"].pci_rel)
+
+
 def pci_dirs(fabric) -> list[str]:
-    return sorted(os.listdir(os.path.join(fabric.out, "cn001", "devices", "pci0000:00")))
+    """The functions below cn001's HCAs' downstream ports: the PFs and their VFs beside them."""
+    return sorted(n for d in ("mlx5_0", "mlx5_1") for n in os.listdir(pf_dir(fabric, d).parent) if n[:5] == "0000:")
 
 
 def test_vfs_on_a_node_give_each_hca_its_virtual_functions_named_after_the_physical_ones(fabric):
@@ -39,7 +44,7 @@ def test_vfs_on_a_node_give_each_hca_its_virtual_functions_named_after_the_physi
     vfs0 = [(f"mlx5_{2 + i}", True, PF0, f"0000:3b:00.{1 + i}") for i in range(4)]
     vfs1 = [(f"mlx5_{6 + i}", True, PF1, f"0000:86:00.{1 + i}") for i in range(4)]
     assert marks(fabric) == [("mlx5_0", False, None, PF0), ("mlx5_1", False, None, PF1), *vfs0, *vfs1]
-    pf = Path(fabric.out, "cn001", "devices", "pci0000:00", PF0)
+    pf = pf_dir(fabric)
     assert (pf / "sriov_numvfs").read_text() == "4\n"
     assert [os.readlink(pf / f"virtfn{i}") for i in range(4)] == [f"../0000:3b:00.{1 + i}" for i in range(4)]
     # A VF's port shares the physical port's link; it has no PMA of its own.
@@ -70,7 +75,7 @@ def test_virtual_functions_come_and_go_with_the_fault(fabric):
     fabric.step(10)
     assert marks(fabric) == [("mlx5_0", False, None, PF0), ("mlx5_1", False, None, PF1)]
     assert pci_dirs(fabric) == [PF0, PF1]
-    assert not [n for n in os.listdir(os.path.join(fabric.out, "cn001", "devices", "pci0000:00", PF1)) if "virtfn" in n]
+    assert not [n for n in os.listdir(pf_dir(fabric, "mlx5_1")) if "virtfn" in n]
     assert "vfs" not in fabric.state or fabric.state["vfs"] == {}
 
 
