@@ -33,17 +33,27 @@ from fabricweb.inventory.models import Node
 from . import tables
 from .counters import PortCounters
 from .grouped import Grouped
-from .hostports import device_memo, port_memo
+from .hostports import device_memo, device_pcie_memo, gpu_relations, port_detail_memo, port_memo
 from .links import link_info_memo, link_memo
 from .names import HOST_COUNTERS, HW_NOT_COUNTERS, PREFIX, SWITCH_COUNTERS
 from .selection import Selection
 from .series import COUNTER, Families
-from .specs import DEVICE_SPECS, LINK_INFO_SPECS, LINK_SPECS, PORT_SPECS, SWITCH_PORT_SPECS
+from .specs import (
+    DEVICE_PCIE_SPECS,
+    DEVICE_SPECS,
+    GPU_NIC_RELATION,
+    LINK_INFO_SPECS,
+    LINK_SPECS,
+    PORT_DETAIL_SPECS,
+    PORT_SPECS,
+    SWITCH_PORT_SPECS,
+)
 from .switchports import switch_port_memo
 
 SWITCH, COLLECTOR = Node.Kind.SWITCH.value, Node.Kind.COLLECTOR.value
 # The health rows kept across scrapes, each by the module that builds them (bench/ clears them all).
-MEMOS = (port_memo, device_memo, switch_port_memo, link_memo, link_info_memo)
+MEMOS = (port_memo, port_detail_memo, device_memo, device_pcie_memo, switch_port_memo, link_memo, link_info_memo)
+VANISHED = tables.DEVICE_FIELDS.index("vanished_at")  # in a device row; its hw_counters follow DEVICE_FIELDS
 
 
 class FabricCollector:
@@ -162,11 +172,12 @@ class FabricCollector:
 
     def _devices(self, out: Families, nodes: dict[int, tuple[str, bool, str | None]]) -> dict[int, tuple]:
         """Device id -> (node name, device name, stale, row, serial and key of its health row
-        (None without the health set, and for a switch), switch GUID or None) for the devices of the
-        selected nodes. A switch's one device has no series of its own: its switch has."""
-        counters = self.selection.counters
-        health = Grouped(out, DEVICE_SPECS, device_memo) if self.selection.health else None
-        rows = tables.devices(list(nodes) if self._narrowed() else None, counters)
+        (None without the health or detail set, and for a switch), switch GUID or None) for the devices of
+        the selected nodes. A switch's one device has no series of its own: its switch has."""
+        selection = self.selection
+        health = Grouped(out, DEVICE_SPECS, device_memo) if selection.health else None
+        pcie = Grouped(out, DEVICE_PCIE_SPECS, device_pcie_memo) if selection.pcie else None
+        rows = tables.devices(list(nodes) if self._narrowed() else None, selection.hw)
         picked = sorted(
             ((nodes[r[1]][0], r[2], r) for r in rows if r[1] in nodes),
             key=lambda item: (item[0], item[1]),
@@ -177,25 +188,38 @@ class FabricCollector:
             if guid is not None:
                 devices[row[0]] = (node, name, False, row, None, None, guid)
                 continue
+            # What the device's series are made of: names, firmware, HCA type, board id, PCIe link and path.
+            device_key = (node, name, *row[3:VANISHED])
+            serial, labels = None, {"node": node, "device": name}
             if health is not None:
-                device_key = (node, name, *row[3:10])
                 serial, labels = health.add(device_key)
-            else:
-                device_key, serial, labels = None, None, {"node": node, "device": name}
+            if pcie is not None:
+                pcie.add(device_key)
             devices[row[0]] = (node, name, stale, row, serial, device_key, None)
-            if counters and not stale and row[10] is None and row[11]:
+            if selection.hw and not stale and row[VANISHED] is None and row[VANISHED + 1]:
                 hw = out.family(
                     PREFIX + "device_hw_stat",
                     "The device's hw_counters/ files (driver-specific counts)",
                     COUNTER,
                     extra="counter",
                 )
-                for counter, value in sorted(row[11].items()):
+                for counter, value in sorted(row[VANISHED + 1].items()):
                     if isinstance(value, int) and counter not in HW_NOT_COUNTERS:
                         hw.add(labels, value, counter)
-        if health is not None:
-            health.finish()
+        for grouped in (health, pcie):
+            if grouped is not None:
+                grouped.finish()
+        if pcie is not None:
+            self._gpu_relations(out, nodes)
         return devices
+
+    def _gpu_relations(self, out: Families, nodes: dict[int, tuple[str, bool, str | None]]) -> None:
+        """?set=pcie: each GPU's relation to each RDMA device of its host (Node.gpus)."""
+        family = out.family(*GPU_NIC_RELATION)
+        sent = tables.gpus([node_id for node_id, (_, _, guid) in nodes.items() if guid is None])
+        for node_id in sorted(sent, key=lambda n: nodes[n][0]):
+            for labels in gpu_relations(nodes[node_id][0], sent[node_id]):
+                family.add(labels, 1)
 
     # -- ports ---------------------------------------------------------------------
 
@@ -203,34 +227,43 @@ class FabricCollector:
         """Every port of the selected devices: its series, and its link's where it speaks for one;
         returns port id -> (node, device, port number, switch GUID or None)."""
         selection = self.selection
-        # The detail set is the links' alone: only the ports that speak for one are read.
-        rows = tables.ports(list(devices) if self._narrowed() else None, selection.counters, selection.detail)
+        counters = selection.counters or selection.hw
+        rows = tables.ports(list(devices) if self._narrowed() else None, counters)
         order = {device_id: i for i, device_id in enumerate(devices)}
         picked = sorted((r for r in rows if r[1] in devices), key=lambda r: (order[r[1]], r[2]))
         where: dict[int, tuple] = {}
         health = Grouped(out, PORT_SPECS, port_memo) if selection.health else None
+        detail = Grouped(out, PORT_DETAIL_SPECS, port_detail_memo) if selection.detail else None
         switch_health = Grouped(out, SWITCH_PORT_SPECS, switch_port_memo) if selection.health else None
         links = None
         if selection.health:
             links = Grouped(out, LINK_SPECS, link_memo)
         elif selection.detail:
             links = Grouped(out, LINK_INFO_SPECS, link_info_memo)
-        counters = PortCounters(out, HOST_COUNTERS, hw=True) if selection.counters else None
-        switch_counters = PortCounters(out, SWITCH_COUNTERS, hw=False) if selection.counters else None
+        port_counters = switch_counters = None
+        if counters:
+            # ?set=hw: the hw_counters/ files alone; the default set: the counters node_exporter has.
+            port_counters = PortCounters(out, HOST_COUNTERS if selection.counters else (), hw=selection.hw)
+            if selection.counters:
+                switch_counters = PortCounters(out, SWITCH_COUNTERS, hw=False)
         for row in picked:
             node, device, stale, device_row, device_serial, device_key, guid = devices[row[1]]
             where[row[0]] = (node, device, row[2], guid)
-            vanished = row[3] is not None or device_row[10] is not None
+            vanished = row[3] is not None or device_row[VANISHED] is not None
             if guid is None:
+                labels = None
+                # Exactly what port_health() reads: the device's key (names, firmware, HCA type) by its
+                # health row's serial, the port number, rate, the database's JSON of the rest, and whether
+                # its node is stale (then its state is unknown: no sample says it).
+                key = (device_serial, row[2], row[4], row[5], stale)
                 if health is not None:
-                    # Exactly what port_health() reads: the device's health row (names, firmware, HCA
-                    # type) by its serial, the port number, rate, the database's JSON of the rest, and
-                    # whether its node is stale (then its state is unknown: no sample says it).
-                    _, labels = health.add((device_serial, row[2], row[4], row[5], stale), device_key)
-                else:
+                    _, labels = health.add(key, device_key)
+                if detail is not None:
+                    _, labels = detail.add((device_key, *key[1:]), device_key)
+                if labels is None:
                     labels = {"node": node, "device": device, "port": str(row[2])}
-                if counters is not None and not stale and not vanished:
-                    counters.add(labels, row)
+                if port_counters is not None and not stale and not vanished:
+                    port_counters.add(labels, row)
             else:
                 if switch_health is not None:
                     _, labels = switch_health.add(((node, guid), row[2], row[4], row[5]))
@@ -240,7 +273,7 @@ class FabricCollector:
                     switch_counters.add(labels, row)
             if links is not None and row[6]:
                 links.add(((node, device, guid is not None), row[2], row[4], row[5]))
-        for grouped in (health, switch_health, links, counters, switch_counters):
+        for grouped in (health, detail, switch_health, links, port_counters, switch_counters):
             if grouped is not None:
                 grouped.finish()
         return where

@@ -5,8 +5,11 @@ name is stable across processes and releases (CRC-32, not Python's salted hash()
 nodes here too: `shard` and `node` pick them by their name, and a link goes with the node of the
 end that speaks for it.
 
-`all` (the default) is `health` and `counters`; `detail` is only served when asked for: series with
-many labels per link (infiniband_link_info), kept out of the default scrape's series per port.
+`all` (the default) is `health` and `counters`: node_exporter's infiniband series and a few health
+series, within SERIES_PER_PORT_BUDGET series per host port (docs/metrics.md, "Sets"). The others are
+only served when asked for, each kept out of the default scrape's series per port: `detail` (series with
+many labels per port and link, the lanes), `hw` (the hw_counters/ files), `pcie` (the HCA's PCIe link
+in detail, and which GPU sits how near which device).
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from fnmatch import fnmatchcase
 
 from django.http import QueryDict
 
-SETS = ("all", "health", "counters", "detail")
+SETS = ("all", "health", "counters", "detail", "hw", "pcie")
+# What the default scrape may cost a Prometheus, per host port (tests/exporter/test_exporter_series_budget.py).
+SERIES_PER_PORT_BUDGET = 30
 MAX_SHARDS = 1024
 _SHARD = re.compile(r"(\d{1,4})/(\d{1,4})")
 
@@ -45,6 +50,14 @@ class Selection:
     @property
     def detail(self) -> bool:
         return self.series == "detail"
+
+    @property
+    def hw(self) -> bool:
+        return self.series == "hw"
+
+    @property
+    def pcie(self) -> bool:
+        return self.series == "pcie"
 
     def wants(self, node: str) -> bool:
         if self.shards > 1 and shard_of(node, self.shards) != self.shard:

@@ -24,9 +24,8 @@ PORT_GAUGES = (
         "1 when the port is ACTIVE (or ACTIVE_DEFER) and still reported by its node (none while the node is stale)",
     ),
     ("port_degraded", "1 when the port is up and trained below its expected speed or width"),
-    ("port_lanes", "Lanes the link trained at (the X of 4X; none without a link)"),
-    ("port_expected_lanes", "Lanes the link is expected to train at"),
 )
+# The default set's (health): node_exporter's gauges and the few health series of a port.
 PORT_SPECS: dict[str, Spec] = {
     **{PREFIX + name: (help, GAUGE, None) for name, help in PORT_GAUGES},
     PREFIX + "port_expected_rate_bytes_per_second": (
@@ -40,24 +39,49 @@ PORT_SPECS: dict[str, Spec] = {
         GAUGE,
         None,
     ),
-    PREFIX + "port_info": ("The port's link and what is expected of it, value is always 1", GAUGE, None),
+    PREFIX + "port_degraded_info": (
+        "The link a degraded port trained at and the one expected of it, value is always 1 (only while degraded)",
+        GAUGE,
+        None,
+    ),
     PREFIX + "port_capped": ("1 for a counter stuck at all-ones: its rate is unknown until reset", GAUGE, "counter"),
 }
+# ?set=detail: a series with many labels per port, and the lanes (the rate says the width too).
+PORT_DETAIL_GAUGES = (
+    ("port_lanes", "Lanes the link trained at (the X of 4X; none without a link)"),
+    ("port_expected_lanes", "Lanes the link is expected to train at"),
+)
+PORT_DETAIL_SPECS: dict[str, Spec] = {
+    **{PREFIX + name: (help, GAUGE, None) for name, help in PORT_DETAIL_GAUGES},
+    PREFIX + "port_info": ("The port's link and what is expected of it, value is always 1", GAUGE, None),
+}
+DEVICE_SPECS: dict[str, Spec] = {
+    PREFIX + "info": ("Non-numeric data from /sys/class/infiniband/<device>, value is always 1.", GAUGE, None),
+    PREFIX + "device_pcie_bandwidth_bytes_per_second": (
+        "Usable bandwidth of the PCIe link as trained, after line encoding",
+        GAUGE,
+        None,
+    ),
+    PREFIX + "pcie_path_usable_gbps": (
+        "Usable Gb/s of the narrowest PCIe link from the HCA up to its root port (its own link or a bridge's, "
+        "as trained, after line encoding)",
+        GAUGE,
+        None,
+    ),
+}
+# ?set=pcie: the HCA's PCIe link in detail.
 DEVICE_PCIE = (
     ("device_pcie_link_speed_gts", "PCIe link speed the HCA trained at, GT/s per lane"),
     ("device_pcie_link_width_lanes", "PCIe lanes the HCA trained at"),
     ("device_pcie_max_link_speed_gts", "PCIe link speed the HCA and slot are capable of, GT/s per lane"),
     ("device_pcie_max_link_width_lanes", "PCIe lanes the HCA and slot are capable of"),
 )
-DEVICE_SPECS: dict[str, Spec] = {
-    PREFIX + "info": ("Non-numeric data from /sys/class/infiniband/<device>, value is always 1.", GAUGE, None),
-    **{PREFIX + name: (help, GAUGE, None) for name, help in DEVICE_PCIE},
-    PREFIX + "device_pcie_bandwidth_bytes_per_second": (
-        "Usable bandwidth of the PCIe link as trained, after line encoding",
-        GAUGE,
-        None,
-    ),
-}
+DEVICE_PCIE_SPECS: dict[str, Spec] = {PREFIX + name: (help, GAUGE, None) for name, help in DEVICE_PCIE}
+GPU_NIC_RELATION = (
+    PREFIX + "gpu_nic_relation_info",
+    "How near each GPU sits to each RDMA device, in nvidia-smi topo -m terms (PIX, PXB, PHB, NODE, SYS), "
+    "value is always 1",
+)
 
 
 SWITCH_PORT_GAUGES = (

@@ -61,9 +61,9 @@ SPEAKS = ExpressionWrapper(Q(link_owner=True) & ~Q(peer_label=""), output_field=
 COUNTERS_AT = len(PORT_FIELDS)
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
-    "pci_current_gts", "pci_current_width", "pci_max_gts", "pci_max_width", "vanished_at",
+    "pci_current_gts", "pci_current_width", "pci_max_gts", "pci_max_width", "pcie_path_text", "vanished_at",
 )  # fmt: skip
-# Appended to DEVICE_FIELDS when counters are asked for: row[11].
+# Appended to DEVICE_FIELDS when hw_counters are asked for (?set=hw): row[12].
 DEVICE_COUNTER_FIELDS = ("hw_counters",)
 
 
@@ -139,17 +139,24 @@ def switches() -> dict[int, tuple[int | None, str, datetime | None]]:
     return {node_id: rest for node_id, *rest in rows.values_list("node_id", "lid", "description", "missing_since")}
 
 
-def devices(node_ids: list[int] | None, counters: bool) -> Iterable[tuple]:
-    """DEVICE_FIELDS (+ hw_counters) of the devices of `node_ids` (None: all), unordered."""
-    rows = Device.objects.order_by()
+def devices(node_ids: list[int] | None, hw: bool) -> Iterable[tuple]:
+    """DEVICE_FIELDS (+ hw_counters) of the devices of `node_ids` (None: all), unordered. The PCIe path
+    comes as its JSON text: it keys the device's health row (hostports.device_health) as it is."""
+    rows = Device.objects.order_by().annotate(pcie_path_text=Cast("pcie_path", TextField()))
     if node_ids is not None:
         rows = rows.filter(node_id__in=node_ids)
-    return _rows(rows, DEVICE_FIELDS + (DEVICE_COUNTER_FIELDS if counters else ()))
+    return _rows(rows, DEVICE_FIELDS + (DEVICE_COUNTER_FIELDS if hw else ()))
 
 
-def ports(device_ids: list[int] | None, counters: bool, speaking: bool = False) -> Iterator[tuple]:
-    """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered; with
-    `speaking`, only those that speak for a link (`speaks`)."""
+def gpus(node_ids: list[int]) -> dict[int, list]:
+    """Node id -> its GPUs (Node.gpus: each with `nics`, its relation to each RDMA device), for the nodes
+    of `node_ids` that sent them."""
+    rows = Node.objects.filter(id__in=node_ids, gpus__isnull=False).order_by()
+    return {node_id: value for node_id, value in rows.values_list("id", "gpus") if value}
+
+
+def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
+    """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
     rows = Port.objects.order_by().annotate(
         peer_node=F("peer__device__node__name"),
         peer_kind=F("peer__device__node__kind"),
@@ -159,8 +166,6 @@ def ports(device_ids: list[int] | None, counters: bool, speaking: bool = False) 
     rows = rows.annotate(health=JSONArrayText(*PORT_HEALTH_FIELDS), speaks=SPEAKS)
     if device_ids is not None:
         rows = rows.filter(device_id__in=device_ids)
-    if speaking:
-        rows = rows.filter(link_owner=True).exclude(peer_label="")
     if not counters:
         yield from _rows(rows, PORT_FIELDS)
         return

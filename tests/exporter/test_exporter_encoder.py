@@ -68,7 +68,7 @@ def assert_scrapes_match(selection: Selection | None = None) -> None:
 def test_the_fixture_trees_encode_as_prometheus_client_does(each_db):
     ingest_tree(PROCFS, "cn001")
     ingest_tree(NODE_EXPORTER, "cn002")
-    for series in ("all", "health", "counters"):
+    for series in ("all", "health", "counters", "detail", "hw", "pcie"):
         assert_scrapes_match(Selection(series))
 
 
@@ -79,8 +79,11 @@ def test_a_fabric_with_every_fault_encodes_as_prometheus_client_does(tmp_path, e
     fabric.polls(3)
     families = FabricCollector(Selection(), timezone.now()).families()
     names = {family.name for family in families}
-    assert {"infiniband_port_capped", "infiniband_port_hw_stat", "infiniband_events_open"} <= names
+    assert {"infiniband_port_capped", "infiniband_port_degraded_info", "infiniband_events_open"} <= names
     assert_same_bytes(families)
+    hw = FabricCollector(Selection("hw"), timezone.now()).families()
+    assert "infiniband_port_hw_stat" in {family.name for family in hw}
+    assert_same_bytes(hw)
     assert_scrapes_match(Selection(shard=1, shards=3))
     assert_scrapes_match(Selection("counters", node_glob="cn00[12]"))
 

@@ -45,19 +45,21 @@ def test_a_port_whose_link_changes_between_scrapes_shows_the_new_values(client, 
     first = scrape(client, set="health")
     cn000 = port("cn000", "mlx5_0", 1)
     assert by_name(first, "infiniband_port_degraded")[cn000] == 0
-    assert by_name(first, "infiniband_port_lanes")[cn000] == 4
+    assert by_name(scrape(client, set="detail"), "infiniband_port_lanes")[cn000] == 4
 
     # The link retrains at 1X QDR: same port, other values, so another key.
     Port.objects.filter(device__node__name="cn000", number=1).update(speed="QDR", lanes=1, rate_gbps=10.0)
     second = scrape(client, set="health")
     assert by_name(second, "infiniband_port_degraded")[cn000] == 1
-    assert by_name(second, "infiniband_port_lanes")[cn000] == 1
     assert by_name(second, "infiniband_rate_bytes_per_second")[cn000] == 1.25e9
-    info = [labels for labels in by_name(second, "infiniband_port_info") if ("port", "1") in labels]
+    detail = scrape(client, set="detail")
+    assert by_name(detail, "infiniband_port_lanes")[cn000] == 1
+    info = [labels for labels in by_name(detail, "infiniband_port_info") if ("port", "1") in labels]
     assert {dict(labels)["width"] for labels in info if ("node", "cn000") in labels} == {"1X"}
     # The other ports' lines, served from the memo, are unchanged.
-    assert by_name(second, "infiniband_port_lanes")[port("cn001", "mlx5_0", 1)] == 4
+    assert by_name(detail, "infiniband_port_lanes")[port("cn001", "mlx5_0", 1)] == 4
     assert_scrapes_match(Selection("health"))
+    assert_scrapes_match(Selection("detail"))
 
     # It goes down: no longer up, not degraded, and its kept lines of before are not served.
     Port.objects.filter(device__node__name="cn000", number=1).update(state_id=1, phys_state_id=3)
@@ -79,7 +81,7 @@ def test_a_renamed_node_and_reflashed_firmware_show_in_the_next_scrape(client, e
     assert not any(("node", "cn001") in labels for labels in by_name(text, "infiniband_port_up"))
     firmware = {dict(labels)["node"]: dict(labels)["firmware_version"] for labels in by_name(text, "infiniband_info")}
     assert firmware == {"cn000": "28.39.1002", "gpu001": "20.31.1014"}
-    width = by_name(text, "infiniband_device_pcie_link_width_lanes")
+    width = by_name(scrape(client, set="pcie"), "infiniband_device_pcie_link_width_lanes")
     assert width[frozenset({"node": "cn000", "device": "mlx5_0"}.items())] == 8
     assert_scrapes_match()
 
@@ -93,8 +95,9 @@ def test_the_memos_stay_bounded_and_right_when_they_overflow(client, each_db, mo
         Port.objects.update(speed=speed, rate_gbps=rate)
         text = scrape(client, set="health")
         assert set(by_name(text, "infiniband_rate_bytes_per_second").values()) == {rate * 1e9 / 8}
-        assert len(by_name(text, "infiniband_port_info")) == 6
+        assert len(by_name(scrape(client, set="detail"), "infiniband_port_info")) == 6
         assert len(hostports.port_memo) <= 3
+        assert len(hostports.port_detail_memo) <= 3
         assert len(hostports.device_memo) <= 3
         # The kept lines: at most one scrape's rows (6 ports) once past the bound.
         assert max(len(kept) for kept in encoder._row_lines.values()) <= 6

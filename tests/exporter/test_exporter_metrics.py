@@ -39,11 +39,17 @@ def test_every_fault_kind_shows_in_the_series(client, faulty):
     assert (up[slow], degraded[slow], rate[slow], expected[slow]) == (1, 1, 5e9, 25e9)
     narrow = port("cn001", "mlx5_1", 1)
     assert degraded[narrow] == 1
-    assert by_name(text, "infiniband_port_lanes")[narrow] == 1
-    assert by_name(text, "infiniband_port_expected_lanes")[narrow] == 4
+    # The words of a degraded port's link, in the default set for those ports only; every port's in detail.
+    degraded_info = {
+        (dict(k)["device"], dict(k)["width"], dict(k)["speed"]) for k in by_name(text, "infiniband_port_degraded_info")
+    }
+    assert degraded_info == {("mlx5_0", "4X", "QDR"), ("mlx5_1", "1X", "HDR")}
+    detail = scrape(client, set="detail")
+    assert by_name(detail, "infiniband_port_lanes")[narrow] == 1
+    assert by_name(detail, "infiniband_port_expected_lanes")[narrow] == 4
     port_info = {
         (dict(k)["device"], dict(k)["port"]): dict(k)
-        for k in by_name(text, "infiniband_port_info")
+        for k in by_name(detail, "infiniband_port_info")
         if dict(k)["node"] == "cn001"
     }
     assert port_info[("mlx5_0", "1")]["speed"] == "QDR" and port_info[("mlx5_0", "1")]["expected_speed"] == "HDR"
@@ -72,9 +78,12 @@ def test_every_fault_kind_shows_in_the_series(client, faulty):
     assert port("cn006", "mlx5_0", 1) in by_name(text, "infiniband_port_data_received_bytes_total")
 
     pcie = frozenset({"node": "cn004", "device": "mlx5_0"}.items())
-    assert by_name(text, "infiniband_device_pcie_link_width_lanes")[pcie] == 8
-    assert by_name(text, "infiniband_device_pcie_max_link_width_lanes")[pcie] == 16
-    assert by_name(text, "infiniband_device_pcie_link_speed_gts")[pcie] == 8
+    # Gen3 x8: ~63 Gb/s usable, its own link the narrowest on its path (the simulator sends no bridge).
+    assert by_name(text, "infiniband_pcie_path_usable_gbps")[pcie] == pytest.approx(63.0, abs=0.1)
+    pcie_set = scrape(client, set="pcie")
+    assert by_name(pcie_set, "infiniband_device_pcie_link_width_lanes")[pcie] == 8
+    assert by_name(pcie_set, "infiniband_device_pcie_max_link_width_lanes")[pcie] == 16
+    assert by_name(pcie_set, "infiniband_device_pcie_link_speed_gts")[pcie] == 8
 
     events = {
         (e["node"], e["device"], e["port"], e["kind"], e["severity"]): v
@@ -125,12 +134,13 @@ def test_a_stale_nodes_ports_say_nothing_of_their_state_and_their_counters_are_d
         "infiniband_state_id",
         "infiniband_physical_state_id",
         "infiniband_rate_bytes_per_second",
-        "infiniband_port_lanes",
     ):
         assert {dict(k)["node"] for k in by_name(text, name)} == {"cn001"}, name
+    detail = scrape(client, set="detail")
+    assert {dict(k)["node"] for k in by_name(detail, "infiniband_port_lanes")} == {"cn001"}
     # What is expected of them, and what they are, stay for the drill-down; their link is not known.
     assert port("cn002", "mlx4_0", 1) in by_name(text, "infiniband_port_expected_up")
-    infos = [dict(k) for k in by_name(text, "infiniband_port_info") if dict(k)["node"] == "cn002"]
+    infos = [dict(k) for k in by_name(detail, "infiniband_port_info") if dict(k)["node"] == "cn002"]
     assert infos and all((i["speed"], i["width"]) == ("", "") and i["hca_type"] for i in infos)
 
 
@@ -170,7 +180,7 @@ def test_a_node_glob_selects_those_nodes(client, clean):
 def test_the_health_set_has_no_counters_and_the_counter_set_no_health(client, clean):
     health = {name for name, _ in samples(scrape(client, set="health"))}
     counters = {name for name, _ in samples(scrape(client, set="counters"))}
-    assert {"infiniband_port_up", "infiniband_node_up", "infiniband_port_info"} <= health
+    assert {"infiniband_port_up", "infiniband_node_up", "infiniband_info"} <= health
     assert not {n for n in health if n.endswith("_total")}
     assert set(COUNTER_NAMES) <= counters
     assert not {n for n in counters if n.startswith("infiniband_") and not n.endswith("_total")}
@@ -179,7 +189,7 @@ def test_the_health_set_has_no_counters_and_the_counter_set_no_health(client, cl
 @pytest.mark.parametrize(
     ("query", "says"),
     [
-        ({"set": "everything"}, "set='everything': one of all, health, counters, detail"),
+        ({"set": "everything"}, "set='everything': one of all, health, counters, detail, hw, pcie"),
         ({"shard": "3/3"}, "shard='3/3': K/N with 0 <= K < N"),
         ({"shard": "one/two"}, "shard='one/two': K/N"),
         ({"shard": "0/0"}, "K/N with 0 <= K < N"),
@@ -210,7 +220,7 @@ def test_the_exposition_is_streamed_in_chunks_that_join_to_the_whole(client, cle
     from fabricweb.exporter.collector import FabricCollector
     from fabricweb.exporter.selection import Selection
 
-    monkeypatch.setattr(encoder, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(encoder, "CHUNK_BYTES", 2048)
     response = client.get("/metrics")
     assert response.streaming
     chunks = list(response.streaming_content)

@@ -33,7 +33,7 @@ HOST_FAMILIES = (
     "infiniband_rate_bytes_per_second",
     "infiniband_port_up",
     "infiniband_port_degraded",
-    "infiniband_port_info",
+    "infiniband_port_expected_up",
     "infiniband_events_open",
     "infiniband_symbol_error_total",
     "infiniband_port_data_received_bytes_total",
@@ -243,7 +243,17 @@ def test_the_sets_split_switch_series_as_they_split_hosts(client, world):
     assert not {n for n in health if n.endswith("_total")} | {"infiniband_link_info"} & health
     assert {family.name + "_total" for family in SWITCH_COUNTERS} <= counters
     assert not {n for n in counters if n.startswith("infiniband_") and not n.endswith("_total")}
-    assert {n for n in detail if not n.startswith("fabricweb_")} == {"infiniband_link_info"}
+    # detail: the links' and the host ports' info series and lanes, none of a switch port.
+    assert {n for n in detail if not n.startswith("fabricweb_")} == {
+        "infiniband_link_info",
+        "infiniband_port_info",
+        "infiniband_port_lanes",
+        "infiniband_port_expected_lanes",
+    }
+    detail_nodes = {
+        dict(k).get("node") for n, k in samples(scrape(client, set="detail")) if n == "infiniband_port_info"
+    }
+    assert detail_nodes and detail_nodes <= HOSTS
     everything = {name for name, _ in samples(scrape(client))}
     assert everything == (health | counters) and not everything & {"infiniband_link_info"}
 
