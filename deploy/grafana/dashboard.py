@@ -85,10 +85,13 @@ def build() -> Dashboard:
         .refresh("30s")
         .time("now-3h", "now")
         .with_variable(DatasourceVariable("datasource").label("Data source").type("prometheus"))
-        .with_variable(variable("node", "Node", "label_values(infiniband_port_info, node)"))
-        .with_variable(variable("device", "Device", 'label_values(infiniband_port_info{node=~"$node"}, device)'))
+        # infiniband_port_expected_up: every host port has one in the default set, a stale node's included.
+        .with_variable(variable("node", "Node", "label_values(infiniband_port_expected_up, node)"))
+        .with_variable(variable("device", "Device", 'label_values(infiniband_port_expected_up{node=~"$node"}, device)'))
         .with_variable(
-            variable("port", "Port", 'label_values(infiniband_port_info{node=~"$node", device=~"$device"}, port)')
+            variable(
+                "port", "Port", 'label_values(infiniband_port_expected_up{node=~"$node", device=~"$device"}, port)'
+            )
         )
         .with_variable(variable("switch", "Switch", "label_values(infiniband_switch_info, switch)"))
         # -- the whole fabric ---------------------------------------------------------------
@@ -141,7 +144,7 @@ def build() -> Dashboard:
             .with_target(
                 query(
                     "(infiniband_port_degraded == 1) * on (node, device, port) group_left "
-                    "(speed, width, expected_speed, expected_width, expected_source) infiniband_port_info"
+                    "(speed, width, expected_speed, expected_width, expected_source) infiniband_port_degraded_info"
                 )
                 .instant()
                 .format(PromQueryFormat.TABLE)
@@ -293,6 +296,19 @@ def build() -> Dashboard:
         )
         .with_panel(
             timeseries(
+                "PCIe path: narrowest hop against port rate",
+                "Gbits",
+                (f"infiniband_pcie_path_usable_gbps{{{NODE}}}", "{{node}} {{device}} narrowest PCIe hop"),
+                (
+                    f"max by (node, device) (infiniband_rate_bytes_per_second{{{NODE}}}) * 8 / 1e9",
+                    "{{node}} {{device}} port",
+                ),
+                description="Usable Gb/s of the narrowest link from the card up to its root port (a PCIe switch "
+                "uplink or the card's own link), against its fastest port's rate",
+            )
+        )
+        .with_panel(
+            timeseries(
                 "Ports up and degraded",
                 "short",
                 (f"sum by (node) (infiniband_port_up{{{NODE}}})", "{{node}} up"),
@@ -351,14 +367,8 @@ def build() -> Dashboard:
                 "Bps",
                 (f"infiniband_rate_bytes_per_second{{{PORT}}}", f"{port} trained"),
                 (f"infiniband_port_expected_rate_bytes_per_second{{{PORT}}}", f"{port} expected"),
-            )
-        )
-        .with_panel(
-            timeseries(
-                "Link width against expected",
-                "short",
-                (f"infiniband_port_lanes{{{PORT}}}", f"{port} lanes"),
-                (f"infiniband_port_expected_lanes{{{PORT}}}", f"{port} expected lanes"),
+                description="Speed times width: a link at 1X or at a slower speed shows here (the lanes alone are "
+                "?set=detail's infiniband_port_lanes)",
             )
         )
         .with_panel(

@@ -38,7 +38,7 @@ PORTS = Group(
                 "  (infiniband_port_degraded == 1)",
                 "  * on (node, device, port)"
                 " group_left (speed, width, expected_speed, expected_width, expected_source)",
-                "  infiniband_port_info",
+                "  infiniband_port_degraded_info",
                 ")",
                 "unless on (node) (infiniband_node_up == 0)",
                 "unless on (node, device, port) (infiniband_link_degraded == 1)",
