@@ -8,12 +8,13 @@ from html.parser import HTMLParser
 
 from django.utils import timezone
 
+from collectors import read_host, to_dict
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node
 from fabricweb.telemetry.ingest import ingest_snapshot
 from tests.api.api_support import snapshot
 from tests.pcie_nodes import GPU_ADDRESSES, GPU_NUMA, MLX5_0_HOPS, store_dgx
-from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS
+from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS, dgx_a100
 
 
 class _Tables(HTMLParser):
@@ -195,3 +196,14 @@ def test_the_page_and_the_api_show_the_same_path_of_every_card(viewer, tmp_path)
         assert _path_of(html, device["name"]) == said, device["name"]
     rows = _read(html).tables[0][1:]
     assert [r[3:-1] for r in rows] == [[g["nics"][n] for n in DGX_A100_NICS] for g in body["gpus"]]
+
+
+def test_a_schema_2_snapshot_stored_by_ingest_shows_as_the_rows_written_directly(viewer, tmp_path):
+    store_dgx(tmp_path, "dgx01", width=8)
+    root = str(tmp_path / "dgx02")
+    dgx_a100(root, width=8)
+    ingest_snapshot(to_dict(read_host(root, host="dgx02", use_verbs=False)))  # the real ingest, whole
+    direct, ingested = viewer.text("/nodes/dgx01/"), viewer.text("/nodes/dgx02/")
+    for name in DGX_A100_NICS:
+        assert _path_of(ingested, name) == _path_of(direct, name), name
+    assert _read(ingested).tables == _read(direct).tables
