@@ -68,6 +68,7 @@ def as_policy(row: models.LinkPolicy) -> LinkPolicy:
         lanes=row.lanes,
         expect_up=row.expect_up,
         order=row.order,
+        pcie_shared=row.pcie_shared or None,
     )
 
 
@@ -97,6 +98,7 @@ class Policies:
 
     globs: tuple[LinkPolicy, ...] = ()  # in match order
     exact: dict[tuple[str, str, str], LinkPolicy] = field(default_factory=dict)
+    shared: tuple[LinkPolicy, ...] = ()  # those that say how a shared PCIe uplink is reported, in match order
 
     @classmethod
     def of(cls, policies: list[LinkPolicy]) -> Policies:
@@ -107,7 +109,8 @@ class Policies:
                 globs.append(p)
             else:
                 exact.setdefault((names[0].lower(), names[1].lower(), names[2]), p)  # the first in order wins
-        return cls(tuple(globs), exact)
+        shared = tuple(p for p in sorted(policies, key=policy_sort_key) if p.pcie_shared)
+        return cls(tuple(globs), exact, shared)
 
     def match(self, node: str, device: str, port: int) -> LinkPolicy | None:
         best = self.exact.get((node.lower(), device.lower(), str(port)))
@@ -117,6 +120,12 @@ class Policies:
             if p.matches(node, device, port):
                 return p
         return best
+
+    def pcie_shared(self, node: str, device: str, port: int) -> str | None:
+        """What the first policy in match order that says anything on it says of a shared PCIe uplink above
+        this port ("warning", "info"), else None. Apart from `match`: a baseline for the port's link says nothing
+        on it and must not hide a site's word."""
+        return next((p.pcie_shared for p in self.shared if p.matches(node, device, port)), None)
 
     def __len__(self) -> int:
         return len(self.globs) + len(self.exact)

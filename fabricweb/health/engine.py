@@ -28,12 +28,12 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
-from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
 from fabricweb.telemetry.storage import rowcache
 from fabricweb.telemetry.storage.store import update_rows
 
-from . import context, eventbudget, lifecycle, memo, quiet
+from . import context, eventbudget, lifecycle, memo, pciehost, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
 from .findings import Finding, Kind, device_target, merge_findings, node_key, port_target
@@ -93,6 +93,7 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
             continue
         at = min(result.collected_at, now)  # a node clock ahead of ours must not date events in the future
         findings, unknown, judged, targets = _judge(result, node, norms, state_polls, missing, alone, out)
+        pciehost.claim(book, node, result, targets)
         # The node's newest snapshot against when this server stored it: its clock's skew (older ones of a
         # backfill batch arrived late by design). Judged only there, so only there are these events touched.
         if newest[node.name] is result and node.last_ingested_at is not None:
@@ -224,15 +225,6 @@ def _backfills(results: list[IngestResult]) -> dict[int, tuple[dict[int, int], d
 # --- views and judgement ------------------------------------------------------------
 
 
-def _pcie(device: Device, cache: dict[int, PcieView]) -> PcieView:
-    view = cache.get(id(device))
-    if view is None:
-        view = cache[id(device)] = PcieView(
-            device.pci_current_gts, device.pci_current_width, device.pci_max_gts, device.pci_max_width
-        )
-    return view
-
-
 def _view(port: Port, link: LinkState, node: str, ts: float, norms: context.Norms, pcie: dict, **changes) -> PortView:
     device = port.device
     return PortView(
@@ -252,7 +244,7 @@ def _view(port: Port, link: LinkState, node: str, ts: float, norms: context.Norm
         best_link=context.rate(port.best_speed, port.best_lanes),
         majority=norms.majorities.get(device.hca_type) if device.hca_type else None,
         recent=port.recent or (),
-        pcie=_pcie(device, pcie),
+        pcie=pciehost.pcie_view(device, pcie),
         far_end=port.peer_label or None,
         capability=context.rate(port.capable_speed, port.capable_lanes),
         link_owner=port.link_owner,
@@ -330,6 +322,10 @@ def _judge(
         findings.extend(j.findings)
         unknown |= j.unknown
         _target(targets, name, port)
+    host = pciehost.judge(node, result, judged, norms.policies, pcie)  # the host's PCIe layout, once
+    findings.extend(host.findings)
+    unknown |= host.unknown
+    targets.update(host.targets)
     findings.extend(result.extra_findings)  # a switch's: what only the fabric view finds (fabricweb.fabric.judge)
     merged = merge_findings(findings)
     return merged, frozenset(unknown - {f.key for f in merged}), judged, targets

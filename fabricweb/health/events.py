@@ -8,7 +8,7 @@ ends with one INSERT for the new events and one UPDATE for the changed ones.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -92,6 +92,10 @@ class EventBook:
     def open_count(self, node: str) -> int:
         """How many events of `node` are open."""
         return len(self._by_node.get(node, ()))
+
+    def targets_of(self, node: str, kinds: Container[str]) -> list[str]:
+        """The targets of `node`'s open events of these kinds."""
+        return [target_of(key) for key, e in self._by_node.get(node, {}).items() if e.kind in kinds]
 
     def open_for(self, targets: Mapping[str, Target]) -> dict[str, OpenEvent]:
         """lifecycle's view of the open events about the things in `targets`, and only those."""

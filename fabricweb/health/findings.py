@@ -37,6 +37,11 @@ class Kind(StrEnum):
     CONGESTION = "congestion"
     CAPPED = "capped_counters"
     PCIE = "pcie"
+    # The PCIe path above a card and the host's layout (rules/pciepath.py, issue 26).
+    PCIE_PATH = "pcie_path"  # a hop above the card trained low or too narrow for its port
+    PCIE_SHARED = "pcie_shared"  # cards and GPUs below one switch uplink that cannot carry them all
+    GPU_AFFINITY = "gpu_affinity"  # a GPU whose nearest IB card is across the CPU sockets
+    PCIE_NUMA = "pcie_numa"  # a card's NUMA node unknown on a multi-socket host
     STALE = "stale"
     CLOCK_SKEW = "clock_skew"
     VANISHED = "vanished"
@@ -92,6 +97,15 @@ def device_target(node: str, device: str) -> str:
 
 def node_key(kind: Kind, node: str) -> str:
     return f"{kind}:{node}"
+
+
+def pci_target(node: str, address: str) -> str:
+    """What a key about a PCI function of the node is (a GPU, a switch uplink): `cn042/0000:40:01.1`."""
+    return f"{node}/{address}"
+
+
+def pci_key(kind: Kind, node: str, address: str) -> str:
+    return f"{kind}:{pci_target(node, address)}"
 
 
 def merge_findings(findings: Iterable[Finding]) -> list[Finding]:

@@ -6,7 +6,7 @@ walking the whole ring to learn that cost more than the rest of judging a quiet
 port, so the engine asks `reuse` first, which learns the same from what ingest holds:
 
 - `raw_inputs`: what the view's inputs are worked out from (the norms in force, the
-  names, the link, the best link, the device's model and PCIe link, which still
+  names, the link, the best link, the device's model, PCIe link and path, which still
   counters are unknown and whether the wait is) equals that of the poll judged last;
 - this poll's still counters are 0 or unknown (the same values as then), none capped;
 - the ring is quiet and in time order: it was up to the poll judged last (checked in
@@ -29,7 +29,7 @@ from fabricweb.telemetry.results import PortObservation
 from .context import Norms
 from .findings import Kind, device_target, port_key, port_target
 from .quiet import STILL, WAIT, settle
-from .rules import Judgement, congested_share
+from .rules import Judgement, congested_share, path_key
 from .thresholds import Thresholds
 from .view import PortView
 from .waitlog import WaitLog
@@ -92,6 +92,7 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
         device.pci_current_width,
         device.pci_max_gts,
         device.pci_max_width,
+        path_key(device.pcie_path, device.node.gpus is not None),  # the bridges above it (rules/pciepath.py)
         still,
         tuple(map(type, still)),
         known_delta(deltas.get(WAIT)) is None,

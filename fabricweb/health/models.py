@@ -79,6 +79,14 @@ class LinkPolicy(models.Model):
     expect_up = models.BooleanField(default=True, help_text="Off for ports that are meant to be down or unused.")
     order = models.IntegerField(default=100, help_text="Lower is tried first when several policies match.")
     enabled = models.BooleanField(default=True)
+    pcie_shared = models.CharField(
+        max_length=8,
+        null=True,
+        blank=True,
+        choices=[("warning", "warning"), ("info", "info")],
+        help_text="How a PCIe switch uplink its ports' cards share with GPUs is reported. Blank: info, unless "
+        "another policy says.",
+    )
     # A baseline (the operator action "accept the current link"): who and when, and the port's best and
     # expected link before it, which undoing it puts back.
     accepted_by = models.CharField(max_length=150, blank=True, default="")

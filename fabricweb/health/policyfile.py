@@ -10,6 +10,8 @@
         expect_up: true         # false for ports meant to be down or unused
         order: 100              # lower is tried first when several match
         enabled: true
+        pcie_shared: warning    # a PCIe switch uplink these ports' cards share with GPUs, too small for
+                                # all of them: warning or info (default: info; the first policy that says wins)
 
 Everything is checked before anything is stored; the first problem is reported with
 the entry's position and name.
@@ -27,7 +29,8 @@ from fabricweb.yamlfile import named_entries
 from .expectation import DEFAULT_ORDER
 from .models import LinkPolicy
 
-FIELDS = ("name", "node", "device", "port", "speed", "width", "expect_up", "order", "enabled")
+FIELDS = ("name", "node", "device", "port", "speed", "width", "expect_up", "order", "enabled", "pcie_shared")
+SHARED = ("warning", "info")
 _GLOBS = {"node": ("node_glob", 100), "device": ("device_glob", 100), "port": ("port_glob", 20)}
 
 
@@ -69,6 +72,10 @@ def _entry(entry: object, i: int) -> dict:
     if isinstance(order, bool) or not isinstance(order, int) or abs(order) > 2**31 - 1:
         raise PolicyFileError(f"{where}: 'order' must be a whole number, got {order!r}")
     row["order"] = order
+    shared = entry.get("pcie_shared")
+    if shared is not None and shared not in SHARED:
+        raise PolicyFileError(f"{where}: 'pcie_shared' must be warning, info or null, got {shared!r}")
+    row["pcie_shared"] = shared
     return row
 
 
@@ -105,6 +112,7 @@ def dump(policies: Iterable[LinkPolicy]) -> str:
             "expect_up": p.expect_up,
             "order": p.order,
             "enabled": p.enabled,
+            **({"pcie_shared": p.pcie_shared} if p.pcie_shared else {}),
         }
         for p in policies
     ]

@@ -24,6 +24,7 @@ from .view import LINK_UP, PortView
 from .window import Windows, known_delta
 
 WAIT = "port_xmit_wait"
+_PCIE_KINDS = (Kind.PCIE, Kind.PCIE_PATH)
 # Counters that must be still for a port to be quiet: every one a rule reads, but the wait.
 STILL: tuple[str, ...] = tuple(sorted({c for names in KIND_COUNTERS.values() for c in names} - {WAIT}))
 
@@ -94,8 +95,8 @@ def settle(last: Judgement, congested: Finding | None, wait_unknown: bool, key: 
     findings = [f for f in last.findings if f.kind is not Kind.CONGESTION]
     unknown = last.unknown - {key}
     if congested is not None:
-        # judge_port's order: the port's findings, congestion, then the device's PCIe finding.
-        at = next((i for i, f in enumerate(findings) if f.kind is Kind.PCIE), len(findings))
+        # judge_port's order: the port's findings, congestion, then the device's PCIe findings.
+        at = next((i for i, f in enumerate(findings) if f.kind in _PCIE_KINDS), len(findings))
         findings.insert(at, congested)
     elif wait_unknown:
         unknown = unknown | {key}

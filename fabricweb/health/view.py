@@ -20,17 +20,44 @@ from .expectation import LinkPolicy, Majority
 Poll = tuple[float, float, Mapping[str, int | None]]
 
 # Re-exported for the rules (collectors/facts.py is their one home).
-__all__ = ["LINK_UP", "PHYS_STATES", "PORT_STATES", "PcieView", "Poll", "PortView"]
+__all__ = [
+    "LINK_UP",
+    "PHYS_STATES",
+    "PORT_STATES",
+    "CardView",
+    "GpuView",
+    "HopView",
+    "HostView",
+    "PcieView",
+    "Poll",
+    "PortView",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HopView:
+    """One bridge above the HCA's function (Device.pcie_path's hops): its link, and where it sits."""
+
+    address: str
+    words: str  # in an operator's words: "PCIe switch uplink", "root port", "PCIe switch port"
+    current_gts: float | None = None
+    current_width: int | None = None
+    max_gts: float | None = None
+    max_width: int | None = None
+    numa_node: int | None = None
+    local_cpulist: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PcieView:
-    """The HCA's PCIe link (collectors.model.PciLink): GT/s per lane and lane counts."""
+    """The HCA's PCIe link (collectors.model.PciLink): GT/s per lane and lane counts; and the bridges above it,
+    nearest first, root port last (() when there are none; None when its agent sends no PCIe tree)."""
 
     current_gts: float | None = None
     current_width: int | None = None
     max_gts: float | None = None
     max_width: int | None = None
+    path: tuple[HopView, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +109,37 @@ class PortView:
         if self.phys_state_name:
             return self.phys_state_name
         return PHYS_STATES.get(self.phys_state_id)
+
+
+@dataclass(frozen=True, slots=True)
+class CardView:
+    """One RDMA device of a host, for the rules on its PCIe layout (rules/pciepath.judge_host)."""
+
+    name: str
+    numa_node: int | None = None  # None: unknown (the kernel's -1)
+    infiniband: bool = True  # a port of it is not Ethernet (RoCE cards are not IB cards)
+    need_gbps: float | None = None  # what its ports run at or should, summed (rules/pcie.port_needs); None: none
+    path: tuple[HopView, ...] | None = None  # as PcieView.path
+    # Below the bridges of its path (Device.pcie_path's neighbours): (address or name, `via` hop address).
+    gpus_below: tuple[tuple[str, str], ...] = ()
+    rdma_below: tuple[tuple[str, str], ...] = ()
+    shared_warning: bool = False  # a link policy raises a shared uplink above it to a warning
+
+
+@dataclass(frozen=True, slots=True)
+class GpuView:
+    """One GPU of a host (Node.gpus): its link, where it sits, and how it reaches each RDMA device."""
+
+    address: str
+    numa_node: int | None = None
+    local_cpulist: str | None = None
+    current_gts: float | None = None
+    current_width: int | None = None
+    nics: tuple[tuple[str, str], ...] = ()  # (RDMA device, PIX | PXB | PHB | NODE | SYS)
+
+
+@dataclass(frozen=True, slots=True)
+class HostView:
+    node: str
+    cards: tuple[CardView, ...] = ()
+    gpus: tuple[GpuView, ...] | None = None  # None: its agent sends no PCIe tree (schema 1)

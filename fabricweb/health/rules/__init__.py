@@ -8,7 +8,8 @@ open instead of counting the poll as clean.
 
 One module per concern: common (the judgement, the kinds, whether a port should be up,
 words and numbers), link (state, degraded, flapping), counters (symbol errors, the counter
-rules, congestion, capped counters), pcie (the device's PCIe link), node (stale, clock skew)
+rules, congestion, capped counters), pcie (the device's PCIe link), pciepath (the bridges above it and
+the host's PCIe layout), node (stale, clock skew)
 and port (judge_port and judge_ports over all of them). What other modules use is named here.
 """
 
@@ -31,6 +32,7 @@ from .counters import COUNTER_RULES, KIND_COUNTERS, CounterRule, congested_share
 from .link import PHYS_MEANING
 from .node import judge_clock, judge_node
 from .pcie import judge_pcie
+from .pciepath import hops_of, judge_host, judge_path, path_key
 from .port import judge_port, judge_ports
 
 __all__ = [
@@ -51,9 +53,13 @@ __all__ = [
     "congestion",
     "ethernet",
     "expect_up",
+    "hops_of",
     "judge_clock",
+    "judge_host",
     "judge_node",
+    "judge_path",
     "judge_pcie",
     "judge_port",
     "judge_ports",
+    "path_key",
 ]

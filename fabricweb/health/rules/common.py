@@ -28,7 +28,7 @@ PORT_KINDS = (
     Kind.CAPPED,
     Kind.VANISHED,
 )
-DEVICE_KINDS = (Kind.PCIE, Kind.VANISHED)
+DEVICE_KINDS = (Kind.PCIE, Kind.PCIE_PATH, Kind.PCIE_NUMA, Kind.VANISHED)
 # A link's own state: one problem for the whole cable, said by the end that speaks for it (PortView.link_owner).
 LINK_KINDS = frozenset({Kind.DOWN, Kind.DEGRADED, Kind.NO_SM, Kind.FLAPPING})
 

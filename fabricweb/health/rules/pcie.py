@@ -23,7 +23,7 @@ def judge_pcie(view: PortView, exp: Expectation) -> Finding | None:
     slow_gen = max_gen is not None and now_gen is not None and now_gen < max_gen
     narrow = positive(p.max_width) and positive(p.current_width) and p.current_width < p.max_width
     trained_low = slow_gen or narrow
-    port_rate = _port_needs(view, exp)
+    port_rate = port_needs(view, exp)
     bottleneck = port_rate is not None and now_bw < port_rate.gbps
 
     if not (trained_low or bottleneck):
@@ -55,13 +55,18 @@ def judge_pcie(view: PortView, exp: Expectation) -> Finding | None:
     )
 
 
-def _port_needs(view: PortView, exp: Expectation) -> Rate | None:
+def port_needs(view: PortView, exp: Expectation) -> Rate | None:
     """The fastest link this port runs at or should: what its PCIe link must carry."""
+    return link_needs(view.is_active, view.link, expect_up(view), exp.link)
+
+
+def link_needs(active: bool, link: Rate | None, should_be_up: bool, expected: Rate | None) -> Rate | None:
+    """port_needs from its parts: the link while ACTIVE, and the expected one while it is or should be up."""
     candidates = []
-    if view.is_active and usable(view.link) is not None:
-        candidates.append(usable(view.link))
-    if expect_up(view) or view.is_active:
-        expected = usable(exp.link)
+    if active and usable(link) is not None:
+        candidates.append(usable(link))
+    if should_be_up or active:
+        expected = usable(expected)
         if expected is not None:
             candidates.append(expected)
     return max(candidates, key=lambda r: r.gbps) if candidates else None

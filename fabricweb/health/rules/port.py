@@ -16,6 +16,7 @@ from .counters import COUNTER_RULES, KIND_COUNTERS, capped, congestion, counter,
 from .link import down_while_flapping, flapping, state, up_because
 from .node import judge_node
 from .pcie import judge_pcie
+from .pciepath import judge_path
 
 
 def judge_ports(views: Iterable[PortView], t: Thresholds = DEFAULT) -> Judgement:
@@ -58,6 +59,7 @@ def judge_port(view: PortView, t: Thresholds = DEFAULT) -> Judgement:
         congestion(view, windows, t),
         capped(view),
         judge_pcie(view, exp),
+        judge_path(view, exp),
     ]
     findings = [f for f in found if f is not None and (view.link_owner or f.kind not in LINK_KINDS)]
     unknown = _unknown_keys(view, windows, t)
@@ -82,6 +84,8 @@ def _unknown_keys(view: PortView, w: Windows, t: Thresholds) -> set[str]:
             unknown.add(key(kind))
     if view.pcie is None or pcie.usable_gbps(view.pcie.current_gts, view.pcie.current_width) is None:
         unknown.add(device_key(Kind.PCIE, view.node, view.device))
+    if view.pcie is None or view.pcie.path is None:  # its agent sends no PCIe tree
+        unknown.add(device_key(Kind.PCIE_PATH, view.node, view.device))
     return unknown
 
 
