@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.utils import timezone
 
-from .. import fabric, grid, switches
+from .. import fabric, overviewmodel, switches
 from ..forms import PortFilter
 from .common import can_operate, freshness, mark_page
 
@@ -19,7 +19,7 @@ def overview(request):
     now = timezone.now()
     form = PortFilter(request.GET)
     if not form.is_valid():
-        counts = fabric.counts()
+        counts = overviewmodel.overview({}).counts
         context = {
             "form": form,
             "counts": counts,
@@ -28,20 +28,21 @@ def overview(request):
         }
         return render(request, "dashboard/overview.html", context, status=400)
     filters = form.cleaned_data
-    counts, cells = fabric.fabric_view(filters)
+    # Counts and grid as of the last change of the data: built once per poll, not once per request.
+    model = overviewmodel.overview(filters)
     context = {
         "form": form,
-        "counts": counts,
+        "counts": model.counts,
         "fabric_counts": switches.link_counts(now),
-        **freshness(now, counts.last_ingest, known=True),
+        **freshness(now, model.counts.last_ingest, known=True),
     }
     page = Paginator(fabric.open_problems(filters), PROBLEMS_PER_PAGE).get_page(filters.get("page"))
     mark_page(page, now)
     advice = Paginator(fabric.open_problems(filters, advice=True), PROBLEMS_PER_PAGE).get_page(filters.get("advice"))
     mark_page(advice, now)
     context.update(
-        grid=grid.render(cells),
-        shown_ports=len(cells),
+        grid=model.grid,
+        shown_ports=model.shown_ports,
         problems=page,
         advice=advice,
         can_operate=can_operate(request.user),

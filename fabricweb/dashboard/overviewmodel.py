@@ -1,0 +1,84 @@
+"""The overview's model (the hosts' counts and the port grid's HTML), built once per change of the data
+and kept in this process.
+
+At 20,000 ports building it is most of the page (every port read, judged and drawn: ~200 ms), yet it
+changes only when the data does: a batch ingested (a host's last_ingested_at), a node marked stale
+(health.staleness), an event opened, resolved or changed in severity, a baseline accepted or undone (it
+writes the port's expected link at once; a policy edited in the admin reaches the ports at their next
+ingest). `fingerprint()` reads all of these in one small query at every request; a model built under
+another fingerprint is never served. Each gunicorn worker keeps its own models and checks the fingerprint
+itself, so no worker serves a model older than the database's. The model holds nothing of a user: counts
+and grid are the same for every viewer; who may act, acknowledgements and silences are in the problem
+list, built for each request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import NamedTuple
+
+from django.db import connection
+from django.utils.safestring import SafeString
+
+from fabricweb.health.models import Event, LinkPolicy
+from fabricweb.inventory.models import Node
+
+from . import fabric, grid
+
+KEEP = 8  # models kept per process (the plain overview and a few filters): at 50,000 ports ~4 MB each
+_FILTERS = ("node", "device", "state", "speed", "width", "hca", "layer", "problems")  # not the list's pages
+
+
+class Model(NamedTuple):
+    counts: fabric.Counts
+    grid: SafeString
+    shown_ports: int
+
+
+_models: OrderedDict[tuple, Model] = OrderedDict()
+_lock = threading.Lock()
+
+
+def fingerprint() -> tuple:
+    """What the model is built from, in one query: the hosts (how many, the newest ingest, which are
+    stale), the open events (which, and how many of each severity) and the link policies (baselines)."""
+    q = connection.ops.quote_name
+    node, event, policy = (q(m._meta.db_table) for m in (Node, Event, LinkPolicy))
+    hosts = f"FROM {node} WHERE {q('kind')} = %s"
+    open_events = f"FROM {event} WHERE {q('resolved_at')} IS NULL"
+    per_severity = f"SUM(CASE WHEN {q('severity')} = %s THEN 1 ELSE 0 END)"
+    sql = (
+        f"SELECT (SELECT COUNT(*) {hosts}), (SELECT MAX({q('last_ingested_at')}) {hosts}),"
+        f" (SELECT COUNT(*) {hosts} AND {q('stale')}), (SELECT SUM({q('id')}) {hosts} AND {q('stale')}),"
+        f" (SELECT MAX({q('id')}) FROM {event}),"
+        f" (SELECT COUNT(*) {open_events}), (SELECT SUM({q('id')}) {open_events}),"
+        f" (SELECT {per_severity} {open_events}), (SELECT {per_severity} {open_events}),"
+        f" (SELECT COUNT(*) FROM {policy}), (SELECT MAX({q('id')}) FROM {policy}),"
+        f" (SELECT MAX({q('accepted_at')}) FROM {policy})"
+    )
+    host = Node.Kind.HOST.value
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [host] * 4 + [Event.Severity.CRITICAL.value, Event.Severity.WARNING.value])
+        return tuple(cursor.fetchone())
+
+
+def overview(filters: dict) -> Model:
+    """The counts and the grid of the ports matching `filters` (PortFilter's cleaned data), as of now."""
+    # The database too: one process may reach several (the tests' SQLite and PostgreSQL).
+    key = (connection.vendor, connection.settings_dict["NAME"], fingerprint())
+    wanted = (key, tuple(filters.get(name) for name in _FILTERS))
+    with _lock:
+        model = _models.get(wanted)
+        if model is not None:
+            _models.move_to_end(wanted)
+            return model
+    counts, cells = fabric.fabric_view(filters)
+    model = Model(counts, grid.render(cells), len(cells))
+    with _lock:
+        for old in [k for k in _models if k[0] != key]:  # the data changed: those will not be asked again
+            del _models[old]
+        _models[wanted] = model
+        while len(_models) > KEEP:
+            _models.popitem(last=False)
+    return model
