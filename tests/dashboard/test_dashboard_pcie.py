@@ -207,3 +207,7 @@ def test_a_schema_2_snapshot_stored_by_ingest_shows_as_the_rows_written_directly
     for name in DGX_A100_NICS:
         assert _path_of(ingested, name) == _path_of(direct, name), name
     assert _read(ingested).tables == _read(direct).tables
+    # The health rules judged the stored path: their finding is in the card's own section, linking to its events.
+    section = ingested.split("<h3>PCIe path of mlx5_0</h3>", 1)[1].split("<h2>", 1)[0]
+    assert "dgx02 mlx5_0: PCIe switch uplink 0000:01:00.0 trained Gen4 x8 (~126 Gb/s)" in section
+    assert '<a href="/events/?node=dgx02&amp;kind=pcie_path">pcie_path events</a>' in section
