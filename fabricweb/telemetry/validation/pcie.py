@@ -164,7 +164,10 @@ def _neighbour(value, path: str, index: int, on_path: set[str]) -> dict:
             and type(kind) is str
         ):
             return {"address": address, "kind": kind, "name": name, "via": via}
-    where = f"{path}.neighbours[{index}]"
+    return _neighbour_worded(value, f"{path}.neighbours[{index}]", on_path)
+
+
+def _neighbour_worded(value, where: str, on_path: set[str]) -> dict:
     if type(value) is not dict:
         raise _fail(where, "an object", value)
     address = _address(value.get("address"), f"{where}.address")
