@@ -16,6 +16,7 @@ from collectors.pcitopo import matrix
 from collectors.sim import Fabric, FaultError, SwitchOptions
 from collectors.sim.cabling import NET_FILE
 from collectors.sim.layout import LayoutError
+from tests.ibsim_support import Ibsim, needs_ibsim
 
 GEN4_X16 = (16.0, 16, 16.0, 16)
 
@@ -169,6 +170,18 @@ def test_a_dgx_node_is_cabled_to_the_switch_fabric(out):
     assert all(f'"cn001 mlx5_{i}"' in net for i in range(8))
     assert all(f"cn001/mlx5_{i}/1" in fabric.cabling.by_end for i in range(8))
     assert fabric.faults() == ["cn001:dgx"]
+
+
+@needs_ibsim
+def test_ibsim_trains_each_of_a_dgx_nodes_8_hcas_with_the_port_guid_its_tree_says(shm_tmp, request):
+    fabric = Fabric.create(str(shm_tmp / "sim"), 2, seed=3, switches=SwitchOptions(), layout_faults=("cn001:dgx",))
+    links = Ibsim(fabric, request).links()
+    snap = read(fabric, "cn001")
+    for dev in snap.devices:
+        seen = links[(f"cn001 {dev.name}", 1)]
+        assert seen["link"] == ("12X", "10.0", "Active", "LinkUp")
+        assert int(seen["guid"], 16) == int(dev.ports[0].port_guid, 16)
+    assert len(snap.devices) == 8
 
 
 @pytest.mark.parametrize(
