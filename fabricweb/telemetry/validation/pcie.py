@@ -1,10 +1,12 @@
 """Checks of a snapshot's PCIe tree (schema 2, issue 26): a device's `pcie_path` and the host's `gpus`.
 
 Both the worded checks (schema.py) and the quick path (quickparse.py) call these as they are, so the
-two cannot differ: a check builds the place it names only when it fails, which keeps the common case
-cheap. A malformed value refuses the snapshot with SnapshotRejected naming where, as any other
-malformed field does; a missing optional field is unknown (None). Values are rebuilt from the keys the
-contract names (docs/pcie.md), so what else a node adds is not stored.
+two cannot differ. Inside, a function's or neighbour's common case is one expression and anything else
+goes field by field, naming the place only then (tests/telemetry/test_telemetry_pcie_validation.py
+holds the two forms to the same verdicts and values at every field's edges). A malformed value
+refuses the snapshot with SnapshotRejected naming where, as any other malformed field does; a missing
+optional field is unknown (None). Values are rebuilt from the keys the contract names (docs/pcie.md),
+so what else a node adds is not stored.
 """
 
 from __future__ import annotations
