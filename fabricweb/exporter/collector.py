@@ -228,7 +228,7 @@ class FabricCollector:
         returns port id -> (node, device, port number, switch GUID or None)."""
         selection = self.selection
         counters = selection.counters or selection.hw
-        rows = tables.ports(list(devices) if self._narrowed() else None, counters)
+        rows = tables.ports(list(devices) if self._narrowed() else None, counters, selection.hw)
         order = {device_id: i for i, device_id in enumerate(devices)}
         picked = sorted((r for r in rows if r[1] in devices), key=lambda r: (order[r[1]], r[2]))
         where: dict[int, tuple] = {}

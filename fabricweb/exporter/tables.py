@@ -35,7 +35,7 @@ from django.db.models.query import QuerySet
 from fabricweb.fabric.models import FabricNode
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
-from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 
 PORT_FIELDS = ("id", "device_id", "number", "vanished_at", "rate_gbps", "health", "speaks")
 # What a port's health series are made of (hostports.port_health, switchports.switch_port_health,
@@ -155,8 +155,9 @@ def gpus(node_ids: list[int]) -> dict[int, list]:
     return {node_id: value for node_id, value in rows.values_list("id", "gpus") if value}
 
 
-def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
-    """PORT_FIELDS (+ the counter dicts) of the ports of `device_ids` (None: all), unordered."""
+def ports(device_ids: list[int] | None, counters: bool, hw: bool = False) -> Iterator[tuple]:
+    """PORT_FIELDS (+ the counter dicts: counters, counters_ext, and hw_counters with `hw`, else None) of the
+    ports of `device_ids` (None: all), unordered."""
     rows = Port.objects.order_by().annotate(
         peer_node=F("peer__device__node__name"),
         peer_kind=F("peer__device__node__kind"),
@@ -169,11 +170,24 @@ def ports(device_ids: list[int] | None, counters: bool) -> Iterator[tuple]:
     if not counters:
         yield from _rows(rows, PORT_FIELDS)
         return
-    nodes = None if device_ids is None else Device.objects.filter(id__in=device_ids).values_list("node_id", flat=True)
-    polled = readings.of_nodes(nodes, history=False)
+    polled = _counters(None if device_ids is None else Device.objects.filter(id__in=device_ids), hw)
+    missing = (None, None, None)
     for row in _rows(rows, (*PORT_FIELDS, "capped")):
-        entry = polled.get(row[0])
-        yield (*row, *(entry[readings.COUNTERS] if entry is not None else (None, None, None)))
+        yield (*row, *polled.get(row[0], missing))
+
+
+def _counters(devices: QuerySet | None, hw: bool) -> dict[int, tuple]:
+    """Port id -> (counters, counters_ext, hw_counters or None) from the readings of the devices' nodes (None:
+    all), decoded a node at a time: the hw_counters not asked for (24 a port) are dropped with their node's
+    document, never all held at once."""
+    rows = NodeReadings.objects.order_by()
+    if devices is not None:
+        rows = rows.filter(node_id__in=devices.values_list("node_id", flat=True))
+    out: dict[int, tuple] = {}
+    for document in rows.values_list("counters", flat=True).iterator(chunk_size=500):
+        for pk, counters, counters_ext, hw_counters in readings.counters_of(document):
+            out[pk] = (counters, counters_ext, hw_counters if hw else None)
+    return out
 
 
 def open_events() -> Iterable[tuple[int, int | None, int | None, str, str, int]]:

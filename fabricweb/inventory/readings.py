@@ -19,7 +19,7 @@ the standard library with a leading space, which tells to read it with it too.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -85,6 +85,15 @@ def decode(counters: bytes | memoryview | None, history: bytes | memoryview | No
     """port id -> [last_collected_at (datetime or None), state_polls, counters, counters_ext, hw_counters, recent],
     the history as of its checkpoint (see `catch_up`)."""
     return _decode(counters, history)[0]
+
+
+def counters_of(counters: bytes | memoryview | None) -> Iterator[tuple[int, dict | None, dict | None, dict | None]]:
+    """(port id, counters, counters_ext, hw_counters) of each port of a NodeReadings.counters value: decode's
+    counters alone, without the history or a datetime per port (what /metrics reads, a node at a time)."""
+    if counters is None:
+        return
+    for pk, _, *raw in _load(counters):
+        yield pk, *raw[:3]
 
 
 def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, list]]:
