@@ -16,8 +16,8 @@ GEN5 = "32.0 GT/s PCIe"
 CPUS = {0: "0-31,64-95", 1: "32-63,96-127", -1: "0-127"}
 
 
-def snapshot(root: str, host: str = "cn017") -> dict:
-    return to_dict(read_host(root, host=host, use_verbs=False))
+def snapshot(root: str, host: str = "cn017", now: float | None = None) -> dict:
+    return to_dict(read_host(root, host=host, use_verbs=False, now=now))
 
 
 def misbuilt(root: str, gpus: int = 2, gen: str = GEN4, **uplink) -> dict:

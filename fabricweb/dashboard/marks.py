@@ -51,7 +51,12 @@ WORDS = {
 }
 
 # A problem's kind in the grids' tooltips, where the kind name alone would not say it.
-KIND_WORDS = {"pcie": "PCIe link too slow for the port", "rcv_errors": "receive errors", "xmit_discards": "discards"}
+KIND_WORDS = {
+    "pcie": "PCIe link too slow for the port",
+    "pcie_path": "a PCIe hop above the card too slow or trained low",
+    "rcv_errors": "receive errors",
+    "xmit_discards": "discards",
+}
 
 
 def kind_words(kinds) -> str:

@@ -216,3 +216,9 @@ def test_the_first_policy_that_says_how_a_shared_uplink_is_reported_decides():
     assert policies.pcie_shared("cn018", "mlx5_0", 1) == "warning"  # a baseline says nothing on it
     assert policies.pcie_shared("gpu01", "mlx5_0", 1) is None
     assert policies.match("cn018", "mlx5_0", 1) is baseline
+
+
+def test_the_fabric_grid_says_a_slow_pcie_path_in_words():
+    from fabricweb.dashboard.marks import kind_words
+
+    assert kind_words({"pcie_path"}) == "a PCIe hop above the card too slow or trained low"

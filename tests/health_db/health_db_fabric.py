@@ -19,9 +19,11 @@ class SimFabric:
     node workers' Celery messages do (or all in one batch). A node whose tree vanished sends nothing:
     its worker went with it. `silent` nodes send nothing either (a dead worker on a live node)."""
 
-    def __init__(self, out, nodes: int = 6, seed: int = 0, faults: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, out, nodes: int = 6, seed: int = 0, faults: tuple[str, ...] = (), layout: tuple[str, ...] = ()
+    ) -> None:
         self.out = str(out)
-        self.sim = Fabric.create(self.out, nodes, seed=seed)
+        self.sim = Fabric.create(self.out, nodes, seed=seed, layout_faults=layout)  # layout: NODE:dgx, NODE:misbuilt
         if faults:
             self.sim.add_fault(*faults)
         self.nodes = [n.name for n in self.sim.layout.nodes]

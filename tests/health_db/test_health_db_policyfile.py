@@ -81,6 +81,17 @@ def test_policies_go_in_from_yaml_and_come_back_out_the_same(each_db, tmp_path):
     assert rows() == before
 
 
+def test_a_policy_says_how_a_shared_pcie_uplink_is_reported_and_exports_it_only_when_it_does(each_db, tmp_path):
+    text = SITE + "  - {name: gpu-nodes, node: 'gpu*', pcie_shared: warning}\n"
+    assert "4 policies: 4 created" in import_text(tmp_path, text)
+    said = dict(LinkPolicy.objects.values_list("name", "pcie_shared"))
+    assert said == {"cn-hdr": None, "gpu-nodes": "warning", "spares": None, "storage-edr": None}
+    exported = {p["name"]: p for p in yaml.safe_load(export_text())["policies"]}
+    assert exported["gpu-nodes"]["pcie_shared"] == "warning"
+    assert "pcie_shared" not in exported["cn-hdr"]  # a file without the option reads as it did
+    assert "0 created, 0 updated, 0 deleted" in import_text(tmp_path, export_text())
+
+
 def test_an_import_updates_by_name_and_replace_deletes_the_rest(each_db, tmp_path):
     import_text(tmp_path, SITE)
     changed = "policies:\n  - {name: cn-hdr, node: 'cn*', speed: NDR, width: 4X}\n"
@@ -102,6 +113,7 @@ def test_an_import_updates_by_name_and_replace_deletes_the_rest(each_db, tmp_pat
         ("{name: a}", "policy 2 ('a'): the name is used by an earlier entry"),
         ("{node: 'cn*'}", "policy 2: 'name' must be text of 1 to 100 characters"),
         ("{name: b, port: ''}", "policy 2 ('b'): 'port' must be a shell pattern of 1 to 20 characters"),
+        ("{name: b, pcie_shared: page}", "policy 2 ('b'): 'pcie_shared' must be warning, info or null, got 'page'"),
         ("just text", "policy 2: expected a mapping of name, node"),
     ],
 )
