@@ -14,7 +14,7 @@ from fabricweb.health.expectation import LinkPolicy, Majority, fabric_majority
 from fabricweb.health.findings import Severity
 from fabricweb.health.lifecycle import OpenEvent, step
 from fabricweb.health.rules import judge_node, judge_port, judge_ports
-from fabricweb.health.view import PcieView, PortView
+from fabricweb.health.view import HopView, PcieView, PortView
 
 COUNTERS = [
     "symbol_error",
@@ -53,7 +53,14 @@ policies = st.one_of(
 majorities = st.one_of(
     st.none(), st.builds(Majority, st.text(max_size=8), real_links, st.integers(-3, 50), st.integers(-3, 50))
 )
-pcie_views = st.one_of(st.none(), st.builds(PcieView, numbers, numbers, numbers, numbers))
+hop_views = st.builds(
+    HopView,
+    st.text(max_size=12),
+    st.sampled_from(["PCIe switch uplink", "root port", "PCIe switch port"]),
+    *[numbers] * 4,
+)
+paths = st.one_of(st.none(), st.lists(hop_views, max_size=4).map(tuple))
+pcie_views = st.one_of(st.none(), st.builds(PcieView, numbers, numbers, numbers, numbers, paths))
 small_ints = st.integers(-3, 10)
 
 port_views = st.builds(

@@ -76,8 +76,8 @@ def test_a_misbuilt_node_opens_one_shared_uplink_advice_and_a_policy_raises_it(e
     assert list(pcie_events()) == [key]
 
 
-def _ingest(root: str, host: str, polls: int = 1) -> None:
-    for i in range(polls):
+def _ingest(root: str, host: str, polls: int = 1, start: int = 0) -> None:
+    for i in range(start, start + polls):
         at = T0 + timedelta(seconds=10 * (i + 1))
         ingest_snapshot(snapshot(root, host, at.timestamp()), now=at)
 
@@ -92,6 +92,18 @@ def test_a_gpu_on_the_other_socket_from_both_ib_cards_opens_gpu_affinity(each_db
     assert event.message.startswith(
         "cn017: GPU 0000:c1:00.0 (NUMA node 1) reaches its nearest IB card mlx5_0 only across the CPU sockets (SYS)"
     )
+
+
+def test_a_gpu_gone_from_the_host_clears_its_affinity_event(each_db, tmp_path, settings):
+    before, after = str(tmp_path / "before"), str(tmp_path / "after")
+    sockets(before, {"mlx5_0": 0, "mlx5_1": 0}, {"0000:c1:00.0": 1})
+    sockets(after, {"mlx5_0": 0, "mlx5_1": 0}, {})  # the GPU taken out: no event names it any more
+    _ingest(before, "cn017")
+    assert list(pcie_events()) == ["gpu_affinity:cn017/0000:c1:00.0"]
+    _ingest(after, "cn017", settings.FABRIC_RESOLVE_AFTER, start=1)
+    assert Node.objects.get(name="cn017").gpus == []
+    assert pcie_events() == {}
+    assert Event.objects.get(kind="gpu_affinity").reason == f"clear for {settings.FABRIC_RESOLVE_AFTER} polls"
 
 
 @pytest.mark.parametrize(
