@@ -157,6 +157,12 @@ CASES = [
     Case("cn004/mlx5_1/1:reset", None),  # a counter reset is not a problem: no event, a reset sample
     Case("cn005/mlx5_0:pcie=GEN3x8", "pcie", ("PCIe",)),
     Case("cn005/mlx5_1:vanish", "vanished", ("device vanished",)),
+    # The switch uplink above a ConnectX-7 retrains at run time (a device finding: port-less), with the figures.
+    Case(
+        "cn004/mlx5_1:uplink=x8",
+        "pcie_path",
+        ("PCIe switch uplink", "trained Gen5 x8 (~252 Gb/s), limits a 400 Gb/s (4X NDR) port", "supports Gen5 x16"),
+    ),
 ]
 
 
@@ -174,7 +180,7 @@ def fault_cli(fabric, *args: str) -> None:
 
 def test_every_fault_kind_opens_its_event_within_one_poll_and_resolves_when_removed(fabric):
     assert sorted({c.spec.split(":")[1].split("=")[0] for c in CASES}) == sorted(
-        ["down", "disabled", "speed", "width", "symbol-errors", "flap", "reset", "saturate", "pcie", "vanish"]
+        ["down", "disabled", "speed", "width", "symbol-errors", "flap", "reset", "saturate", "pcie", "vanish", "uplink"]
     ), "one case per fault kind of the simulator"
     fabric.wait("every simulated node polled", lambda: len(node_rows(fabric, SIM_NODES)) == NODES, STARTUP_S)
     time.sleep(3 * INTERVAL)  # every port has a history (a best link held) before its faults
@@ -198,6 +204,9 @@ def test_every_fault_kind_opens_its_event_within_one_poll_and_resolves_when_remo
         missing = [w for w in case.words if w not in event.reason]
         if missing:
             problems.append(f"{case.spec}: reason {event.reason!r} lacks {missing}")
+        if case.target[2] is None and case.kind != "vanished":  # a device fault opens its own finding and no other
+            others = events_of(fabric, case, added - timedelta(seconds=1)).exclude(pk=event.pk)
+            problems += [f"{case.spec}: another event {e.kind}: {e.message}" for e in others]
     reset = next(c for c in CASES if c.kind is None)
     node, device, port = reset.target
     reset_port = Port.objects.using(fabric.db).get(device__node__name=node, device__name=device, number=port)
@@ -218,6 +227,39 @@ def test_every_fault_kind_opens_its_event_within_one_poll_and_resolves_when_remo
     for event in resolvable:
         event = Event.objects.using(fabric.db).get(pk=event.pk)
         assert event.resolved_at > removed and event.reason.startswith("clear for 3 polls"), event.reason
+
+
+@pytest.fixture(scope="module")
+def laid_out(fabric, tmp_path_factory):
+    """Two hosts as they were built (issue 26), each with its own agent: a DGX-like node and a misbuilt one.
+    The simulator lays a PCIe tree out only when it creates a fabric, so their trees are a fabric of their own."""
+    trees = tmp_path_factory.mktemp("laid-out")
+    Fabric.create(str(trees), 2, layout_faults=("cn001:dgx", "cn002:misbuilt"))
+    hosts = {"cn921": "cn001", "cn922": "cn002"}
+    for name, tree in hosts.items():
+        fabric.start_agent(name, trees / tree)
+    return list(hosts)
+
+
+def test_a_dgx_like_node_opens_nothing_and_a_misbuilt_one_only_its_shared_uplink_at_its_first_poll(fabric, laid_out):
+    dgx, misbuilt = hosts = laid_out
+    fabric.wait("both laid-out hosts polled", lambda: len(node_rows(fabric, hosts)) == 2, STARTUP_S)
+    rows = node_rows(fabric, hosts)
+    first_seen = {name: node.first_seen_at for name, node in rows.items()}
+    time.sleep(3 * INTERVAL)  # three polls more, each judged
+    gpus = {name: len(node.gpus or []) for name, node in node_rows(fabric, hosts).items()}
+    assert gpus == {dgx: 8, misbuilt: 2}
+    cards = Port.objects.using(fabric.db).filter(device__node__name=dgx).values("device").distinct().count()
+    assert cards == 8
+    events = Event.objects.using(fabric.db).filter(node__name__in=hosts)
+    assert not events.filter(node__name=dgx).exists(), list(events.filter(node__name=dgx).values("kind", "message"))
+    opened = list(events.filter(node__name=misbuilt))
+    assert [e.kind for e in opened] == ["pcie_shared"], [(e.kind, e.message) for e in opened]
+    shared = opened[0]
+    # One poll: the event is there when the host's first snapshot was judged.
+    assert (shared.opened_at - first_seen[misbuilt]).total_seconds() <= INTERVAL + SLACK_S
+    assert "GPU" in shared.message and "share a PCIe switch uplink" in shared.message, shared.message
+    assert "Gen4 x16 (~252 Gb/s)" in shared.message or "Gen5 x16 (~504 Gb/s)" in shared.message, shared.message
 
 
 def test_a_broadcast_shutdown_from_anyone_on_the_broker_changes_nothing(fabric):
