@@ -12,6 +12,11 @@ from __future__ import annotations
 # 2 adds the PCIe tree (a device's `pcie_path`, the host's `gpus`: docs/pcie.md); 1, without it, is still read.
 SCHEMA_VERSION = 2
 KNOWN_SCHEMAS = frozenset({1, SCHEMA_VERSION})
+# What one snapshot carries of a host's PCIe tree (schema 2), far past real hosts (a DGX path has 4 bridges, a
+# host 8-16 GPUs): the agent leaves out what goes past them, with a read error; the server refuses more.
+MAX_PCIE_HOPS = 16  # bridges above one function
+MAX_PCIE_NEIGHBOURS = 64  # GPUs and RDMA functions below one path
+MAX_GPUS = 64
 
 # Node names become queue names (node.<name>), URL parts and simulator directories: short, and
 # unable to climb out of a directory. Ingest accepts the same names from snapshots.

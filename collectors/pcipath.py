@@ -16,6 +16,7 @@ import errno
 import os
 from dataclasses import dataclass, field
 
+from .facts import MAX_GPUS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 from .model import Device, ReadError
 from .pcimodel import BRIDGE_PCI, DISPLAY_3D, DISPLAY_VGA, Gpu, Hop, Neighbour, PciePath
 from .sysfs import _PCI_ADDR_RE, SysfsReader, _hex, _int, _numa, _pci_speed, _text
@@ -226,7 +227,7 @@ def read_paths(reader: SysfsReader, devices: list[Device]) -> tuple[PciTree | No
     for address, dev in by_address.items():
         if address not in tree.functions:
             continue
-        dev.pcie_path = _path(tree, address, peers, link)
+        dev.pcie_path = _within_limits(reader, tree.functions[address].path, _path(tree, address, peers, link))
     gpus = []
     from .pcitopo import relation  # the relation needs only the shape: one module each
 
@@ -235,7 +236,24 @@ def read_paths(reader: SysfsReader, devices: list[Device]) -> tuple[PciTree | No
         cur = link(address)
         nics = {d.name: relation(tree, address, a) for a, d in sorted(by_address.items()) if a in tree.functions}
         gpus.append(Gpu(**_function(address, fn, cur), nics=dict(sorted(nics.items(), key=lambda kv: _natural(kv[0])))))
+    if len(gpus) > MAX_GPUS:
+        where = os.path.join(reader.root, "bus", "pci", "devices")
+        reader.errors.append(ReadError(where, f"{len(gpus)} GPUs, the first {MAX_GPUS} sent"))
+        gpus = gpus[:MAX_GPUS]
     return tree, gpus
+
+
+def _within_limits(reader: SysfsReader, where: str, path: PciePath) -> PciePath | None:
+    """What a snapshot carries of `path` (collectors.facts' limits, which the server holds it to)."""
+    bridges = len(path.hops) - 1  # the first hop is the function itself
+    if bridges > MAX_PCIE_HOPS:
+        reader.errors.append(ReadError(where, f"{bridges} bridges above it, more than {MAX_PCIE_HOPS}: path left out"))
+        return None
+    if len(path.neighbours) > MAX_PCIE_NEIGHBOURS:
+        seen = len(path.neighbours)
+        reader.errors.append(ReadError(where, f"{seen} functions below its path, the first {MAX_PCIE_NEIGHBOURS} sent"))
+        return PciePath(path.hops, path.host_bridge, path.neighbours[:MAX_PCIE_NEIGHBOURS])
+    return path
 
 
 def _function(address: str, fn: Function, current: tuple) -> dict:

@@ -187,3 +187,27 @@ def test_the_real_hardware_fixtures_read_as_before_with_the_path_unknown():
         assert all("pcie_path" not in d for d in out["devices"]) and "gpus" not in out
         assert all(d.pcie_path is None for d in snap.devices)
         assert not any("pci" in e.path for e in snap.errors)
+
+
+def test_a_path_deeper_than_a_snapshot_carries_is_left_out_with_a_read_error_and_the_rest_is_sent(tmp_path):
+    from datetime import UTC, datetime
+
+    from collectors.facts import MAX_PCIE_HOPS
+    from fabricweb.telemetry.validation.schema import parse_snapshot
+
+    root = str(tmp_path / "sys")
+    t = Tree(root)
+    below = t.function(t.host_bridge("pci0000:00"), "0000:00:01.0", ROOT_PORT, 0)
+    for bus in range(1, MAX_PCIE_HOPS + 4):  # the root port and 19 switch ports: no real host nests so deep
+        below = t.function(below, f"0000:{bus:02x}:00.0", SWITCH, 0)
+    card = t.function(below, f"0000:{MAX_PCIE_HOPS + 4:02x}:00.0", HCA, 0)
+    t.rdma(card, "mlx5_0")
+    snap = _read(root)
+    (device,) = snap.devices
+    assert device.pcie_path is None and device.pci.current_width == 16
+    assert [e.reason for e in snap.errors] == [
+        f"{MAX_PCIE_HOPS + 4} bridges above it, more than {MAX_PCIE_HOPS}: path left out"
+    ]
+    assert snap.errors[0].path == card
+    parsed = parse_snapshot(to_dict(snap), datetime.now(UTC))  # the server takes the rest: the port, the error
+    assert [d.name for d in parsed.devices] == ["mlx5_0"] and parsed.devices[0].attrs["pcie_path"] is None

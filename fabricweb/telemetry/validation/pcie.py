@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import re
 
+from collectors.facts import MAX_GPUS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 from collectors.pcitopo import RELATIONS
 from fabricweb.inventory.models import NAME_MAX
 
 from .checks import SnapshotRejected, _fail, _show
 from .typed import DEVICE_RE, MAX_DEVICES
 
-# Far past real hosts (a DGX path has 4 bridges; a host 8-16 GPUs), refused beyond as broken or hostile.
-MAX_HOPS = 16
-MAX_NEIGHBOURS = 64
-MAX_GPUS = 64
+# Past them a snapshot is broken or hostile: the agent never sends more (collectors.facts).
+MAX_HOPS, MAX_NEIGHBOURS = MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 CPULIST_MAX = 4096  # the node reader's limit on one sysfs file
 PCI_ADDRESS_RE = re.compile(r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]")  # a 32-bit domain at most
 HOST_BRIDGE_RE = re.compile(r"pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}")
