@@ -189,8 +189,10 @@ def test_a_down_port_shows_no_link_in_metrics(world, client):
     port = frozenset({"node": "cn001", "device": "mlx4_0", "port": "1"}.items())
     assert by_name(text, "infiniband_port_up")[port] == 0.0
     assert port not in by_name(text, "infiniband_rate_bytes_per_second")
-    assert port not in by_name(text, "infiniband_port_lanes")
-    (info,) = [dict(k) for k in by_name(text, "infiniband_port_info") if port <= k]
+    detail = client.get("/metrics", {"set": "detail"}).getvalue().decode()  # the lanes and info: ?set=detail's
+    assert port in by_name(detail, "infiniband_port_expected_lanes")
+    assert port not in by_name(detail, "infiniband_port_lanes")
+    (info,) = [dict(k) for k in by_name(detail, "infiniband_port_info") if port <= k]
     assert (info["speed"], info["width"]) == ("", "")
     assert by_name(text, "infiniband_port_expected_up")[port] == 1.0  # it has been up: down is an outage
 
