@@ -348,7 +348,9 @@ def spread(values: list[float], unit: float = 1.0) -> str:
     return f"{low * unit:7.3f} / {mid * unit:7.3f} / {high * unit:7.3f}"
 
 
-def measure(database: str, series: str, runs: int, warm: int, accept: str, trees: list[Path]) -> list[dict]:
+def measure(
+    database: str, series: str, runs: int, warm: int, accept: str, trees: list[Path], **params: str
+) -> list[dict]:
     """`runs` fresh processes per source tree, the trees alternated run by run (A/B under the same load):
     each process's first GET, `warm` more, and its peak RSS."""
     out = [{"first": [], "warm": [], "rss": [], "body": b""} for _ in trees]
@@ -357,11 +359,11 @@ def measure(database: str, series: str, runs: int, warm: int, accept: str, trees
             server = Server(database, tree)
             try:
                 fresh()
-                seconds, m["body"] = server.get(series, accept)
+                seconds, m["body"] = server.get(series, accept, **params)
                 m["first"].append(seconds)
                 for _ in range(warm):
                     fresh()
-                    m["warm"].append(server.get(series, accept)[0])
+                    m["warm"].append(server.get(series, accept, **params)[0])
                 m["rss"].append(server.peak_rss_mb())
             finally:
                 server.stop()
@@ -391,6 +393,7 @@ def main() -> None:
         type=Path,
         help="also serve from this source tree (e.g. `git worktree add /tmp/base HEAD~3`), alternated run by run",
     )
+    parser.add_argument("--shard", help="K/N: every GET asks for ?shard=K/N (one of N scrape jobs)")
     parser.add_argument("--switches", type=int, default=0, help="also a fat tree of this many switches")
     parser.add_argument("--switch-ports", type=int, default=40, help="ports per switch (default 40)")
     parser.add_argument(
@@ -425,10 +428,12 @@ def main() -> None:
             database = f"sqlite:///{settings.DATABASES['default']['TEST']['NAME']}"
         port = sample_port()
         accept = FORMATS[args.format]
+        shard = {"shard": args.shard} if args.shard else {}
         sets = args.sets or ["all", "health", *(("counters", "detail") if args.switches else ())]
         print(
             f"{args.db}, {args.format}, {os.cpu_count()} CPUs: per set {args.runs} fresh gunicorn processes, "
-            f"each its first GET of /metrics then {args.warm} warm; seconds min / median / max; goals at 20,000 "
+            f"each its first GET of /metrics{'?shard=' + args.shard if args.shard else ''} then {args.warm} warm "
+            f"(series per port: of all the fabric's ports); seconds min / median / max; goals at 20,000 "
             "ports: default (all) < 1 s, health < 0.2 s, peak RSS < 250 MB",
             flush=True,
         )
@@ -439,7 +444,9 @@ def main() -> None:
                   + f"; load average before {load()}", flush=True)  # fmt: skip
             trees = [REPO, *([args.against.resolve()] if args.against else [])]
             for series in sets:
-                for tree, m in zip(trees, measure(database, series, args.runs, args.warm, accept, trees), strict=True):
+                for tree, m in zip(
+                    trees, measure(database, series, args.runs, args.warm, accept, trees, **shard), strict=True
+                ):
                     print(
                         f"{ports:6d} ports  set={series:8} first {spread(m['first'])} s  warm {spread(m['warm'])} s  "
                         f"peak RSS {spread(m['rss'])} MB  {m['series']:8d} series ({m['series'] / ports:5.1f}, "
