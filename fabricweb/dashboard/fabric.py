@@ -169,10 +169,9 @@ def _health_and_cells(
     tally = dict.fromkeys(HEALTHS, 0)
     cells: list[Cell] = []
     append, new_cell = cells.append, Cell._make
-    no_kinds = frozenset()
     for row in sorted(rows, key=itemgetter(1, 2, 3)):  # node, device, port; code-point order on every database
-        kinds = problems.get(row[0], no_kinds)
-        health = port_health(row[4], kinds)
+        kinds = problems.get(row[0])
+        health = port_health(row[4], kinds) if kinds else row[4]  # most ports: no open problem, their status
         tally[health] += 1
         if not with_cells or (
             filtering
