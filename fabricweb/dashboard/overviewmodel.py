@@ -26,7 +26,7 @@ from fabricweb.inventory.models import Node
 
 from . import fabric, grid
 
-KEEP = 8  # models kept per process (the plain overview and a few filters): at 50,000 ports ~4 MB each
+KEEP = 4  # models kept per process (the plain overview and a few filters): ~3 MB of HTML each at 20,000 ports
 _FILTERS = ("node", "device", "state", "speed", "width", "hca", "layer", "problems")  # not the list's pages
 
 
