@@ -37,8 +37,8 @@ def evil_tree(fabric: RunningFabric, tmp: Path) -> Path:
     """A copy of cn001's tree whose node_desc (settable by root on a node) is markup."""
     root = tmp / "evil" / "cn900"
     shutil.copytree(fabric.sim_dir / "cn001", root, symlinks=True)
-    for desc in root.glob("devices/*/*/infiniband/*/node_desc"):
-        desc.write_text(EVIL + "\n")
+    for device in (root / "class" / "infiniband").iterdir():  # links into the PCI tree, however deep it nests
+        (device / "node_desc").write_text(EVIL + "\n")
     return root
 
 
