@@ -325,6 +325,18 @@ class Server:
         self.log.close()
 
 
+def use_database(backend: str) -> str:
+    """Make `backend`'s test database this process's default; its URL, for the web processes."""
+    from django.conf import settings
+    from django.db import connections
+
+    if backend == "postgres":
+        connections["default"] = connections["postgres"]
+        db = connections["postgres"].settings_dict
+        return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    return f"sqlite:///{settings.DATABASES['default']['TEST']['NAME']}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -409,7 +421,6 @@ def main() -> None:
 
     django.setup()
     from django.conf import settings
-    from django.db import connections
     from django.test.utils import get_runner
 
     if args.db == "postgres" and "postgres" not in settings.DATABASES:
@@ -420,12 +431,7 @@ def main() -> None:
     runner = get_runner(settings)(verbosity=0)
     old = runner.setup_databases()
     try:
-        if args.db == "postgres":
-            connections["default"] = connections["postgres"]
-            db = connections["postgres"].settings_dict
-            database = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-        else:
-            database = f"sqlite:///{settings.DATABASES['default']['TEST']['NAME']}"
+        database = use_database(args.db)
         port = sample_port()
         accept = FORMATS[args.format]
         shard = {"shard": args.shard} if args.shard else {}

@@ -57,7 +57,6 @@ def main() -> None:
 
     django.setup()
     from django.conf import settings
-    from django.db import connections
     from django.test.utils import get_runner
 
     from collectors.sim import Fabric
@@ -68,12 +67,7 @@ def main() -> None:
     old = runner.setup_databases()
     processes: list = []
     try:
-        if args.db == "postgres":
-            connections["default"] = connections["postgres"]
-            db = connections["postgres"].settings_dict
-            database = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-        else:
-            database = f"sqlite:///{work / 'bench.sqlite3'}"
+        database = bench_metrics.use_database(args.db)
         bench_metrics.fill(args.ports, bench_metrics.sample_port())
         bench_metrics.fresh()
         server = bench_metrics.Server(database)
