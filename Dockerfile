@@ -13,7 +13,7 @@ COPY collectors ./collectors
 COPY fabricweb ./fabricweb
 COPY templates ./templates
 COPY static ./static
-COPY manage.py ./
+COPY manage.py gunicorn.conf.py ./
 RUN pip install --no-cache-dir . \
     && mkdir -p /opt/pyverbs-only \
     && ln -s /usr/lib/python3/dist-packages/pyverbs /opt/pyverbs-only/pyverbs \
