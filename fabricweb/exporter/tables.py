@@ -184,10 +184,35 @@ def _counters(devices: QuerySet | None, hw: bool) -> dict[int, tuple]:
     if devices is not None:
         rows = rows.filter(node_id__in=devices.values_list("node_id", flat=True))
     out: dict[int, tuple] = {}
-    for document in rows.values_list("counters", flat=True).iterator(chunk_size=500):
+    for document in _documents(rows.values_list("counters", flat=True)):
         for pk, counters, counters_ext, hw_counters in readings.counters_of(document):
             out[pk] = (counters, counters_ext, hw_counters if hw else None)
     return out
+
+
+def _documents(rows: QuerySet, chunk: int = 500) -> Iterator[bytes | memoryview]:
+    """The one binary column of `rows`, `chunk` rows at a time. On PostgreSQL in the binary protocol: the
+    readings' bytea as stored (25 MB at 20,000 ports), which Django's text protocol sends in hex, twice
+    the bytes and a decoding pass (at 20,000 ports 0.15 s against 0.03 s, a tenth of the default scrape)."""
+    connection = connections[rows.db]
+    if connection.vendor != "postgresql":
+        yield from rows.iterator(chunk_size=chunk)
+        return
+    import psycopg  # only here: the project runs on SQLite without it
+
+    try:
+        sql, params = rows.query.get_compiler(rows.db).as_sql()
+    except EmptyResultSet:
+        return
+    connection.ensure_connection()
+    # A server-side cursor, as Django's iterator: the documents are decoded a chunk at a time, never all held.
+    # Outside a transaction it must be WITH HOLD (autocommit would close it at once).
+    hold = not connection.in_atomic_block
+    with psycopg.ServerCursor(connection.connection, "fabricweb_metrics_readings", withhold=hold) as cursor:
+        cursor.execute(sql, params, binary=True)
+        while batch := cursor.fetchmany(chunk):
+            for (document,) in batch:
+                yield document
 
 
 def open_events() -> Iterable[tuple[int, int | None, int | None, str, str, int]]:
