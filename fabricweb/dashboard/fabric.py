@@ -118,6 +118,26 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
     One pass over every port (one query, no per-row dates): at 20,000 ports a query per
     count and a filtered query for the grid cost more in SQL compilation than the rows themselves.
     """
+    nodes, stale_names, by_severity = host_totals()
+    problems = problem_kinds()
+    rows = host_port_rows(Port.objects.filter(device__node__kind=Node.Kind.HOST))
+    tally, cells = health_and_cells(rows, filters, problems, stale_names, with_cells)
+    return make_counts(nodes, by_severity, tally), cells
+
+
+# A grid row: the port's id, node, device, number, status, then what the filters compare (health_and_cells).
+ROW_FIELDS = ("pk", "device__node__name", "device__name", "number", "status", "speed", "lanes")
+ROW_FIELDS += ("device__hca_type", "link_layer")
+
+
+def host_port_rows(ports, *more: str):
+    """`ports`' grid rows (ROW_FIELDS, then `more`), unsorted."""
+    # Sorted by the caller: PostgreSQL's collation-aware sort of 20,000 names cost more than the query.
+    return portfacts.annotate(ports).order_by().values_list(*ROW_FIELDS, *more)
+
+
+def host_totals() -> tuple[dict, set[str], dict[str, int]]:
+    """The hosts (total, stale, latest ingest), the stale hosts' names, the open events per severity."""
     stale = portfacts.node_stale_q(prefix="")
     hosts = Node.objects.filter(kind=Node.Kind.HOST)  # switches are on /fabric/; a collector has no ports
     nodes = hosts.aggregate(total=Count("id"), stale=Count("id", filter=stale), latest=Max("last_ingested_at"))
@@ -125,24 +145,11 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
     by_severity = dict(
         Event.objects.filter(resolved_at__isnull=True).values_list("severity").annotate(n=Count("id")).order_by()
     )
-    problems = problem_kinds()
-    rows = (
-        portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
-        .order_by()  # sorted below: PostgreSQL's collation-aware sort of 20,000 names cost more than the query
-        .values_list(
-            "pk",
-            "device__node__name",
-            "device__name",
-            "number",
-            "status",
-            "speed",
-            "lanes",
-            "device__hca_type",
-            "link_layer",
-        )
-    )
-    tally, cells = _health_and_cells(rows, filters, problems, stale_names, with_cells)
-    counts = Counts(
+    return nodes, stale_names, by_severity
+
+
+def make_counts(nodes: dict, by_severity: dict[str, int], tally: dict[str, int]) -> Counts:
+    return Counts(
         nodes=nodes["total"],
         stale_nodes=nodes["stale"],
         ports=sum(tally.values()),
@@ -150,10 +157,9 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
         open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
         last_ingest=nodes["latest"],
     )
-    return counts, cells
 
 
-def _health_and_cells(
+def health_and_cells(
     rows, filters: dict, problems: dict[int, frozenset[str]], stale_names: set[str], with_cells: bool
 ) -> tuple[dict[str, int], list[Cell]]:
     """How many ports of each health, and the cells of those matching `filters`, in node,

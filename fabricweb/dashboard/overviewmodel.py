@@ -1,15 +1,15 @@
 """The overview's model (the hosts' counts and the port grid's HTML), built once per change of the data
 and kept in this process.
 
-At 20,000 ports building it is most of the page (every port read, judged and drawn: ~200 ms), yet it
-changes only when the data does: a batch ingested (a host's last_ingested_at), a node marked stale
-(health.staleness), an event opened, resolved or changed in severity, a baseline accepted or undone (it
-writes the port's expected link at once; a policy edited in the admin reaches the ports at their next
-ingest). `fingerprint()` reads all of these in one small query at every request; a model built under
-another fingerprint is never served. Each gunicorn worker keeps its own models and checks the fingerprint
-itself, so no worker serves a model older than the database's. The model holds nothing of a user: counts
-and grid are the same for every viewer; who may act, acknowledgements and silences are in the problem
-list, built for each request.
+At 20,000 ports building it from scratch is most of the page (every port read, judged and drawn: ~200 ms;
+the plain overview draws again only the hosts whose ports changed: hostgrid.py), yet it changes only when
+the data does: a batch ingested (a host's last_ingested_at), a node marked stale (health.staleness), an
+event opened, resolved or changed in severity, a baseline accepted or undone (it writes the port's expected
+link at once; a policy edited in the admin reaches the ports at their next ingest). `fingerprint()` reads
+all of these in one small query at every request; a model built under another fingerprint is never served.
+Each gunicorn worker keeps its own models and checks the fingerprint itself, so no worker serves a model
+older than the database's. The model holds nothing of a user: counts and grid are the same for every
+viewer; who may act, acknowledgements and silences are in the problem list, built for each request.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from django.utils.safestring import SafeString
 from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.inventory.models import Node
 
-from . import fabric, grid
+from . import fabric, grid, hostgrid
 
 KEEP = 4  # models kept per process (the plain overview and a few filters): ~3 MB of HTML each at 20,000 ports
 _FILTERS = ("node", "device", "state", "speed", "width", "hca", "layer", "problems")  # not the list's pages
@@ -73,8 +73,11 @@ def overview(filters: dict) -> Model:
         if model is not None:
             _models.move_to_end(wanted)
             return model
-    counts, cells = fabric.fabric_view(filters)
-    model = Model(counts, grid.render(cells), len(cells))
+    if any(wanted[1]):
+        counts, cells = fabric.fabric_view(filters)
+        model = Model(counts, grid.render(cells), len(cells))
+    else:  # the plain overview: only the hosts whose ports changed are drawn again
+        model = Model(*hostgrid.build())
     with _lock:
         for old in [k for k in _models if k[0] != key]:  # the data changed: those will not be asked again
             del _models[old]

@@ -1,0 +1,123 @@
+"""The plain overview's counts and grid, drawn again only for the hosts whose ports changed.
+
+After a poll almost every host's cells are as they were: the ingest writes every port, yet its status
+rarely moves. One grouped query reads, per host, a fingerprint of exactly what its block is drawn from
+(its name and staleness; each port's id, number, status as the database's own CASE gives it
+(portfacts.status_case) and device name, written so that no two differing lists read the same), and the
+open problems' kinds per port (fabric.problem_kinds) join it; only the hosts whose fingerprint differs
+from the one their kept block was drawn from are read and drawn again. The key kept with a block is made
+from the very rows it was drawn from (not from the fingerprint query, read a moment before), so a change
+between the two reads is drawn at the next request, never hidden. Each process keeps its own blocks and
+checks every host at each build; the blocks hold nothing of a user.
+"""
+
+from __future__ import annotations
+
+import threading
+from itertools import groupby
+from operator import itemgetter
+
+from django.db import connection
+from django.utils.safestring import SafeString, mark_safe
+
+from fabricweb.inventory import portfacts
+from fabricweb.inventory.models import Node, Port
+
+from . import fabric, grid
+from .marks import HEALTHS
+
+# node id -> (key, block's HTML, tally's nonzero (health, ports)), per database (vendor, name)
+_blocks: dict[tuple, dict[int, tuple]] = {}
+_lock = threading.Lock()
+# Above this many hosts to draw, one read of every port is cheaper than a list of ids to match.
+_READ_ALL = 500
+
+
+def build() -> tuple[fabric.Counts, SafeString, int]:
+    """The hosts' counts, the grid's HTML of every port and how many ports it shows, as now."""
+    where = (connection.vendor, connection.settings_dict["NAME"])
+    nodes, _stale_names, by_severity = fabric.host_totals()
+    problems = fabric.problem_kinds()
+    kinds_of = _kinds_per_node(problems)
+    with _lock:
+        kept = _blocks.get(where, {})
+    blocks: dict[int, tuple] = {}
+    names: dict[int, str] = {}
+    redraw = []
+    for node_id, name, stale, prints in _fingerprints():
+        names[node_id] = name
+        block = kept.get(node_id)
+        if block is not None and block[0] == (name, stale, prints, kinds_of.get(node_id, ())):
+            blocks[node_id] = block
+        else:
+            redraw.append(node_id)
+    if redraw:
+        blocks.update(_draw(redraw, len(redraw) > _READ_ALL, problems, kinds_of))
+    with _lock:
+        _blocks[where] = blocks
+    tally = dict.fromkeys(HEALTHS, 0)
+    parts = []
+    for node_id in sorted(blocks, key=names.__getitem__):  # code-point order, as fabric_view sorts
+        _key, html, counted = blocks[node_id]
+        parts.append(html)
+        for health, n in counted:
+            tally[health] += n
+    counts = fabric.make_counts(nodes, by_severity, tally)
+    return counts, mark_safe("".join(parts)), counts.ports
+
+
+def _fingerprints():
+    """(node id, name, stale, its ports' _print()s joined by "," in port id order) of every host with ports."""
+    ports = portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
+    fields = ("device__node_id", "device__node__name", "device__node__stale", "pk", "number", "status")
+    inner = ports.values_list(*fields, "device__name")
+    # _print() in SQL: id, number and status (digits, digits, a word) and the device name after its length
+    one = "p.id || ' ' || p.number || ' ' || p.status || ' ' || LENGTH(p.device) || ' ' || p.device"
+    if connection.vendor == "postgresql":
+        sql, params = inner.order_by().query.sql_with_params()
+        joined = f"STRING_AGG({one}, ',' ORDER BY p.id)"
+    else:  # SQLite (3.40) has no ORDER BY in an aggregate: it concatenates the subquery's rows in their order
+        sql, params = inner.order_by("pk").query.sql_with_params()
+        joined = f"GROUP_CONCAT({one}, ',')"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH p (node_id, name, stale, id, number, status, device) AS ({sql})"
+            f" SELECT p.node_id, p.name, p.stale, {joined} FROM p GROUP BY p.node_id, p.name, p.stale",
+            params,
+        )
+        return [(node_id, name, bool(stale), prints) for node_id, name, stale, prints in cursor.fetchall()]
+
+
+def _kinds_per_node(problems: dict[int, frozenset[str]]) -> dict[int, tuple]:
+    """node id -> ((port id, kinds), ...) of its ports with open problems, in port id order."""
+    if not problems:
+        return {}
+    per_node: dict[int, list] = {}
+    for port_id, node_id in Port.objects.filter(pk__in=problems).values_list("pk", "device__node_id"):
+        per_node.setdefault(node_id, []).append((port_id, problems[port_id]))
+    return {node_id: tuple(sorted(ports)) for node_id, ports in per_node.items()}
+
+
+def _draw(node_ids: list[int], read_all: bool, problems, kinds_of) -> dict[int, tuple]:
+    """The blocks of these hosts, each with the key of the rows it was drawn from."""
+    ports = Port.objects.filter(device__node__kind=Node.Kind.HOST)
+    if not read_all:
+        ports = ports.filter(device__node_id__in=node_ids)
+    wanted = set(node_ids)
+    # ROW_FIELDS, then the node's id (9) and staleness (10)
+    rows = [r for r in fabric.host_port_rows(ports, "device__node_id", "device__node__stale") if r[9] in wanted]
+    rows.sort(key=itemgetter(9, 0))
+    drawn = {}
+    for node_id, of_node in groupby(rows, itemgetter(9)):
+        of_node = list(of_node)
+        name, stale = of_node[0][1], bool(of_node[0][10])
+        tally, cells = fabric.health_and_cells(of_node, {}, problems, {name} if stale else set(), True)
+        prints = ",".join(_print(r[0], r[3], r[4], r[2]) for r in of_node)
+        key = (name, stale, prints, kinds_of.get(node_id, ()))
+        drawn[node_id] = (key, grid.render(cells), tuple((h, n) for h, n in tally.items() if n))
+    return drawn
+
+
+def _print(port_id: int, number: int, status: str, device: str) -> str:
+    """One port in a host's fingerprint, as _fingerprints() writes it in SQL."""
+    return f"{port_id} {number} {status} {len(device)} {device}"
