@@ -63,10 +63,18 @@ class _Groups(dict):
     def __init__(self, build: Callable[[tuple, tuple], tuple[Samples, dict[str, str]]]) -> None:
         super().__init__()
         self.build = build
-        self.sources: dict[int, tuple[tuple, tuple]] = {}  # serial -> (key, context)
+        # The rows in order: serials, keys and contexts (Grouped's lists: no reference back to it, so
+        # no cycle; a scrape runs with the cyclic collector paused, views.py).
+        self.serials: list[int] = []
+        self.keys: list[tuple] = []
+        self.contexts: list[tuple] = []
+        self.at: dict[int, int] | None = None  # serial -> its row's index, once a row is asked for
 
     def __missing__(self, serial: int) -> Samples:
-        samples = self[serial] = self.build(*self.sources[serial])[0]
+        if self.at is None:
+            self.at = {key: i for i, key in enumerate(self.serials)}
+        i = self.at[serial]
+        samples = self[serial] = self.build(self.keys[i], self.contexts[i])[0]
         return samples
 
 
@@ -78,19 +86,25 @@ class Grouped:
         self.out = out
         self.specs = specs
         self.memo = memo
-        self.keys: list[int] = []  # serials
+        self.entries = memo.entries
         self.shapes: list[int] = []  # ids of the (unique) shape objects: no tuple hashed per row
         self.groups = _Groups(memo.build)  # this scrape's: the memo may start afresh meanwhile
+        # The rows' serials in order, and each row's key and context: what _Groups builds a row from again.
+        self.keys, self.row_keys, self.contexts = self.groups.serials, self.groups.keys, self.groups.contexts
         self.seen: dict[int, tuple] = {}
         self.families: dict[str, KeyedFamily] = {}
 
     def add(self, key: tuple, context: tuple = ()) -> tuple[int, dict[str, str]]:
         """The row of `key`, next in order; returns its serial and labels."""
-        (serial, shape, labels), samples = self.memo.get(key, context)
-        self.groups.sources[serial] = (key, context)
-        if samples is not None:
-            self.groups[serial] = samples
+        entry = self.entries.get(key)  # a kept row, most rows of most scrapes: no call, no tuple
+        if entry is None:
+            entry, samples = self.memo.get(key, context)
+            if samples is not None:  # None: another thread built it meanwhile
+                self.groups[entry[0]] = samples
+        serial, shape, labels = entry
         self.keys.append(serial)
+        self.row_keys.append(key)
+        self.contexts.append(context)
         ident = id(shape)
         self.shapes.append(ident)
         if ident not in self.seen:
