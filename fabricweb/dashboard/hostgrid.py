@@ -73,18 +73,22 @@ def _fingerprints():
     inner = ports.values_list(*fields, "device__name")
     # _print() in SQL: id, number and status (digits, digits, a word) and the device name after its length
     one = "p.id || ' ' || p.number || ' ' || p.status || ' ' || LENGTH(p.device) || ' ' || p.device"
+    sql, params = inner.order_by().query.sql_with_params()
+    with_p = f"WITH p (node_id, name, stale, id, number, status, device) AS ({sql})"
     if connection.vendor == "postgresql":
-        sql, params = inner.order_by().query.sql_with_params()
-        joined = f"STRING_AGG({one}, ',' ORDER BY p.id)"
-    else:  # SQLite (3.40) has no ORDER BY in an aggregate: it concatenates the subquery's rows in their order
-        sql, params = inner.order_by("pk").query.sql_with_params()
-        joined = f"GROUP_CONCAT({one}, ',')"
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"WITH p (node_id, name, stale, id, number, status, device) AS ({sql})"
-            f" SELECT p.node_id, p.name, p.stale, {joined} FROM p GROUP BY p.node_id, p.name, p.stale",
-            params,
+        select = (
+            f" SELECT p.node_id, p.name, p.stale, STRING_AGG({one}, ',' ORDER BY p.id) FROM p"
+            " GROUP BY p.node_id, p.name, p.stale"
         )
+    else:  # SQLite (3.40) has no ORDER BY in an aggregate; a window has, the host's first row carries it all
+        host = "PARTITION BY p.node_id ORDER BY p.id"
+        select = (
+            " SELECT node_id, name, stale, prints FROM (SELECT p.node_id, p.name, p.stale,"
+            f" GROUP_CONCAT({one}, ',') OVER ({host} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+            f" AS prints, ROW_NUMBER() OVER ({host}) AS n FROM p) WHERE n = 1"
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(with_p + select, params)
         return [(node_id, name, bool(stale), prints) for node_id, name, stale, prints in cursor.fetchall()]
 
 
