@@ -80,12 +80,11 @@ def _fingerprints():
             f" SELECT p.node_id, p.name, p.stale, STRING_AGG({one}, ',' ORDER BY p.id) FROM p"
             " GROUP BY p.node_id, p.name, p.stale"
         )
-    else:  # SQLite (3.40) has no ORDER BY in an aggregate; a window has, the host's first row carries it all
-        host = "PARTITION BY p.node_id ORDER BY p.id"
+    else:  # SQLite (3.40) has no ORDER BY in an aggregate; a window has: the host's last row carries it all
         select = (
             " SELECT node_id, name, stale, prints FROM (SELECT p.node_id, p.name, p.stale,"
-            f" GROUP_CONCAT({one}, ',') OVER ({host} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
-            f" AS prints, ROW_NUMBER() OVER ({host}) AS n FROM p) WHERE n = 1"
+            f" GROUP_CONCAT({one}, ',') OVER host AS prints, LEAD(p.id) OVER host AS next FROM p"
+            " WINDOW host AS (PARTITION BY p.node_id ORDER BY p.id)) WHERE next IS NULL"
         )
     with connection.cursor() as cursor:
         cursor.execute(with_p + select, params)
