@@ -53,6 +53,11 @@ def is_up(state_id: int | None) -> bool:
     return state_id in UP_STATE_IDS
 
 
+def is_ethernet(link_layer: str | None) -> bool:
+    """A RoCE port (sysfs `link_layer` "Ethernet"): no subnet manager, Ethernet rate names."""
+    return isinstance(link_layer, str) and link_layer.lower() == "ethernet"
+
+
 # Error counters of the PortCounters attribute (counters/ file names), in perfquery's order.
 ERROR_COUNTERS: tuple[str, ...] = (
     "symbol_error",

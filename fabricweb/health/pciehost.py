@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from collectors.facts import is_up
+from collectors.facts import is_ethernet, is_up
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.results import IngestResult
 
@@ -25,7 +25,6 @@ from .view import CardView, HostView, PcieView
 
 # Kinds keyed by a PCI function of the node rather than by a device: judged for the whole node at once.
 NODE_KINDS = frozenset({Kind.PCIE_SHARED, Kind.GPU_AFFINITY})
-SWITCH = "switch"  # inventory Node.Kind.SWITCH: no PCIe of its own to judge
 
 
 def pcie_view(device: Device, cache: dict[int, PcieView]) -> PcieView:
@@ -54,7 +53,7 @@ def judge(
 ) -> HostJudgement:
     """The host's PCIe layout at this snapshot: its devices as observed, each port's expectation (`judged`)."""
     out = HostJudgement()
-    if node.kind == SWITCH:
+    if node.kind == Node.Kind.SWITCH:
         return out
     expectations = {id(port): exp for port, exp in judged}
     ports: dict[int, list] = {}
@@ -75,7 +74,7 @@ def judge(
 def claim(book: EventBook, node: Node, result: IngestResult, targets: dict[str, Target]) -> None:
     """Add to `targets` the node's open events of NODE_KINDS when this snapshot judged them all: a GPU or
     uplink gone from the host is then clean, not held. Not while a device is missing: its part is unknown."""
-    if node.kind != SWITCH and node.gpus is not None and not result.missing_devices:
+    if node.kind != Node.Kind.SWITCH and node.gpus is not None and not result.missing_devices:
         for target in book.targets_of(node.name, NODE_KINDS):
             targets.setdefault(target, (None, None))
 
@@ -85,7 +84,7 @@ def _card(node: str, device: Device, observed: list, expectations: dict, policie
     infiniband = warning = False
     for obs in observed:
         port, link = obs.port, obs.current
-        infiniband |= not (isinstance(link.link_layer, str) and link.link_layer.lower() == "ethernet")
+        infiniband |= not is_ethernet(link.link_layer)
         warning |= policies.pcie_shared(node, device.name, port.number) == "warning"
         exp = expectations.get(id(port))
         if exp is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collectors.facts import is_ethernet
+
 from ..expectation import Expectation
 from ..findings import Finding, Kind, Severity, link_label, port_key
 from ..view import PortView
@@ -41,7 +43,7 @@ class Judgement:
 
 
 def ethernet(view: PortView) -> bool:
-    return isinstance(view.link_layer, str) and view.link_layer.lower() == "ethernet"
+    return is_ethernet(view.link_layer)
 
 
 def expect_up(view: PortView) -> bool:

@@ -13,7 +13,7 @@ from collectors import facts, pcie
 from collectors.facts import DOWN, LINK_UP
 from collectors.link import SPEED_BY_NAME, WIDTHS, ethernet_name, format_gbps, make_rate
 
-from .statuses import _ethernet, has_link
+from .statuses import has_link
 
 if TYPE_CHECKING:
     from ..models import Device, Port
@@ -64,7 +64,7 @@ def named_link(
     known = speed in SPEED_BY_NAME and lanes in WIDTHS
     if gbps is None and known:
         gbps = make_rate(speed, lanes).gbps
-    if _ethernet(link_layer):
+    if facts.is_ethernet(link_layer):
         name = ethernet_name(gbps)
     elif known:
         name = f"{lanes}X {speed}"
@@ -78,7 +78,7 @@ def link(port: Port) -> Link | None:
     if not has_link(port):
         return None
     found = named_link(port.speed, port.lanes, port.rate_gbps, port.link_layer)
-    return _trained_below(found, expected_link(port)) if _ethernet(port.link_layer) else found
+    return _trained_below(found, expected_link(port)) if facts.is_ethernet(port.link_layer) else found
 
 
 def _trained_below(found: Link | None, expected: Link | None) -> Link | None:

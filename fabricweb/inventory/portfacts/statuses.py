@@ -249,12 +249,8 @@ def has_link(port: Port) -> bool:
     return facts.is_up(port.state_id) or (port.phys_state_id == LINK_UP and port.state_id != DOWN)
 
 
-def _ethernet(link_layer: str | None) -> bool:
-    return isinstance(link_layer, str) and link_layer.lower() == "ethernet"
-
-
 def no_subnet_manager(port: Port) -> bool:
-    return port.vanished_at is None and port.state_id in (INIT, ARMED) and not _ethernet(port.link_layer)
+    return port.vanished_at is None and port.state_id in (INIT, ARMED) and not facts.is_ethernet(port.link_layer)
 
 
 def should_be_up(port: Port) -> bool:
