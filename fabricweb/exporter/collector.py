@@ -23,14 +23,14 @@ end that speaks for it (Port.link_owner), both ends named in its labels.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from prometheus_client.metrics_core import Metric
 
 from fabricweb.inventory.models import Node
 
-from . import tables
+from . import nodeblocks, tables
 from .counters import PortCounters
 from .grouped import Grouped
 from .hostports import device_memo, device_pcie_memo, gpu_relations, port_detail_memo, port_memo
@@ -66,6 +66,10 @@ class FabricCollector:
     def __init__(self, selection: Selection, now: datetime) -> None:
         self.selection = selection
         self.now = now
+        # The health rows' Groupeds of the last _devices and _ports, by kind of row (nodeblocks.KINDS).
+        self.grouped: dict[str, Grouped | None] = {}
+        # Every node's (id, name, kind), in name order: what the far ends of links are named by (nodeblocks).
+        self.names: tuple[tuple[int, str, str], ...] = ()
 
     def collect(self) -> Iterator[Metric]:
         for family in self.families():
@@ -75,8 +79,12 @@ class FabricCollector:
         started = time.perf_counter()
         out = Families()
         nodes, newest = self._nodes(out)
-        devices = self._devices(out, nodes)
-        ports = self._ports(out, devices)
+        served = nodeblocks.NodeBlocks(self).read(out, nodes) if nodeblocks.serves(self.selection) else None
+        if served is not None:
+            devices, ports = served
+        else:
+            devices = self._devices(out, nodes)
+            ports = self._ports(out, devices)
         if self.selection.health:
             self._events(out, nodes, devices, ports)
         # Timed before encoding starts: the encoder's cost is not the tables'.
@@ -100,8 +108,9 @@ class FabricCollector:
                 PREFIX + "node_refused",
                 "1 while the host's snapshots are refused over its budget (FABRIC_NODE_MAX_*: docs/ingest.md)",
             )
-        switches, collectors = [], []
+        switches, collectors, names = [], [], []
         for node_id, name, ingested, kind, guid, stale, refusal in tables.nodes():
+            names.append((node_id, name, kind))
             if ingested is not None and (newest is None or ingested > newest):
                 newest = ingested
             if not self.selection.wants(name):
@@ -122,6 +131,7 @@ class FabricCollector:
                 refused.add(labels, 1 if refusal else 0)
                 if ingested is not None:
                     seen.add(labels, ingested.timestamp())
+        self.names = tuple(names)
         if health and switches:
             self._switches(out, switches)
         if health and collectors:
@@ -170,14 +180,19 @@ class FabricCollector:
 
     # -- devices -------------------------------------------------------------------
 
-    def _devices(self, out: Families, nodes: dict[int, tuple[str, bool, str | None]]) -> dict[int, tuple]:
+    def _devices(
+        self, out: Families, nodes: dict[int, tuple[str, bool, str | None]], rows: Iterable[tuple] | None = None
+    ) -> dict[int, tuple]:
         """Device id -> (node name, device name, stale, row, serial and key of its health row
         (None without the health or detail set, and for a switch), switch GUID or None) for the devices of
-        the selected nodes. A switch's one device has no series of its own: its switch has."""
+        the selected nodes (of `rows` when given: tables.devices'). A switch's one device has no series of its
+        own: its switch has."""
         selection = self.selection
         health = Grouped(out, DEVICE_SPECS, device_memo) if selection.health else None
         pcie = Grouped(out, DEVICE_PCIE_SPECS, device_pcie_memo) if selection.pcie else None
-        rows = tables.devices(list(nodes) if self._narrowed() else None, selection.hw)
+        self.grouped = {"devices": health} if health is not None else {}
+        if rows is None:
+            rows = tables.devices(list(nodes) if self._narrowed() else None, selection.hw)
         picked = sorted(
             ((nodes[r[1]][0], r[2], r) for r in rows if r[1] in nodes),
             key=lambda item: (item[0], item[1]),
@@ -223,12 +238,13 @@ class FabricCollector:
 
     # -- ports ---------------------------------------------------------------------
 
-    def _ports(self, out: Families, devices: dict[int, tuple]) -> dict[int, tuple]:
-        """Every port of the selected devices: its series, and its link's where it speaks for one;
-        returns port id -> (node, device, port number, switch GUID or None)."""
+    def _ports(self, out: Families, devices: dict[int, tuple], rows: Iterable[tuple] | None = None) -> dict[int, tuple]:
+        """Every port of the selected devices (of `rows` when given: tables.ports'): its series, and its link's
+        where it speaks for one; returns port id -> (node, device, port number, switch GUID or None)."""
         selection = self.selection
         counters = selection.counters or selection.hw
-        rows = tables.ports(list(devices) if self._narrowed() else None, counters, selection.hw)
+        if rows is None:
+            rows = tables.ports(list(devices) if self._narrowed() else None, counters, selection.hw)
         order = {device_id: i for i, device_id in enumerate(devices)}
         picked = sorted((r for r in rows if r[1] in devices), key=lambda r: (order[r[1]], r[2]))
         where: dict[int, tuple] = {}
@@ -240,6 +256,8 @@ class FabricCollector:
             links = Grouped(out, LINK_SPECS, link_memo)
         elif selection.detail:
             links = Grouped(out, LINK_INFO_SPECS, link_info_memo)
+        if health is not None:
+            self.grouped.update(ports=health, switch_ports=switch_health, links=links)
         port_counters = switch_counters = None
         if counters:
             # ?set=hw: the hw_counters/ files alone; the default set: the counters node_exporter has.

@@ -68,6 +68,9 @@ _family_parts: dict[tuple, tuple[str, str]] = {}
 # Per format and KeyedFamily: the serial of a row's key (grouped.Memo) -> its lines; lines
 # equal to another format's for the same row are that format's string (_keep).
 _row_lines: dict[tuple, dict[int, str]] = {}
+# Per format and KeyedFamily: its last body and its rows (serials), served again for the same rows (the
+# health families between changes: 14 MB of text at 20,000 ports, a third of that scrape's encoding).
+_joined: dict[tuple, tuple[list[int], str]] = {}
 
 
 class _Registry:
@@ -303,12 +306,10 @@ class _Scrape:
     def keyed_text(self, family: KeyedFamily, name: str) -> str:
         """The sample lines of `family`: its rows' kept lines, those not kept yet rendered by text()."""
         identity = (family.name, family.help, family.type, family.extra)
-        kept = _row_lines.setdefault((self.exposition.key, *identity), {})
+        kept = _row_lines.setdefault(kept_key := (self.exposition.key, *identity), {})
         keys = family.keys
-        try:
-            return "".join(map(kept.__getitem__, keys))
-        except KeyError:
-            pass
+        if (last := _joined.get(kept_key)) is not None and last[0] == keys:  # a row's lines are its key's
+            return last[1]
         # A snapshot: another scrape may start the kept lines afresh meanwhile.
         found = {key: kept.get(key) for key in keys}
         missing = [key for key, lines in found.items() if lines is None]
@@ -316,16 +317,17 @@ class _Scrape:
             kept.clear()
         twins = [lines for k, lines in _row_lines.items() if k[1:] == identity and lines is not kept]
         plain = family.expand(missing)
-        # Their label texts are not cached for later scrapes (port_info's alone were ~20 MB a format
-        # at 20,000 ports): the lines are kept instead; the label sets the counter families reuse
-        # are cached when those families meet them.
+        # Their label texts are not cached for later scrapes (port_info's alone were ~20 MB a format at 20,000
+        # ports): the lines are; the label sets the counter families reuse are cached when they meet them.
         lines = self.text(plain, name, keep=False).split("\n")
         start = 0
         for key in missing:
             stop = start + len(family.groups[key][family.name])
             found[key] = kept[key] = _keep("\n".join(lines[start:stop]) + "\n", key, twins)
             start = stop
-        return "".join(map(found.__getitem__, keys))
+        text = "".join(map(found.__getitem__, keys))
+        _joined[kept_key] = (list(keys), text)
+        return text
 
 
 def _keep(text: str, key: int, twins: list[dict[int, str]]) -> str:

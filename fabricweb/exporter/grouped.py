@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from itertools import count
+from typing import NamedTuple
 
 from .series import Families, KeyedFamily, Samples
 
@@ -24,6 +25,16 @@ MAX_MEMO_ROWS = 200_000
 Spec = tuple[str, str, str | None]  # help, type, extra label
 Entry = tuple[int, tuple[tuple[str, int], ...], dict[str, str]]  # serial, shape, labels
 _serials = count()  # one sequence for every Memo: a serial names one key of one kind of row, for good
+
+
+class Part(NamedTuple):
+    """Rows of a Grouped as it holds them: serials, keys, contexts and shape ids in order, and the shapes."""
+
+    serials: list[int]
+    keys: list[tuple]
+    contexts: list[tuple]
+    shapes: list[int]
+    seen: dict[int, tuple]
 
 
 class Memo:
@@ -71,9 +82,14 @@ class _Groups(dict):
         self.at: dict[int, int] | None = None  # serial -> its row's index, once a row is asked for
 
     def __missing__(self, serial: int) -> Samples:
-        if self.at is None:
-            self.at = {key: i for i, key in enumerate(self.serials)}
-        i = self.at[serial]
+        # Most scrapes ask for one row (the encoder's check of a family's first line): found by a scan, the
+        # index of every row (20,000 at 20,000 ports) is built only once rows are asked for in numbers.
+        if self.at is None and len(self) < 8:
+            i = self.serials.index(serial)
+        else:
+            if self.at is None:
+                self.at = {key: i for i, key in enumerate(self.serials)}
+            i = self.at[serial]
         samples = self[serial] = self.build(self.keys[i], self.contexts[i])[0]
         return samples
 
@@ -108,12 +124,31 @@ class Grouped:
         ident = id(shape)
         self.shapes.append(ident)
         if ident not in self.seen:
-            self.seen[ident] = shape
-            for name, _ in shape:
-                if name not in self.families:
-                    family = self.families[name] = self.out.keyed(name, *self.specs[name])
-                    family.groups = self.groups
+            self._see(ident, shape)
         return serial, labels
+
+    def part(self) -> Part:
+        """The rows added so far, to be appended whole to another scrape's Grouped (nodeblocks.py)."""
+        return Part(self.keys, self.row_keys, self.contexts, self.shapes, dict(self.seen))
+
+    def extend(self, part: Part, samples: dict[int, Samples] | None = None) -> None:
+        """Rows of `part` next in order, as if added one by one; `samples`: those already built for them."""
+        self.keys += part.serials
+        self.row_keys += part.keys
+        self.contexts += part.contexts
+        self.shapes += part.shapes
+        for ident, shape in part.seen.items():
+            if ident not in self.seen:
+                self._see(ident, shape)
+        if samples:
+            self.groups.update(samples)
+
+    def _see(self, ident: int, shape: tuple) -> None:
+        self.seen[ident] = shape
+        for name, _ in shape:
+            if name not in self.families:
+                family = self.families[name] = self.out.keyed(name, *self.specs[name])
+                family.groups = self.groups
 
     def finish(self) -> None:
         """Each family's keys (the rows with samples in it, in order) and sample count."""

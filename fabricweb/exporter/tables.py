@@ -139,13 +139,52 @@ def _binary_cursor(db: str):
 
 def nodes() -> Iterable[tuple[int, str, datetime | None, str, str | None, bool, str]]:
     """(id, name, last_ingested_at, kind, guid, stale, refused_reason) of every node (host, switch, fabric
-    collector), by name."""
+    collector), by name. On PostgreSQL in the binary protocol: a timestamp loaded in C, not parsed from text
+    (at 2,500 nodes 10 ms against 35 ms)."""
     stale = ExpressionWrapper(portfacts.node_stale_q(prefix=""), output_field=BooleanField())
-    return (
-        Node.objects.order_by("name")
-        .annotate(is_stale=stale)
-        .values_list("id", "name", "last_ingested_at", "kind", "guid", "is_stale", "refused_reason")
+    rows = Node.objects.order_by("name").annotate(is_stale=stale)
+    fields = ("id", "name", "last_ingested_at", "kind", "guid", "is_stale", "refused_reason")
+    if connections[rows.db].vendor == "postgresql":
+        return _rows(rows, fields)
+    return rows.values_list(*fields)
+
+
+def has_row_versions() -> bool:
+    """Whether the database gives each row version the transaction that wrote it (xmin): PostgreSQL."""
+    return connections[Device.objects.db].vendor == "postgresql"
+
+
+# Row versions (PostgreSQL's xmin, the transaction that wrote the row version) as a number, summed.
+# Transaction ids only grow (until a wraparound, after some 4 billion), and a row is only written when
+# something in it changed (telemetry.storage): an update or an insert adds a newer id than any it
+# replaces or any row already has, so among the same number of rows the sum grows with every write.
+# That is what row_versions and node_versions compare, not the ids themselves.
+_XMIN = "xmin::text::bigint"
+
+
+def row_versions() -> tuple | None:
+    """PostgreSQL only: what changes whenever any device or port row is written, inserted or deleted: each
+    table's row count and summed row versions (one pass over each table: at 20,000 ports ~12 ms). None
+    inside a transaction that has written: its own rows carry its id however often it rewrites them."""
+    tables = [model._meta.db_table for model in (Device, Port)]
+    sums = ", ".join(f"(SELECT count(*)::text || ':' || coalesce(sum({_XMIN}), 0) FROM {t})" for t in tables)
+    with connections[Device.objects.db].cursor() as cursor:
+        cursor.execute(f"SELECT txid_current_if_assigned(), {sums}")
+        writer, *versions = cursor.fetchone()
+    return None if writer is not None else tuple(versions)
+
+
+def node_versions() -> dict[int, tuple]:
+    """PostgreSQL only: node id -> what changes whenever one of its device or port rows is written, inserted
+    or deleted (as row_versions, per node: at 20,000 ports ~50 ms; fabricweb/exporter/nodeblocks.py)."""
+    device, port = Device._meta.db_table, Port._meta.db_table
+    sql = (
+        f"SELECT d.node_id, count(*), count(p.id), sum(d.{_XMIN}), coalesce(sum(p.{_XMIN}), 0) "
+        f"FROM {device} d LEFT JOIN {port} p ON p.device_id = d.id GROUP BY d.node_id"
     )
+    with connections[Device.objects.db].cursor() as cursor:
+        cursor.execute(sql)
+        return {node_id: tuple(rest) for node_id, *rest in cursor.fetchall()}
 
 
 def switches() -> dict[int, tuple[int | None, str, datetime | None]]:
