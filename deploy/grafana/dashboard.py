@@ -137,14 +137,18 @@ def build() -> Dashboard:
             Table()
             .title("Ports not at their expected link")
             .show_header(True)
-            .description("Trained below the expected speed or width: actual and expected link, and why expected")
+            .description(
+                "Trained below the expected speed or width: actual and expected link, why expected, and the far "
+                "end of the cable where the fabric view knows it"
+            )
             .height(8)
             .span(24)
             .datasource(DATASOURCE)
             .with_target(
                 query(
                     "(infiniband_port_degraded == 1) * on (node, device, port) group_left "
-                    "(speed, width, expected_speed, expected_width, expected_source) infiniband_port_degraded_info"
+                    "(speed, width, expected_speed, expected_width, expected_source, peer) "
+                    "infiniband_port_degraded_info"
                 )
                 .instant()
                 .format(PromQueryFormat.TABLE)
@@ -178,16 +182,17 @@ def build() -> Dashboard:
         .with_panel(
             stat(
                 "Switch links down",
-                'count(infiniband_link_up{type!="host"} == 0) or vector(0)',
+                "count(infiniband_link_up == 0) or vector(0)",
                 description="Inter-switch links and links to agentless adapters that were up and are down "
                 "(a host's own link counts in Ports down)",
             )
         )
         .with_panel(
             stat(
-                "Links degraded",
+                "Switch links degraded",
                 "count(infiniband_link_degraded == 1) or vector(0)",
-                description="Up, trained below what both ends support (hosts' links included)",
+                description="Inter-switch links and links to agentless adapters, up and trained below what both "
+                "ends support (a host's own link counts in Ports degraded)",
             )
         )
         .with_panel(stat("Switch ports up", "sum(infiniband_switch_port_up)", description="ACTIVE switch ports"))
@@ -256,7 +261,7 @@ def build() -> Dashboard:
         .with_panel(
             table(
                 "Switch links down (both ends)",
-                'infiniband_link_up{type!="host"} == 0',
+                "infiniband_link_up == 0",
                 "Inter-switch and adapter links that were up and are down: end (the port that speaks for the "
                 "link) and peer",
             )
@@ -264,9 +269,10 @@ def build() -> Dashboard:
         .with_panel(
             table(
                 "Links below what both ends support",
-                "infiniband_link_rate_bytes_per_second * 8 and (infiniband_link_degraded == 1)",
-                "Trained rate in bits/s of each degraded link, both ends named (speed and width: "
-                "infiniband_link_info, ?set=detail)",
+                "(infiniband_link_degraded == 1) * on (end, peer) group_left "
+                "(speed, width, capable_speed, capable_width) infiniband_link_degraded_info",
+                "Inter-switch and adapter links trained below what both ends support: both ends, the link as "
+                "trained and what both ends support (a host's own link is in Ports not at their expected link)",
             )
         )
         .with_panel(

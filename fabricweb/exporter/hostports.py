@@ -50,9 +50,10 @@ def port_health(key: tuple, device_key: tuple) -> tuple[Samples, dict[str, str]]
     samples[PREFIX + "port_expected_up"] = [(labels, 1.0 if row[17] else 0.0, None)]
     if degraded and not stale:
         # The words InfinibandPortDegraded's summary needs, for the few ports that are degraded: the
-        # default set has no per-port info series (port_info is ?set=detail's).
+        # default set has no per-port info series (port_info is ?set=detail's); and the far end of its cable
+        # where the fabric view knows it (the default set has no series of a host's own link).
         link = _link_words(lanes, speed, exp_speed, exp_lanes, exp_source, linked)
-        samples[PREFIX + "port_degraded_info"] = [({**labels, **link}, 1, None)]
+        samples[PREFIX + "port_degraded_info"] = [({**labels, **link, "peer": row[11] or ""}, 1, None)]
     if capped and not stale:
         samples[PREFIX + "port_capped"] = [(labels, 1, counter) for counter in capped]
     return samples, labels

@@ -3,7 +3,8 @@
 
 - a host's ports and devices (hostports.py): node_exporter's names, `node, device, port`;
 - a switch's ports (switchports.py): `infiniband_switch_port_*`, `guid, port, switch`;
-- the links (links.py): `infiniband_link_*`, one series per cable, both ends named.
+- the links (links.py): `infiniband_link_*`, one series per cable, both ends named: in the default set
+  only the cables a switch port speaks for (a host's own link is its port's series), every cable in detail.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ PORT_SPECS: dict[str, Spec] = {
         None,
     ),
     PREFIX + "port_degraded_info": (
-        "The link a degraded port trained at and the one expected of it, value is always 1 (only while degraded)",
+        "The link a degraded port trained at, the one expected of it and the far end of its cable (empty where "
+        "the fabric view knows none), value is always 1 (only while degraded)",
         GAUGE,
         None,
     ),
@@ -103,10 +105,14 @@ SWITCH_PORT_SPECS: dict[str, Spec] = {
 }
 
 
+# The default set's (health), for the links a switch port speaks for (inter-switch, or facing an adapter
+# fabricweb has no agent on): no other default series says whether such a cable is up or degraded. A host's
+# own link is its port's: infiniband_port_up, _degraded (against what both ends support, unless a policy
+# says otherwise), infiniband_rate_bytes_per_second and _port_expected_rate_bytes_per_second.
 LINK_SPECS: dict[str, Spec] = {
     PREFIX + "link_up": (
-        "1 when the link is up: its end that speaks for it (a host's port, else the first switch port by name "
-        "and number) is ACTIVE",
+        "1 when the link is up: its end that speaks for it (the first switch port by name and number, or the "
+        "switch port facing an adapter without an agent) is ACTIVE; a host's own link is its infiniband_port_up",
         GAUGE,
         None,
     ),
@@ -115,16 +121,23 @@ LINK_SPECS: dict[str, Spec] = {
         GAUGE,
         None,
     ),
-    PREFIX + "link_rate_bytes_per_second": ("Signal transfer rate the link trained at (none while down)", GAUGE, None),
-    PREFIX + "link_capable_rate_bytes_per_second": (
-        "Signal transfer rate of the fastest and widest link both ends support",
+    PREFIX + "link_degraded_info": (
+        "The link a degraded link trained at and what both ends support, value is always 1 (only while degraded)",
         GAUGE,
         None,
     ),
 }
+# ?set=detail, for every link (a host's own included): its info series and its rates (the speaking end's own
+# rate series says the first; the info's capable_speed and capable_width the second).
 LINK_INFO_SPECS: dict[str, Spec] = {
     PREFIX + "link_info": (
         "The link's speed and width, and what both ends support, value is always 1",
+        GAUGE,
+        None,
+    ),
+    PREFIX + "link_rate_bytes_per_second": ("Signal transfer rate the link trained at (none while down)", GAUGE, None),
+    PREFIX + "link_capable_rate_bytes_per_second": (
+        "Signal transfer rate of the fastest and widest link both ends support",
         GAUGE,
         None,
     ),

@@ -60,25 +60,31 @@ def test_prometheus_sees_the_switch_side_and_every_switch_panel_has_data(tmp_pat
                 ),
                 2 * STARTUP_S,
             )
-            # The two links trained low from the start, each said once, naming both ends; the host's own
-            # port alert gives way to its link's.
-            slow = {("InfinibandLinkDegraded", end) for end in ("leaf01 port 21", "cn002 mlx4_0/2")}
+            # The two links trained low from the start, each said once: the uplink by InfinibandLinkDegraded,
+            # naming both ends; the host's own link by its port's InfinibandPortDegraded (the default set has
+            # no series of a host's link: its port's say it), naming the far end.
+            slow = {("InfinibandLinkDegraded", "leaf01 port 21"), ("InfinibandPortDegraded", "cn002")}
             prometheus.wait("the slow links' alerts", lambda: slow <= fired(prometheus), 30)
             assert fired(prometheus) - slow <= HOSTS_OWN, fired(prometheus)
-            degraded = {
-                a["labels"]["end"]: a
-                for a in prometheus.firing()
-                if a["labels"]["alertname"] == "InfinibandLinkDegraded"
-            }
-            uplink = degraded["leaf01 port 21"]
+            uplink = next(a for a in prometheus.firing() if a["labels"]["alertname"] == "InfinibandLinkDegraded")
+            assert uplink["labels"]["end"] == "leaf01 port 21"
             assert uplink["labels"]["type"] == "inter-switch" and uplink["labels"]["peer"].startswith("spine01 port ")
             assert uplink["annotations"]["description"].startswith(
-                f"The inter-switch link leaf01 port 21 ↔ {uplink['labels']['peer']} runs at 60Gb/s where both ends "
-                "support 120Gb/s"
+                f"The inter-switch link leaf01 port 21 ↔ {uplink['labels']['peer']} runs at 12X DDR where both ends "
+                "support 12X QDR"
             )
-            host = degraded["cn002 mlx4_0/2"]["labels"]
-            assert (host["type"], host["node"], host["device"], host["port"]) == ("host", "cn002", "mlx4_0", "2")
-            assert host["peer"].startswith("leaf0")
+            host = next(a for a in prometheus.firing() if a["labels"]["alertname"] == "InfinibandPortDegraded")
+            labels = host["labels"]
+            assert (labels["node"], labels["device"], labels["port"]) == ("cn002", "mlx4_0", "2")
+            assert (labels["width"], labels["expected_width"], labels["expected_source"]) == (
+                "1X",
+                "12X",
+                "both ends support 12X QDR",
+            )
+            assert (
+                labels["peer"].startswith("leaf0")
+                and f"Check the cable to {labels['peer']} and" in (host["annotations"]["description"])
+            )
 
             fault = [sys.executable, "-m", "collectors", "fault", "--out", str(fabric.sim_dir), "add"]
             subprocess.run([*fault, *FAULTS], check=True, capture_output=True, timeout=30, env=fabric.env)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 from django.utils import timezone
-from exporter_support import LiveWorld, by_name, samples, scrape, switch_port
+from exporter_support import LiveWorld, by_name, port, samples, scrape, switch_port
 from test_exporter_encoder import assert_same_bytes
 
 from collectors.fabric.pma import COUNTER_NAMES
@@ -38,6 +38,15 @@ HOST_FAMILIES = (
     "infiniband_symbol_error_total",
     "infiniband_port_data_received_bytes_total",
 )
+
+# A link's labels in words (infiniband_link_info, _degraded_info) beyond those of its series.
+WORDS = ("speed", "width", "capable_speed", "capable_width")
+# ?set=detail's link families: a link's info and rates (the default set's are up and degraded).
+LINK_DETAIL = {
+    "infiniband_link_info",
+    "infiniband_link_rate_bytes_per_second",
+    "infiniband_link_capable_rate_bytes_per_second",
+}
 
 
 @pytest.fixture
@@ -99,15 +108,14 @@ def test_switch_ports_have_their_own_families_and_host_families_carry_hosts_only
 
 
 def test_each_cable_is_one_link_series_naming_both_ends(client, world):
-    text = scrape(client)
-    up = links(text)
-    # Hosts on the fabric speak for their links (cn006 is not cabled to it); inter-switch links, the first
-    # switch by name.
-    host_links = {end for end, (labels, _) in up.items() if labels["type"] == "host"}
+    detail = scrape(client, set="detail")
+    info = links(detail, "infiniband_link_info")
+    # Every cable in ?set=detail: hosts on the fabric speak for their links (cn006 is not cabled to it);
+    # inter-switch links, the first switch by name.
+    host_links = {end for end, (labels, _) in info.items() if labels["type"] == "host"}
     assert len(host_links) == 10 and all(end.startswith("cn00") for end in host_links)
-    labels, value = up["cn001 mlx5_0/1"]
-    assert value == 1
-    assert labels == {
+    labels, _ = info["cn001 mlx5_0/1"]
+    assert {k: v for k, v in labels.items() if k not in WORDS} == {
         "end": "cn001 mlx5_0/1",
         "node": "cn001",
         "device": "mlx5_0",
@@ -116,15 +124,26 @@ def test_each_cable_is_one_link_series_naming_both_ends(client, world):
         "peer_node": "leaf01",
         "type": "host",
     }
-    isl = {end: labels["peer"] for end, (labels, _) in up.items() if labels["type"] == "inter-switch"}
+    isl = {end: labels["peer"] for end, (labels, _) in info.items() if labels["type"] == "inter-switch"}
     assert len(isl) == 12 and isl["leaf01 port 7"] == "spine01 port 1" and isl["leaf02 port 12"] == "spine01 port 12"
-    assert up["leaf01 port 7"][0]["device"] == ""
+    assert info["leaf01 port 7"][0]["device"] == ""
     # No link twice, from its other end.
-    assert not {end for end in up if end.startswith("spine01")}
-    assert set(v for _, v in links(text, "infiniband_link_degraded").values()) == {0.0}
-    rates = links(text, "infiniband_link_rate_bytes_per_second")
-    capable = links(text, "infiniband_link_capable_rate_bytes_per_second")
+    assert not {end for end in info if end.startswith("spine01")}
+    rates = links(detail, "infiniband_link_rate_bytes_per_second")
+    capable = links(detail, "infiniband_link_capable_rate_bytes_per_second")
     assert rates["leaf01 port 7"][1] == capable["leaf01 port 7"][1] == 15e9
+    assert rates["cn001 mlx5_0/1"][1] == capable["cn001 mlx5_0/1"][1] == 15e9
+
+    # The default set: the cables a switch port speaks for, labelled as in detail; a host's own link is its
+    # port's series (up, degraded, rate, expected rate), none of the link's.
+    text = scrape(client)
+    up = links(text)
+    assert set(up) == set(isl)
+    assert up["leaf01 port 7"] == ({k: v for k, v in info["leaf01 port 7"][0].items() if k not in WORDS}, 1)
+    assert set(v for _, v in links(text, "infiniband_link_degraded").values()) == {0.0}
+    assert not links(text, "infiniband_link_degraded_info")
+    assert by_name(text, "infiniband_port_up")[port("cn001", "mlx5_0", 1)] == 1
+    assert by_name(text, "infiniband_rate_bytes_per_second")[port("cn001", "mlx5_0", 1)] == 15e9
 
 
 def test_a_down_switch_port_keeps_its_series_and_its_link_says_down(client, world):
@@ -145,8 +164,9 @@ def test_a_down_switch_port_keeps_its_series_and_its_link_says_down(client, worl
     assert by_name(text, "infiniband_switch_port_link_downed_total")[leaf_port] == before[leaf_port] + 1
     labels, value = links(text)["leaf01 port 7"]
     assert (value, labels["peer"], labels["type"]) == (0, "spine01 port 1", "inter-switch")
-    assert "leaf01 port 7" not in links(text, "infiniband_link_rate_bytes_per_second")
-    assert links(text, "infiniband_link_capable_rate_bytes_per_second")["leaf01 port 7"][1] == 15e9
+    detail = scrape(client, set="detail")
+    assert "leaf01 port 7" not in links(detail, "infiniband_link_rate_bytes_per_second")
+    assert links(detail, "infiniband_link_capable_rate_bytes_per_second")["leaf01 port 7"][1] == 15e9
     events = {
         (dict(k)["switch"], dict(k)["port"], dict(k)["kind"]): v
         for k, v in by_name(text, "infiniband_switch_events_open").items()
@@ -191,14 +211,32 @@ def test_a_link_trained_below_what_both_ends_support_is_degraded(client, tmp_pat
     world.poll()
     text = scrape(client)
     degraded = {end: v for end, (_, v) in links(text, "infiniband_link_degraded").items() if v}
-    assert degraded == {"leaf01 port 8": 1, "cn003 mlx5_0/1": 1}
-    rates = links(text, "infiniband_link_rate_bytes_per_second")
-    capable = links(text, "infiniband_link_capable_rate_bytes_per_second")
+    assert degraded == {"leaf01 port 8": 1}
+    (words,) = [labels for labels, _ in links(text, "infiniband_link_degraded_info").values()]
+    assert {k: words[k] for k in ("end", "peer", *WORDS)} == {
+        "end": "leaf01 port 8",
+        "peer": "spine01 port 2",
+        "speed": "QDR",
+        "width": "4X",
+        "capable_speed": "QDR",
+        "capable_width": "12X",
+    }
+    # The host's own link is its port's: degraded against what both ends support, the far end named.
+    detail = scrape(client, set="detail")
+    host = port("cn003", "mlx5_0", 1)
+    assert by_name(text, "infiniband_port_degraded")[host] == 1
+    (words,) = [dict(k) for k in by_name(text, "infiniband_port_degraded_info") if host <= k]
+    assert (words["speed"], words["expected_speed"]) == ("DDR", "QDR")
+    assert words["expected_source"] == "both ends support 12X QDR"
+    peer = links(detail, "infiniband_link_info")["cn003 mlx5_0/1"][0]["peer"]
+    assert words["peer"] == peer and peer.startswith("leaf0")
+
+    rates = links(detail, "infiniband_link_rate_bytes_per_second")
+    capable = links(detail, "infiniband_link_capable_rate_bytes_per_second")
     assert (rates["leaf01 port 8"][1], capable["leaf01 port 8"][1]) == (5e9, 15e9)
     assert (rates["cn003 mlx5_0/1"][1], capable["cn003 mlx5_0/1"][1]) == (7.5e9, 15e9)
-    detail = scrape(client, set="detail")
     info = {dict(k)["end"]: dict(k) for k in by_name(detail, "infiniband_link_info")}
-    assert set(info) == set(links(text))
+    assert {end for end, labels in info.items() if labels["type"] != "host"} == set(links(text))
     assert {k: info["leaf01 port 8"][k] for k in ("peer", "speed", "width", "capable_speed", "capable_width")} == {
         "peer": "spine01 port 2",
         "speed": "QDR",
@@ -240,12 +278,12 @@ def test_the_sets_split_switch_series_as_they_split_hosts(client, world):
     assert {"infiniband_switch_port_up", "infiniband_switch_up", "infiniband_link_up", "infiniband_link_degraded"} <= (
         health
     )
-    assert not {n for n in health if n.endswith("_total")} | {"infiniband_link_info"} & health
+    assert not {n for n in health if n.endswith("_total")} | LINK_DETAIL & health
     assert {family.name + "_total" for family in SWITCH_COUNTERS} <= counters
     assert not {n for n in counters if n.startswith("infiniband_") and not n.endswith("_total")}
-    # detail: the links' and the host ports' info series and lanes, none of a switch port.
+    # detail: the links' info series and rates, the host ports' info series and lanes, none of a switch port.
     assert {n for n in detail if not n.startswith("fabricweb_")} == {
-        "infiniband_link_info",
+        *LINK_DETAIL,
         "infiniband_port_info",
         "infiniband_port_lanes",
         "infiniband_port_expected_lanes",
@@ -255,7 +293,7 @@ def test_the_sets_split_switch_series_as_they_split_hosts(client, world):
     }
     assert detail_nodes and detail_nodes <= HOSTS
     everything = {name for name, _ in samples(scrape(client))}
-    assert everything == (health | counters) and not everything & {"infiniband_link_info"}
+    assert everything == (health | counters) and not everything & LINK_DETAIL
 
 
 def owners(parts: list[dict]) -> list[set[str]]:

@@ -10,7 +10,7 @@ SWITCHES = Group(
         Alert(
             "InfinibandSwitchPortDown",
             block(
-                '(infiniband_link_up{type!="host"} == 0)',
+                "(infiniband_link_up == 0)",
                 'unless on (node) label_replace(infiniband_switch_up == 0, "node", "$1", "switch", "(.+)")',
                 'unless on (peer_node) label_replace(infiniband_switch_up == 0, "peer_node", "$1", "switch", "(.+)")',
             ),
@@ -34,26 +34,29 @@ SWITCHES = Group(
         Alert(
             "InfinibandLinkDegraded",
             block(
-                "(infiniband_link_rate_bytes_per_second * 8 and (infiniband_link_degraded == 1))",
-                "unless on (node) (infiniband_node_up == 0)",
+                "(",
+                "  (infiniband_link_degraded == 1)",
+                "  * on (end, peer) group_left (speed, width, capable_speed, capable_width)",
+                "  infiniband_link_degraded_info",
+                ")",
                 'unless on (node) label_replace(infiniband_switch_up == 0, "node", "$1", "switch", "(.+)")',
             ),
             "critical",
-            '"{{ $labels.end }} ↔ {{ $labels.peer }}: link trained below what both ends support"',
             folded(
-                "The {{ $labels.type }} link {{ $labels.end }} ↔ {{ $labels.peer }} runs at",
-                "{{ $value | humanize }}b/s where both ends support",
-                '{{ with printf "infiniband_link_capable_rate_bytes_per_second{end=%q,peer=%q} * 8" $labels.end'
-                " $labels.peer | query }}{{ . | first | value | humanize }}b/s{{ end }}",
-                "(?set=detail's infiniband_link_info has speed and width). Check the cable and both ends'"
-                " port settings.",
+                "{{ $labels.end }} ↔ {{ $labels.peer }}: trained at {{ $labels.width }} {{ $labels.speed }},",
+                "both ends support {{ $labels.capable_width }} {{ $labels.capable_speed }}",
+            ),
+            folded(
+                "The {{ $labels.type }} link {{ $labels.end }} ↔ {{ $labels.peer }} runs at {{ $labels.width }}",
+                "{{ $labels.speed }} where both ends support {{ $labels.capable_width }} {{ $labels.capable_speed }}.",
+                "Check the cable and both ends' port settings.",
             ),
             pending="1m",
             comment=(
                 "Trained below what both ends support (the fastest speed and widest width common to both, as",
                 "iblinkinfo's \"could be\"), speed and width judged separately: the health rules' degraded finding",
                 "on the end that speaks for the link, whose expected link is that capability unless a policy says",
-                "otherwise. Hosts and switches alike; the value is the trained rate in bits per second.",
+                "otherwise. The links a switch port speaks for; a host's own is InfinibandPortDegraded's.",
             ),
             health="degraded (critical: the expectation is what both ends support)",
         ),
@@ -65,7 +68,7 @@ SWITCHES = Group(
             folded(
                 "Over <<symbol_errors_per_hour>> symbol errors/h: the link's bit error rate is worse than 1e-12."
                 " Check or reseat the cable",
-                "(infiniband_link_up names the far end).",
+                "(?set=detail's infiniband_link_info names both ends of every cable).",
             ),
             comment=(
                 "Symbol errors on a switch port, as the host's: the health thresholds' symbol_errors_per_hour",
@@ -121,10 +124,10 @@ SWITCHES = Group(
     ),
     comment=(
         "The switch side (the fabric collector's sweeps): switch ports, the links the fabric view has seen,",
-        "switches. A link has one series per cable, from the end that speaks for it (a host's port, else the",
-        "first switch port by name), labels `end` and `peer` naming both ends; a host's own link is said by",
-        "its port's alerts above, so these take the others (type inter-switch, or adapter: a switch port",
-        "facing a channel adapter fabricweb has no agent on).",
+        "switches. A link has one series per cable, from the end that speaks for it, labels `end` and `peer`",
+        "naming both ends. The default set has the cables a switch port speaks for (type inter-switch, the",
+        "first switch port by name; or adapter: a switch port facing a channel adapter fabricweb has no agent",
+        "on); a host's own link is its port's series, said by its port's alerts above.",
     ),
 )
 

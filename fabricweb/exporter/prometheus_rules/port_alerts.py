@@ -37,11 +37,10 @@ PORTS = Group(
                 "(",
                 "  (infiniband_port_degraded == 1)",
                 "  * on (node, device, port)"
-                " group_left (speed, width, expected_speed, expected_width, expected_source)",
+                " group_left (speed, width, expected_speed, expected_width, expected_source, peer)",
                 "  infiniband_port_degraded_info",
                 ")",
                 "unless on (node) (infiniband_node_up == 0)",
-                "unless on (node, device, port) (infiniband_link_degraded == 1)",
             ),
             "critical",
             folded(
@@ -51,12 +50,14 @@ PORTS = Group(
             folded(
                 f"{PORT} runs at {{{{ $labels.width }}}}",
                 "{{ $labels.speed }} where {{ $labels.expected_width }} {{ $labels.expected_speed }} is",
-                "expected ({{ $labels.expected_source }}). Check the cable and both ends' port settings.",
+                "expected ({{ $labels.expected_source }}). Check the cable{{ with $labels.peer }} to {{ . }}{{ end }}",
+                "and both ends' port settings.",
             ),
             pending="1m",
             comment=(
-                "A port whose link the fabric view knows, below what both ends support, is InfinibandLinkDegraded's",
-                "(it names the far end too); this alert keeps ports below a policy or their own past.",
+                "Below the port's expected link: what both ends of its cable support where the fabric view knows",
+                "the cable (`peer` names the far end), unless a policy says otherwise; else a policy or its own",
+                "past. A host's own link has no infiniband_link_* series in the default set: this alert is its.",
             ),
             health="degraded (critical; warning when only the fabric majority expects more)",
             exporter_applies=("fabric_min_ports",),
