@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from datetime import UTC, datetime
 
 import pytest
 
@@ -86,6 +87,24 @@ def pytest_collection_modifyitems(config, items):
         if backend == PG_ALIAS:
             kwargs["databases"] = [PG_ALIAS]
         item.add_marker(pytest.mark.django_db(**kwargs), append=False)
+
+
+@pytest.fixture(autouse=True)
+def _committed_partitions(request):
+    """After a test that commits to PostgreSQL, drop the partitions it created. A flush empties tables but
+    drops none, and partitions dated now outlive the test: ingest then refuses the next test's snapshots dated
+    in March 2026 as older than the newest samples' retention (ingest._backdated)."""
+    marker = request.node.get_closest_marker("django_db")
+    kwargs = marker.kwargs if marker is not None else {}
+    commits = kwargs.get("transaction") and PG_ALIAS in (kwargs.get("databases") or ())
+    yield
+    if not commits or not _postgres_configured():
+        return
+    from fabricweb.telemetry.storage import partitions
+
+    with _postgres_as_default():
+        for table in (partitions.SAMPLES, partitions.ROLLUPS_5MIN, partitions.ROLLUPS_1H):
+            table.drop_before(datetime(9999, 1, 1, tzinfo=UTC))
 
 
 @pytest.fixture

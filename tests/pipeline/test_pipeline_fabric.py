@@ -17,7 +17,6 @@ from fabricweb.fabric.models import Sweep
 from fabricweb.health.staleness import check_stale
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.intake.messages import FABRIC
-from fabricweb.telemetry.storage import partitions
 from tests.fabric.fabric_support import SweepBuilder
 from tests.fixture_trees import snapshot
 
@@ -32,16 +31,6 @@ caguid=0x0c42a10300000010
 Hca 1 "cn001 mlx5_0" # "cn001 mlx5_0"
 [1] "leaf01"[1] w=8 s=4
 """
-
-
-@pytest.fixture
-def committed_db(each_db):
-    """each_db for tests that commit. Sweeps carry the real time: on PostgreSQL the partitions a test
-    created would outlive it (a flush empties tables, it drops none) and show up in other tests' lists."""
-    yield each_db
-    if partitions.partitioned():
-        for table in (partitions.SAMPLES, partitions.ROLLUPS_5MIN, partitions.ROLLUPS_1H):
-            table.drop_before(timezone.now() + timedelta(days=400))
 
 
 @pytest.fixture
@@ -62,7 +51,7 @@ def test_a_collectors_key_is_its_own_and_no_nodes_key_signs_a_sweep():
         nodeauth.verify(SECRET, signed, nodeauth.COLLECTOR)
 
 
-def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones(committed_db, auth, broker, caplog):
+def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones(each_db, auth, broker, caplog):
     good = nodeauth.signed_kwargs(nodeauth.collector_key(SECRET, "fabric-a"), sweep_of("fabric-a"), nodeauth.COLLECTOR)
     # A compromised node holds its own key: with it, it can sign nothing as a collector.
     node_signed = nodeauth.signed_kwargs(nodeauth.node_key(SECRET, "cn002"), sweep_of("cn002"), nodeauth.COLLECTOR)
@@ -83,7 +72,7 @@ def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones
 
 
 def test_a_sweep_too_large_for_any_fabric_is_dropped_before_it_is_decoded(
-    committed_db, settings, broker, caplog, monkeypatch
+    each_db, settings, broker, caplog, monkeypatch
 ):
     from fabricweb.telemetry.intake import messages
 
@@ -96,7 +85,7 @@ def test_a_sweep_too_large_for_any_fabric_is_dropped_before_it_is_decoded(
     assert not Node.objects.exists()
 
 
-def test_collectors_go_stale_like_hosts_and_switches_never(committed_db, settings):
+def test_collectors_go_stale_like_hosts_and_switches_never(each_db, settings):
     from fabricweb.fabric.ingest import ingest_fabric
     from fabricweb.health.models import Event
 
