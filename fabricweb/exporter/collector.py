@@ -16,8 +16,9 @@ links.py (the links), the families they fill are specs.py's; the counters are co
 Nodes are hosts, switches or fabric collectors (fabricweb.inventory.models.Node.Kind), each in
 families of its own: a host's ports in node_exporter's families (`node, device, port`), a switch's
 in `infiniband_switch_port_*` (`guid, port, switch`), a collector in `infiniband_fabric_collector_*`.
-Each cable the fabric view has seen is one series per link family (`infiniband_link_*`), from the
-end that speaks for it (Port.link_owner), both ends named in its labels.
+Links (`infiniband_link_*`) come from the end that speaks for a cable (Port.link_owner), both ends named in
+their labels: in the default set only the cables a switch port speaks for (a host's own link is its port's
+series), in ?set=detail every cable the fabric view has seen.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from . import nodeblocks, tables
 from .counters import PortCounters
 from .grouped import Grouped
 from .hostports import device_memo, device_pcie_memo, gpu_relations, port_detail_memo, port_memo
-from .links import link_info_memo, link_memo
+from .links import link_detail_memo, link_memo
 from .names import HOST_COUNTERS, HW_NOT_COUNTERS, PREFIX, SWITCH_COUNTERS
 from .selection import Selection
 from .series import COUNTER, Families
@@ -42,7 +43,7 @@ from .specs import (
     DEVICE_PCIE_SPECS,
     DEVICE_SPECS,
     GPU_NIC_RELATION,
-    LINK_INFO_SPECS,
+    LINK_DETAIL_SPECS,
     LINK_SPECS,
     PORT_DETAIL_SPECS,
     PORT_SPECS,
@@ -52,7 +53,7 @@ from .switchports import switch_port_memo
 
 SWITCH, COLLECTOR = Node.Kind.SWITCH.value, Node.Kind.COLLECTOR.value
 # The health rows kept across scrapes, each by the module that builds them (bench/ clears them all).
-MEMOS = (port_memo, port_detail_memo, device_memo, device_pcie_memo, switch_port_memo, link_memo, link_info_memo)
+MEMOS = (port_memo, port_detail_memo, device_memo, device_pcie_memo, switch_port_memo, link_memo, link_detail_memo)
 VANISHED = tables.DEVICE_FIELDS.index("vanished_at")  # in a device row; its hw_counters follow DEVICE_FIELDS
 
 
@@ -255,7 +256,7 @@ class FabricCollector:
         if selection.health:
             links = Grouped(out, LINK_SPECS, link_memo)
         elif selection.detail:
-            links = Grouped(out, LINK_INFO_SPECS, link_info_memo)
+            links = Grouped(out, LINK_DETAIL_SPECS, link_detail_memo)
         if health is not None:
             self.grouped.update(ports=health, switch_ports=switch_health, links=links)
         port_counters = switch_counters = None
@@ -289,7 +290,7 @@ class FabricCollector:
                     labels = {"guid": guid, "port": str(row[2]), "switch": node}
                 if switch_counters is not None and not vanished:  # an unreachable switch: its last values
                     switch_counters.add(labels, row)
-            if links is not None and row[6]:
+            if links is not None and row[6] and (guid is not None or selection.detail):  # see links.link_health
                 links.add(((node, device, guid is not None), row[2], row[4], row[5]))
         for grouped in (health, detail, switch_health, links, port_counters, switch_counters):
             if grouped is not None:

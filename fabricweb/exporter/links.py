@@ -2,7 +2,7 @@
 family, from the end that speaks for it (Port.link_owner), both ends named in its labels; built from a
 key of the values they are made of and memoised across scrapes (grouped.py). The families:
 specs.LINK_SPECS (the default set: the cables a switch port speaks for; a host's own link is its port's
-series), and specs.LINK_INFO_SPECS (?set=detail: every cable).
+series), and specs.LINK_DETAIL_SPECS (?set=detail: every cable).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def link_health(key: tuple, _: tuple = ()) -> tuple[Samples, dict[str, str]]:
     (infiniband_link_degraded_info, as a host port's infiniband_port_degraded_info)."""
     labels, values = _link(key)
     (_, _, switch) = key[0]
-    if not switch:  # a host's port speaks for it
+    if not switch:  # a host's port speaks for it (collector._ports gives none of these)
         return {}, labels
     lanes, speed, up, cap_speed, cap_lanes = values[3], values[4], values[9], values[12], values[13]
     actual, capable = context.rate(speed, lanes), context.rate(cap_speed, cap_lanes)
@@ -98,4 +98,4 @@ def _words(values: list) -> dict[str, str]:
 
 # Kept across scrapes (bounded: grouped.MAX_MEMO_ROWS), shared by the threads of a web process.
 link_memo = Memo(link_health)
-link_info_memo = Memo(link_detail)  # ?set=detail's (specs.LINK_INFO_SPECS)
+link_detail_memo = Memo(link_detail)  # ?set=detail's (specs.LINK_DETAIL_SPECS)

@@ -129,7 +129,7 @@ LINK_SPECS: dict[str, Spec] = {
 }
 # ?set=detail, for every link (a host's own included): its info series and its rates (the speaking end's own
 # rate series says the first; the info's capable_speed and capable_width the second).
-LINK_INFO_SPECS: dict[str, Spec] = {
+LINK_DETAIL_SPECS: dict[str, Spec] = {
     PREFIX + "link_info": (
         "The link's speed and width, and what both ends support, value is always 1",
         GAUGE,
