@@ -6,7 +6,8 @@ A redis.Redis is safe to share between threads (each command takes a connection 
 so the channel keeps one per connection pool. Same protocol, same connections, same options
 (TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
 
-It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below), sends
+It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below: a stop signal wakes
+the loop instead), sends
 nothing to acknowledge a message it never stored as unacknowledged (the agent's polls are
 consumed without acknowledgement: app.py), and adds an exchange's binding only when it is
 missing: under a per-node Redis ACL user (fabricweb/brokeracl.py) a node may read the
@@ -16,8 +17,10 @@ other node's snapshots to a queue of its choosing.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import os
+from contextlib import contextmanager, suppress
 
+from celery.signals import worker_shutting_down
 from kombu.transport import redis as kombu_redis
 
 
@@ -41,6 +44,16 @@ class Channel(kombu_redis.Channel):
             return
         super().basic_ack(delivery_tag, multiple)
 
+    def close(self):
+        # kombu reads the reply of a waiting BRPOP before it closes: up to the broker wait (10 s) after a
+        # SIGTERM. Hung up instead: Redis pops nothing for a client gone while it waits, and a poll it popped
+        # in that instant is one poll lost, as with an agent killed mid-poll (app.poll_queues).
+        waiting = self._in_poll
+        if waiting:
+            waiting.disconnect()
+            self._in_poll = None
+        super().close()
+
     def _queue_bind(self, exchange, routing_key, pattern, queue):
         keys = (self.keyprefix_queue % (exchange,), self.keyprefix_binding_permanent % (exchange,))
         member = self.sep.join([routing_key or "", pattern or "", queue or ""])
@@ -56,6 +69,8 @@ class Channel(kombu_redis.Channel):
 
 class Transport(kombu_redis.Transport):
     Channel = Channel
+    # A pipe in the event loop whose write end wakes it (read end, write end): once a process.
+    _waker: tuple[int, int] | None = None
 
     def register_with_event_loop(self, connection, loop):
         super().register_with_event_loop(connection, loop)
@@ -65,3 +80,21 @@ class Transport(kombu_redis.Transport):
         refresh = getattr(self.cycle, "_binding_expiry_tref", None)
         if refresh is not None:
             refresh.cancel()
+        # A stop signal only sets a flag the loop reads when it wakes: up to 10 s later, so a SIGTERM would wait
+        # that long. Celery's signal handler sends worker_shutting_down; a byte in the pipe wakes the loop.
+        if Transport._waker is None:
+            Transport._waker = os.pipe()
+            for fd in Transport._waker:
+                os.set_blocking(fd, False)
+            worker_shutting_down.connect(_wake_loop, weak=False)
+        loop.add_reader(Transport._waker[0], _drain, Transport._waker[0])
+
+
+def _wake_loop(**kwargs) -> None:
+    with suppress(BlockingIOError):  # full: the loop has bytes to wake it already
+        os.write(Transport._waker[1], b"\0")
+
+
+def _drain(fd: int) -> None:
+    with suppress(BlockingIOError):
+        os.read(fd, 512)

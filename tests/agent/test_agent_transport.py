@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import redis
@@ -11,9 +16,13 @@ from kombu import Connection, Exchange, Queue
 from kombu.asynchronous import Hub
 from kombu.asynchronous.timer import Timer
 
+from collectors.sim import Fabric
 from fabricweb.agent.app import poll_queues
 from fabricweb.agent.transport import Transport
+from fabricweb.names import SNAPSHOT_QUEUE
 from tests.e2e.e2e_harness import leased_redis_db
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -87,3 +96,26 @@ def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_cost
             assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
             got[0].ack()  # what Celery does after the task: nothing to remove, nothing sent
             assert client.llen("node.cn001") == 0
+
+
+def test_an_agent_asleep_between_polls_stops_at_once_on_sigterm(url, tmp_path):
+    # Its event loop sleeps up to 10 s between polls (the test above); SIGTERM must not wait for that.
+    Fabric.create(str(tmp_path / "sim"), 1)
+    keep = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "SECRET_KEY", "DJANGO_", "FABRIC_"))
+    }
+    env = {**keep, "REDIS_URL": url, "FABRIC_NODE_NAME": "cn001", "FABRIC_SYSFS_ROOT": str(tmp_path / "sim" / "cn001")}
+    central = redis.Redis.from_url(url)
+    log = tmp_path / "agent.log"
+    with open(log, "wb") as out:
+        agent = subprocess.Popen([sys.executable, "-m", "fabricweb.agent"], env=env, cwd=REPO, stdout=out, stderr=out)
+    try:
+        assert central.blpop([SNAPSHOT_QUEUE], timeout=30), f"no hello\n{log.read_text()}"
+        time.sleep(1.0)  # into its sleep
+        asked = time.monotonic()
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(20) == 0, log.read_text()
+        took = time.monotonic() - asked
+    finally:
+        agent.kill()
+    assert took < 3.0, f"stopped {took:.1f} s after SIGTERM\n{log.read_text()}"
