@@ -68,9 +68,6 @@ _family_parts: dict[tuple, tuple[str, str]] = {}
 # Per format and KeyedFamily: the serial of a row's key (grouped.Memo) -> its lines; lines
 # equal to another format's for the same row are that format's string (_keep).
 _row_lines: dict[tuple, dict[int, str]] = {}
-# Per format and KeyedFamily: its last body and its rows (serials), served again for the same rows (the
-# health families between changes: 14 MB of text at 20,000 ports, a third of that scrape's encoding).
-_joined: dict[tuple, tuple[list[int], str]] = {}
 
 
 class _Registry:
@@ -306,10 +303,12 @@ class _Scrape:
     def keyed_text(self, family: KeyedFamily, name: str) -> str:
         """The sample lines of `family`: its rows' kept lines, those not kept yet rendered by text()."""
         identity = (family.name, family.help, family.type, family.extra)
-        kept = _row_lines.setdefault(kept_key := (self.exposition.key, *identity), {})
+        kept = _row_lines.setdefault((self.exposition.key, *identity), {})
         keys = family.keys
-        if (last := _joined.get(kept_key)) is not None and last[0] == keys:  # a row's lines are its key's
-            return last[1]
+        try:
+            return "".join(map(kept.__getitem__, keys))
+        except KeyError:
+            pass
         # A snapshot: another scrape may start the kept lines afresh meanwhile.
         found = {key: kept.get(key) for key in keys}
         missing = [key for key, lines in found.items() if lines is None]
@@ -325,9 +324,9 @@ class _Scrape:
             stop = start + len(family.groups[key][family.name])
             found[key] = kept[key] = _keep("\n".join(lines[start:stop]) + "\n", key, twins)
             start = stop
-        text = "".join(map(found.__getitem__, keys))
-        _joined[kept_key] = (list(keys), text)
-        return text
+        # Not kept joined across scrapes: the health families' 14 MB at 20,000 ports would add as much to the
+        # peak RSS of every scrape, for 18 ms of a health scrape's 84 (BENCHMARKS.md).
+        return "".join(map(found.__getitem__, keys))
 
 
 def _keep(text: str, key: int, twins: list[dict[int, str]]) -> str:
