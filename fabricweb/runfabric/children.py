@@ -31,6 +31,7 @@ class Stopped(Exception):
 class Child:
     name: str
     proc: subprocess.Popen
+    stop_signal: int = signal.SIGTERM  # what stop() sends first
 
 
 class Children:
@@ -49,14 +50,21 @@ class Children:
             print(f"runfabric: {message}", file=self.log, flush=True)
 
     def start(
-        self, name: str, argv: list[str], env: dict[str, str], stdin=subprocess.DEVNULL, stdout=None, cwd=BASE_DIR
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        stdin=subprocess.DEVNULL,
+        stdout=None,
+        cwd=BASE_DIR,
+        stop_signal: int = signal.SIGTERM,
     ) -> None:
         out = self.log if stdout is None else stdout
         try:
             proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=out, stderr=self.log, process_group=0)
         except OSError as e:
             raise SystemExit(f"cannot start the {name}: {e}") from None
-        self.children.append(Child(name, proc))
+        self.children.append(Child(name, proc, stop_signal))
 
     def exited(self) -> Child | None:
         return next((c for c in self.children if c.proc.poll() is not None), None)
@@ -75,8 +83,8 @@ class Children:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        """SIGTERM to every group, SIGKILL to any still there after the grace period."""
-        self._signal_all(signal.SIGTERM)
+        """Each group's stop signal (SIGTERM), SIGKILL to any still there after the grace period."""
+        self._signal_all(None)
         deadline = time.monotonic() + STOP_GRACE_S
         for child in self.children:
             try:
@@ -102,7 +110,8 @@ class Children:
             os.killpg(child.proc.pid, signal.SIGKILL)
         child.proc.wait()
 
-    def _signal_all(self, sig: int) -> None:
+    def _signal_all(self, sig: int | None) -> None:
+        """`sig` to every group; None: each its own stop signal."""
         for child in self.children:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.proc.pid, sig)
+                os.killpg(child.proc.pid, child.stop_signal if sig is None else sig)

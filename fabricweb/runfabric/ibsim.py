@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,9 +56,10 @@ def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str
     osm_log, osm_out = Path(state_dir) / "opensm.log", Path(state_dir) / "opensm.out"
     osm_env = {**env, "OSM_CACHE_DIR": state_dir, "OSM_TMP_DIR": state_dir}
     with open(osm_out, "wb") as out:
-        children.start(
-            "opensm", ["ibsim-run", "opensm", "-f", str(osm_log), "-s", "2"], osm_env, stdout=out, cwd=state_dir
-        )
+        # Killed, not asked: opensm reads its exit flag once every 10 s (its main loop sleeps), so a SIGTERM took
+        # the whole grace period, and the simulated fabric's subnet manager keeps nothing worth a clean exit.
+        argv = ["ibsim-run", "opensm", "-f", str(osm_log), "-s", "2"]
+        children.start("opensm", argv, osm_env, stdout=out, cwd=state_dir, stop_signal=signal.SIGKILL)
     # A master subnet manager sweeps at once: LIDs are assigned within its first sweep, ports made ACTIVE.
     children.wait_for("opensm's 'Entering MASTER state'", file_says(osm_out, "Entering MASTER state"), 60)
     hosts = [n for n in ca_ids(net)][: args.fabric_collectors]
