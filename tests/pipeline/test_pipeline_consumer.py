@@ -32,6 +32,7 @@ from pipeline_support import Broker
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.history import samples
+from fabricweb.telemetry.intake.batchstore import MAX_ATTEMPTS
 from fabricweb.telemetry.intake.broker import TRANSPORT, transport_for
 from fabricweb.telemetry.intake.broker import Channel as BrokerChannel
 from fabricweb.telemetry.intake.consumer import BatchConsumer
@@ -283,7 +284,8 @@ def test_it_reads_plain_redis_with_one_client_per_channel_and_other_brokers_as_t
 
 
 def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_snapshots(each_db, broker, caplog):
-    busy = {"left": 4}  # the database refuses the first four attempts, then takes them
+    # The database refuses as many attempts as would give up a message that fails (1 + 2 + 4 s of backoff).
+    busy = {"left": MAX_ATTEMPTS}
 
     def locked(sender, results, **kwargs):
         if busy["left"]:
