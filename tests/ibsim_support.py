@@ -90,7 +90,8 @@ def wait_until(check, what: str, timeout: float = 10.0) -> None:
 
 _LINE = re.compile(
     r'^(0x[0-9a-f]+) "\s*([^"]*)"\s+(\d+)\s+(\d+)\[\s*\] ==\(\s*(?:(\d+X)\s+([\d.]+) Gbps\s+)?(\w+)/\s*(\w+)\)==>'
-    r'\s+(?:(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\[\s*\] "([^"]*)")?.*\((.*)\)\s*$'
+    # A port whose far end went away a moment ago ends `"Port not available"`, with no "Could be" part.
+    r'\s+(?:(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\[\s*\] "([^"]*)")?(?:.*\((.*)\)|.*)$'
 )
 
 
@@ -111,6 +112,6 @@ def parse_iblinkinfo(text: str) -> dict[tuple[str, int], dict]:
             "lid": int(lid),
             "link": (width, gbps, state, phys),
             "far": (short(far_desc), int(far_port)) if far_port else None,
-            "could": could.strip(),
+            "could": (could or "").strip(),
         }
     return out
