@@ -6,13 +6,12 @@ A redis.Redis is safe to share between threads (each command takes a connection 
 so the channel keeps one per connection pool. Same protocol, same connections, same options
 (TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
 
-It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below: a stop signal wakes
-the loop instead), sends
-nothing to acknowledge a message it never stored as unacknowledged (the agent's polls are
-consumed without acknowledgement: app.py), and adds an exchange's binding only when it is
-missing: under a per-node Redis ACL user (fabricweb/brokeracl.py) a node may read the
-`snapshots` bindings but not change them, since a binding added there would route every
-other node's snapshots to a queue of its choosing.
+It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below: a stop
+signal wakes the loop instead), sends nothing to acknowledge a message it never stored as
+unacknowledged (the agent's polls are consumed without acknowledgement: app.py), and adds an
+exchange's binding only when it is missing: under a per-node Redis ACL user (fabricweb/brokeracl.py)
+a node may read the `snapshots` bindings but not change them, since a binding added there would
+route every other node's snapshots to a queue of its choosing.
 """
 
 from __future__ import annotations
