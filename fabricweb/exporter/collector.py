@@ -290,7 +290,8 @@ class FabricCollector:
                     labels = {"guid": guid, "port": str(row[2]), "switch": node}
                 if switch_counters is not None and not vanished:  # an unreachable switch: its last values
                     switch_counters.add(labels, row)
-            if links is not None and row[6] and (guid is not None or selection.detail):  # see links.link_health
+            # A host's own link has no default series (links.link_health): its port's say it.
+            if links is not None and row[6] and (guid is not None or selection.detail):
                 links.add(((node, device, guid is not None), row[2], row[4], row[5]))
         for grouped in (health, detail, switch_health, links, port_counters, switch_counters):
             if grouped is not None:

@@ -48,17 +48,15 @@ def _link(key: tuple) -> tuple[dict[str, str], list]:
 
 
 def link_health(key: tuple, _: tuple = ()) -> tuple[Samples, dict[str, str]]:
-    """The default set's link samples of the port of `key`, the end that speaks for its link, and their labels:
-    none where a host's port speaks for it (its own series say it: up, degraded against what both ends
-    support unless a policy says otherwise, rate and expected rate; the budget in docs/metrics.md, "Sets").
+    """The default set's link samples of the switch port of `key`, the end that speaks for its link, and their
+    labels. collector._ports gives no key of a link a host's port speaks for: its own series say it (up,
+    degraded against what both ends support unless a policy says otherwise, rate and expected rate; the
+    budget in docs/metrics.md, "Sets").
 
     Degraded as the health rules judge a link against what both ends support (collectors.link.judge_link:
     speed and width separately; unknown on either side is not degraded); while it is, the words of both
     (infiniband_link_degraded_info, as a host port's infiniband_port_degraded_info)."""
     labels, values = _link(key)
-    (_, _, switch) = key[0]
-    if not switch:  # a host's port speaks for it (collector._ports gives none of these)
-        return {}, labels
     lanes, speed, up, cap_speed, cap_lanes = values[3], values[4], values[9], values[12], values[13]
     actual, capable = context.rate(speed, lanes), context.rate(cap_speed, cap_lanes)
     degraded = bool(up) and actual is not None and capable is not None and judge_link(actual, capable) is not None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from collectors.sim import Fabric
 from fabricweb.agent.app import poll_queues
 from fabricweb.agent.transport import Transport
 from fabricweb.names import SNAPSHOT_QUEUE
-from tests.e2e.e2e_harness import leased_redis_db
+from tests.e2e.e2e_harness import clean_env, leased_redis_db
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,10 +100,7 @@ def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_cost
 def test_an_agent_asleep_between_polls_stops_at_once_on_sigterm(url, tmp_path):
     # Its event loop sleeps up to 10 s between polls (the test above); SIGTERM must not wait for that.
     Fabric.create(str(tmp_path / "sim"), 1)
-    keep = {
-        k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "SECRET_KEY", "DJANGO_", "FABRIC_"))
-    }
-    env = {**keep, "REDIS_URL": url, "FABRIC_NODE_NAME": "cn001", "FABRIC_SYSFS_ROOT": str(tmp_path / "sim" / "cn001")}
+    env = clean_env(REDIS_URL=url, FABRIC_NODE_NAME="cn001", FABRIC_SYSFS_ROOT=str(tmp_path / "sim" / "cn001"))
     central = redis.Redis.from_url(url)
     log = tmp_path / "agent.log"
     with open(log, "wb") as out:
