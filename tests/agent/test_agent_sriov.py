@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 import pytest
 
@@ -13,14 +12,12 @@ from fabricweb.agent.poll import Poller
 
 
 @pytest.fixture
-def sim():
+def sim(tmp_path):
     """cn001 (two ConnectX-6) with 4 virtual functions on each."""
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(dir=base, prefix="fabricweb-sim-") as d:
-        fabric = Fabric.create(d, 1, seed=3)
-        fabric.add_fault("cn001:vfs=4")
-        fabric.step(10)
-        yield fabric
+    fabric = Fabric.create(str(tmp_path), 1, seed=3)
+    fabric.add_fault("cn001:vfs=4")
+    fabric.step(10)
+    return fabric
 
 
 def poller(sim, **options) -> Poller:

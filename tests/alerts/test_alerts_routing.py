@@ -263,11 +263,11 @@ def test_an_event_that_bounces_within_the_flap_hold_is_one_thread(each_db, fab):
     assert Event.objects.filter(key="down:cn001/mlx5_0/1").count() == 6  # every bounce is on the record
 
 
-def test_a_leaf_that_loses_its_power_is_one_notification_that_names_the_switch(each_db, shm_tmp):
+def test_a_leaf_that_loses_its_power_is_one_notification_that_names_the_switch(each_db, tmp_path):
     from tests.fabric.fabric_support import FabricWorld
 
     channel(group_s=30)
-    w = FabricWorld(shm_tmp / "sim")
+    w = FabricWorld(tmp_path / "sim")
     w.polls(2)
     w.sim.add_fault("leaf02:down")  # the hosts cabled to it see their ports go down at their next poll
     for number, port in w.builder.nodes["leaf02"].ports.items():

@@ -16,8 +16,8 @@ QDR12 = {"gbps": 120.0, "lanes": 12, "speed": "QDR", "name": "12X QDR", "bytes_p
 
 
 @pytest.fixture
-def world(each_db, shm_tmp):
-    return polled_worlds(shm_tmp)
+def world(each_db, tmp_path):
+    return polled_worlds(tmp_path)
 
 
 def test_the_fabric_endpoints_need_credentials(world, anonymous):

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,19 +28,8 @@ HDR = Rate(200.0, 4, "HDR")
 
 
 @pytest.fixture
-def tmp(tmp_path):
-    """A directory in memory where the machine has /dev/shm, as sysfs is: an atomic replace on a
-    journaling disk costs ~30 times what it does on tmpfs, and these tests write thousands."""
-    if not os.access("/dev/shm", os.W_OK):
-        yield tmp_path
-        return
-    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="fabricweb-sim-") as d:
-        yield Path(d)
-
-
-@pytest.fixture
-def fabric(tmp):
-    return Fabric.create(str(tmp / "sim"), 4, seed=3)
+def fabric(tmp_path):
+    return Fabric.create(str(tmp_path / "sim"), 4, seed=3)
 
 
 def node_of(fabric, kind):
@@ -146,8 +134,8 @@ def test_roce_ports_are_ethernet_with_congestion_counters(fabric):
     assert p.netdevs == ["enp59s0f0np0"]
 
 
-def test_netdevs_are_attached_to_their_ports(tmp):
-    fabric = Fabric.create(str(tmp / "sim"), 4, ports=2, seed=3)
+def test_netdevs_are_attached_to_their_ports(tmp_path):
+    fabric = Fabric.create(str(tmp_path / "sim"), 4, ports=2, seed=3)
     cx6 = {d.name: d for d in read(fabric, node_of(fabric, "cx6")).devices}
     assert [p.netdevs for p in cx6["mlx5_0"].ports] == [["ib0"], ["ib1"]]
     assert [p.netdevs for p in cx6["mlx5_1"].ports] == [["ib2"], ["ib3"]]
@@ -236,36 +224,36 @@ def test_a_reader_never_sees_a_torn_or_missing_value_while_it_steps(fabric):
 # -- determinism and state ----------------------------------------------------------------------
 
 
-def test_the_same_seed_and_steps_give_byte_identical_trees(tmp):
+def test_the_same_seed_and_steps_give_byte_identical_trees(tmp_path):
     trees = []
     for name in ("a", "b"):
-        f = Fabric.create(str(tmp / name), 5, seed=11)
+        f = Fabric.create(str(tmp_path / name), 5, seed=11)
         f.add_fault("cn002:flap", "cn001/mlx5_1/1:symbol-errors=3/s")
         for _ in range(3):
             f.step(10)
         f.remove_fault("cn002:flap")
         f.step(7.5)
-        trees.append(tree_bytes(tmp / name))
+        trees.append(tree_bytes(tmp_path / name))
     assert trees[0] == trees[1]
-    Fabric.create(str(tmp / "c"), 5, seed=12)
+    Fabric.create(str(tmp_path / "c"), 5, seed=12)
     guid = "cn001/devices/pci0000:38/0000:38:00.0/0000:39:00.0/0000:3a:00.0/0000:3b:00.0/infiniband/mlx5_0/node_guid"
-    assert tree_bytes(tmp / "c")[guid] != trees[0][guid]  # another seed, another fabric
+    assert tree_bytes(tmp_path / "c")[guid] != trees[0][guid]  # another seed, another fabric
 
 
-def test_once_continues_from_the_saved_state(tmp):
-    args = ["simulate", "--out", str(tmp / "cli"), "--nodes", "4", "--seed", "5", "--once", "--interval", "30"]
+def test_once_continues_from_the_saved_state(tmp_path):
+    args = ["simulate", "--out", str(tmp_path / "cli"), "--nodes", "4", "--seed", "5", "--once", "--interval", "30"]
     assert cli([*args, "--fault", "cn001/mlx5_0/1:symbol-errors=1/s"]) == 0
     assert cli(args) == 0
-    api = Fabric.create(str(tmp / "api"), 4, seed=5)
+    api = Fabric.create(str(tmp_path / "api"), 4, seed=5)
     api.add_fault("cn001/mlx5_0/1:symbol-errors=1/s")
     api.step(30)
     api.step(30)
-    assert tree_bytes(tmp / "cli") == tree_bytes(tmp / "api")
-    assert Fabric.load(str(tmp / "cli")).clock == 60
+    assert tree_bytes(tmp_path / "cli") == tree_bytes(tmp_path / "api")
+    assert Fabric.load(str(tmp_path / "cli")).clock == 60
 
 
-def test_it_refuses_to_continue_a_fabric_with_other_options(tmp, capsys):
-    out = str(tmp / "sim")
+def test_it_refuses_to_continue_a_fabric_with_other_options(tmp_path, capsys):
+    out = str(tmp_path / "sim")
     Fabric.create(out, 4, seed=1)
     with pytest.raises(SimError, match="same options"):
         Fabric.open(out, 5, seed=1)
@@ -531,8 +519,8 @@ def wait_for(path, text, timeout=10.0):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_running_simulator_follows_fault_commands_and_stops_on_a_signal(tmp, sig):
-    out = str(tmp / "sim")
+def test_a_running_simulator_follows_fault_commands_and_stops_on_a_signal(tmp_path, sig):
+    out = str(tmp_path / "sim")
     proc = subprocess.Popen(
         [sys.executable, "-m", "collectors", "simulate", "--out", out, "--nodes", "4", "--interval", "0.1"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

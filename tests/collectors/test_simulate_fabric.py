@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -18,15 +17,6 @@ from collectors.sim import Fabric, FaultError, SimError, SwitchOptions
 from collectors.sim import cabling as cb
 from collectors.sim import console as ibsim
 from collectors.sim.layout import LayoutError, build
-
-
-@pytest.fixture
-def tmp(tmp_path):
-    if not os.access("/dev/shm", os.W_OK):
-        yield tmp_path
-        return
-    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="fabricweb-simfab-") as d:
-        yield Path(d)
 
 
 def tree_bytes(root):
@@ -53,8 +43,8 @@ def host_ports(fabric):
     return out
 
 
-def test_every_port_has_a_gid_whose_port_guid_is_unique_without_fabric_mode(tmp):
-    fabric = Fabric.create(str(tmp / "sim"), 30, ports=2, seed=4)
+def test_every_port_has_a_gid_whose_port_guid_is_unique_without_fabric_mode(tmp_path):
+    fabric = Fabric.create(str(tmp_path / "sim"), 30, ports=2, seed=4)
     ports = host_ports(fabric)
     guids = [p.port_guid for _, p in ports.values()]
     assert None not in guids and len(set(guids)) == len(guids)
@@ -70,8 +60,8 @@ def test_every_port_has_a_gid_whose_port_guid_is_unique_without_fabric_mode(tmp)
 HEALTHY = Rate(120.0, 12, "QDR")  # w=8 s=4: the best link ibsim's ports train
 
 
-def make(tmp, nodes=6, seed=3, name="sim", **switches):
-    return Fabric.create(str(tmp / name), nodes, seed=seed, switches=SwitchOptions(**switches))
+def make(tmp_path, nodes=6, seed=3, name="sim", **switches):
+    return Fabric.create(str(tmp_path / name), nodes, seed=seed, switches=SwitchOptions(**switches))
 
 
 def net(fabric):
@@ -93,8 +83,8 @@ def expected_links(fabric):
     return out
 
 
-def test_fabric_net_describes_every_infiniband_host_port_and_the_switches(tmp):
-    fabric = make(tmp)
+def test_fabric_net_describes_every_infiniband_host_port_and_the_switches(tmp_path):
+    fabric = make(tmp_path)
     parsed = net(fabric)
     first = next(iter(parsed.nodes.values()))
     assert (first.kind, first.id) == ("ca", "cn001 mlx5_0")  # where ibsim attaches its clients
@@ -120,8 +110,8 @@ def test_fabric_net_describes_every_infiniband_host_port_and_the_switches(tmp):
         assert (back.remote_id, back.remote_port, back.options) == (ident, p.number, {"w": 8, "s": 4})
 
 
-def test_the_expected_yaml_is_the_cabling_with_hosts_low_and_uplinks_top(tmp):
-    fabric = make(tmp)
+def test_the_expected_yaml_is_the_cabling_with_hosts_low_and_uplinks_top(tmp_path):
+    fabric = make(tmp_path)
     links = expected_links(fabric)
     in_net = {(a.id, port, b.id, remote) for a, port, b, remote in net(fabric).links()}
     for switch, port, far in links:
@@ -145,7 +135,7 @@ def test_the_expected_yaml_is_the_cabling_with_hosts_low_and_uplinks_top(tmp):
     ("nodes", "ports", "leaves", "spines"),
     [(6, 40, 2, 1), (6, 8, 3, 2), (6, 7, 4, 3), (80, 40, 8, 4), (300, 40, 29, 15), (30, 36, 4, 2)],
 )
-def test_default_sizes_put_half_of_each_leaf_on_hosts_and_spread_uplinks_evenly(tmp, nodes, ports, leaves, spines):
+def test_default_sizes_put_half_of_each_leaf_on_hosts_and_spread_uplinks_evenly(tmp_path, nodes, ports, leaves, spines):
     layout = build(1, nodes)
     cabling = cb.build(layout, ports)
     names = list(cabling.switches)
@@ -174,20 +164,20 @@ def test_default_sizes_put_half_of_each_leaf_on_hosts_and_spread_uplinks_evenly(
         ({"switch_ports": 1}, "between 2 and"),
     ],
 )
-def test_sizes_that_cannot_cable_the_hosts_are_clear_errors(tmp, options, message):
+def test_sizes_that_cannot_cable_the_hosts_are_clear_errors(tmp_path, options, message):
     with pytest.raises(LayoutError, match=message):
-        make(tmp, **options)
-    assert not (tmp / "sim" / "fabric.net").exists()
+        make(tmp_path, **options)
+    assert not (tmp_path / "sim" / "fabric.net").exists()
 
 
-def test_the_same_seed_gives_the_same_fabric_and_another_seed_other_switch_guids(tmp):
-    a, b = make(tmp, name="a"), make(tmp, name="b")
+def test_the_same_seed_gives_the_same_fabric_and_another_seed_other_switch_guids(tmp_path):
+    a, b = make(tmp_path, name="a"), make(tmp_path, name="b")
     for f in (a, b):
         f.add_fault("leaf01/3:flap", "leaf02/21:symbol-errors=2/s")
         for _ in range(3):
             f.step(10)
-    assert tree_bytes(tmp / "a") == tree_bytes(tmp / "b")
-    c = make(tmp, name="c", seed=4)
+    assert tree_bytes(tmp_path / "a") == tree_bytes(tmp_path / "b")
+    c = make(tmp_path, name="c", seed=4)
     guids = {n.id: n.guid for n in net(a).nodes.values()}
     assert all(guids[n.id] != n.guid for n in net(c).nodes.values() if n.kind == "switch")
 
@@ -195,8 +185,8 @@ def test_the_same_seed_gives_the_same_fabric_and_another_seed_other_switch_guids
 # -- faults built into fabric.net at start --------------------------------------------------------
 
 
-def test_a_miscabled_port_is_cabled_to_a_free_port_of_another_leaf_and_expected_where_it_should_be(tmp):
-    fabric = make(tmp, faults=("cn001/mlx5_0/1:miscable",))
+def test_a_miscabled_port_is_cabled_to_a_free_port_of_another_leaf_and_expected_where_it_should_be(tmp_path):
+    fabric = make(tmp_path, faults=("cn001/mlx5_0/1:miscable",))
     assert expected_links(fabric)[0] == ("leaf01", 1, "cn001 mlx5_0/1")
     ca = net(fabric).nodes["cn001 mlx5_0"]
     assert (ca.ports[1].remote_id, ca.ports[1].remote_port) == ("leaf02", 6)  # leaf02 has hosts on 1-5
@@ -206,8 +196,8 @@ def test_a_miscabled_port_is_cabled_to_a_free_port_of_another_leaf_and_expected_
     assert fabric.faults() == ["cn001/mlx5_0/1:miscable"]
 
 
-def test_speed_and_width_at_start_set_both_ends_in_fabric_net_and_the_host_rate(tmp):
-    fabric = make(tmp, faults=("cn001/mlx5_0/1:speed=sdr", "cn001/mlx5_1/1:width=4X", "leaf01/21:speed=DDR"))
+def test_speed_and_width_at_start_set_both_ends_in_fabric_net_and_the_host_rate(tmp_path):
+    fabric = make(tmp_path, faults=("cn001/mlx5_0/1:speed=sdr", "cn001/mlx5_1/1:width=4X", "leaf01/21:speed=DDR"))
     nodes = net(fabric).nodes
     assert nodes["cn001 mlx5_0"].ports[1].options == nodes["leaf01"].ports[1].options == {"w": 8, "s": 1}
     assert nodes["cn001 mlx5_1"].ports[1].options == nodes["leaf01"].ports[2].options == {"w": 2, "s": 4}
@@ -220,8 +210,8 @@ def test_speed_and_width_at_start_set_both_ends_in_fabric_net_and_the_host_rate(
     assert host_ports(fabric)["cn001/mlx5_0/1"][1].rate == Rate(30.0, 12, "SDR")  # it stays
 
 
-def test_a_link_trains_at_the_lower_of_what_its_two_ends_were_set_to(tmp):
-    fabric = make(tmp, faults=("cn001:speed=DDR", "leaf01/1:speed=SDR", "leaf01/2:width=1X"))
+def test_a_link_trains_at_the_lower_of_what_its_two_ends_were_set_to(tmp_path):
+    fabric = make(tmp_path, faults=("cn001:speed=DDR", "leaf01/1:speed=SDR", "leaf01/2:width=1X"))
     nodes = net(fabric).nodes
     assert nodes["leaf01"].ports[1].options == {"w": 8, "s": 1}
     assert nodes["leaf01"].ports[2].options == {"w": 1, "s": 2}
@@ -239,14 +229,14 @@ def test_a_link_trains_at_the_lower_of_what_its_two_ends_were_set_to(tmp):
         ("leaf09/1:speed=SDR", "no node 'leaf09'"),
     ],
 )
-def test_what_ibsim_cannot_build_is_a_clear_error_at_start(tmp, spec, message):
+def test_what_ibsim_cannot_build_is_a_clear_error_at_start(tmp_path, spec, message):
     assert build(3, 6).nodes[4].kind == "roce"
     with pytest.raises(FaultError, match=message):
-        make(tmp, faults=(spec,))
+        make(tmp_path, faults=(spec,))
 
 
-def test_a_running_fabric_refuses_to_change_a_links_width_speed_or_cabling(tmp, capsys):
-    fabric = make(tmp, faults=("cn001/mlx5_0/1:speed=SDR",))
+def test_a_running_fabric_refuses_to_change_a_links_width_speed_or_cabling(tmp_path, capsys):
+    fabric = make(tmp_path, faults=("cn001/mlx5_0/1:speed=SDR",))
     for spec in ("cn004/mlx4_0/1:speed=SDR", "leaf01/21:width=1X", "cn003/mlx5_0/1:miscable"):
         with pytest.raises(FaultError, match=r"ibsim cannot change .* while it runs"):
             fabric.add_fault(spec)
@@ -274,19 +264,19 @@ def test_a_running_fabric_refuses_to_change_a_links_width_speed_or_cabling(tmp, 
         ("spine02:down", "switches: leaf01..leaf02, spine01"),
     ],
 )
-def test_a_bad_switch_fault_is_a_clear_error(tmp, spec, message):
-    fabric = make(tmp)
+def test_a_bad_switch_fault_is_a_clear_error(tmp_path, spec, message):
+    fabric = make(tmp_path)
     with pytest.raises(FaultError, match=message):
         fabric.add_fault(spec)
 
 
-def test_switch_faults_need_fabric_mode(tmp):
-    fabric = Fabric.create(str(tmp / "sim"), 6, seed=3)
+def test_switch_faults_need_fabric_mode(tmp_path):
+    fabric = Fabric.create(str(tmp_path / "sim"), 6, seed=3)
     with pytest.raises(FaultError, match="no node 'leaf01'"):
         fabric.add_fault("leaf01/3:down")
     with pytest.raises(FaultError, match="--fabric"):
         fabric.add_fault("cn001/mlx5_0/1:miscable")
-    assert not (tmp / "sim" / "fabric.net").exists()
+    assert not (tmp_path / "sim" / "fabric.net").exists()
 
 
 def on(fabric, switch_port):
@@ -299,8 +289,8 @@ def state_of(fabric, key):
     return p.state.name, p.phys_state.name
 
 
-def test_a_switch_down_takes_down_the_host_ports_cabled_to_it_and_a_pulled_cable_both_ends(tmp):
-    fabric = make(tmp)
+def test_a_switch_down_takes_down_the_host_ports_cabled_to_it_and_a_pulled_cable_both_ends(tmp_path):
+    fabric = make(tmp_path)
     on_leaf01 = {on(fabric, f"leaf01/{n}") for n in range(1, 6)}
     fabric.add_fault("leaf01:down")
     fabric.step(10)
@@ -319,8 +309,8 @@ def test_a_switch_down_takes_down_the_host_ports_cabled_to_it_and_a_pulled_cable
     assert state_of(fabric, on(fabric, "leaf02/5")) == ("ACTIVE", "LinkUp")  # a spine down leaves the hosts up
 
 
-def test_a_flapping_switch_port_flaps_the_host_end_and_host_faults_break_the_cable_in_ibsim(tmp):
-    fabric = make(tmp)
+def test_a_flapping_switch_port_flaps_the_host_end_and_host_faults_break_the_cable_in_ibsim(tmp_path):
+    fabric = make(tmp_path)
     fabric.add_fault("leaf01/3:flap", "cn004/mlx4_0/2:disabled", "cn003:vanish")
     seen = []
     for _ in range(4):
@@ -333,8 +323,8 @@ def test_a_flapping_switch_port_flaps_the_host_end_and_host_faults_break_the_cab
     assert fabric._wanted.links_down == set()
 
 
-def test_switch_port_symbol_errors_accumulate_only_while_the_link_is_up(tmp):
-    fabric = make(tmp)
+def test_switch_port_symbol_errors_accumulate_only_while_the_link_is_up(tmp_path):
+    fabric = make(tmp_path)
     fabric.add_fault("leaf02/21:symbol-errors=3/s", "spine01/1:symbol-errors=1/min")
     for _ in range(3):
         fabric.step(10)
@@ -352,8 +342,8 @@ def wanted(switches_down=(), links_down=(), muted=(), symbol_errors=None):
     return ibsim.Wanted(set(switches_down), set(links_down), set(muted), dict(symbol_errors or {}))
 
 
-def test_console_commands_take_ibsim_from_what_was_applied_to_what_is_wanted(tmp):
-    cabling = make(tmp).cabling
+def test_console_commands_take_ibsim_from_what_was_applied_to_what_is_wanted(tmp_path):
+    cabling = make(tmp_path).cabling
     nothing = ibsim.empty_applied()
     assert ibsim.commands(cabling, nothing, wanted()) == []
     leaf02 = [x.key for x in cabling.links_of("leaf02")]  # a switch down takes all its links down
@@ -382,20 +372,20 @@ def test_console_commands_take_ibsim_from_what_was_applied_to_what_is_wanted(tmp
     ]
 
 
-def test_a_spine_going_down_while_a_leaf_comes_back_keeps_their_links_down(tmp):
-    cabling = make(tmp).cabling
+def test_a_spine_going_down_while_a_leaf_comes_back_keeps_their_links_down(tmp_path):
+    cabling = make(tmp_path).cabling
     applied = ibsim.applied_state(wanted(["leaf01"], [x.key for x in cabling.links_of("leaf01")]))
     spine_links = {x.key for x in cabling.links_of("spine01")}
     cmds = ibsim.commands(cabling, applied, wanted(["spine01"], spine_links))
     assert cmds == ['ReLink "leaf01"', 'Unlink "spine01"']
 
 
-def test_the_simulator_sends_only_what_changed_and_keeps_it_across_restarts(tmp):
-    fifo = str(tmp / "ctl")
+def test_the_simulator_sends_only_what_changed_and_keeps_it_across_restarts(tmp_path):
+    fifo = str(tmp_path / "ctl")
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        fabric = make(tmp)
+        fabric = make(tmp_path)
         fabric.use_console(fifo)
         fabric.add_fault("leaf01/3:down", "leaf02/21:symbol-errors=1/s")
         fabric.step(10)
@@ -417,10 +407,10 @@ def test_the_simulator_sends_only_what_changed_and_keeps_it_across_restarts(tmp)
         os.close(reader)
 
 
-def test_with_nobody_reading_the_fifo_it_says_so_and_sends_the_commands_later(tmp):
-    fifo = str(tmp / "ctl")
+def test_with_nobody_reading_the_fifo_it_says_so_and_sends_the_commands_later(tmp_path):
+    fifo = str(tmp_path / "ctl")
     os.mkfifo(fifo)
-    fabric = make(tmp)
+    fabric = make(tmp_path)
     fabric.use_console(fifo)
     fabric.add_fault("spine01:mute", "leaf01/3:down")
     fabric.step(10)  # no reader: not blocked, not applied
@@ -445,15 +435,15 @@ def test_with_nobody_reading_the_fifo_it_says_so_and_sends_the_commands_later(tm
         os.close(reader)
 
 
-def test_ibsim_ctl_must_be_a_fifo_of_a_fabric_mode_simulator(tmp, capsys):
-    (tmp / "file").write_text("")
-    fabric = make(tmp)
+def test_ibsim_ctl_must_be_a_fifo_of_a_fabric_mode_simulator(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    fabric = make(tmp_path)
     with pytest.raises(SimError, match="not a FIFO"):
-        fabric.use_console(str(tmp / "file"))
-    plain = Fabric.create(str(tmp / "plain"), 4)
+        fabric.use_console(str(tmp_path / "file"))
+    plain = Fabric.create(str(tmp_path / "plain"), 4)
     with pytest.raises(SimError, match="--fabric"):
-        plain.use_console(str(tmp / "file"))
-    assert cli(["simulate", "--out", str(tmp / "x"), "--nodes", "4", "--once", "--leaves", "3"]) == 2
+        plain.use_console(str(tmp_path / "file"))
+    assert cli(["simulate", "--out", str(tmp_path / "x"), "--nodes", "4", "--once", "--leaves", "3"]) == 2
     assert "need --fabric" in capsys.readouterr().err
 
 
@@ -473,8 +463,8 @@ def read_fifo(fd):
 # -- continuing a fabric, and the command line ----------------------------------------------------
 
 
-def test_a_later_run_continues_the_same_fabric_and_refuses_to_rebuild_it(tmp, capsys):
-    out = str(tmp / "cli")
+def test_a_later_run_continues_the_same_fabric_and_refuses_to_rebuild_it(tmp_path, capsys):
+    out = str(tmp_path / "cli")
     args = ["simulate", "--out", out, "--nodes", "6", "--seed", "3", "--once", "--fabric", "--switch-ports", "8"]
     assert cli([*args, "--fault", "cn001/mlx5_0/1:speed=DDR", "--fault", "leaf01/3:down"]) == 0
     net_before = (Path(out) / "fabric.net").read_bytes()
@@ -493,8 +483,8 @@ def test_a_later_run_continues_the_same_fabric_and_refuses_to_rebuild_it(tmp, ca
     assert not (Path(out) / "fabric.net").exists() and not (Path(out) / "fabric-expected.yaml").exists()
 
 
-def test_without_fabric_mode_nothing_of_the_switches_is_written(tmp):
-    fabric = Fabric.create(str(tmp / "sim"), 6, seed=3)
+def test_without_fabric_mode_nothing_of_the_switches_is_written(tmp_path):
+    fabric = Fabric.create(str(tmp_path / "sim"), 6, seed=3)
     fabric.step(10)
     assert "switches" not in fabric.state and "switches" not in fabric.state["config"]
     assert sorted(os.listdir(fabric.out)) == sorted(

@@ -23,11 +23,11 @@ NODES, SEED = 6, 3  # seed 3: IB ports cabled leaf01 1-5 (cn001-cn003), leaf02 1
 
 
 @pytest.fixture
-def ibsim(shm_tmp, request):
+def ibsim(tmp_path, request):
     """Build a fabric (options: SwitchOptions fields) and start ibsim on it; everything stops at the end."""
 
     def start(**options) -> Ibsim:
-        fabric = Fabric.create(str(shm_tmp / "sim"), NODES, seed=SEED, switches=SwitchOptions(**options))
+        fabric = Fabric.create(str(tmp_path / "sim"), NODES, seed=SEED, switches=SwitchOptions(**options))
         return Ibsim(fabric, request)
 
     return start

@@ -4,7 +4,6 @@ when the fault goes, and read back marked by the collector."""
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,9 @@ PF0, PF1 = "0000:3b:00.0", "0000:86:00.0"  # cn001's two ConnectX-6 in the simul
 
 
 @pytest.fixture
-def fabric():
-    """One node, two ConnectX-6, in memory where the machine has /dev/shm (as sysfs is)."""
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(dir=base, prefix="fabricweb-sim-") as d:
-        yield Fabric.create(d, 1, seed=3)
+def fabric(tmp_path):
+    """One node, two ConnectX-6."""
+    return Fabric.create(str(tmp_path), 1, seed=3)
 
 
 def marks(fabric) -> list[tuple]:

@@ -21,8 +21,8 @@ TEMPLATES = "templates"
 
 
 @pytest.fixture
-def world(each_db, shm_tmp):
-    return polled_worlds(shm_tmp)(polls=1)
+def world(each_db, tmp_path):
+    return polled_worlds(tmp_path)(polls=1)
 
 
 def directives(response) -> dict[str, list[str]]:

@@ -20,8 +20,8 @@ EVIL = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
 
 @pytest.fixture
-def world(each_db, shm_tmp):
-    return polled_worlds(shm_tmp)
+def world(each_db, tmp_path):
+    return polled_worlds(tmp_path)
 
 
 def grid(html: str) -> str:

@@ -89,8 +89,8 @@ def test_the_search_box_is_on_every_page_with_its_shortcut(viewer, faulty):
 
 
 @pytest.fixture
-def switches(each_db, shm_tmp):
-    return polled_worlds(shm_tmp)(polls=1)
+def switches(each_db, tmp_path):
+    return polled_worlds(tmp_path)(polls=1)
 
 
 def test_search_finds_a_switch_and_its_port_by_name_and_guid(viewer, switches):

@@ -44,9 +44,9 @@ def snapshot_of(message: bytes) -> dict:
 
 
 @needs_ibsim
-def test_the_collector_sweeps_as_its_own_broker_user_and_can_do_nothing_else(broker, shm_tmp, request, tmp_path):
+def test_the_collector_sweeps_as_its_own_broker_user_and_can_do_nothing_else(broker, tmp_path, request):
     address, central_url = broker
-    sim = Ibsim(Fabric.create(str(shm_tmp / "sim"), 6, seed=3, switches=SwitchOptions()), request)
+    sim = Ibsim(Fabric.create(str(tmp_path / "sim"), 6, seed=3, switches=SwitchOptions()), request)
     central = redis.Redis.from_url(central_url, socket_timeout=40)
     # `manage.py ingest` declares the snapshots queue before any agent or collector sends to it.
     with Connection(central_url) as conn:

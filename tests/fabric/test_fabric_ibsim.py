@@ -24,9 +24,9 @@ NODES, SEED = 6, 3
 
 
 @pytest.fixture
-def ibsim(shm_tmp, request):
+def ibsim(tmp_path, request):
     def start(*faults: str) -> Ibsim:
-        fabric = Fabric.create(str(shm_tmp / "sim"), NODES, seed=SEED, switches=SwitchOptions(faults=faults))
+        fabric = Fabric.create(str(tmp_path / "sim"), NODES, seed=SEED, switches=SwitchOptions(faults=faults))
         return Ibsim(fabric, request)
 
     return start

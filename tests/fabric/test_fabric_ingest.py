@@ -28,9 +28,9 @@ def host_port(node: str, device: str, number: int) -> Port:
 
 
 @pytest.fixture
-def world(each_db, shm_tmp):
+def world(each_db, tmp_path):
     def make(**options) -> FabricWorld:
-        return FabricWorld(shm_tmp / "sim", **options)
+        return FabricWorld(tmp_path / "sim", **options)
 
     return make
 

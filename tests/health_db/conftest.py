@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-
 import pytest
 from health_db_fabric import SimFabric
 
@@ -22,14 +18,8 @@ def fresh_norms():
 
 @pytest.fixture
 def sim_dir(tmp_path):
-    """Where the simulator writes its node trees: memory when there is some (it rewrites ~100 files a step,
-    about 20 times slower on a disk-backed overlay), else pytest's tmp_path."""
-    if os.access("/dev/shm", os.W_OK):
-        path = tempfile.mkdtemp(prefix="fabricweb-sim-", dir="/dev/shm")
-        yield path
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        yield str(tmp_path)
+    """Where the simulator writes its node trees (tmpfs where there is one: tests/conftest.py)."""
+    return str(tmp_path)
 
 
 @pytest.fixture

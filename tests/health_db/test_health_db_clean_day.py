@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
-import tempfile
 
 import pytest
 from health_db_fabric import SimFabric
@@ -38,26 +35,21 @@ MISSED = {"cn001": (2000, 6000, 8000), "cn002": (2500,)}  # one snapshot lost in
 def day(tmp_path_factory):
     """The day's snapshots as gzipped JSON lines, one line per poll (the snapshots that arrived)."""
     path = tmp_path_factory.mktemp("clean-day") / "day.jsonl.gz"
-    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    sim_dir = tempfile.mkdtemp(prefix="fabricweb-day-", dir=shm)
-    try:
-        fab = SimFabric(sim_dir, 2)
-        assert fab.kinds == {"cn001": "cx6", "cn002": "cx3"}
-        with gzip.open(path, "wt", compresslevel=1) as out:
-            for i in range(POLLS):
-                for node in fab.nodes:
-                    if i in REBOOTS.get(node, ()) or i in HAND_RESETS.get(node, ()):
-                        fab.fault(f"{node}:reset")
-                fab.sim.step(10.0)
-                down = {n for n, at in REBOOTS.items() for a in at if a <= i < a + 2}
-                lost = {n for n, at in MISSED.items() if i in at}
-                snaps = [fab.snapshot(n) for n in fab.nodes if n not in down | lost]
-                out.write(json.dumps([fab.now.isoformat(), snaps], separators=(",", ":")) + "\n")
-                for node in fab.nodes:
-                    if f"{node}:reset" in fab.sim.faults():
-                        fab.clear(f"{node}:reset")
-    finally:
-        shutil.rmtree(sim_dir, ignore_errors=True)
+    fab = SimFabric(str(tmp_path_factory.mktemp("clean-day-sim")), 2)
+    assert fab.kinds == {"cn001": "cx6", "cn002": "cx3"}
+    with gzip.open(path, "wt", compresslevel=1) as out:
+        for i in range(POLLS):
+            for node in fab.nodes:
+                if i in REBOOTS.get(node, ()) or i in HAND_RESETS.get(node, ()):
+                    fab.fault(f"{node}:reset")
+            fab.sim.step(10.0)
+            down = {n for n, at in REBOOTS.items() for a in at if a <= i < a + 2}
+            lost = {n for n, at in MISSED.items() if i in at}
+            snaps = [fab.snapshot(n) for n in fab.nodes if n not in down | lost]
+            out.write(json.dumps([fab.now.isoformat(), snaps], separators=(",", ":")) + "\n")
+            for node in fab.nodes:
+                if f"{node}:reset" in fab.sim.faults():
+                    fab.clear(f"{node}:reset")
     return path
 
 

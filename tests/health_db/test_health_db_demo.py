@@ -23,13 +23,13 @@ def make_variable(name: str) -> str:
     return match.group(1)
 
 
-def test_every_demo_fault_opens_its_problem_in_the_first_polls(each_db, shm_tmp):
+def test_every_demo_fault_opens_its_problem_in_the_first_polls(each_db, tmp_path):
     faults = shlex.split(make_variable("DEMO_FAULTS"))
     start = tuple(f for f in faults if f.split(":")[1].split("=")[0] in START_ONLY)
     nodes = int(make_variable("SIM_NODES"))
     policyfile.store(policyfile.parse((ROOT / "scripts/demo-policies.yaml").read_text()))
     # runfabric's simulator: seed 0, 40-port switches.
-    world = FabricWorld(shm_tmp / "sim", nodes=nodes, switch_ports=40, start_faults=start, follow=True)
+    world = FabricWorld(tmp_path / "sim", nodes=nodes, switch_ports=40, start_faults=start, follow=True)
     world.sim.add_fault(*(f for f in faults if f not in start))
     world.polls(4)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import tempfile
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -55,10 +54,8 @@ class Host:
 
 
 @pytest.fixture
-def sim_dir():
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(dir=base, prefix="fabricweb-sim-") as d:
-        yield d
+def sim_dir(tmp_path):
+    return str(tmp_path)
 
 
 def vanished_events() -> list[str]:
@@ -90,14 +87,12 @@ NOW = T0 + timedelta(minutes=1)
 
 
 @pytest.fixture(scope="module")
-def marked() -> dict:
+def marked(tmp_path_factory) -> dict:
     """A snapshot the agent sent with FABRIC_INCLUDE_VIRTUAL_FUNCTIONS=true: two PFs, a VF on each."""
-    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(dir=base, prefix="fabricweb-sim-") as d:
-        host = Host(d, include_vfs=True)
-        host.sim.add_fault("cn001:vfs=1")
-        host.sim.step(STEP)
-        return host.snapshot()
+    host = Host(str(tmp_path_factory.mktemp("marked")), include_vfs=True)
+    host.sim.add_fault("cn001:vfs=1")
+    host.sim.step(STEP)
+    return host.snapshot()
 
 
 def test_the_schema_takes_the_mark_as_an_optional_device_field(marked):
