@@ -36,7 +36,7 @@ lint: $(VENV)/.installed
 
 # Starts throwaway Redis and PostgreSQL on loopback ports, then lint and the whole suite.
 test: setup lint
-	eval "$$(scripts/test-services start)" && $(BIN)/pytest -n 2 --durations=25
+	eval "$$(scripts/test-services start)" && $(BIN)/pytest -n 3 --durations=25
 
 # The whole pipeline on one machine: simulator (with faults), private Redis, ingest worker, beat, one node
 # agent for every simulated node, and the dashboard on http://127.0.0.1:8000/. Its last lines, once the

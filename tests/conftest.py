@@ -42,25 +42,26 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("each_db", BACKENDS, indirect=True)
 
 
-# The scopes that take longest, in seconds on two workers (`--durations=0`, December 2026), handed out first
-# so that none starts last while the other workers are idle. Any scope not named here is light: those go
-# after, most tests first (xdist's own order). Rough figures are enough: only their order matters.
+# The scopes that take longest, in seconds on three workers (a timeline of `make test`, December 2026), handed
+# out first so that none starts last while the other workers are idle. Any scope not named here is light: those
+# go after, most tests first (xdist's own order). Rough figures are enough: only their order matters.
 HEAVY_SCOPES = {
-    "tests/e2e": 650,  # every end-to-end file, one after another
-    "tests/health_db/test_health_db_clean_day.py": 180,  # a simulated day, made once, ingested twice
-    "tests/pipeline/test_pipeline_consumer.py": 120,
-    "tests/alerts/test_alerts_worker.py": 100,
-    "tests/exporter/test_exporter_switches.py": 75,
-    "tests/health_db/test_health_db_faults.py": 65,
-    "tests/dashboard/test_dashboard_operate.py": 65,
-    "tests/dashboard/test_dashboard_fabric.py": 55,
-    "tests/dashboard/test_dashboard_pages.py": 55,
+    "tests/e2e": 330,  # every end-to-end file, one after another
+    "tests/health_db/test_health_db_clean_day.py": 130,  # a simulated day, made once, ingested twice
+    "tests/pipeline/test_pipeline_consumer.py": 80,
+    "tests/alerts/test_alerts_worker.py": 70,
+    "tests/health_db/test_health_db_faults.py": 37,
+    "tests/dashboard/test_dashboard_screens_browser.py": 34,
+    "tests/telemetry/test_telemetry_partitions.py": 29,
+    "tests/dashboard/test_dashboard_fabric.py": 27,
+    "tests/pipeline/test_pipeline_staleness.py": 26,
+    "tests/exporter/test_exporter_switches.py": 21,
 }
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Under `pytest -n 2` (make test): a file's tests stay on one worker, in their order (its module fixtures
+    """Under `pytest -n 3` (make test): a file's tests stay on one worker, in their order (its module fixtures
     start once), and the end-to-end files, each a whole fabric of processes, run one after another.
     The heaviest scopes (HEAVY_SCOPES) start first."""
     from xdist.scheduler import LoadFileScheduling

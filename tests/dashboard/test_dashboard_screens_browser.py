@@ -11,11 +11,10 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
-from webserver_support import PASSWORD, log_in, make_superuser, served_copy, watched_page
+from webserver_support import log_in, make_superuser, served_copy, server_password, watched_page
 
 from fabricweb.dashboard.models import WallLink
 from tests.api.api_support import SimFabric
@@ -54,9 +53,7 @@ def served(django_db_setup, django_db_blocker, tmp_path_factory):
             fab.poll()
             fab.poll()
             make_superuser("olga")
-            viewer = get_user_model().objects.create(
-                username="victor", password=PBKDF2PasswordHasher().encode(PASSWORD, "webservertestsalt")
-            )
+            viewer = get_user_model().objects.create(username="victor", password=server_password())
             viewer.groups.add(Group.objects.get_or_create(name="viewer")[0])
             _, token = WallLink.issue("NOC left", "olga")
             base, db = stack.enter_context(served_copy(tmp, FABRIC_POLL_INTERVAL="1"))

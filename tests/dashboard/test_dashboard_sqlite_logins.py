@@ -72,4 +72,6 @@ def test_logins_get_through_while_a_writer_holds_the_lock_batch_after_batch(tmp_
     assert "database is locked" not in log, results
     assert sorted((status, path) for status, path, _ in results) == [(200, "/")] * LOGINS, results
     assert len(batches) > 10  # the writer kept writing meanwhile
-    assert max(seconds for *_, seconds in results) < 5, results
+    # Each login also costs a million PBKDF2 rounds, six at once on a machine the other test workers share:
+    # the bound is against SQLite's own 20 s wait, not the hashing.
+    assert max(seconds for *_, seconds in results) < 10, results

@@ -4,6 +4,7 @@ settings with DEBUG on: plain HTTP) on a SQLite file VACUUMed from the test's co
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 import urllib.request
@@ -20,10 +21,15 @@ from tests.loopback import free_port
 PASSWORD = "web-server-test-password"
 
 
+@functools.cache
+def server_password() -> str:
+    """PASSWORD stored with the hasher the server runs (the tests' own is MD5, which it would not accept).
+    Hashed once per process: a million PBKDF2 rounds cost about half a second of CPU each time."""
+    return PBKDF2PasswordHasher().encode(PASSWORD, "webservertestsalt")
+
+
 def make_superuser(name: str) -> None:
-    """Stored with the hasher the server runs (the tests' own is MD5, which it would not accept)."""
-    encoded = PBKDF2PasswordHasher().encode(PASSWORD, "webservertestsalt")
-    get_user_model().objects.create(username=name, password=encoded, is_staff=True, is_superuser=True)
+    get_user_model().objects.create(username=name, password=server_password(), is_staff=True, is_superuser=True)
 
 
 @contextlib.contextmanager
