@@ -46,10 +46,11 @@ class TreeOutput(VfOutput):
                     continue
                 pci, ddir = j(root, dev.pci_rel), j(root, dev.dev_rel)
                 w.dir(j(ddir, "ports"))
+                # Paths by concatenation, not os.path.join, in the loops: a step writes hundreds of files.
                 for rel, text in pci_files(dev, self._effects[dev.ports[0].key].pcie).items():
-                    w.file(j(pci, rel), text)
+                    w.file(f"{pci}/{rel}", text)
                 for rel, text in device_files(node.name, dev).items():
-                    w.file(j(ddir, rel), text)
+                    w.file(f"{ddir}/{rel}", text)
                 w.link(j(ddir, "device"), f"../../../{dev.pci_addr}")
                 w.link(j(root, "bus", "pci", "devices", dev.pci_addr), bus_link(dev.pci_rel))
                 for port in dev.ports:
@@ -77,7 +78,7 @@ class TreeOutput(VfOutput):
             d = j(root, fn.rel)
             w.dir(d)
             for name, text in fn_files(fn, current).items():
-                w.file(j(d, name), text)
+                w.file(f"{d}/{name}", text)
             w.link(j(bus, fn.address), bus_link(fn.rel))
 
     def _write_port(self, dev: SimDevice, port: SimPort, pci: str, pdir: str) -> None:
@@ -93,4 +94,4 @@ class TreeOutput(VfOutput):
             w.dir(j(pdir, "hw_counters"))
         files = port_files(dev, port, self.state["ports"][port.key], self._effects[port.key], self._phys[port.key])
         for rel, text in files.items():
-            w.file(j(pdir, rel), text)
+            w.file(f"{pdir}/{rel}", text)
