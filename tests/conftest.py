@@ -81,6 +81,20 @@ def pytest_xdist_make_scheduler(config, log):
     return Scheduling(config, log)
 
 
+# Three workers share two cores (make test). The end-to-end files time a whole fabric against 1 s polls, so
+# the other workers give way to it: each lowers its own priority before its first test outside tests/e2e
+# (the end-to-end scope is handed out first and runs to its end on its worker). Their children inherit it.
+OTHER_WORKERS_NICENESS = 10
+_GIVEN_WAY = pytest.StashKey[bool]()
+
+
+def pytest_runtest_setup(item):
+    config, worker = item.config, os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not item.nodeid.startswith("tests/e2e/") and not config.stash.get(_GIVEN_WAY, False):
+        os.nice(OTHER_WORKERS_NICENESS)
+        config.stash[_GIVEN_WAY] = True
+
+
 def pytest_collection_modifyitems(config, items):
     """Give every `each_db` test the django_db mark for its backend (keeping its own options)."""
     for item in items:
