@@ -72,7 +72,7 @@ def test_year_1_and_year_9999_windows_are_a_400_that_says_the_range(api, stored_
     assert response.json() == {"error": "node: must not contain control characters"}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     path=st.sampled_from(sorted(ENDPOINTS)),
     name=st.sampled_from(["since", "until", "cursor", "node", "kind", "limit", "offset", "state", "open", "x"]),

@@ -179,7 +179,7 @@ def fabric_families(draw) -> Families:
     return families
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(fabric_families())
 def test_hypothesis_families_encode_as_prometheus_client_does(families):
     assert_same_bytes(families)

@@ -92,7 +92,7 @@ port_views = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(port_views)
 def test_arbitrary_port_views_never_raise_and_give_json_ready_findings(view):
     judgement = judge_port(view)
@@ -105,7 +105,7 @@ def test_arbitrary_port_views_never_raise_and_give_json_ready_findings(view):
     assert not judgement.unknown & {f.key for f in judgement.findings}
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(port_views, max_size=4), st.lists(st.booleans(), max_size=5))
 def test_lifecycle_never_raises_whatever_the_rules_and_stored_events(views, keep):
     judgement = judge_ports(views)

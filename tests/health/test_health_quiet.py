@@ -47,7 +47,7 @@ quiet_views = st.builds(
 TOUCHY = dataclasses.replace(DEFAULT, congestion_share=0.01, congestion_window_s=60.0)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(quiet_views, st.floats(0, 2e9), intervals, st.integers(), quiet_ring, waits, st.sampled_from([DEFAULT, TOUCHY]))
 def test_it_rejudges_a_quiet_port_as_the_rules_would(view, ts, interval, polls, ring, wait, t):
     key = quiet.inputs(view, t)
@@ -60,7 +60,7 @@ def test_it_rejudges_a_quiet_port_as_the_rules_would(view, ts, interval, polls, 
     assert quiet.rejudge(other, t, judge_port(view, t)) == judge_port(other, t)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(port_views)
 def test_a_view_it_calls_quiet_rejudges_as_the_rules_would(view):
     key = quiet.inputs(view, DEFAULT)

@@ -38,7 +38,7 @@ def _windows(ring, interval, deltas, length) -> tuple[float, float]:
 lengths = st.sampled_from([300.0, 60.0, 3600.0, 25.0])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(rings(), numbers, moved, lengths)
 def test_it_counts_the_window_as_windows_does(ring, interval, deltas, length):
     c = trailing(NOW, interval, deltas, ring, WAIT, length)
@@ -57,7 +57,7 @@ polls = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(polls, st.integers(0, 120), lengths)
 def test_its_bounds_hold_the_windows_count_as_ingest_grows_the_ring(steps, seed_at, length):
     ring, ts, log = [], NOW, None
@@ -110,7 +110,6 @@ whole_polls = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
 @given(whole_polls, st.floats(1e-3, 30.0))
 def test_it_counts_polls_whole_inside_the_window_exactly(steps, interval):
     ring, ts = [], NOW - 3000.0

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from kombu.exceptions import DecodeError
 from kombu.message import Message
@@ -75,7 +75,6 @@ ODD_TEXTS = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(text=st.one_of(VALUES.map(json.dumps), ODD_TEXTS))
 def test_exact_loads_reads_what_json_reads_or_leaves_it_to_json(text):
     data = text.encode("utf-8", "surrogatepass")
@@ -102,7 +101,6 @@ def test_exact_loads_leaves_integers_past_64_bits_to_json():
     )
 
 
-@settings(max_examples=300, deadline=None)
 @given(value=VALUES, headers=VALUES)
 def test_an_envelope_reads_as_json_reads_it(value, headers):
     text = json.dumps({"body": "W1tdLCB7fSwge31d", "headers": {"x": headers}, "properties": {"v": value}})
@@ -120,7 +118,6 @@ def test_an_envelope_orjson_reads_otherwise_is_read_by_json(text):
     assert repr(_envelope(text.encode())) == expected
 
 
-@settings(max_examples=200, deadline=None)
 @given(body=st.binary(max_size=200), encoding=st.sampled_from(["base64", None, "utf-8"]))
 def test_a_taken_messages_body_is_the_bytes_kombu_would_give(body, encoding):
     """kombu's Redis transport writes a body plain (kombu's JSON of bytes: text, or base64 when not UTF-8)

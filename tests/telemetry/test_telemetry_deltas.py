@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricweb.telemetry.storage.columns import SOURCES
@@ -212,7 +212,6 @@ def reference(prev: Reading | None, cur: Reading, interval):
     return values, resets, capped
 
 
-@settings(max_examples=400)
 @given(
     prev=st.one_of(st.none(), READING),
     cur=READING,
@@ -246,7 +245,6 @@ def full_readings(draw):
     return split(before), split(now)
 
 
-@settings(max_examples=400)
 @given(pair=full_readings(), interval=st.one_of(st.none(), st.floats(min_value=-5, max_value=1e5, allow_nan=False)))
 def test_port_deltas_of_complete_readings_match_the_per_counter_rules(pair, interval):
     prev, cur = pair

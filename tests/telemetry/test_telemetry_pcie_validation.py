@@ -7,7 +7,7 @@ import copy
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pcie_support import UPLINK, Dgx, device, hop
 from test_telemetry_quickparse import JSONISH, _apply, _paths
@@ -231,7 +231,6 @@ def _tree_paths(snap):
     yield from _paths(snap["gpus"], ("gpus",))
 
 
-@settings(max_examples=400, deadline=None)
 @given(data=st.data())
 def test_random_trees_get_the_same_verdict_and_values_both_ways(dgx, data):
     snap = copy.deepcopy(dgx)
@@ -257,7 +256,6 @@ def _verdict(check, *args):
         return type(e)
 
 
-@settings(max_examples=600, deadline=None)
 @given(data=st.data())
 def test_each_quick_check_agrees_with_its_worded_form(dgx, data):
     path = device(dgx, "mlx5_0")["pcie_path"]

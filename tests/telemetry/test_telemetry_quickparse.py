@@ -6,7 +6,7 @@ import copy
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support import NODE_EXPORTER, PROCFS, T0, port_of, snapshot
 
@@ -127,7 +127,6 @@ def _apply(snap, path, op, value):
         pass
 
 
-@settings(max_examples=600, deadline=None)
 @given(base=st.sampled_from(BASES), mutations=st.lists(MUTATION, min_size=1, max_size=3))
 def test_random_snapshots_get_the_same_verdict_and_values_both_ways(base, mutations):
     snap = copy.deepcopy(base)

@@ -171,7 +171,7 @@ def _apply(snap, path, op, value):
         pass
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=st.lists(MUTATION, min_size=1, max_size=3), n=st.integers(min_value=0, max_value=10**6))
 def test_random_mutations_are_stored_whole_or_rejected_whole(each_db, mutations, n):
     snap = later(BASE, n % 3600)

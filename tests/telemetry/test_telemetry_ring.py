@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricweb.health.view import PortView
@@ -92,7 +92,6 @@ def trace(rnd, length: int, clock_steps: bool = False):
         yield step, dict(rnd.choice(POLL_DELTAS))
 
 
-@settings(max_examples=60, deadline=None)
 @given(st.randoms(use_true_random=False), st.integers(min_value=100, max_value=600))
 def test_pushing_at_the_ends_matches_the_whole_ring_rules(rnd, length):
     ring = whole = []
@@ -104,7 +103,6 @@ def test_pushing_at_the_ends_matches_the_whole_ring_rules(rnd, length):
         assert ring == whole
 
 
-@settings(max_examples=60, deadline=None)
 @given(st.randoms(use_true_random=False), st.integers(min_value=1, max_value=600))
 def test_after_the_clock_steps_back_the_ring_stays_in_time_order_and_in_the_window(rnd, length):
     ring, ts = [], NOW
