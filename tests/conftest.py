@@ -14,6 +14,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 PG_ALIAS = "postgres"
+BACKENDS = ("sqlite", PG_ALIAS)
 
 # Property tests take their depth from one profile: `make test` tries 100 examples a test (Hypothesis' own
 # default); HYPOTHESIS_PROFILE=thorough tries 2,000, for a deeper run before a release. No deadline in
@@ -21,7 +22,6 @@ PG_ALIAS = "postgres"
 hypothesis_settings.register_profile("quick", max_examples=100, deadline=None)
 hypothesis_settings.register_profile("thorough", max_examples=2000, deadline=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
-BACKENDS = ("sqlite", PG_ALIAS)
 
 
 def pytest_configure(config):
