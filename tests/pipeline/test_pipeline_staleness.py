@@ -127,13 +127,15 @@ def test_a_node_that_does_not_take_its_polls_is_stale_after_missing_three(polled
     assert PollLedger(polled.client).missed_total() == {dead: 3}
 
 
-def test_dispatches_run_back_to_back_count_no_miss(polled):
+def test_dispatches_run_back_to_back_count_no_miss(polled, settings):
     # The central side stalled, then ran two dispatches at once: the second found the first's polls
-    # still queued, but they had not waited an interval.
+    # still queued, but they had not waited an interval. A longer interval than the other tests': one
+    # dispatch alone took 0.26 s, most of 0.3 s, on a machine shared with the other test workers.
+    settings.FABRIC_POLL_INTERVAL = interval = 1.5
     scheduling.dispatch_collect.apply().get()
     assert scheduling.dispatch_collect.apply().get() == {"sent": 0, "waiting": 3}
     assert PollLedger(polled.client).missed() == {}
-    time.sleep(INTERVAL)
+    time.sleep(interval)
     scheduling.dispatch_collect.apply().get()
     assert PollLedger(polled.client).missed() == dict.fromkeys(polled.names, 1)
 
