@@ -60,8 +60,8 @@ def test_every_port_has_a_gid_whose_port_guid_is_unique_without_fabric_mode(tmp_
 HEALTHY = Rate(120.0, 12, "QDR")  # w=8 s=4: the best link ibsim's ports train
 
 
-def make(tmp_path, nodes=6, seed=3, name="sim", **switches):
-    return Fabric.create(str(tmp_path / name), nodes, seed=seed, switches=SwitchOptions(**switches))
+def make(base, nodes=6, seed=3, name="sim", **switches):
+    return Fabric.create(str(base / name), nodes, seed=seed, switches=SwitchOptions(**switches))
 
 
 def net(fabric):
