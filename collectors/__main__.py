@@ -34,7 +34,8 @@ def _print(args: argparse.Namespace, as_json, as_text) -> int:
 
 
 def _fabric(args: argparse.Namespace) -> int:
-    from .fabric.snapshot import to_dict
+    from .fabric.routes import lid_owners, render_ibroute
+    from .fabric.snapshot import routes_dict, to_dict
     from .fabric.sweep import Sweeper, SweepSettings, open_port
     from .fabric.text import render_text
     from .fabric.umad import UmadError
@@ -43,12 +44,18 @@ def _fabric(args: argparse.Namespace) -> int:
     try:
         with open_port(args.ca, args.port) as port:
             sweeper = Sweeper(port, args.collector, settings)
-            sweep = sweeper.sweep()
+            sweep = sweeper.sweep(routes=args.routes)
             if args.mode == "counters":
                 sweep = sweeper.sweep("counters")
     except UmadError as e:
         print(f"fabric: {e}", file=sys.stderr)
         return 2
+    if args.routes:
+        owners = lid_owners(sweep.nodes)
+        switches = sorted((n for n in sweep.nodes if n.is_switch and n.lft is not None), key=lambda n: n.lid or 0)
+        for error in sweep.errors:
+            print(f"fabric: {error.path}: {error.reason}", file=sys.stderr)
+        return _print(args, lambda: routes_dict(sweep), lambda: "".join(render_ibroute(n, owners) for n in switches))
     return _print(args, lambda: to_dict(sweep), lambda: render_text(sweep))
 
 
@@ -85,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     fabric.add_argument("--retries", type=int, default=2, help="tries after the first (default 2)")
     fabric.add_argument("--window", type=int, default=64, help="queries in flight at once (default 64)")
     fabric.add_argument("--pretty", action="store_true", help="indent the JSON")
+    fabric.add_argument(
+        "--routes",
+        action="store_true",
+        help="read every switch's linear forwarding table and print the tables (text as ibroute prints them)",
+    )
     fabric.set_defaults(func=_fabric)
 
     from . import simulate

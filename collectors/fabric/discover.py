@@ -132,6 +132,7 @@ class Discovery:
             return
         port.lid = info.lid if (number == 0 or not node.is_switch) else None
         port.state, port.phys_state = info.state, info.phys_state
+        port.lmc = info.lmc if port.lid is not None else None
         if number == 0 and node.is_switch:
             return  # the management port: no link, only the switch's LID
         port.lanes, port.speed = info.width_active, info.speed_active

@@ -9,8 +9,8 @@ libibmad's mad_set_field and decodes here):
   send, hop by hop from this host's port, so it needs no LIDs and no subnet manager;
 - performance management (PMA, class 0x04), routed by LID to the switch: what perfquery sends.
 
-Only what the collector reads is decoded: NodeInfo, NodeDescription, PortInfo, PortCounters
-and PortCountersExtended. Every multi-byte field is big-endian (network order).
+Only what the collector reads is decoded: NodeInfo, NodeDescription, PortInfo, SwitchInfo,
+LinearForwardingTable, PortCounters and PortCountersExtended. Every multi-byte field is big-endian (network order).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ METHOD_GET_RESPONSE = 0x81
 ATTR_NODE_DESCRIPTION = 0x0010
 ATTR_NODE_INFO = 0x0011
 ATTR_PORT_INFO = 0x0015
+ATTR_SWITCH_INFO = 0x0012  # in the SMP class; PortCounters shares the number in the PMA class
+ATTR_LINEAR_FORWARDING_TABLE = 0x0019
 ATTR_PORT_COUNTERS = 0x0012
 ATTR_PORT_COUNTERS_EXT = 0x001D
 
@@ -43,6 +45,11 @@ GSI_QP = 1
 GSI_QKEY = 0x80010000
 
 NODE_TYPE_CA, NODE_TYPE_SWITCH, NODE_TYPE_ROUTER = 1, 2, 3
+
+# A LinearForwardingTable block: the out ports of 64 consecutive LIDs, the block number its modifier.
+LFT_BLOCK = 64
+NO_ROUTE = 255  # an LFT entry that forwards nowhere (IBA 14.2.5.10)
+MAX_UNICAST_LID = 0xBFFF
 
 # PortInfo.CapabilityMask bit 14: the port reports FDR and faster in the LinkSpeedExt fields.
 CAP_EXTENDED_SPEEDS = 1 << 14
@@ -157,6 +164,25 @@ def decode_node_info(data: bytes) -> NodeInfo:
     return NodeInfo(
         node_type, ports, system_guid, node_guid, port_guid, device_id, revision, local, int.from_bytes(vendor)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchInfo:
+    linear_fdb_cap: int  # LIDs the linear table can hold
+    linear_fdb_top: int  # the highest LID with a valid entry: the table's used length less one
+
+
+def decode_switch_info(data: bytes) -> SwitchInfo:
+    cap, _random, _multicast, top = struct.unpack_from(">HHHH", data)
+    return SwitchInfo(cap, top)
+
+
+def decode_lft_block(data: bytes) -> bytes:
+    """A LinearForwardingTable block: the out port of each of its 64 LIDs (255: none)."""
+    block = bytes(data[:LFT_BLOCK])
+    if len(block) != LFT_BLOCK:
+        raise MadError(f"a forwarding table block of {len(block)} bytes, not {LFT_BLOCK}")
+    return block
 
 
 def decode_node_description(data: bytes) -> str:

@@ -20,6 +20,7 @@ class FabricPort:
     number: int = field(metadata=src("PortInfo attribute modifier / NodeInfo.LocalPortNum"))
     port_guid: int | None = field(default=None, metadata=src("NodeInfo.PortGUID (a switch's ports share one)"))
     lid: int | None = field(default=None, metadata=src("PortInfo.LID (CA ports, switch port 0)"))
+    lmc: int | None = field(default=None, metadata=src("PortInfo.LMC: the port answers 2**LMC LIDs from its LID"))
     state: int | None = field(default=None, metadata=src("PortInfo.PortState: 1 Down ... 4 Active"))
     phys_state: int | None = field(default=None, metadata=src("PortInfo.PortPhysicalState: 2 Polling, 5 LinkUp"))
     lanes: int | None = field(default=None, metadata=src("PortInfo.LinkWidthActive"))
@@ -52,6 +53,10 @@ class FabricNode:
     revision: int | None = field(default=None, metadata=src("NodeInfo.Revision"))
     route: tuple[int, ...] = field(default=(), metadata=src("the directed route it was first reached by"))
     ports: dict[int, FabricPort] = field(default_factory=dict, metadata=src("PortInfo per port"))
+    # A switch's linear forwarding table: byte L is the out port for LID L (255: none); None when not read.
+    lft: bytes | None = field(
+        default=None, metadata=src("LinearForwardingTable blocks 0 .. SwitchInfo.LinearFDBTop / 64")
+    )
 
     @property
     def is_switch(self) -> bool:
@@ -80,3 +85,4 @@ class FabricSweep:
     errors: list[ReadError] = field(default_factory=list)
     queries: int = 0  # MADs sent, retries included
     schema: int = FABRIC_SCHEMA_VERSION
+    routes: bool = False  # whether the switches' forwarding tables were read in this sweep

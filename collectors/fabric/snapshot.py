@@ -10,11 +10,14 @@ in masks are bits in the order the snapshot states in `widths` and `speeds`.
      "nodes": {"columns": ["guid", "type", ...], "rows": [["0xb8599f0000000100", 2, 40, "leaf07", ...], ...]},
      "ports": {"columns": ["node", "port", ...], "rows": [[0, 12, ...], ...]},
      "counters": {"columns": ["node", "port", "symbol_error", ...], "rows": [[0, 12, 0, ...], ...]},
+     "routes": {"columns": ["node", "lid", "lft"], "rows": [[0, 3, "ff01020016..."], ...]},
      "errors": [{"path": "leaf05 (0x...) port 3", "reason": "NodeInfo beyond it: no answer (timeout) after 3 tries"}]}
 
 `node` and `peer_node` in rows are indexes into `nodes.rows`. Counters are in base units
 (data in bytes) and null when the PMA did not answer or has no such counter. In a
 `"mode": "counters"` snapshot `ports` has no rows: the links are those of the last full sweep.
+`routes` is there only when the sweep read the switches' forwarding tables: a switch's `lft` is its
+table in hex, two digits a LID from LID 0 (`ff`: no route), half the size of a list of numbers.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .model import FabricSweep
 from .pma import COUNTER_NAMES
 
 KIND = "fabric"
+ROUTE_COLUMNS = ("node", "lid", "lft")
 NODE_COLUMNS = ("guid", "type", "ports", "description", "system_guid", "vendor_id", "device_id", "revision")
 PORT_COLUMNS = (
     "node",
@@ -102,10 +106,11 @@ def to_dict(sweep: FabricSweep) -> dict:
                 )
             if port.counters:
                 counters.append([i, number, *(port.counters.get(name) for name in COUNTER_NAMES)])
+    routes = [[i, node.lid, node.lft.hex()] for i, node in enumerate(sweep.nodes) if node.lft is not None]
     local = None
     if sweep.local is not None:
         local = {"guid": format_guid(sweep.local[0]), "port": sweep.local[1]}
-    return {
+    snap = {
         "kind": KIND,
         "schema": sweep.schema,
         "collector": sweep.collector,
@@ -118,4 +123,18 @@ def to_dict(sweep: FabricSweep) -> dict:
         "ports": {"columns": list(PORT_COLUMNS), "rows": ports},
         "counters": {"columns": ["node", "port", *COUNTER_NAMES], "rows": counters},
         "errors": [{"path": e.path, "reason": e.reason} for e in sweep.errors],
+    }
+    if sweep.routes:
+        snap["routes"] = {"columns": list(ROUTE_COLUMNS), "rows": routes}
+    return snap
+
+
+def routes_dict(sweep: FabricSweep) -> dict:
+    """`fabric --routes --format json`: each switch's table as a list, out port per LID from 0 (255: none)."""
+    return {
+        "routes": [
+            {"guid": format_guid(node.guid), "lid": node.lid, "name": node.description, "lft": list(node.lft)}
+            for node in sweep.nodes
+            if node.is_switch and node.lft is not None
+        ]
     }

@@ -1,8 +1,14 @@
-"""One sweep of the fabric: discovery (nodes, ports, links) and every switch port's counters.
+"""One sweep of the fabric: discovery (nodes, ports, links), every switch port's counters, and the
+switches' forwarding tables when they may have changed.
 
 `Sweeper` keeps the last discovery, so a counters-only poll (`mode="counters"`) queries the
 PMAs of the switches it found without walking the fabric again. A full sweep is what the
 fabric collector sends by default; see docs/fabric.md for the figures of each.
+
+The forwarding tables (collectors.fabric.routes) are read in a full sweep when the topology (its
+links and LIDs) differs from the one they were last read on, or `routes_interval` seconds have
+passed since: the subnet manager reprograms them after a change, and rarely otherwise. Counters-only
+polls never read them, so they cost what they cost before.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from .discover import Discovery
 from .engine import Engine
 from .model import FabricNode, FabricSweep
 from .pma import Counters
+from .routes import Routes
 
 # The management classes a sweep queries: directed-route SMPs and the performance management agent.
 CLASSES = ((mad.CLASS_SUBN_DIRECTED_ROUTE, 1), (mad.CLASS_PERFORMANCE, 1))
@@ -37,19 +44,40 @@ def open_port(ca: str | None = None, port: int = 0):
 
 
 class Sweeper:
-    def __init__(self, port, collector: str | None = None, settings: SweepSettings | None = None) -> None:
+    def __init__(
+        self,
+        port,
+        collector: str | None = None,
+        settings: SweepSettings | None = None,
+        routes_interval: float | None = None,
+    ) -> None:
         self.port = port
         self.collector = collector or socket.gethostname().split(".")[0]
         self.settings = settings or SweepSettings()
         self.nodes: list[FabricNode] = []  # the last discovery's
         self.local: tuple[int, int] | None = None
+        self.routes_interval = routes_interval  # None: read the tables only when asked
+        self.routes_topology: frozenset | None = None  # the topology the tables were last read on
+        self.routes_read_at: float | None = None  # time.monotonic() of that read
+
+    def routes_due(self, now: float) -> bool:
+        """Whether a full sweep that just discovered self.nodes should also read the forwarding tables."""
+        if self.routes_interval is None:
+            return False
+        if self.routes_read_at is None or now - self.routes_read_at >= self.routes_interval:
+            return True
+        return topology(self.nodes) != self.routes_topology
 
     def _engine(self) -> Engine:
         s = self.settings
         return Engine(self.port, window=s.window, timeout_ms=s.timeout_ms, retries=s.retries)
 
-    def sweep(self, mode: str = "full", now: float | None = None) -> FabricSweep:
-        """A full sweep, or with mode "counters" the counters of the switches the last full sweep found."""
+    def sweep(self, mode: str = "full", now: float | None = None, routes: bool | None = None) -> FabricSweep:
+        """A full sweep, or with mode "counters" the counters of the switches the last full sweep found.
+
+        A full sweep reads the forwarding tables too when `routes` is true, or when it is None and they
+        are due (routes_due); a counters-only poll never does.
+        """
         if mode not in ("full", "counters"):
             raise ValueError(f"mode {mode!r}: 'full' or 'counters'")
         if mode == "counters" and not self.nodes:
@@ -67,6 +95,8 @@ class Sweeper:
             self.nodes = sorted(discovery.nodes.values(), key=lambda n: n.guid)
             self.local = discovery.local
             out.errors.extend(discovery.errors)
+            if routes or (routes is None and self.routes_due(time.monotonic())):
+                queries += self._read_routes(deadline, out)
         else:
             for node in self.nodes:  # a counters-only poll sends the last discovery's nodes with new counters
                 for port in node.ports.values():
@@ -82,3 +112,23 @@ class Sweeper:
         out.queries = queries
         out.duration_s = time.monotonic() - started
         return out
+
+    def _read_routes(self, deadline: float, out: FabricSweep) -> int:
+        switches = [n for n in self.nodes if n.is_switch]
+        engine = self._engine()
+        routes = Routes(engine)
+        routes.query(switches)
+        engine.run(deadline)
+        routes.finish(switches)
+        out.errors.extend(routes.errors)
+        out.routes = True
+        self.routes_topology = topology(self.nodes)
+        self.routes_read_at = time.monotonic()
+        return engine.stats.sent
+
+
+def topology(nodes: list[FabricNode]) -> frozenset:
+    """What the forwarding tables depend on: every link (both ends) and every LID with its LMC."""
+    return frozenset(
+        (node.guid, number, port.peer, port.lid, port.lmc) for node in nodes for number, port in node.ports.items()
+    )

@@ -30,6 +30,8 @@ class FabricAgentConfig:
     deadline_s: float = 30.0
     # A full sweep (discovery, links, counters) every Nth poll; counters-only polls in between.
     full_every: int = 1
+    # The switches' forwarding tables: read at a full sweep after any topology change, and at least this often.
+    routes_interval_s: float = 300.0
     log_level: str = "INFO"
     broker_wait_s: float = 10.0
     key: str | None = field(default=None, repr=False)  # manage.py node_key --collector NAME; None: unsigned
@@ -50,6 +52,7 @@ class FabricAgentConfig:
             retries=read.number("FABRIC_SWEEP_RETRIES", 2, int, low=0),
             deadline_s=read.number("FABRIC_SWEEP_DEADLINE", 30.0, float, low=0.1),
             full_every=read.number("FABRIC_FULL_SWEEP_EVERY", 1, int, low=1),
+            routes_interval_s=read.number("FABRIC_ROUTES_INTERVAL", 300.0, float, low=1.0),
             log_level=read.choice("LOG_LEVEL", "INFO", LOG_LEVELS),
             broker_wait_s=read.number("FABRIC_BROKER_WAIT", 10.0, float, low=0.1),
             key=read_key(read, "FABRIC_COLLECTOR_KEY"),

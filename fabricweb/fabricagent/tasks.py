@@ -38,7 +38,7 @@ class FabricAgent:
             c = self.config
             self._port = self._open(c.ca, c.port)
             settings = SweepSettings(c.window, c.timeout_ms, c.retries, c.deadline_s)
-            self._sweeper = Sweeper(self._port, c.collector, settings)
+            self._sweeper = Sweeper(self._port, c.collector, settings, routes_interval=c.routes_interval_s)
         return self._sweeper
 
     def deliver(self, snap: dict) -> None:
@@ -67,6 +67,7 @@ class FabricAgent:
             "nodes": len(sweep.nodes),
             "errors": len(sweep.errors),
             "queries": sweep.queries,
+            "routes": sweep.routes,
             "seconds": round(time.monotonic() - started, 3),
         }
         if sweep.errors:
