@@ -3,11 +3,13 @@ and the diagnostic tools (iblinkinfo, perfquery) run against it; every process s
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -63,6 +65,36 @@ class Ibsim:
         """One subnet manager sweep: LIDs, and ports from Initialize to Active."""
         r = self.run("opensm", "-o", "-f", str(Path(self.fabric.out) / "opensm.log"))
         assert r.returncode == 0, r.stdout + r.stderr
+
+    def snapshot(self, routes: bool = True) -> dict:
+        """One full sweep by the fabric collector, as the snapshot it sends (with the forwarding tables)."""
+        script = (
+            "import json; from collectors.fabric.snapshot import to_dict; "
+            "from collectors.fabric.sweep import Sweeper, open_port\n"
+            "with open_port() as port: print(json.dumps(to_dict(Sweeper(port, 'fabric-test').sweep(routes=ROUTES))))"
+        ).replace("ROUTES", str(routes))
+        r = self.run(sys.executable, "-c", script)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def tracert(self, source_lid: int, destination_lid: int) -> set[tuple[str, int]]:
+        """The switch ports `ibtracert` walks from one LID to another: each hop's out port and next in port."""
+        r = self.run("ibtracert", str(source_lid), str(destination_lid))
+        assert r.returncode == 0, r.stdout + r.stderr
+        ports, previous = set(), None
+        for line in r.stdout.splitlines():
+            start = re.match(r"From (ca|switch) \{(0x[0-9a-f]+)\}", line)
+            if start:
+                previous = (start.group(1), start.group(2))
+            hop = re.match(r"\[(\d+)\] -> (ca|switch) port \{(0x[0-9a-f]+)\}\[(\d+)\]", line)
+            if hop:
+                out_port, kind, guid, in_port = hop.groups()
+                if previous[0] == "switch":
+                    ports.add((previous[1], int(out_port)))
+                if kind == "switch":
+                    ports.add((guid, int(in_port)))
+                previous = (kind, guid)
+        return ports
 
     def links(self) -> dict[tuple[str, int], dict]:
         r = self.run("iblinkinfo", "-l")

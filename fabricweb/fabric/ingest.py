@@ -42,6 +42,7 @@ from fabricweb.telemetry.validation.checks import SnapshotRejected
 from .linkstore import store_links
 from .models import Sweep
 from .nodes import NODE_TYPE_SWITCH, fabric_nodes
+from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
 from .switchports import switch_snapshot
 from .viewfindings import cabling_findings, judge_absent
@@ -62,6 +63,7 @@ class FabricResult:
     ports: int = 0
     links: int = 0
     changes: int = 0  # topology changes recorded
+    routes: int = 0  # switches whose forwarding tables were stored
     samples_written: int = 0
     results: list[IngestResult] = field(default_factory=list)
 
@@ -139,6 +141,7 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
         view, result.changes = store_links(fabric, known, rows, now)
         cabling_findings(fabric, known, view, results)
         sweep.links = len(view.links)
+        result.routes = store_routes(fabric, known)
     stored = [r for r in results.values() if r.status == STORED]
     if stored:
         snapshots_ingested.send(sender=IngestResult, results=stored)

@@ -150,3 +150,19 @@ class Sweep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collector.name} {self.collected_at:%Y-%m-%d %H:%M:%S}"
+
+
+class SwitchRoutes(models.Model):
+    """A switch's linear forwarding table as the last sweep that read it found it: one array per switch.
+
+    `lft` holds a byte per LID from LID 0: the port a packet for that LID leaves by (255: none). Rows
+    are replaced whole when a sweep reads the tables again (fabricweb.fabric.routestore).
+    """
+
+    switch = models.OneToOneField(FabricNode, on_delete=models.CASCADE, related_name="routes")
+    lid = models.IntegerField(null=True)
+    lft = models.BinaryField()
+    read_at = models.DateTimeField(help_text="When the sweep that read it started.")
+
+    def __str__(self) -> str:
+        return f"routes of {self.switch} ({len(self.lft)} LIDs)"

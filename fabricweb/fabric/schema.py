@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from collectors.fabric.mad import MAX_UNICAST_LID
 from collectors.fabric.pma import COUNTER_NAMES
-from collectors.fabric.snapshot import KIND, NODE_COLUMNS, PORT_COLUMNS, SPEED_NAMES
+from collectors.fabric.snapshot import KIND, NODE_COLUMNS, PORT_COLUMNS, ROUTE_COLUMNS, SPEED_NAMES
 from collectors.facts import NODE_NAME_PATTERN
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import TEXT_MAX
@@ -81,6 +82,8 @@ class FabricIn:
     # (node index, port number) -> counters in COUNTER_NAMES order (None: not read); unknown columns dropped
     counters: dict[tuple[int, int], list[int | None]]
     errors: list[dict[str, str]]
+    # Switch node index -> (its LID, its forwarding table: byte L the out port for LID L); None: not read
+    routes: dict[int, tuple[int | None, bytes]] | None = None
 
 
 def parse_fabric(data, now: datetime) -> FabricIn:
@@ -117,11 +120,28 @@ def parse_fabric(data, now: datetime) -> FabricIn:
         counters = _counters(checks.mapping(data.get("counters"), "counters"), len(nodes))
         errors = checks.sequence(data.get("errors"), "errors", MAX_ERRORS)
         errors = [_error(e, f"errors[{i}]") for i, e in enumerate(errors)]
+        routes = None
+        if data.get("routes") is not None:
+            if mode != "full":
+                raise SnapshotRejected("a counters-only snapshot carries no routes")
+            routes = _routes(checks.mapping(data.get("routes"), "routes"), nodes)
     except SnapshotRejected as e:
         e.host = f"fabric collector {named}" if named else None
         raise
     return FabricIn(
-        schema, collector, when, when.timestamp(), mode, duration, queries, local, nodes, ports, counters, errors
+        schema,
+        collector,
+        when,
+        when.timestamp(),
+        mode,
+        duration,
+        queries,
+        local,
+        nodes,
+        ports,
+        counters,
+        errors,
+        routes,
     )
 
 
@@ -290,6 +310,31 @@ def _counters(section: dict, nodes: int) -> dict[tuple[int, int], list[int | Non
         if (node, number) in out:
             raise SnapshotRejected(f"counters row {i}: node {node} port {number} appears twice")
         out[node, number] = values
+    return out
+
+
+def _routes(section: dict, nodes: list[FabricNodeIn]) -> dict[int, tuple[int | None, bytes]]:
+    """Each switch's forwarding table: hex, two digits a LID from LID 0, at most the unicast LID range."""
+    at = _columns(section, ROUTE_COLUMNS, "routes")
+    out: dict[int, tuple[int | None, bytes]] = {}
+    longest = 2 * (MAX_UNICAST_LID + 1)
+    for i, row in enumerate(_rows(section, "routes", MAX_NODES)):
+        if type(row) is not list or len(row) <= max(at):
+            raise SnapshotRejected(f"routes row {i}: expected a list of {len(at)} values or more")
+        node, lid, lft = (row[k] for k in at)
+        if type(node) is not int or not 0 <= node < len(nodes) or nodes[node].node_type != 2:
+            raise _bad("routes", i, "node", "the index of a switch in nodes", node)
+        if node in out:
+            raise SnapshotRejected(f"routes row {i}: node {node} appears twice")
+        if not _uint(lid, MAX_UNICAST_LID):
+            raise _bad("routes", i, "lid", f"null or a unicast LID up to {MAX_UNICAST_LID}", lid)
+        if type(lft) is not str or len(lft) % 2 or len(lft) > longest:
+            raise _bad("routes", i, "lft", f"hex text, two digits a LID, at most {longest} digits", lft[:40])
+        try:
+            table = bytes.fromhex(lft)
+        except ValueError:
+            raise _bad("routes", i, "lft", "hex digits", lft[:40]) from None
+        out[node] = (lid, table)
     return out
 
 
