@@ -71,4 +71,4 @@ def _beat_schedule(sender, **kwargs):
     if interval:
         from fabricweb.beat import beat_schedule
 
-        sender.conf.beat_schedule = beat_schedule(interval)
+        sender.conf.beat_schedule = beat_schedule(interval, jobs=getattr(settings, "FABRIC_JOBS", "off") != "off")

@@ -83,6 +83,8 @@ CHECK_STALE = "fabricweb.health.tasks.check_stale"
 ROLLUP = "fabricweb.telemetry.tasks.rollup_samples"
 PRUNE = "fabricweb.telemetry.tasks.prune_old"
 RETIRE_VANISHED = "fabricweb.health.tasks.retire_vanished"
+# The scheduler's running jobs and the links they cross (fabricweb/jobs/tasks.py), once a poll interval.
+POLL_JOBS = "fabricweb.jobs.tasks.poll_jobs"
 # The alerts worker's routing and delivery pass (fabricweb/alerts/tasks.py).
 ALERTS_TICK = "fabricweb.alerts.tasks.tick"
 
@@ -100,6 +102,7 @@ QUEUE_OF = {
     ROLLUP: INGEST_QUEUE,
     PRUNE: INGEST_QUEUE,
     RETIRE_VANISHED: INGEST_QUEUE,
+    POLL_JOBS: INGEST_QUEUE,
     ALERTS_TICK: ALERTS_QUEUE,
 }
 

@@ -10,6 +10,7 @@ proxy also set FABRIC_BEHIND_TLS_PROXY=true (and CSRF_TRUSTED_ORIGINS for its or
 from __future__ import annotations
 
 import contextlib
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "fabricweb.telemetry",
     "fabricweb.health",
     "fabricweb.fabric",
+    "fabricweb.jobs",
     "fabricweb.api",
     "fabricweb.exporter",
     "fabricweb.dashboard",
@@ -207,6 +209,27 @@ FABRIC_NODE_MAX_OPEN_EVENTS = env.int("FABRIC_NODE_MAX_OPEN_EVENTS", 256, minimu
 FABRIC_NODE_MAX_BYTES_PER_MINUTE = env.int("FABRIC_NODE_MAX_BYTES_PER_MINUTE", 4 * 1024 * 1024, minimum=1)
 # Vanished devices and ports (and their history) are deleted this long after they vanished.
 FABRIC_VANISHED_RETIRE_AFTER = env.seconds("FABRIC_VANISHED_RETIRE_AFTER", 7 * 86400.0)
+
+
+# -- jobs (docs/jobs.md) -------------------------------------------------------
+# Which scheduler's running jobs meet the fabric's routes: off, or slurm (squeue --json, scontrol).
+FABRIC_JOBS = env.choice("FABRIC_JOBS", "off", choices=("off", "slurm"))
+# Where squeue, sinfo and scontrol are (default: PATH); SLURM_CONF is passed on to them as it is.
+FABRIC_SLURM_BIN = env.str("FABRIC_SLURM_BIN", None)
+FABRIC_JOBS_TIMEOUT = env.seconds("FABRIC_JOBS_TIMEOUT", 10.0, minimum=0.1)
+# A site whose scheduler names nodes otherwise than their hosts do: a regular expression on the scheduler's
+# name and its replacement (re.sub), e.g. PATTERN '^node(\d+)$' and REPLACE 'cn\1'.
+FABRIC_JOBS_NODE_PATTERN = env.str("FABRIC_JOBS_NODE_PATTERN", None)
+FABRIC_JOBS_NODE_REPLACE = env.str("FABRIC_JOBS_NODE_REPLACE", None)
+if (FABRIC_JOBS_NODE_PATTERN is None) != (FABRIC_JOBS_NODE_REPLACE is None):
+    raise ImproperlyConfigured("FABRIC_JOBS_NODE_PATTERN and FABRIC_JOBS_NODE_REPLACE go together")
+if FABRIC_JOBS_NODE_PATTERN is not None:
+    try:
+        re.compile(FABRIC_JOBS_NODE_PATTERN)
+    except re.error as e:
+        raise ImproperlyConfigured(f"FABRIC_JOBS_NODE_PATTERN: not a regular expression ({e})") from None
+# Ended jobs are kept this long for the pages and events that named them, then deleted.
+FABRIC_JOBS_KEEP_ENDED = env.seconds("FABRIC_JOBS_KEEP_ENDED", 7 * 86400.0)
 
 
 def _health_thresholds(name: str) -> dict:

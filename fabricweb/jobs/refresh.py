@@ -1,0 +1,127 @@
+"""Read the scheduler's running jobs and bring the Job rows and their links in line, once a poll interval.
+
+A job new to the list, or whose nodes changed, or any job after the routes or links changed, has its
+links walked again (fabricweb.fabric.paths.RouteGraph, built once per refresh that needs it); every
+other job keeps the links it has. A job gone from the list is ended at once: its links are dropped,
+so no page or alarm names it as crossing anything. A scheduler that does not answer changes nothing
+but SchedulerStatus (the pages say how old the jobs are): the jobs stay as last read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max
+from django.utils import timezone
+
+from fabricweb.fabric.models import Link, SwitchRoutes
+from fabricweb.fabric.paths import RouteGraph
+
+from .models import Job, JobLink, SchedulerStatus
+from .names import host_mapper
+from .sources import JobSource, RunningJob, SchedulerError
+from .sources.slurm import SlurmSource
+
+log = logging.getLogger(__name__)
+_BATCH = 2000
+
+
+def configured_source() -> JobSource | None:
+    """The scheduler FABRIC_JOBS names, or None when jobs are off."""
+    if settings.FABRIC_JOBS == "slurm":
+        return SlurmSource(settings.FABRIC_SLURM_BIN, settings.FABRIC_JOBS_TIMEOUT)
+    return None
+
+
+@dataclass(slots=True)
+class Refreshed:
+    running: int = 0
+    new: int = 0
+    ended: int = 0
+    walked: int = 0  # jobs whose links were computed again
+    error: str = ""
+    seconds: float = 0.0
+    ended_ids: list[str] = field(default_factory=list)
+
+
+def routes_version() -> str:
+    """What every job's links depend on: the stored tables and the links, as one short key."""
+    routes = SwitchRoutes.objects.aggregate(n=Count("id"), at=Max("read_at"))
+    links = Link.objects.aggregate(n=Count("id"), seen=Max("first_seen_at"), gone=Max("gone_at"))
+    return f"{routes['n']}:{routes['at']}:{links['n']}:{links['seen']}:{links['gone']}"
+
+
+def _key(version: str, hosts: list[str]) -> str:
+    return hashlib.sha256(f"{version}|{','.join(hosts)}".encode()).hexdigest()[:32]
+
+
+def refresh(source: JobSource, now: datetime | None = None) -> Refreshed:
+    started = time.monotonic()
+    now = now or timezone.now()
+    out = Refreshed()
+    status, _ = SchedulerStatus.objects.get_or_create(source=source.name)
+    status.last_tried_at = now
+    try:
+        running = source.running()
+    except SchedulerError as e:
+        out.error = str(e)
+        status.error = out.error
+        status.save(update_fields=["last_tried_at", "error"])
+        log.warning("jobs: %s did not answer: %s (the jobs stay as last read)", source.name, e)
+        return out
+    with transaction.atomic():
+        _apply(source.name, running, now, out)
+    out.seconds = time.monotonic() - started
+    status.last_ok_at, status.error, status.running, status.seconds = now, "", out.running, out.seconds
+    status.save(update_fields=["last_tried_at", "last_ok_at", "error", "running", "seconds"])
+    return out
+
+
+def _apply(source: str, running: list[RunningJob], now: datetime, out: Refreshed) -> None:
+    to_host = host_mapper()
+    version = routes_version()
+    known = {j.job_id: j for j in Job.objects.filter(source=source)}
+    graph: RouteGraph | None = None
+    seen: set[str] = set()
+    for rj in running:
+        if rj.job_id in seen:
+            continue
+        seen.add(rj.job_id)
+        hosts = [to_host(n) for n in rj.nodes]
+        job = known.get(rj.job_id)
+        if job is None:
+            job = Job(source=source, job_id=rj.job_id, first_seen_at=now)
+            out.new += 1
+        job.name, job.user, job.partition = rj.name[:255], rj.user[:64], rj.partition[:64]
+        job.nodes, job.hosts, job.started_at = list(rj.nodes), hosts, rj.started_at
+        job.last_seen_at, job.ended_at = now, None
+        key = _key(version, hosts)
+        if job.routes_key != key:
+            graph = graph or RouteGraph.load()
+            paths = graph.paths(hosts)
+            job.routes_key = key
+            job.findings = [{"kind": f.kind, "text": f.text} for f in paths.findings]
+            job.unmapped = paths.unmapped
+            job.save()
+            JobLink.objects.filter(job=job).delete()
+            JobLink.objects.bulk_create([JobLink(job=job, link_id=i) for i in sorted(paths.links)], batch_size=_BATCH)
+            out.walked += 1
+        else:
+            job.save()
+    out.running = len(seen)
+    gone = [j for j in known.values() if j.ended_at is None and j.job_id not in seen]
+    for job in gone:
+        job.ended_at, job.routes_key = now, ""
+        job.save(update_fields=["ended_at", "routes_key"])
+        out.ended_ids.append(job.job_id)
+    if gone:
+        JobLink.objects.filter(job__in=gone).delete()
+    out.ended = len(gone)
+    keep = timedelta(seconds=settings.FABRIC_JOBS_KEEP_ENDED)
+    Job.objects.filter(source=source, ended_at__lt=now - keep).delete()

@@ -1,0 +1,118 @@
+"""Which links a running job crosses: a real Slurm's jobs (sbatch -w) on a fabric simulated by ibsim and routed
+by opensm, its sweep and forwarding tables ingested; `ibtracert` is the reference for every path."""
+
+from __future__ import annotations
+
+import pytest
+
+from collectors.sim import Fabric, SwitchOptions
+from fabricweb.fabric.ingest import ingest_fabric
+from fabricweb.fabric.models import Link
+from fabricweb.jobs.models import Job, JobLink, SchedulerStatus
+from fabricweb.jobs.refresh import refresh
+from fabricweb.jobs.sources.slurm import SlurmSource
+from tests.ibsim_support import Ibsim, needs_ibsim
+from tests.slurm_support import Slurm, needs_slurm
+
+pytestmark = [needs_ibsim, needs_slurm]
+HOSTS = [f"cn{i:03d}" for i in range(1, 10)]
+
+
+@pytest.fixture
+def fabric(tmp_path, request, each_db) -> Ibsim:
+    options = SwitchOptions(switch_ports=12, leaves=3, spines=2)
+    sim = Ibsim(Fabric.create(str(tmp_path / "sim"), len(HOSTS), seed=5, switches=options), request)
+    sim.snap = sim.snapshot()
+    ingest_fabric(sim.snap)
+    return sim
+
+
+@pytest.fixture
+def slurm(tmp_path, request) -> Slurm:
+    return Slurm(tmp_path / "slurm", HOSTS, request)
+
+
+def leaves_of(snap: dict) -> dict[str, set[str]]:
+    """host -> the names of the leaves its ports are cabled to, from the sweep."""
+    nodes = snap["nodes"]["rows"]
+    out: dict[str, set[str]] = {}
+    for row in snap["ports"]["rows"]:
+        node, peer = nodes[row[0]], row[12]
+        if node[1] == 1 and peer is not None:
+            out.setdefault(node[3].split()[0], set()).add(nodes[peer][3])
+    return out
+
+
+def host_lids(snap: dict) -> dict[str, list[int]]:
+    nodes = snap["nodes"]["rows"]
+    out: dict[str, list[int]] = {}
+    for row in snap["ports"]["rows"]:
+        if nodes[row[0]][1] == 1 and row[3]:
+            out.setdefault(nodes[row[0]][3].split()[0], []).append(row[3])
+    return out
+
+
+def job_switch_ends(job: Job, switches: set[str]) -> set[tuple[str, int]]:
+    out = set()
+    for link in Link.objects.filter(job_links__job=job):
+        out.update((g, p) for g, p in ((link.a_guid, link.a_port), (link.b_guid, link.b_port)) if g in switches)
+    return out
+
+
+def test_jobs_cross_exactly_the_links_ibtracert_walks_and_one_inside_a_leaf_crosses_no_uplink(fabric, slurm):
+    leaves = leaves_of(fabric.snap)
+    single = {h: next(iter(v)) for h, v in leaves.items() if len(v) == 1}
+    first_leaf = single[min(single)]
+    inside = [h for h in sorted(single) if single[h] == first_leaf][:2]
+    # A node runs one job at a time: the job across leaves takes other nodes, one on each other leaf.
+    across = list({single[h]: h for h in sorted(single, reverse=True) if single[h] != first_leaf}.values())
+    assert len(across) == 2
+    inside_id = slurm.submit(inside, name="halo")
+    across_id = slurm.submit(across, name="allreduce")
+    done = refresh(SlurmSource(environ=slurm.env))
+    assert (done.error, done.running, done.new, done.walked) == ("", 2, 2, 2)
+    one_leaf = Job.objects.get(job_id=inside_id)
+    assert (one_leaf.name, one_leaf.user, one_leaf.partition, one_leaf.hosts) == ("halo", "root", "all", inside)
+    assert one_leaf.findings == [] and one_leaf.unmapped == []
+    assert not Link.objects.filter(job_links__job=one_leaf, inter_switch=True).exists()
+    lids = host_lids(fabric.snap)
+    # Each port of its nodes has its own link to the leaf, and that is all it crosses.
+    assert Link.objects.filter(job_links__job=one_leaf).count() == sum(len(lids[h]) for h in inside) >= 2
+    wide = Job.objects.get(job_id=across_id)
+    switches = {row[0] for row in fabric.snap["nodes"]["rows"] if row[1] == 2}
+    walked = set()
+    for a in across:
+        for b in across:
+            if a != b:
+                for src in lids[a]:
+                    for dst in lids[b]:
+                        walked |= fabric.tracert(src, dst)
+    assert job_switch_ends(wide, switches) == walked
+    assert Link.objects.filter(job_links__job=wide, inter_switch=True).count() >= 4
+    # Nothing changed: the next refresh walks no path again.
+    again = refresh(SlurmSource(environ=slurm.env))
+    assert (again.running, again.new, again.walked) == (2, 0, 0)
+
+
+def test_a_job_that_ends_leaves_at_the_next_read_and_a_silent_scheduler_changes_nothing(fabric, slurm):
+    job_id = slurm.submit(["cn001", "cn009"], name="short")
+    refresh(SlurmSource(environ=slurm.env))
+    assert JobLink.objects.filter(job__job_id=job_id).count() > 2
+    slurm.cancel(job_id)
+    done = refresh(SlurmSource(environ=slurm.env))
+    assert (done.running, done.ended, done.ended_ids) == (0, 1, [job_id])
+    ended = Job.objects.get(job_id=job_id)
+    assert ended.ended_at is not None and not JobLink.objects.filter(job=ended).exists()
+    # The controller stops answering. squeue gives up after MessageTimeout with exit 0, no jobs and an error in
+    # its JSON; or it is cut off by our timeout first. Either way the read fails and the jobs stay as they were.
+    kept = slurm.submit(["cn002", "cn003"], name="kept")
+    refresh(SlurmSource(environ=slurm.env))
+    slurm.stop_controller()
+    failed = refresh(SlurmSource(environ=slurm.env, timeout_s=15))
+    assert failed.error.startswith("squeue: slurm_load_jobs") and failed.running == 0, failed.error
+    cut = refresh(SlurmSource(environ=slurm.env, timeout_s=1))
+    assert cut.error == "squeue: no answer within 1 s"
+    status = SchedulerStatus.objects.get(source="slurm")
+    assert status.error == cut.error and status.last_ok_at < status.last_tried_at
+    assert Job.objects.get(job_id=kept).ended_at is None
+    assert JobLink.objects.filter(job__job_id=kept).exists()
