@@ -6,11 +6,15 @@
                  "node": "cn001", "device": "mlx5_0", "port": 1, "message": "...", "reason": "...",
                  "opened_at": "...", "resolved_at": null, "expected_link": "4X HDR",
                  "actual_link": "DOWN / Polling", "acknowledged_by": null, "url": "https://.../ports/cn001/mlx5_0/1/",
-                 "switch": "leaf07"}]}
+                 "switch": "leaf07", "jobs": [{"id": "4242", "name": "allreduce", "user": "alice", "nodes": 64}],
+                 "jobs_summary": "1 job: 4242 allreduce (alice, 64 nodes)"}]}
 
 `switch` names the switch an event is about, or the one at the far end of the port's cable (null when
 neither): a leaf that loses its power downs every port cabled to it, and the notification that groups
 them says so in its title.
+
+`jobs` are the running jobs whose routed paths cross the event's link when the notification is built,
+largest first (fabricweb.jobs.impact); `jobs_summary` says them in one line, the first three named.
 
 `actual_link` is the port's link as named by fabricweb.inventory.portfacts (`4X HDR`, `100GbE` on a RoCE
 port) while it is up, else its state and physical state in the kernel's words (`DOWN / Polling`),
@@ -30,6 +34,7 @@ from django.conf import settings
 
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
+from fabricweb.jobs import impact
 
 VERSION = 1
 
@@ -67,8 +72,9 @@ def port_url(node: str, device: str | None, port: int | None) -> str:
     return f"{base}/nodes/{quote(node, safe='')}/"
 
 
-def event_item(event: Event) -> dict:
-    """One event as the body lists it; needs node, device, port and acknowledgement loaded."""
+def event_item(event: Event, jobs: list | None = None) -> dict:
+    """One event as the body lists it; needs node, device, port and acknowledgement loaded. `jobs`: the running
+    jobs crossing its link (fabricweb.jobs.impact.JobBrief), largest first."""
     device = event.device.name if event.device_id is not None else None
     port = event.port if event.port_id is not None else None
     actual = None if port is None else _actual(port, portfacts.node_is_stale(event.node))
@@ -92,6 +98,8 @@ def event_item(event: Event) -> dict:
         "acknowledged_by": ack.by_name if ack is not None else None,
         "url": port_url(event.node.name, device, port.number if port is not None else None),
         "switch": switch,
+        "jobs": [b.as_dict() for b in jobs or ()],
+        "jobs_summary": impact.summary(list(jobs or ())) if jobs else None,
     }
 
 
@@ -149,6 +157,8 @@ def text(payload: dict) -> str:
             )
         if item["reason"]:
             lines.append(f"  why: {item['reason']}")
+        if item.get("jobs_summary"):
+            lines.append(f"  jobs crossing it: {item['jobs_summary']}")
         if item["acknowledged_by"]:
             lines.append(f"  acknowledged by {item['acknowledged_by']}")
         lines.append(f"  {item['url']}")

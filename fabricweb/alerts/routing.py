@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from fabricweb.health.models import Event, Silence, silencing
 from fabricweb.health.signals import RESOLVED
+from fabricweb.jobs.impact import jobs_for_events
 
 from . import payload
 from .models import Channel, Delivery, Outbox, Thread
@@ -208,7 +209,8 @@ def _repeat_every(channel: Channel, event: Event) -> float:
 
 def _delivery(channel: Channel, reason: str, threads: list[Thread], now: datetime) -> Delivery:
     uid = uuid.uuid4()
-    items = [payload.event_item(t.event) for t in threads]
+    jobs = jobs_for_events([t.event for t in threads])
+    items = [payload.event_item(t.event, jobs.get(t.event.pk, [])) for t in threads]
     return Delivery(
         uid=uid,
         channel=channel,

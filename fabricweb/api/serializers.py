@@ -150,8 +150,9 @@ def sample(s: Sample, link_layer: str | None = None) -> dict:
     return out
 
 
-def event(e: Event) -> dict:
-    """Needs `e.node`, `e.device` and `e.port` loaded (select_related)."""
+def event(e: Event, jobs: list | None = None) -> dict:
+    """Needs `e.node`, `e.device` and `e.port` loaded (select_related); `jobs`, the running jobs crossing its
+    link now (fabricweb.jobs.impact.jobs_for_events)."""
     device = e.device.name if e.device is not None else None
     number = e.port.number if e.port is not None else None
     return {
@@ -171,6 +172,7 @@ def event(e: Event) -> dict:
         "resolved_at": iso(e.resolved_at),
         "clean_polls": e.clean_polls,
         "details": e.details,
+        "jobs": [b.id for b in jobs or ()],
     }
 
 
@@ -265,11 +267,12 @@ def _link_end(guid: str, number: int, label: str, port: Port | None) -> dict:
     return out
 
 
-def fabric_link(row: Link) -> dict:
-    """One cable: both ends, the trained link, what both ends support. Needs the state annotation
-    (portfacts.link_states) and `a.device.node`, `b.device.node` loaded."""
+def fabric_link(row: Link, jobs: list | None = None) -> dict:
+    """One cable: both ends, the trained link, what both ends support, the running jobs crossing it (their ids).
+    Needs the state annotation (portfacts.link_states) and `a.device.node`, `b.device.node` loaded."""
     state = row.state
     return {
+        "id": row.pk,
         "a": _link_end(row.a_guid, row.a_port, row.a_label, row.a),
         "b": _link_end(row.b_guid, row.b_port, row.b_label, row.b),
         # The trained link while up (the last sweep's); null while down, unknown or gone.
@@ -281,6 +284,7 @@ def fabric_link(row: Link) -> dict:
         "degraded": None if state == "unknown" else state == "degraded",
         "first_seen_at": iso(row.first_seen_at),
         "gone_at": iso(row.gone_at),
+        "jobs": [b.id for b in jobs or ()],
     }
 
 

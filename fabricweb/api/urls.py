@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from .errors import api_not_found
-from .views import events, fabric, nodes, ports, samples
+from .views import events, fabric, jobs, nodes, ports, samples
 
 app_name = "api"
 
@@ -20,5 +20,7 @@ urlpatterns = [
     path("v1/switches/<str:key>", fabric.switch_detail, name="switch"),
     path("v1/links", fabric.link_list, name="links"),
     path("v1/topology-changes", fabric.topology_change_list, name="topology-changes"),
+    path("v1/jobs", jobs.job_list, name="jobs"),
+    path("v1/jobs/<str:job_id>", jobs.job_detail, name="job"),
     re_path(r"^", api_not_found),
 ]

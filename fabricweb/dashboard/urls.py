@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import actions, events, exports, fabric, node, overview, port, search, wall
+from .views import actions, events, exports, fabric, jobs, node, overview, port, search, wall
 
 app_name = "dashboard"
 
@@ -19,6 +19,8 @@ urlpatterns = [
     path("ports/<str:node>/<str:device>/<int:port>/series", port.port_series, name="port_series"),
     path("ports/<str:node>/<str:device>/<int:port>/baseline", actions.baseline, name="baseline"),
     path("ports/<str:node>/<str:device>/<int:port>/baseline/undo", actions.undo_port_baseline, name="undo_baseline"),
+    path("jobs/", jobs.job_list, name="jobs"),
+    path("jobs/<str:job_id>/", jobs.job_page, name="job"),
     path("events/", events.event_list, name="events"),
     path("events/<int:pk>/acknowledge", actions.acknowledge, name="acknowledge"),
     path("events/<int:pk>/silence", actions.silence_event, name="silence_event"),

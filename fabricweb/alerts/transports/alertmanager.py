@@ -35,6 +35,8 @@ def alert(item: dict, resolved: bool, now: datetime) -> dict:
     for name in ("expected_link", "actual_link", "acknowledged_by"):
         if item[name]:
             annotations[name] = item[name]
+    if item.get("jobs_summary"):  # the running jobs crossing the link (payload.event_item)
+        annotations["jobs"] = item["jobs_summary"]
     ends = item["resolved_at"] if resolved and item["resolved_at"] else iso(now + timedelta(seconds=KEEP_S))
     return {
         "labels": labels,

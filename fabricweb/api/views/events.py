@@ -6,6 +6,7 @@ from django.db.models import Q
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import NAME_MAX
+from fabricweb.jobs.impact import jobs_for_events
 
 from .. import params, serializers
 from ..http import api_view, not_found
@@ -43,7 +44,8 @@ def event_list(request):
     page, next_link = keyset_page(
         request, rows, "opened_at", newest_first=True, after=given.get("cursor"), limit=given.get("limit", PAGE)
     )
-    return {"events": [serializers.event(e) for e in page], "next": next_link}
+    jobs = jobs_for_events(page)
+    return {"events": [serializers.event(e, jobs.get(e.pk)) for e in page], "next": next_link}
 
 
 @api_view
@@ -52,4 +54,4 @@ def event_detail(request, pk: int):
     event = events().filter(pk=pk).first()
     if event is None:
         raise not_found(f"event {pk}")
-    return serializers.event(event)
+    return serializers.event(event, jobs_for_events([event]).get(event.pk))

@@ -9,6 +9,7 @@ from fabricweb.fabric.models import FabricNode, Link, TopologyChange
 from fabricweb.fabric.naming import find_switch
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import NAME_MAX, Node, Port
+from fabricweb.jobs.impact import jobs_by_link
 
 from .. import params, serializers
 from ..http import api_view, not_found
@@ -77,7 +78,9 @@ def link_list(request):
     if "node" in given:
         rows = rows.filter(Q(a__device__node__name=given["node"]) | Q(b__device__node__name=given["node"]))
     page, next_link = offset_page(request, rows.order_by("a_label", "a_port", "id"), given, LINK_PAGE)
-    return {"links": [serializers.fabric_link(r) for r in page], "next": next_link}
+    page = list(page)
+    jobs = jobs_by_link([r.pk for r in page])
+    return {"links": [serializers.fabric_link(r, jobs.get(r.pk)) for r in page], "next": next_link}
 
 
 @api_view

@@ -40,11 +40,16 @@ def require_operator(request) -> None:
 
 
 def mark_page(events, now: datetime) -> None:
-    """Acknowledgement and silence of each event, for the templates (one query for the silences)."""
+    """Acknowledgement and silence of each event, and the running jobs crossing its link, for the templates
+    (one query for the silences, a few for the jobs)."""
+    from fabricweb.jobs.impact import jobs_for_events
+
     from .. import fabric, rowactions
 
     rows = list(events)
     fabric.mark_silenced(rows, now)
+    jobs = jobs_for_events(rows)
     for event in rows:
+        event.jobs = jobs.get(event.pk, [])
         event.ack = fabric.acknowledgement(event)
         event.why = rowactions.why(event)

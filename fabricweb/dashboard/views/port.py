@@ -15,6 +15,7 @@ from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 from fabricweb.isotime import iso
+from fabricweb.jobs.impact import jobs_by_port
 
 from .. import fabric, series, timerange
 from .common import can_operate, freshness, mark_page
@@ -64,6 +65,7 @@ def port_page(request, node: str, device: str, port: int):
         "capable": portfacts.named_link(row.capable_speed, row.capable_lanes, None, row.link_layer),
         "counters": sorted((row.counters or {}).items()),
         "events": events,
+        "jobs": jobs_by_port([row.pk]).get(row.pk, []),
         "ranges": list(timerange.RANGES),
         "range": window.range.name or "",
         "window": window,
