@@ -3,53 +3,15 @@ by opensm, its sweep and forwarding tables ingested; `ibtracert` is the referenc
 
 from __future__ import annotations
 
-import pytest
-
-from collectors.sim import Fabric, SwitchOptions
-from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.fabric.models import Link
 from fabricweb.jobs.models import Job, JobLink, SchedulerStatus
 from fabricweb.jobs.refresh import refresh
 from fabricweb.jobs.sources.slurm import SlurmSource
-from tests.ibsim_support import Ibsim, needs_ibsim
-from tests.slurm_support import Slurm, needs_slurm
+from tests.ibsim_support import needs_ibsim
+from tests.jobs.jobs_support import host_lids, leaves_of
+from tests.slurm_support import needs_slurm
 
 pytestmark = [needs_ibsim, needs_slurm]
-HOSTS = [f"cn{i:03d}" for i in range(1, 10)]
-
-
-@pytest.fixture
-def fabric(tmp_path, request, each_db) -> Ibsim:
-    options = SwitchOptions(switch_ports=12, leaves=3, spines=2)
-    sim = Ibsim(Fabric.create(str(tmp_path / "sim"), len(HOSTS), seed=5, switches=options), request)
-    sim.snap = sim.snapshot()
-    ingest_fabric(sim.snap)
-    return sim
-
-
-@pytest.fixture
-def slurm(tmp_path, request) -> Slurm:
-    return Slurm(tmp_path / "slurm", HOSTS, request)
-
-
-def leaves_of(snap: dict) -> dict[str, set[str]]:
-    """host -> the names of the leaves its ports are cabled to, from the sweep."""
-    nodes = snap["nodes"]["rows"]
-    out: dict[str, set[str]] = {}
-    for row in snap["ports"]["rows"]:
-        node, peer = nodes[row[0]], row[12]
-        if node[1] == 1 and peer is not None:
-            out.setdefault(node[3].split()[0], set()).add(nodes[peer][3])
-    return out
-
-
-def host_lids(snap: dict) -> dict[str, list[int]]:
-    nodes = snap["nodes"]["rows"]
-    out: dict[str, list[int]] = {}
-    for row in snap["ports"]["rows"]:
-        if nodes[row[0]][1] == 1 and row[3]:
-            out.setdefault(nodes[row[0]][3].split()[0], []).append(row[3])
-    return out
 
 
 def job_switch_ends(job: Job, switches: set[str]) -> set[tuple[str, int]]:

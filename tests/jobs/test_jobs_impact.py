@@ -1,0 +1,82 @@
+"""Which jobs a bad link hurts, on every surface: a real Slurm's jobs on a fabric simulated by ibsim, a fault
+put on an inter-switch link through ibsim's console, the sweeps ingested and judged."""
+
+from __future__ import annotations
+
+import os
+
+from django.contrib.auth import get_user_model
+
+from fabricweb.alerts import payload
+from fabricweb.alerts.transports.alertmanager import alert
+from fabricweb.fabric.ingest import ingest_fabric
+from fabricweb.fabric.models import Link
+from fabricweb.health.models import Event
+from fabricweb.jobs.impact import jobs_for_events
+from fabricweb.jobs.refresh import refresh
+from fabricweb.jobs.sources.slurm import SlurmSource
+from tests.ibsim_support import needs_ibsim
+from tests.jobs.jobs_support import leaves_of
+from tests.slurm_support import needs_slurm
+
+pytestmark = [needs_ibsim, needs_slurm]
+
+
+def test_a_bad_inter_switch_link_names_exactly_the_jobs_crossing_it_everywhere(fabric, slurm, client):
+    leaves = leaves_of(fabric.snap)
+    single = {h: next(iter(v)) for h, v in leaves.items() if len(v) == 1}
+    by_leaf: dict[str, list[str]] = {}
+    for host in sorted(single):
+        by_leaf.setdefault(single[host], []).append(host)
+    first, second, third = sorted(by_leaf)
+    wide = slurm.submit([by_leaf[first][0], by_leaf[second][0], by_leaf[third][0]], name="allreduce")
+    inside = slurm.submit(by_leaf[first][1:3], name="halo")
+    other = slurm.submit([by_leaf[second][1], by_leaf[third][1]], name="stencil")
+    refresh(SlurmSource(environ=slurm.env))
+    # A cable the wide job crosses; which jobs cross it is what the walk of the tables says, checked below
+    # against each job's own links.
+    link = Link.objects.filter(job_links__job__job_id=wide, inter_switch=True).order_by("a_label", "a_port").first()
+    crossing = set(link.job_links.values_list("job__job_id", flat=True))
+    assert wide in crossing and inside not in crossing
+    switch, _, number = link.a_label.partition(" port ")
+    # Symbol errors on that cable, counted at its first end between two sweeps.
+    ingest_fabric(fabric.snapshot())
+    os.write(fabric.holder, f'PerformanceSet "{switch}"[{number}] PortCounters.SymbolErrorCounter=5000\n'.encode())
+    ingest_fabric(fabric.snapshot())
+    event = Event.objects.get(resolved_at__isnull=True, port=link.a, kind="symbol_errors")
+    assert {b.id for b in jobs_for_events([event])[event.pk]} == crossing
+
+    user = get_user_model().objects.create_user("noc", password="x")
+    client.force_login(user)
+
+    def get(path: str):
+        response = client.get(path, secure=True)  # production redirects plain HTTP
+        assert response.status_code == 200, (path, response.status_code)
+        return response
+
+    listed = get("/api/v1/jobs").json()
+    first_listed = listed["jobs"][0]
+    assert first_listed["id"] in crossing and first_listed["links_unhealthy"][0]["id"] == link.pk
+    assert "symbol errors" in first_listed["links_unhealthy"][0]["finding"]
+    healthy = {j["id"] for j in listed["jobs"] if not j["links_unhealthy"]}
+    assert healthy == {wide, inside, other} - crossing
+    assert listed["scheduler"]["source"] == "slurm" and listed["scheduler"]["error"] is None
+    assert "adaptive" in listed["note"]
+    events = get("/api/v1/events?open=true").json()["events"]
+    assert set(next(e for e in events if e["id"] == event.pk)["jobs"]) == crossing
+    links = get("/api/v1/links?inter_switch=true").json()["links"]
+    assert set(next(row for row in links if row["id"] == link.pk)["jobs"]) == crossing
+    one = get(f"/api/v1/jobs/{wide}").json()
+    assert one["hosts"] == one["nodes"] and one["links"][0]["id"] == link.pk and one["links"][0]["severity"]
+
+    page = get("/jobs/").content.decode()
+    assert page.index(f">{first_listed['id']}<") < page.index(f">{inside}<")
+    assert f"{link.a_label} ↔ {link.b_label}" in page
+    port_page = get(f"/ports/{switch}/switch/{number}/").content.decode()
+    assert f"{wide} allreduce (root, 3 nodes)" in port_page
+
+    item = payload.event_item(event, jobs_for_events([event])[event.pk])
+    assert {j["id"] for j in item["jobs"]} == crossing
+    assert item["jobs_summary"].startswith(f"{len(crossing)} job")
+    assert alert(item, False, event.opened_at)["annotations"]["jobs"] == item["jobs_summary"]
+    assert "jobs crossing it: " in payload.text(payload.build("u", "c", "firing", [item], event.opened_at))
