@@ -31,7 +31,7 @@ from prometheus_client.metrics_core import Metric
 
 from fabricweb.inventory.models import Node
 
-from . import nodeblocks, tables
+from . import jobseries, nodeblocks, tables
 from .counters import PortCounters
 from .grouped import Grouped
 from .hostports import device_memo, device_pcie_memo, gpu_relations, port_detail_memo, port_memo
@@ -88,6 +88,7 @@ class FabricCollector:
             ports = self._ports(out, devices)
         if self.selection.health:
             self._events(out, nodes, devices, ports)
+            jobseries.link_jobs(out, self.selection)
         # Timed before encoding starts: the encoder's cost is not the tables'.
         self._self_metrics(out, out.sample_count(), time.perf_counter() - started, newest)
         return out

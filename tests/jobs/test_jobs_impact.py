@@ -75,6 +75,11 @@ def test_a_bad_inter_switch_link_names_exactly_the_jobs_crossing_it_everywhere(f
     port_page = get(f"/ports/{switch}/switch/{number}/").content.decode()
     assert f"{wide} allreduce (root, 3 nodes)" in port_page
 
+    metrics = b"".join(get("/metrics?set=health").streaming_content).decode()
+    series = [line for line in metrics.splitlines() if line.startswith("infiniband_link_jobs{")]
+    assert len(series) == 1 and f'end="{link.a_label}"' in series[0], series
+    assert series[0].endswith(f" {len(crossing)}.0") or series[0].endswith(f" {len(crossing)}")
+
     item = payload.event_item(event, jobs_for_events([event])[event.pk])
     assert {j["id"] for j in item["jobs"]} == crossing
     assert item["jobs_summary"].startswith(f"{len(crossing)} job")
