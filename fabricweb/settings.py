@@ -228,6 +228,13 @@ if FABRIC_JOBS_NODE_PATTERN is not None:
         re.compile(FABRIC_JOBS_NODE_PATTERN)
     except re.error as e:
         raise ImproperlyConfigured(f"FABRIC_JOBS_NODE_PATTERN: not a regular expression ({e})") from None
+# Draining a node whose own link is down or critically degraded (docs/jobs.md, "Drain"): off, dry-run (record
+# and show "would drain", the default) or on. At most FABRIC_DRAIN_MAX nodes at once (unset: max(2, 1 % of the
+# hosts)); a node fabricweb drained is resumed only with FABRIC_DRAIN_RESUME_AFTER set, that long after its
+# finding cleared.
+FABRIC_DRAIN = env.choice("FABRIC_DRAIN", "dry-run", choices=("off", "dry-run", "on"))
+FABRIC_DRAIN_MAX = env.int("FABRIC_DRAIN_MAX", None, minimum=1)
+FABRIC_DRAIN_RESUME_AFTER = env.seconds("FABRIC_DRAIN_RESUME_AFTER", None, minimum=0.0)
 # Ended jobs are kept this long for the pages and events that named them, then deleted.
 FABRIC_JOBS_KEEP_ENDED = env.seconds("FABRIC_JOBS_KEEP_ENDED", 7 * 86400.0)
 

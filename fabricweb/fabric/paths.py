@@ -176,3 +176,16 @@ def host_names(links: list[Link]) -> dict[tuple[str, int], str]:
                 if name is not None:
                     out.setdefault((guid, port), name)
     return out
+
+
+def hosts_beyond_switch_ports() -> dict[int, str]:
+    """A leaf's inventory port id -> the host at the far end of its cable (up or gone), named as host_names does."""
+    links = list(Link.objects.select_related("a__device__node", "b__device__node").order_by("first_seen_at"))
+    hosts = host_names(links)
+    out: dict[int, str] = {}
+    for link in links:
+        for (guid, port), far in (((link.a_guid, link.a_port), link.b), ((link.b_guid, link.b_port), link.a)):
+            host = hosts.get((guid, port))
+            if host is not None and far is not None and far.device.node.kind == "switch":
+                out[far.pk] = host
+    return out

@@ -47,6 +47,7 @@ class Kind(StrEnum):
     VANISHED = "vanished"
     UNREACHABLE = "unreachable"  # a switch the fabric sweeps no longer reach
     CABLING = "cabling"  # a link against the expected topology: missing, on the wrong port, unexpected
+    DRAIN = "drain"  # a node fabricweb drained (or would drain) in the scheduler, and why (fabricweb.jobs.drain)
 
 
 @dataclass(frozen=True, slots=True)

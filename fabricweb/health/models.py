@@ -101,6 +101,38 @@ class LinkPolicy(models.Model):
         return self.name
 
 
+class DrainPolicy(models.Model):
+    """Which findings on a node's own link take the node out of the scheduler (fabricweb.jobs.drain).
+
+    The first enabled policy by order whose pattern matches the node decides; with none, the default
+    (DEFAULT_DRAIN_KINDS at critical) does. `drain` off exempts the nodes it matches. A fault between two
+    switches never drains a node, whatever a policy says: no node is to blame for it.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    node_glob = models.CharField(max_length=100, default="*", help_text="Shell pattern on the node name, e.g. cn*.")
+    kinds = models.JSONField(default=list, help_text="Finding kinds that drain, e.g. down, degraded, flapping.")
+    severity = models.CharField(
+        max_length=8,
+        default="critical",
+        choices=[("critical", "critical"), ("warning", "warning")],
+        help_text="The least severity of those findings that drains.",
+    )
+    drain = models.BooleanField(default=True, help_text="Off: never drain the nodes this policy matches.")
+    order = models.IntegerField(default=100, help_text="Lower is tried first when several policies match.")
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["order", "name"]
+        verbose_name_plural = "drain policies"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def matches(self, node: str) -> bool:
+        return fnmatchcase(node, self.node_glob)
+
+
 class Acknowledgement(models.Model):
     """An operator has seen an open event and is on it: repeats of its notification stop.
 

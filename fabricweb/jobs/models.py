@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db import models
 
 from fabricweb.fabric.models import Link
-from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
+from fabricweb.inventory.models import NAME_MAX, TEXT_MAX, Port
 
 JOB_ID_MAX = 64
 
@@ -67,3 +67,56 @@ class SchedulerStatus(models.Model):
 
     def __str__(self) -> str:
         return self.source
+
+
+class Drain(models.Model):
+    """A node fabricweb holds out of the scheduler, or would (dry run), or could not: one row per node.
+
+    Kept while its finding stands; once the finding has been resolved for FABRIC_DRAIN_RESUME_AFTER (when
+    set) a node fabricweb drained is resumed and the row deleted (fabricweb.jobs.drain).
+    """
+
+    class State(models.TextChoices):
+        WOULD = "would-drain"  # dry run: recorded and shown, nothing done
+        DRAINED = "drained"  # scontrol update ... State=DRAIN done by fabricweb
+        FAILED = "failed"  # the scheduler refused or did not answer: retried at the next run
+        LIMITED = "limited"  # past FABRIC_DRAIN_MAX: paged instead
+        OPERATOR = "operator"  # drained by an operator already: left alone
+        UNDONE = "undone"  # an operator undid fabricweb's drain: not drained again while the finding stands
+
+    node = models.CharField(max_length=NAME_MAX, unique=True, help_text="The fabricweb node.")
+    scheduler_node = models.CharField(max_length=NAME_MAX, help_text="The scheduler's name for it.")
+    state = models.CharField(max_length=16, choices=State.choices)
+    reason = models.CharField(max_length=TEXT_MAX, help_text="The finding, in words.")
+    finding_key = models.CharField(max_length=255, blank=True, default="")
+    port = models.ForeignKey(
+        Port, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text="The port the finding is on: where the drain event goes for a host with no agent.",
+    )  # fmt: skip
+    since = models.DateTimeField()
+    clear_since = models.DateTimeField(null=True, blank=True, help_text="When its finding was last seen gone.")
+    attempts = models.IntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["node"]
+
+    def __str__(self) -> str:
+        return f"{self.node}: {self.state}"
+
+
+class DrainAction(models.Model):
+    """Every drain action, who did it, what and when: fabricweb's own and operators' from the node page."""
+
+    at = models.DateTimeField(db_index=True)
+    node = models.CharField(max_length=NAME_MAX, db_index=True)
+    action = models.CharField(max_length=32, help_text="drain, would-drain, resume, failed, limited, left-alone ...")
+    by = models.CharField(max_length=150, help_text="fabricweb, or the operator's user name.")
+    reason = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.by} {self.action} {self.node}"

@@ -1,0 +1,126 @@
+"""Draining in a real Slurm, safely: host links pulled and an uplink pulled in ibsim's fabric (its console),
+the sweeps ingested and judged, then fabricweb.jobs.drain run against the Slurm whose nodes are the hosts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from fabricweb.fabric.ingest import ingest_fabric
+from fabricweb.fabric.models import Link
+from fabricweb.health.models import Event
+from fabricweb.jobs import drain
+from fabricweb.jobs.models import Drain, DrainAction
+from fabricweb.jobs.sources.slurm import SlurmSource
+from tests.ibsim_support import needs_ibsim
+from tests.slurm_support import needs_slurm
+
+pytestmark = [needs_ibsim, needs_slurm]
+
+
+def pull(fabric, *ends: tuple[str, int]) -> None:
+    """Pull these cables (switch, port) and let the next sweep see it."""
+    for switch, port in ends:
+        os.write(fabric.holder, f'Unlink "{switch}"[{port}]\n'.encode())
+    fabric.sweep()
+    ingest_fabric(fabric.snapshot())
+
+
+def host_link(host: str) -> tuple[str, int]:
+    """The leaf end (switch, port) of one of the host's own links."""
+    link = (
+        Link.objects.filter(a_label__startswith=f"{host} ").order_by("a_label").first()
+        or Link.objects.filter(b_label__startswith=f"{host} ").order_by("b_label").first()
+    )
+    switch_label = link.b_label if link.a_label.startswith(host) else link.a_label
+    switch, _, port = switch_label.partition(" port ")
+    return switch, int(port)
+
+
+def drain_event(node: str) -> Event | None:
+    """The node's drain event: on the node, or (a host seen only by the fabric) on its leaf's port."""
+    return Event.objects.filter(kind="drain", key=f"drain:{node}", resolved_at__isnull=True).first()
+
+
+@override_settings(FABRIC_DRAIN_MAX=4)
+def test_a_host_link_down_drains_that_host_and_an_uplink_down_drains_nothing(fabric, slurm):
+    uplink = Link.objects.filter(inter_switch=True).order_by("a_label").first()
+    switch, _, port = uplink.a_label.partition(" port ")
+    pull(fabric, (switch, int(port)), host_link("cn004"))
+    report = drain.run(SlurmSource(environ=slurm.env), mode="on")
+    assert report.drained == ["cn004"] and report.candidates == ["cn004"]
+    state, reason = slurm.node_state("cn004")
+    assert state in ("drained", "draining") and reason.startswith("fabricweb: ")
+    assert "down" in reason.lower()
+    assert [slurm.node_state(h)[0] for h in ("cn001", "cn002", "cn003")] == ["idle"] * 3
+    event = drain_event("cn004")
+    assert event.severity == "info" and "drained in the scheduler by fabricweb" in event.message
+    assert DrainAction.objects.filter(node="cn004", action="drain", by="fabricweb").count() == 1
+    # The next run changes nothing: still one drain, no second scontrol.
+    assert drain.run(SlurmSource(environ=slurm.env), mode="on").drained == []
+    assert DrainAction.objects.filter(node="cn004", action="drain").count() == 1
+
+
+def test_dry_run_drains_nothing_and_says_what_it_would_do(fabric, slurm, client):
+    pull(fabric, host_link("cn005"))
+    report = drain.run(SlurmSource(environ=slurm.env), mode="dry-run")
+    assert report.would == ["cn005"] and report.drained == []
+    assert slurm.node_state("cn005") == ("idle", "")
+    event = drain_event("cn005")
+    assert event.message.startswith("cn005: would drain (dry run): ")
+    assert DrainAction.objects.get(node="cn005").action == "would-drain"
+
+
+@override_settings(FABRIC_DRAIN_MAX=2)
+def test_past_the_drain_limit_a_leaf_going_down_pages_instead_of_draining(fabric, slurm):
+    hosts = ["cn007", "cn008", "cn009"]  # every host of leaf03: all its host cables pulled
+    leaf03 = Link.objects.filter(b_label__startswith="leaf03 ", inter_switch=False).values_list("b_label", flat=True)
+    pull(fabric, *(("leaf03", int(label.split()[-1])) for label in leaf03))
+    report = drain.run(SlurmSource(environ=slurm.env), mode="on")
+    assert report.drained == [] and sorted(report.limited) == hosts
+    assert all(slurm.node_state(h) == ("idle", "") for h in hosts)
+    for host in hosts:
+        event = drain_event(host)
+        assert event.severity == "critical" and "more nodes at once than FABRIC_DRAIN_MAX (2)" in event.message
+
+
+def test_an_operators_drain_is_left_alone(fabric, slurm):
+    slurm.drain("cn002", "bad DIMM")
+    pull(fabric, host_link("cn002"))
+    report = drain.run(SlurmSource(environ=slurm.env), mode="on")
+    assert report.left == ["cn002"] and report.drained == []
+    assert slurm.node_state("cn002")[1] == "bad DIMM"
+    assert Drain.objects.get(node="cn002").state == "operator"
+    with pytest.raises(drain.SchedulerError, match="drained outside fabricweb"):
+        drain.operator_undo(SlurmSource(environ=slurm.env), "cn002", "alice")
+    assert slurm.node_state("cn002")[1] == "bad DIMM"
+
+
+def test_a_failing_scontrol_is_shown_and_retried(fabric, slurm, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("squeue", "sinfo"):
+        (bin_dir / tool).symlink_to(Path(shutil.which(tool)))
+    scontrol = bin_dir / "scontrol"
+    scontrol.write_text("#!/bin/sh\necho 'slurm_update error: Access/permission denied' >&2\nexit 1\n")
+    scontrol.chmod(0o755)
+    pull(fabric, host_link("cn003"))
+    broken = SlurmSource(bin_dir=str(bin_dir), environ=slurm.env)
+    report = drain.run(broken, mode="on")
+    assert report.failed == ["cn003"] and slurm.node_state("cn003") == ("idle", "")
+    event = drain_event("cn003")
+    assert event.severity == "warning" and "Access/permission denied" in event.message
+    assert drain.run(broken, mode="on").failed == ["cn003"]
+    assert Drain.objects.get(node="cn003").attempts == 2
+    fixed = drain.run(SlurmSource(environ=slurm.env), mode="on")
+    assert fixed.drained == ["cn003"] and slurm.node_state("cn003")[0] in ("drained", "draining")
+    assert drain_event("cn003").severity == "info"
+    assert [a.action for a in DrainAction.objects.filter(node="cn003").order_by("at", "id")] == [
+        "failed",
+        "failed",
+        "drain",
+    ]
