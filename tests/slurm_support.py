@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,10 +43,15 @@ class Slurm:
         self.munged: subprocess.Popen | None = None
         self.slurmctld: subprocess.Popen | None = None
         self.slurmds: list[subprocess.Popen] = []
+        # Sockets (munged's, and slurmstepd's in the spool: <node>_<job>.<step>) live in a short directory of
+        # their own: a unix socket's path has room for 107 bytes, and a test worker's tmp_path can be longer.
+        self.sockets = Path(tempfile.mkdtemp(prefix="fwslurm-", dir="/tmp"))
         request.addfinalizer(self.stop)
-        for folder in ("state", "log", *(f"spool/{node}" for node in self.nodes)):
+        for folder in ("state", "log"):
             (directory / folder).mkdir(parents=True)
-        self.munge_socket = directory / "munge.sock"
+        for node in self.nodes:
+            (self.sockets / "spool" / node).mkdir(parents=True)
+        self.munge_socket = self.sockets / "munge.sock"
         # A unix socket's path has room for 107 bytes.
         assert len(str(self.munge_socket)) < 100, f"{self.munge_socket} is too long for a unix socket"
         self.munged = self._start_munged()
@@ -82,7 +88,7 @@ class Slurm:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={d / 'state'}",
-            f"SlurmdSpoolDir={d / 'spool'}/%n",
+            f"SlurmdSpoolDir={self.sockets / 'spool'}/%n",
             f"SlurmctldPidFile={d / 'slurmctld.pid'}",
             f"SlurmctldLogFile={self.log / 'slurmctld.log'}",
             f"SlurmdPidFile={d}/d-%n.pid",
@@ -213,6 +219,7 @@ class Slurm:
         self._kill_leftovers()
         if self.munged is not None:
             _stop(self.munged)
+        shutil.rmtree(self.sockets, ignore_errors=True)
 
     def _kill_leftovers(self) -> None:
         """Whatever still runs with this cluster's SLURM_CONF: the slurmstepd and script of a job whose slurmd or

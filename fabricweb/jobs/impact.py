@@ -16,7 +16,7 @@ from django.db.models import Q
 from fabricweb.fabric.models import Link
 from fabricweb.inventory.models import Port
 
-from .models import JobLink
+from .models import Job, JobLink
 
 FIRST_FEW = 3  # jobs named in a one-line summary; the rest counted
 _CHUNK = 500  # ids per IN (...): SQLite caps a statement's parameters
@@ -84,7 +84,10 @@ def jobs_by_port(port_ids) -> dict[int, list[JobBrief]]:
 
 def jobs_for_events(events) -> dict[int, list[JobBrief]]:
     """event id -> the running jobs its link carries: its port's link, or for an event on a whole node
-    (stale, a switch unreachable) the links of all the node's ports."""
+    (stale, a switch unreachable) the links of all the node's ports. One query when no job runs (a site
+    without a scheduler pays no more per page than that)."""
+    if not events or not Job.objects.filter(ended_at__isnull=True).exists():
+        return {}
     ports_of: dict[int, list[int]] = {}
     whole_nodes = {e.node_id for e in events if e.port_id is None}
     node_ports: dict[int, list[int]] = defaultdict(list)

@@ -93,6 +93,12 @@ def job_views(jobs: list[Job]) -> list[JobView]:
     return sorted(views, key=_order)
 
 
+def node_jobs(host: str) -> list[Job]:
+    """The running jobs on a fabricweb node, largest first."""
+    jobs = [j for j in Job.objects.filter(ended_at__isnull=True) if host in j.hosts]
+    return sorted(jobs, key=lambda j: (-j.node_count, j.job_id))
+
+
 def running() -> list[JobView]:
     return job_views(list(Job.objects.filter(ended_at__isnull=True)))
 

@@ -3,11 +3,10 @@ ingest and health engine, and logged-in clients in each role (over HTTPS, as pro
 
 from __future__ import annotations
 
-import importlib
 from datetime import timedelta
 
 import pytest
-from dashboard_support import Browser, make_user
+from dashboard_support import Browser, create_roles, make_user
 from django.utils import timezone
 
 from tests.api.api_support import SimFabric
@@ -20,17 +19,7 @@ def roles(request):
     if "each_db" not in request.fixturenames:
         return
     request.getfixturevalue("each_db")
-    from django.apps import apps
-    from django.contrib.auth.management import create_permissions
-    from django.contrib.auth.models import Group, Permission
-
-    roles = importlib.import_module("fabricweb.dashboard.migrations.0002_roles")
-    for config in apps.get_app_configs():
-        create_permissions(config, verbosity=0)
-    for name, wanted in (("viewer", roles.VIEWER_PERMISSIONS), ("operator", roles.OPERATOR_PERMISSIONS)):
-        group, _ = Group.objects.get_or_create(name=name)
-        for app_label, codename in wanted:
-            group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    create_roles()
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
@@ -37,3 +39,19 @@ def make_user(name: str, role: str | None):
     if role:
         user.groups.add(Group.objects.get(name=role))
     return user
+
+
+def create_roles() -> None:
+    """The viewer and operator groups the migration creates, again where a transactional test of another module
+    flushed them (a flush empties every table, data migrations' rows included)."""
+    from django.apps import apps
+    from django.contrib.auth.management import create_permissions
+    from django.contrib.auth.models import Permission
+
+    roles = importlib.import_module("fabricweb.dashboard.migrations.0002_roles")
+    for config in apps.get_app_configs():
+        create_permissions(config, verbosity=0)
+    for name, wanted in (("viewer", roles.VIEWER_PERMISSIONS), ("operator", roles.OPERATOR_PERMISSIONS)):
+        group, _ = Group.objects.get_or_create(name=name)
+        for app_label, codename in wanted:
+            group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))

@@ -3,19 +3,23 @@ the sweeps ingested and judged, then fabricweb.jobs.drain run against the Slurm 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.fabric.models import Link
 from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node
 from fabricweb.jobs import drain
 from fabricweb.jobs.models import Drain, DrainAction
 from fabricweb.jobs.sources.slurm import SlurmSource
+from tests.dashboard.dashboard_support import Browser, create_roles, make_user
 from tests.ibsim_support import needs_ibsim
 from tests.slurm_support import needs_slurm
 
@@ -124,3 +128,41 @@ def test_a_failing_scontrol_is_shown_and_retried(fabric, slurm, tmp_path):
         "failed",
         "drain",
     ]
+
+
+def test_an_operator_drains_and_undoes_from_the_node_page_and_a_viewer_or_a_forged_post_cannot(fabric, slurm):
+    create_roles()
+    Node.objects.create(name="cn001", kind=Node.Kind.HOST, first_seen_at=timezone.now())
+    viewer = Browser(make_user("victor", "viewer"))
+    viewer.post("/nodes/cn001/drain", {"reason": "reseat HCA"}, status=403)
+    forged = Browser(make_user("olga", "operator"), enforce_csrf_checks=True)
+    forged.post("/nodes/cn001/drain", {"reason": "reseat HCA"}, status=403)
+    assert slurm.node_state("cn001") == ("idle", "")
+    operator = Browser(forged.user)
+    with override_settings(FABRIC_JOBS="slurm", FABRIC_SLURM_BIN=None), _slurm_env(slurm):
+        operator.post("/nodes/cn001/drain", {"reason": "reseat HCA"})
+        state, reason = slurm.node_state("cn001")
+        assert state == "drained" and reason == "fabricweb: drained by olga from the node page: reseat HCA"
+        page = operator.text("/nodes/cn001/")
+        assert "drained by fabricweb since" in page and "reseat HCA" in page and "olga" in page
+        operator.post("/nodes/cn001/drain/undo")
+        # Resumed: no DRAIN flag and no reason (the node reads "idle*" until slurmctld pings it again).
+        assert slurm.node_state("cn001") in (("idle", ""), ("idle*", ""))
+    assert [(a.action, a.by) for a in DrainAction.objects.filter(node="cn001").order_by("at", "id")] == [
+        ("drain", "olga"),
+        ("resume", "olga"),
+    ]
+
+
+@contextlib.contextmanager
+def _slurm_env(slurm):
+    """The web process's environment names the Slurm under test (SLURM_CONF), as a site's would."""
+    before = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = slurm.env["SLURM_CONF"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SLURM_CONF")
+        else:
+            os.environ["SLURM_CONF"] = before

@@ -15,6 +15,9 @@ from fabricweb.health.actions import BaselineError, NormHoldError, accept_baseli
 from fabricweb.health.models import Acknowledgement, Event, Silence
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node
+from fabricweb.jobs import drain
+from fabricweb.jobs.refresh import configured_source
+from fabricweb.jobs.sources import SchedulerError
 
 from ..forms import AcknowledgeForm, SilenceForm
 from ..rowactions import RowSilenceForm
@@ -163,3 +166,46 @@ def accept_node_norm(request, name: str):
             request, f"Accepted what {name} reports as normal: it votes in the fabric norm again, once per HCA model."
         )
     return redirect("dashboard:node", name=name)
+
+
+@login_required
+@require_POST
+def drain_node(request, name: str):
+    """Drain the node in the scheduler now, with the operator's reason (fabricweb.jobs.drain.operator_drain)."""
+    require_operator(request)
+    source = _scheduler(request, name)
+    reason = " ".join(request.POST.get("reason", "").split())[:150]
+    if source is not None:
+        if not reason:
+            messages.error(request, "Say why: a drain needs a reason.")
+        else:
+            try:
+                drain.operator_drain(source, name, request.user.get_username(), reason)
+                messages.success(request, f"{name} drained in {source.name}: {reason}")
+            except SchedulerError as e:
+                messages.error(request, f"{name} was not drained: {e}")
+    return redirect("dashboard:node", name=name)
+
+
+@login_required
+@require_POST
+def undo_drain(request, name: str):
+    """Resume a node fabricweb drained (never one an operator drained in the scheduler itself)."""
+    require_operator(request)
+    source = _scheduler(request, name)
+    if source is not None:
+        try:
+            drain.operator_undo(source, name, request.user.get_username())
+            messages.success(request, f"{name}: fabricweb's drain undone")
+        except SchedulerError as e:
+            messages.error(request, f"{name}: not undone: {e}")
+    return redirect("dashboard:node", name=name)
+
+
+def _scheduler(request, name: str):
+    if not Node.objects.filter(name=name, kind=Node.Kind.HOST).exists():
+        raise Http404(f"no host {name!r}")
+    source = configured_source()
+    if source is None:
+        messages.error(request, "No scheduler is configured (FABRIC_JOBS is off).")
+    return source

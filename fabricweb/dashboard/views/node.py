@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
@@ -14,10 +15,13 @@ from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
+from fabricweb.jobs.models import Drain, DrainAction
+from fabricweb.jobs.report import node_jobs
 
 from .. import fabric
 from .common import can_operate, freshness, mark_page
 
+RECENT_DRAIN_ACTIONS = 10
 RECENT_EVENTS = 20
 READ_ERRORS_SHOWN = 100  # a snapshot may carry thousands; the API pages the rest
 # The health rules' PCIe findings (fabricweb/health/findings.py Kind), by value: the card's own link, its path,
@@ -85,6 +89,11 @@ def node_page(request, name: str):
         # Findings on no card (an uplink shared by several, a GPU): said beside the GPU matrix.
         "node_pcie_findings": [e for e in pcie_open if e.device_id is None],
         "events": events,
+        "drain": Drain.objects.filter(node=node.name).first(),
+        "drain_actions": list(DrainAction.objects.filter(node=node.name)[:RECENT_DRAIN_ACTIONS]),
+        "drain_mode": settings.FABRIC_DRAIN,
+        "scheduler": settings.FABRIC_JOBS,
+        "node_jobs": node_jobs(node.name),
         "can_operate": can_operate(request.user),
         **freshness(now),
     }
