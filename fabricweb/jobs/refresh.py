@@ -84,10 +84,13 @@ def refresh(source: JobSource, now: datetime | None = None) -> Refreshed:
 
 
 def _apply(source: str, running: list[RunningJob], now: datetime, out: Refreshed) -> None:
+    """Only what changed is written: a new job, a job whose fields or nodes changed, a job whose links are walked
+    again; the others get one UPDATE of their last_seen_at together."""
     to_host = host_mapper()
     version = routes_version()
     known = {j.job_id: j for j in Job.objects.filter(source=source)}
     graph: RouteGraph | None = None
+    walked: list[tuple[Job, set[int]]] = []
     seen: set[str] = set()
     for rj in running:
         if rj.job_id in seen:
@@ -98,9 +101,19 @@ def _apply(source: str, running: list[RunningJob], now: datetime, out: Refreshed
         if job is None:
             job = Job(source=source, job_id=rj.job_id, first_seen_at=now)
             out.new += 1
-        job.name, job.user, job.partition = rj.name[:255], rj.user[:64], rj.partition[:64]
-        job.nodes, job.hosts, job.started_at = list(rj.nodes), hosts, rj.started_at
-        job.last_seen_at, job.ended_at = now, None
+        fields = {
+            "name": rj.name[:255],
+            "user": rj.user[:64],
+            "partition": rj.partition[:64],
+            "nodes": list(rj.nodes),
+            "hosts": hosts,
+            "started_at": rj.started_at,
+            "ended_at": None,
+        }
+        changed = job.pk is None or any(getattr(job, k) != v for k, v in fields.items())
+        for name, value in fields.items():
+            setattr(job, name, value)
+        job.last_seen_at = now
         key = _key(version, hosts)
         if job.routes_key != key:
             graph = graph or RouteGraph.load()
@@ -108,20 +121,23 @@ def _apply(source: str, running: list[RunningJob], now: datetime, out: Refreshed
             job.routes_key = key
             job.findings = [{"kind": f.kind, "text": f.text} for f in paths.findings]
             job.unmapped = paths.unmapped
-            job.save()
-            JobLink.objects.filter(job=job).delete()
-            JobLink.objects.bulk_create([JobLink(job=job, link_id=i) for i in sorted(paths.links)], batch_size=_BATCH)
-            out.walked += 1
-        else:
+            walked.append((job, paths.links))
+        if changed or (walked and walked[-1][0] is job):
             job.save()
     out.running = len(seen)
+    out.walked = len(walked)
     gone = [j for j in known.values() if j.ended_at is None and j.job_id not in seen]
     for job in gone:
         job.ended_at, job.routes_key = now, ""
-        job.save(update_fields=["ended_at", "routes_key"])
         out.ended_ids.append(job.job_id)
-    if gone:
-        JobLink.objects.filter(job__in=gone).delete()
+    Job.objects.bulk_update(gone, ["ended_at", "routes_key"], batch_size=_BATCH)
     out.ended = len(gone)
+    # The links of the jobs walked again, and of those ended, replaced in a few statements, not one per job.
+    stale = [job.pk for job, _ in walked] + [j.pk for j in gone]
+    for start in range(0, len(stale), _BATCH):
+        JobLink.objects.filter(job_id__in=stale[start : start + _BATCH]).delete()
+    rows = (JobLink(job=job, link_id=i) for job, links in walked for i in sorted(links))
+    JobLink.objects.bulk_create(rows, batch_size=_BATCH)
+    Job.objects.filter(source=source, ended_at__isnull=True).update(last_seen_at=now)
     keep = timedelta(seconds=settings.FABRIC_JOBS_KEEP_ENDED)
     Job.objects.filter(source=source, ended_at__lt=now - keep).delete()
