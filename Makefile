@@ -47,7 +47,7 @@ demo: setup
 	DEBUG=1 LOG_LEVEL=WARNING $(BIN)/python manage.py migrate --noinput -v 0
 	DEBUG=1 LOG_LEVEL=WARNING $(BIN)/python manage.py import_policies scripts/demo-policies.yaml
 	DEBUG=1 $(BIN)/python -m fabricweb.runfabric --sim-dir $(SIM_DIR) --nodes $(SIM_NODES) --web $(DEMO_WEB) \
-		--fabric --start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT) \
+		--fabric --start-redis $(addprefix --fault=,$(DEMO_FAULTS)) --agent-stops $(DEMO_STOPPED_AGENT) --slurm \
 		--log $(DEMO_LOG) --login operator
 
 # An ibstat-like look at a simulated node.

@@ -12,7 +12,9 @@ a fabric collector (`python -m fabricweb.fabricagent`, under ibsim-run) sweeps i
 Each child runs in a process group of its own; Ctrl-C or SIGTERM stops every group,
 and if any child exits on its own the rest are stopped and the exit status is 1. With --log FILE the
 children's output (worker banners, request lines) goes to FILE; with --web the last lines say where the
-dashboard answers, and with --login NAME the login and password of an operator made for this run.
+dashboard answers, and with --login NAME the login and password of an operator made for this run. With
+--slurm-conf FILE the central processes read the running jobs (and drain) through that Slurm; with --slurm
+a private Slurm (slurm.py) runs one slurmd per simulated host, with a few jobs across the leaves.
 
 Central processes get the environment as it is (DATABASE_URL, SECRET_KEY or DEBUG=1,
 REDIS_URL) with FABRIC_POLL_INTERVAL set to --interval; the node agent gets no
@@ -41,6 +43,8 @@ from fabricweb.env import Env, redact_url
 
 from .children import BASE_DIR, PY, Children, Stopped, say
 from .ready import announce, example_fault, first_device
+from .slurm import PrivateSlurm, demo_jobs
+from .slurm import missing as slurm_missing
 from .start import MANAGE, node_trees, start_fabric, start_private_redis
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -61,7 +65,14 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
         raise Stopped
     if args.start_redis:
         start_private_redis(children, env)
+    slurm = scheduler(args, children, env, state_dir)
     start_fabric(args, children, env, state_dir, node_secret)
+    if slurm is not None:
+        slurm.start(node_trees(args.sim_dir))
+        for name, nodes in demo_jobs(args.ibsim_net, node_trees(args.sim_dir)) if args.ibsim_net else ():
+            job = slurm.submit(nodes, name)
+            if job is not None:
+                say(f"Slurm: job {job} {name} on {','.join(nodes)}")
 
     nodes, sim = node_trees(args.sim_dir), "" if args.no_sim else " (simulated)"
     say(f"{len(nodes)} nodes under {args.sim_dir}{sim}, polled every {env['FABRIC_POLL_INTERVAL']} s")
@@ -97,6 +108,24 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
             return 1
         time.sleep(0.2)
     return 0
+
+
+def scheduler(args: argparse.Namespace, children: Children, env: dict[str, str], state_dir: str) -> PrivateSlurm | None:
+    """--slurm-conf: the central processes read jobs (and drain) through that Slurm. --slurm: a private Slurm for
+    the simulated hosts, started once they are known (returned); without Slurm's packages, one line says so."""
+    if args.slurm_conf is not None:
+        env.update(FABRIC_JOBS="slurm", SLURM_CONF=str(args.slurm_conf))
+        say(f"jobs from the Slurm of {args.slurm_conf}")
+        return None
+    if not args.slurm:
+        return None
+    why = slurm_missing()
+    if why is not None:
+        say(f"no Slurm for the jobs: {why}; running without jobs")
+        return None
+    slurm = PrivateSlurm(children, Path(state_dir) / "slurm")
+    env.update(FABRIC_JOBS="slurm", SLURM_CONF=str(slurm.conf))
+    return slurm
 
 
 def poll_interval(args: argparse.Namespace) -> float:
@@ -142,6 +171,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="C",
         help="Celery ingest worker processes (rollups, prune, checks; default 1)",
     )
+    p.add_argument(
+        "--slurm-conf",
+        type=Path,
+        metavar="FILE",
+        help="read the running jobs (and drain) through the Slurm FILE configures (FABRIC_JOBS=slurm, SLURM_CONF)",
+    )
+    p.add_argument(
+        "--slurm",
+        action="store_true",
+        help="run a private Slurm for the simulated hosts (one slurmd each) with a few jobs across the leaves",
+    )
     p.add_argument("--log", type=Path, metavar="FILE", help="the processes' output goes to FILE (appended), not here")
     p.add_argument("--login", metavar="NAME", help="with --web: make an operator NAME and print its password last")
     p.add_argument(
@@ -161,6 +201,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.ibsim_net = written
     if args.ibsim_net is not None:
         args.ibsim_net = args.ibsim_net.resolve()
+    if args.slurm and args.slurm_conf is not None:
+        p.error("--slurm runs a Slurm of its own: it does not go with --slurm-conf")
     if args.login and not args.web:
         p.error("--login prints where to log in: it goes with --web")
     return args

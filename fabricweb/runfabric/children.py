@@ -41,6 +41,9 @@ class Children:
         self.children: list[Child] = []
         self.stop_requested = False
         self.log = log  # an open file: the children's output (banners, request lines) goes there, not to the terminal
+        # Called before the groups are signalled (a scheduler cancels its jobs while it can), and after they are gone.
+        self.before_stop: list[Callable[[], None]] = []
+        self.after_stop: list[Callable[[], None]] = []
 
     def note(self, message: str) -> None:
         """Said in the log when there is one (the terminal keeps the login as its last lines), else on stderr."""
@@ -84,6 +87,8 @@ class Children:
 
     def stop(self) -> None:
         """Each group's stop signal (SIGTERM), SIGKILL to any still there after the grace period."""
+        for hook in self.before_stop:
+            hook()
         self._signal_all(None)
         deadline = time.monotonic() + STOP_GRACE_S
         for child in self.children:
@@ -95,6 +100,8 @@ class Children:
         self._signal_all(signal.SIGKILL)
         for child in self.children:
             child.proc.wait()
+        for hook in self.after_stop:
+            hook()
 
     def stop_one(self, name: str) -> None:
         """Stop one child (and its group) on purpose: it is no longer watched."""
