@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fabricweb.runfabric.slurm import slurm_conf
 from tests.loopback import free_port
 
 HAVE_SLURM = os.geteuid() == 0 and all(
@@ -56,7 +57,7 @@ class Slurm:
         assert len(str(self.munge_socket)) < 100, f"{self.munge_socket} is too long for a unix socket"
         self.munged = self._start_munged()
         self.controller_port = free_port()
-        self.conf.write_text(self._slurm_conf())
+        self.conf.write_text(slurm_conf(directory, self.sockets, self.munge_socket, self.nodes, self.controller_port))
         self.slurmctld = self._daemon("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
         self._wait_until(self._controller_listens, "slurmctld to listen")
         for node in self.nodes:
@@ -75,45 +76,6 @@ class Slurm:
         )  # fmt: skip
         self._wait_until(self.munge_socket.exists, "munged's socket")
         return munged
-
-    def _slurm_conf(self) -> str:
-        d = self.directory
-        lines = [
-            f"ClusterName=test{self.controller_port}",
-            "AuthType=auth/munge",
-            f"AuthInfo=socket={self.munge_socket}",
-            "SlurmctldHost=localhost",
-            f"SlurmctldPort={self.controller_port}",
-            f"SlurmdPort={free_port()}",  # every node has a Port of its own; this one only keeps off 6818
-            "SlurmUser=root",
-            "SlurmdUser=root",
-            f"StateSaveLocation={d / 'state'}",
-            f"SlurmdSpoolDir={self.sockets / 'spool'}/%n",
-            f"SlurmctldPidFile={d / 'slurmctld.pid'}",
-            f"SlurmctldLogFile={self.log / 'slurmctld.log'}",
-            f"SlurmdPidFile={d}/d-%n.pid",
-            f"SlurmdLogFile={self.log}/d-%n.log",
-            "ProctrackType=proctrack/linuxproc",
-            "TaskPlugin=task/none",
-            "SelectType=select/cons_tres",
-            "MpiDefault=none",
-            "JobCompType=jobcomp/none",
-            "AccountingStorageType=accounting_storage/none",
-            # A node whose slurmd comes back is usable again at once, not DOWN until an operator resumes it.
-            "ReturnToService=2",
-            # A client finds an unreachable slurmctld in MessageTimeout - 1 seconds (one connect a second).
-            "MessageTimeout=5",
-            "SlurmdTimeout=10",  # a node whose slurmd stopped is down* within 10 s, not 5 minutes
-            "KillWait=2",  # a cancelled job that ignores SIGTERM gets SIGKILL after 2 s, not 30
-            "SchedulerParameters=batch_sched_delay=0",  # schedule a new job on the next tick, not 3 s later
-        ]
-        # One line a node: the caller's names need not make a hostlist range.
-        lines += [
-            f"NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 RealMemory=500 Port={free_port()}"
-            for node in self.nodes
-        ]
-        lines.append(f"PartitionName=all Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP")
-        return "\n".join(lines) + "\n"
 
     def _daemon(self, name: str, cmd: list[str]) -> subprocess.Popen:
         with open(self.log / f"{name}.out", "wb") as out:
