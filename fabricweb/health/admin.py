@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import Acknowledgement, Event, LinkPolicy, Silence
+from .models import Acknowledgement, DrainPolicy, Event, LinkPolicy, Silence
 
 
 @admin.register(Event)
@@ -43,3 +43,10 @@ class SilenceAdmin(admin.ModelAdmin):
     list_filter = [("lifted_at", admin.EmptyFieldListFilter)]
     search_fields = ["node_glob", "reason", "created_by_name"]
     raw_id_fields = ["created_by"]
+
+
+@admin.register(DrainPolicy)
+class DrainPolicyAdmin(admin.ModelAdmin):
+    list_display = ["name", "node_glob", "kinds", "severity", "drain", "order", "enabled"]
+    list_editable = ["enabled"]
+    search_fields = ["name", "node_glob"]

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from fabricweb.fabric.paths import hosts_beyond_switch_ports
 from fabricweb.health import lifecycle
+from fabricweb.health.drainpolicyfile import DEFAULT_KINDS
 from fabricweb.health.events import EventBook, target_of
 from fabricweb.health.findings import Finding, Kind, node_key
 from fabricweb.health.models import DrainPolicy, Event
@@ -44,7 +45,6 @@ from .sources import JobSource, SchedulerError
 log = logging.getLogger(__name__)
 
 PREFIX = "fabricweb:"  # every reason fabricweb gives starts so; nothing else is ever resumed by it
-DEFAULT_KINDS = ("down", "degraded", "flapping")
 DEFAULT_SEVERITY = "critical"
 REASON_MAX = 200  # characters of a Slurm reason we write: the finding, shortened
 _RANK = {"info": 0, "warning": 1, "critical": 2}
