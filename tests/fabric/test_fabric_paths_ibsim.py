@@ -120,3 +120,25 @@ def test_a_routing_loop_is_a_finding_naming_the_switches_it_goes_round(sim, each
     assert len(loops) == 1, paths.findings
     leaf, top = graph.names[source_leaf], graph.names[up.switch]
     assert f"routing loop to LID {target}" in loops[0].text and f"{leaf} → {top} → {leaf}" in loops[0].text
+
+
+def test_a_port_with_lmc_1_has_both_its_lids_walked_to(sim, each_db):
+    # opensm with LMC 1: every channel adapter port answers two LIDs, and routes to each may differ.
+    r = sim.run("opensm", "-o", "-l", "1", "-f", str(sim.fabric.out) + "/opensm-lmc.log")
+    assert r.returncode == 0, r.stdout + r.stderr
+    snap = sim.snapshot()
+    ingest_fabric(snap)
+    graph = RouteGraph.load()
+    ends = {end: graph.lids_of[end] for host in ("cn001", "cn009") for end in graph.ends_of[host]}
+    assert all(len(lids) == 2 and lids[1] == lids[0] + 1 for lids in ends.values()), ends
+    switches = {row[0] for row in snap["nodes"]["rows"] if row[1] == 2}
+    walked = set()
+    for source in graph.ends_of["cn001"]:
+        for target in graph.ends_of["cn009"]:
+            for lid in graph.lids_of[target]:
+                walked |= sim.tracert(graph.lids_of[source][0], lid)
+            for lid in graph.lids_of[source]:
+                walked |= sim.tracert(graph.lids_of[target][0], lid)
+    paths = graph.paths(["cn001", "cn009"])
+    own = {graph.own_link[end] for end in ends}
+    assert switch_ends(paths.links, switches) == walked | switch_ends(own, switches)
