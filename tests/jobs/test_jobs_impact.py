@@ -72,6 +72,10 @@ def test_a_bad_inter_switch_link_names_exactly_the_jobs_crossing_it_everywhere(f
     page = get("/jobs/").content.decode()
     assert page.index(f">{first_listed['id']}<") < page.index(f">{inside}<")
     assert f"{link.a_label} ↔ {link.b_label}" in page
+    for listing in ("/events/", "/", "/fabric/"):  # every list of events and problems names the jobs
+        text = get(listing).content.decode()
+        assert f"running job{'s' if len(crossing) > 1 else ''} cross" in text, listing
+        assert f"{wide} allreduce (root, 3 nodes)</a>" in text, listing
     port_page = get(f"/ports/{switch}/switch/{number}/").content.decode()
     assert f"{wide} allreduce (root, 3 nodes)" in port_page
 
