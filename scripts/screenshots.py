@@ -5,7 +5,8 @@
 It starts runfabric as `make demo` does (64 simulated nodes, the switch fabric, DEMO_FAULTS read from the
 Makefile, cn064's agent stopped, a private Redis) on a throwaway SQLite database, waits until the problems
 show and the charts have some minutes of samples, then takes the pages in Debian's Chromium (Playwright):
-overview, port (its charts from the first poll), node, events (1400 px wide), the wall at 2560x1440, and the
+overview, port (its charts from the first poll), node, events, jobs (of its private Slurm, as `make demo`'s)
+(1400 px wide), the wall at 2560x1440, and the
 overview on a 390 px phone in the dark theme (down to its third problem). The PNGs are re-deflated (zlib
 level 9), and quantised with pngquant when it is installed. A console error on any page fails the run.
 """
@@ -34,7 +35,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # The pages and what each shows of the demo's faults.
 PORT_PAGE = "/ports/cn008/mlx5_1/1/"  # symbol errors rising: the grouped error charts draw something
 NODE_PAGE = "/nodes/cn002/"  # a host port trained at SDR
-SHOTS = ("overview", "port", "node", "events", "wall", "phone")
+SHOTS = ("overview", "port", "node", "events", "jobs", "wall", "phone")
 WAIT_FOR = ("cn005", "cn006", "cn009", "cn064")  # down, flapping, PCIe, stale: the problem list is complete
 
 
@@ -61,7 +62,7 @@ def start_fabric(scratch: Path, web: str) -> tuple[subprocess.Popen, str]:
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, cwd=REPO, check=True)
     subprocess.run([*manage, "import_policies", "scripts/demo-policies.yaml"], env=env, cwd=REPO, check=True)
     argv = [PY, "-m", "fabricweb.runfabric", "--sim-dir", str(scratch / "sim"), "--nodes", "64", "--web", web]
-    argv += ["--fabric", "--start-redis", *(f"--fault={f}" for f in demo_faults()), "--agent-stops", "cn064"]
+    argv += ["--fabric", "--start-redis", *(f"--fault={f}" for f in demo_faults()), "--agent-stops", "cn064", "--slurm"]
     argv += ["--log", str(scratch / "fabric.log"), "--login", "shots"]
     proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True)
     password: list[str] = []
@@ -162,6 +163,7 @@ def take(base: str, password: str, out: Path, since: str, settle_until: float) -
         )
         shot(desk, NODE_PAGE, "node", full_page=True)
         shot(desk, "/events/", "events")
+        shot(desk, "/jobs/", "jobs")
         wall = tab(viewport={"width": 2560, "height": 1440})
         shot(wall, "/wall/", "wall")
         phone = tab(viewport={"width": 390, "height": 844}, device_scale_factor=2, color_scheme="dark", is_mobile=True)
