@@ -38,3 +38,18 @@ def named_entries(
         names.add(row["name"])
         out.append(row)
     return out
+
+
+def entry_head(entry: object, position: int, *, noun: str, fields: tuple[str, ...], error: type[ValueError]):
+    """The checks every entry starts with: a mapping of known keys with a `name` of 1 to 100 characters.
+    Returns (where, name): `where` names the entry in errors (`policy 3 ('cn-hdr')`)."""
+    if not isinstance(entry, dict):
+        raise error(f"{noun} {position}: expected a mapping of {', '.join(fields)}, got {entry!r}")
+    name = entry.get("name")
+    where = f"{noun} {position} ({name!r})" if isinstance(name, str) else f"{noun} {position}"
+    extra = sorted(map(str, set(entry) - set(fields)))
+    if extra:
+        raise error(f"{where}: unknown key(s) {', '.join(extra)} (known: {', '.join(fields)})")
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise error(f"{where}: 'name' must be text of 1 to 100 characters")
+    return where, name.strip()

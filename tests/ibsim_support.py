@@ -147,3 +147,33 @@ def parse_iblinkinfo(text: str) -> dict[tuple[str, int], dict]:
             "could": (could or "").strip(),
         }
     return out
+
+
+def host_lids(snap: dict) -> dict[str, list[int]]:
+    """host -> its ports' LIDs, from a fabric snapshot (a CA is named by its description's first word)."""
+    nodes = snap["nodes"]["rows"]
+    out: dict[str, list[int]] = {}
+    for row in snap["ports"]["rows"]:
+        if nodes[row[0]][1] == 1 and row[3]:
+            out.setdefault(nodes[row[0]][3].split()[0], []).append(row[3])
+    return out
+
+
+def traced(sim: Ibsim, lids: dict[str, list[int]], hosts: list[str]) -> set[tuple[str, int]]:
+    """The switch ports ibtracert walks between every port of every two of `hosts`, both ways."""
+    ports = set()
+    for a in hosts:
+        for b in hosts:
+            if a != b:
+                for src in lids[a]:
+                    for dst in lids[b]:
+                        ports |= sim.tracert(src, dst)
+    return ports
+
+
+def switch_ends(links, switch_guids: set[str]) -> set[tuple[str, int]]:
+    """The switch ends (GUID, port) of these Link rows: what ibtracert's hops are compared by."""
+    out = set()
+    for link in links:
+        out.update((g, p) for g, p in ((link.a_guid, link.a_port), (link.b_guid, link.b_port)) if g in switch_guids)
+    return out

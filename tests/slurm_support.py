@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fabricweb.runfabric.slurm import slurm_conf
+from tests.ibsim_support import stop as stop_process
 from tests.loopback import free_port
 
 HAVE_SLURM = os.geteuid() == 0 and all(
@@ -161,7 +162,7 @@ class Slurm:
     def stop_controller(self) -> None:
         """slurmctld goes away, as in an outage; the nodes and their jobs stay."""
         if self.slurmctld is not None:
-            _stop(self.slurmctld)
+            stop_process(self.slurmctld)
 
     def stop(self) -> None:
         """Jobs first, while slurmctld can still cancel them: a slurmd that stops leaves its jobs running."""
@@ -177,10 +178,10 @@ class Slurm:
                         time.sleep(0.05)
         for daemon in (*self.slurmds, self.slurmctld):
             if daemon is not None:
-                _stop(daemon)
+                stop_process(daemon)
         self._kill_leftovers()
         if self.munged is not None:
-            _stop(self.munged)
+            stop_process(self.munged)
         shutil.rmtree(self.sockets, ignore_errors=True)
 
     def _kill_leftovers(self) -> None:
@@ -193,13 +194,3 @@ class Slurm:
             with contextlib.suppress(OSError):
                 if mark in b"\0" + (proc / "environ").read_bytes():
                     os.kill(int(proc.name), signal.SIGKILL)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

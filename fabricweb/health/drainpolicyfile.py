@@ -15,7 +15,7 @@ position and name (the link policies' rules: fabricweb/yamlfile.py).
 
 from __future__ import annotations
 
-from fabricweb.yamlfile import named_entries
+from fabricweb.yamlfile import entry_head, named_entries
 
 from .expectation import DEFAULT_ORDER
 from .findings import Kind
@@ -41,15 +41,7 @@ def parse(text: str) -> list[dict]:
 
 
 def _entry(entry: object, i: int) -> dict:
-    if not isinstance(entry, dict):
-        raise DrainPolicyFileError(f"drain policy {i}: expected a mapping of {', '.join(FIELDS)}, got {entry!r}")
-    name = entry.get("name")
-    where = f"drain policy {i} ({name!r})" if isinstance(name, str) else f"drain policy {i}"
-    extra = sorted(map(str, set(entry) - set(FIELDS)))
-    if extra:
-        raise DrainPolicyFileError(f"{where}: unknown key(s) {', '.join(extra)} (known: {', '.join(FIELDS)})")
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        raise DrainPolicyFileError(f"{where}: 'name' must be text of 1 to 100 characters")
+    where, name = entry_head(entry, i, noun="drain policy", fields=FIELDS, error=DrainPolicyFileError)
     node = entry.get("node", "*")
     if not isinstance(node, str) or not node or len(node) > 100:
         raise DrainPolicyFileError(f"{where}: 'node' must be a shell pattern of 1 to 100 characters")
@@ -59,7 +51,7 @@ def _entry(entry: object, i: int) -> dict:
     severity = entry.get("severity", "critical")
     if severity not in SEVERITIES:
         raise DrainPolicyFileError(f"{where}: 'severity' must be critical or warning, got {severity!r}")
-    row = {"name": name.strip(), "node_glob": node, "kinds": sorted(set(kinds)), "severity": severity}
+    row = {"name": name, "node_glob": node, "kinds": sorted(set(kinds)), "severity": severity}
     for key in ("drain", "enabled"):
         value = entry.get(key, True)
         if not isinstance(value, bool):

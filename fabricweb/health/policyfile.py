@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import yaml
 
 from collectors.link import SPEED_BY_NAME, WIDTHS
-from fabricweb.yamlfile import named_entries
+from fabricweb.yamlfile import entry_head, named_entries
 
 from .expectation import DEFAULT_ORDER
 from .models import LinkPolicy
@@ -44,16 +44,8 @@ def parse(text: str) -> list[dict]:
 
 
 def _entry(entry: object, i: int) -> dict:
-    if not isinstance(entry, dict):
-        raise PolicyFileError(f"policy {i}: expected a mapping of {', '.join(FIELDS)}, got {entry!r}")
-    name = entry.get("name")
-    where = f"policy {i} ({name!r})" if isinstance(name, str) else f"policy {i}"
-    extra = sorted(map(str, set(entry) - set(FIELDS)))
-    if extra:
-        raise PolicyFileError(f"{where}: unknown key(s) {', '.join(extra)} (known: {', '.join(FIELDS)})")
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        raise PolicyFileError(f"{where}: 'name' must be text of 1 to 100 characters")
-    row: dict[str, object] = {"name": name.strip()}
+    where, name = entry_head(entry, i, noun="policy", fields=FIELDS, error=PolicyFileError)
+    row: dict[str, object] = {"name": name}
     for key, (column, longest) in _GLOBS.items():
         value = entry.get(key, "*")
         if key == "port" and isinstance(value, int) and not isinstance(value, bool):

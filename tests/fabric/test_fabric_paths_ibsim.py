@@ -13,7 +13,7 @@ from collectors.sim import Fabric, SwitchOptions
 from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.fabric.models import Link, SwitchRoutes
 from fabricweb.fabric.paths import RouteGraph
-from tests.ibsim_support import Ibsim, needs_ibsim
+from tests.ibsim_support import Ibsim, host_lids, needs_ibsim, switch_ends, traced
 
 pytestmark = needs_ibsim
 
@@ -24,32 +24,8 @@ def sim(tmp_path, request) -> Ibsim:
     return Ibsim(Fabric.create(str(tmp_path / "sim"), 9, seed=5, switches=options), request)
 
 
-def host_lids(snap: dict) -> dict[str, list[int]]:
-    nodes = snap["nodes"]["rows"]
-    out: dict[str, list[int]] = {}
-    for row in snap["ports"]["rows"]:
-        node = nodes[row[0]]
-        if node[1] == 1 and row[3]:
-            out.setdefault(node[3].split()[0], []).append(row[3])
-    return out
-
-
-def switch_ends(link_ids: set[int], switch_guids: set[str]) -> set[tuple[str, int]]:
-    out = set()
-    for link in Link.objects.filter(pk__in=link_ids):
-        out.update((g, p) for g, p in ((link.a_guid, link.a_port), (link.b_guid, link.b_port)) if g in switch_guids)
-    return out
-
-
-def traced(sim: Ibsim, lids: dict[str, list[int]], hosts: list[str]) -> set[tuple[str, int]]:
-    ports = set()
-    for a in hosts:
-        for b in hosts:
-            if a != b:
-                for src in lids[a]:
-                    for dst in lids[b]:
-                        ports |= sim.tracert(src, dst)
-    return ports
+def walked_ends(link_ids, switches: set[str]) -> set[tuple[str, int]]:
+    return switch_ends(Link.objects.filter(pk__in=link_ids), switches)
 
 
 def test_paths_between_hosts_are_the_links_ibtracert_walks(sim, each_db):
@@ -72,7 +48,7 @@ def test_paths_between_hosts_are_the_links_ibtracert_walks(sim, each_db):
         paths = graph.paths(hosts)
         assert paths.findings == [] and paths.unmapped == []
         own = {graph.own_link[end] for host in hosts for end in graph.ends_of[host]}
-        assert switch_ends(paths.links, switches) == traced(sim, lids, hosts) | switch_ends(own, switches), hosts
+        assert walked_ends(paths.links, switches) == traced(sim, lids, hosts) | walked_ends(own, switches), hosts
     # Two hosts on one leaf: their own links only, no inter-switch link.
     inside = graph.paths(same_leaf)
     assert not Link.objects.filter(pk__in=inside.links, inter_switch=True).exists()
@@ -141,4 +117,4 @@ def test_a_port_with_lmc_1_has_both_its_lids_walked_to(sim, each_db):
                 walked |= sim.tracert(graph.lids_of[target][0], lid)
     paths = graph.paths(["cn001", "cn009"])
     own = {graph.own_link[end] for end in ends}
-    assert switch_ends(paths.links, switches) == walked | switch_ends(own, switches)
+    assert walked_ends(paths.links, switches) == walked | walked_ends(own, switches)

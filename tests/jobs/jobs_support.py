@@ -1,4 +1,4 @@
-"""What the jobs tests read from a fabric sweep: each host's leaves and port LIDs."""
+"""What the jobs tests read from a fabric sweep: the leaves each host is cabled to."""
 
 from __future__ import annotations
 
@@ -11,13 +11,4 @@ def leaves_of(snap: dict) -> dict[str, set[str]]:
         node, peer = nodes[row[0]], row[12]
         if node[1] == 1 and peer is not None:
             out.setdefault(node[3].split()[0], set()).add(nodes[peer][3])
-    return out
-
-
-def host_lids(snap: dict) -> dict[str, list[int]]:
-    nodes = snap["nodes"]["rows"]
-    out: dict[str, list[int]] = {}
-    for row in snap["ports"]["rows"]:
-        if nodes[row[0]][1] == 1 and row[3]:
-            out.setdefault(nodes[row[0]][3].split()[0], []).append(row[3])
     return out

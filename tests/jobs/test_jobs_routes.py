@@ -7,18 +7,11 @@ from fabricweb.fabric.models import Link
 from fabricweb.jobs.models import Job, JobLink, SchedulerStatus
 from fabricweb.jobs.refresh import refresh
 from fabricweb.jobs.sources.slurm import SlurmSource
-from tests.ibsim_support import needs_ibsim
-from tests.jobs.jobs_support import host_lids, leaves_of
+from tests.ibsim_support import host_lids, needs_ibsim, switch_ends, traced
+from tests.jobs.jobs_support import leaves_of
 from tests.slurm_support import needs_slurm
 
 pytestmark = [needs_ibsim, needs_slurm]
-
-
-def job_switch_ends(job: Job, switches: set[str]) -> set[tuple[str, int]]:
-    out = set()
-    for link in Link.objects.filter(job_links__job=job):
-        out.update((g, p) for g, p in ((link.a_guid, link.a_port), (link.b_guid, link.b_port)) if g in switches)
-    return out
 
 
 def test_jobs_cross_exactly_the_links_ibtracert_walks_and_one_inside_a_leaf_crosses_no_uplink(fabric, slurm):
@@ -42,14 +35,7 @@ def test_jobs_cross_exactly_the_links_ibtracert_walks_and_one_inside_a_leaf_cros
     assert Link.objects.filter(job_links__job=one_leaf).count() == sum(len(lids[h]) for h in inside) >= 2
     wide = Job.objects.get(job_id=across_id)
     switches = {row[0] for row in fabric.snap["nodes"]["rows"] if row[1] == 2}
-    walked = set()
-    for a in across:
-        for b in across:
-            if a != b:
-                for src in lids[a]:
-                    for dst in lids[b]:
-                        walked |= fabric.tracert(src, dst)
-    assert job_switch_ends(wide, switches) == walked
+    assert switch_ends(Link.objects.filter(job_links__job=wide), switches) == traced(fabric, lids, across)
     assert Link.objects.filter(job_links__job=wide, inter_switch=True).count() >= 4
     # Nothing changed: the next refresh walks no path again.
     again = refresh(SlurmSource(environ=slurm.env))
