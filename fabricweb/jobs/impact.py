@@ -14,6 +14,8 @@ from urllib.parse import quote
 from django.db.models import Q
 
 from fabricweb.fabric.models import Link
+from fabricweb.health.models import Event
+from fabricweb.health.signals import OPENED
 from fabricweb.inventory.models import Port
 
 from .models import Job, JobLink
@@ -102,6 +104,18 @@ def jobs_for_events(events) -> dict[int, list[JobBrief]]:
         merged = {b.id: b for p in ports for b in by_port.get(p, ())}
         out[event_id] = sorted(merged.values(), key=lambda b: (-b.nodes, b.id))
     return out
+
+
+def on_events_changed(sender, changes, **kwargs) -> None:
+    """An event opened with running jobs crossing its link keeps them in its details (`jobs`, as the webhook
+    names them): the event's history says whom it hurt after the jobs have ended. One query when no job runs."""
+    opened = [event for event, change in changes if change == OPENED]
+    jobs = jobs_for_events(opened)
+    hurt = [e for e in opened if jobs.get(e.pk)]
+    for event in hurt:
+        event.details = {**event.details, "jobs": [b.as_dict() for b in jobs[event.pk]]}
+    if hurt:
+        Event.objects.bulk_update(hurt, ["details"])
 
 
 def summary(briefs: list[JobBrief]) -> str:

@@ -45,6 +45,8 @@ def test_a_bad_inter_switch_link_names_exactly_the_jobs_crossing_it_everywhere(f
     ingest_fabric(fabric.snapshot())
     event = Event.objects.get(resolved_at__isnull=True, port=link.a, kind="symbol_errors")
     assert {b.id for b in jobs_for_events([event])[event.pk]} == crossing
+    # The event keeps whom it hurt when it opened, for after the jobs have ended.
+    assert {j["id"] for j in event.details["jobs"]} == crossing
 
     user = get_user_model().objects.create_user("noc", password="x")
     client.force_login(user)
