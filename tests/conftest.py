@@ -64,6 +64,8 @@ HEAVY_SCOPES = {
     "tests/dashboard/test_dashboard_fabric.py": 27,
     "tests/pipeline/test_pipeline_staleness.py": 26,
     "tests/exporter/test_exporter_switches.py": 21,
+    "tests/jobs/test_jobs_drain.py": 21,  # a real Slurm and ibsim per test, on both databases
+    "tests/jobs/test_jobs_routes.py": 18,
 }
 
 
