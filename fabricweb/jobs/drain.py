@@ -138,6 +138,12 @@ def run(source: JobSource, mode: str | None = None, now: datetime | None = None)
     now = now or timezone.now()
     report = DrainReport(mode)
     if mode == "off":
+        # Turned off: what it only recorded (would drain, failed, past the limit) is forgotten and its events
+        # resolved; a node it drained stays drained until an operator (or the node page) resumes it.
+        rows = {d.node: d for d in Drain.objects.exclude(state=Drain.State.DRAINED)}
+        if rows:
+            Drain.objects.filter(pk__in=[d.pk for d in rows.values()]).delete()
+            _events({d.node: d for d in Drain.objects.all()}, drain_limit(), now)
         return report
     wanted = candidates()
     report.candidates = sorted(wanted)

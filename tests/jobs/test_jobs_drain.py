@@ -77,6 +77,9 @@ def test_dry_run_drains_nothing_and_says_what_it_would_do(fabric, slurm, client)
     event = drain_event("cn005")
     assert event.message.startswith("cn005: would drain (dry run): ")
     assert DrainAction.objects.get(node="cn005").action == "would-drain"
+    # Turned off: the dry run's record and its event go.
+    drain.run(SlurmSource(environ=slurm.env), mode="off")
+    assert drain_event("cn005") is None and not Drain.objects.exists()
 
 
 @override_settings(FABRIC_DRAIN_MAX=2)
