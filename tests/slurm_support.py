@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from fabricweb.runfabric.slurm import slurm_conf
+from fabricweb.runfabric.slurm import free_ports, slurm_conf
 from tests.ibsim_support import stop as stop_process
-from tests.loopback import free_port
 
 HAVE_SLURM = os.geteuid() == 0 and all(
     shutil.which(tool) for tool in ("slurmctld", "slurmd", "squeue", "sbatch", "scontrol", "sinfo", "munged")
@@ -57,7 +56,7 @@ class Slurm:
         # A unix socket's path has room for 107 bytes.
         assert len(str(self.munge_socket)) < 100, f"{self.munge_socket} is too long for a unix socket"
         self.munged = self._start_munged()
-        self.controller_port = free_port()
+        self.controller_port = free_ports(1)[0]
         self.conf.write_text(slurm_conf(directory, self.sockets, self.munge_socket, self.nodes, self.controller_port))
         self.slurmctld = self._daemon("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
         self._wait_until(self._controller_listens, "slurmctld to listen")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -36,23 +37,37 @@ def missing() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_ports(count: int, avoid: frozenset[int] = frozenset()) -> list[int]:
+    """`count` loopback ports free now, below the kernel's ephemeral range (32768 and up by default), so no
+    outgoing connection of another process takes one between the choosing and a daemon's bind; from a random
+    start, so two Slurms started at once (parallel tests) rarely try the same ones."""
+    ports: list[int] = []
+    candidate = random.randrange(10_000, 30_000)
+    while len(ports) < count:
+        candidate = candidate + 1 if candidate < 32_000 else 10_000
+        if candidate in avoid:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+        ports.append(candidate)
+    return ports
 
 
 def slurm_conf(state: Path, sockets: Path, munge_socket: Path, nodes: list[str], controller_port: int) -> str:
     """slurm.conf for one machine: state and logs under `state`, spool (slurmstepd's sockets) under `sockets`,
     a short path (a unix socket's path has room for 107 bytes), every node on a loopback port of its own."""
     log = state / "log"
+    spare, *ports = free_ports(len(nodes) + 1, avoid=frozenset({controller_port}))
     lines = [
         f"ClusterName=fabricweb{controller_port}",
         "AuthType=auth/munge",
         f"AuthInfo=socket={munge_socket}",
         "SlurmctldHost=localhost",
         f"SlurmctldPort={controller_port}",
-        f"SlurmdPort={free_port()}",  # every node has a Port of its own; this one only keeps off 6818
+        f"SlurmdPort={spare}",  # every node has a Port of its own; this one only keeps off 6818
         "SlurmUser=root",
         "SlurmdUser=root",
         f"StateSaveLocation={state / 'state'}",
@@ -77,8 +92,8 @@ def slurm_conf(state: Path, sockets: Path, munge_socket: Path, nodes: list[str],
     ]
     # One line a node: the names need not make a hostlist range.
     lines += [
-        f"NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 RealMemory=500 Port={free_port()}"
-        for node in nodes
+        f"NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 CPUs=1 RealMemory=500 Port={port}"
+        for node, port in zip(nodes, ports, strict=True)
     ]
     lines.append(f"PartitionName=all Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
@@ -111,11 +126,16 @@ class PrivateSlurm:
                   f"--seed-file={self.state / 'munge.seed'}"]  # fmt: skip
         self.children.start("munged", munged, self.env)
         self.children.wait_for("munged's socket", self.munge_socket.exists)
-        self.conf.write_text(slurm_conf(self.state, self.sockets, self.munge_socket, nodes, free_port()))
+        self.conf.write_text(slurm_conf(self.state, self.sockets, self.munge_socket, nodes, free_ports(1)[0]))
         self.children.start("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)], self.env)
         for node in nodes:
             self.children.start(f"slurmd {node}", ["slurmd", "-D", "-f", str(self.conf), "-N", node], self.env)
-        self.children.wait_for("every Slurm node idle", lambda: self._all_idle(nodes), START_TIMEOUT_S)
+        try:
+            self.children.wait_for("every Slurm node idle", lambda: self._all_idle(nodes), START_TIMEOUT_S)
+        except SystemExit as e:  # say why, from the daemon's own log, before its directory goes with the run
+            logs = sorted((self.state / "log").glob("*.log"), key=lambda p: p.stat().st_mtime)
+            last = logs[-1].read_text(errors="replace").strip().splitlines()[-3:] if logs else []
+            raise SystemExit(f"{e.code}; {logs[-1].name if logs else 'no log'}: {' | '.join(last)}") from None
         say(f"Slurm: {len(nodes)} nodes idle (SLURM_CONF={self.conf})")
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:

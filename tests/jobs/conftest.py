@@ -8,9 +8,8 @@ import pytest
 from collectors.sim import Fabric, SwitchOptions
 from fabricweb.fabric.ingest import ingest_fabric
 from tests.ibsim_support import Ibsim
+from tests.jobs.jobs_support import HOSTS
 from tests.slurm_support import Slurm
-
-HOSTS = [f"cn{i:03d}" for i in range(1, 10)]
 
 
 @pytest.fixture

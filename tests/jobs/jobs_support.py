@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+HOSTS = [f"cn{i:03d}" for i in range(1, 10)]  # the simulated hosts, and the Slurm nodes of the same names
+
 
 def leaves_of(snap: dict) -> dict[str, set[str]]:
     """host -> the names of the leaves its ports are cabled to, from the sweep."""

@@ -7,6 +7,7 @@ import os
 
 from django.contrib.auth import get_user_model
 
+from collectors.sim import Fabric, SwitchOptions
 from fabricweb.alerts import payload
 from fabricweb.alerts.transports.alertmanager import alert
 from fabricweb.fabric.ingest import ingest_fabric
@@ -15,8 +16,8 @@ from fabricweb.health.models import Event
 from fabricweb.jobs.impact import jobs_for_events
 from fabricweb.jobs.refresh import refresh
 from fabricweb.jobs.sources.slurm import SlurmSource
-from tests.ibsim_support import needs_ibsim
-from tests.jobs.jobs_support import leaves_of
+from tests.ibsim_support import Ibsim, needs_ibsim
+from tests.jobs.jobs_support import HOSTS, leaves_of
 from tests.slurm_support import needs_slurm
 
 pytestmark = [needs_ibsim, needs_slurm]
@@ -91,3 +92,38 @@ def test_a_bad_inter_switch_link_names_exactly_the_jobs_crossing_it_everywhere(f
     assert item["jobs_summary"].startswith(f"{len(crossing)} job")
     assert alert(item, False, event.opened_at)["annotations"]["jobs"] == item["jobs_summary"]
     assert "jobs crossing it: " in payload.text(payload.build("u", "c", "firing", [item], event.opened_at))
+
+
+def test_an_uplink_trained_below_what_both_ends_support_names_exactly_the_jobs_crossing_it(
+    tmp_path, request, each_db, slurm
+):
+    # The same fabric with one uplink of leaf02 trained at DDR from the start (ibsim cannot retrain a link while
+    # it runs): its degraded event is on that uplink, and it names the jobs whose paths cross it, no others.
+    sim = Ibsim(
+        Fabric.create(str(tmp_path / "sim"), len(HOSTS), seed=5,
+                      switches=SwitchOptions(switch_ports=12, leaves=3, spines=2, faults=("leaf02/7:speed=DDR",))),
+        request,
+    )  # fmt: skip
+    snap = sim.snapshot()
+    ingest_fabric(snap)
+    by_leaf: dict[str, list[str]] = {}
+    for host, leaves in sorted(leaves_of(snap).items()):
+        if len(leaves) == 1:
+            by_leaf.setdefault(next(iter(leaves)), []).append(host)
+    first, second, third = sorted(by_leaf)
+    jobs = [
+        slurm.submit([by_leaf[first][0], by_leaf[second][0]], name="a"),
+        slurm.submit([by_leaf[second][1], by_leaf[third][0]], name="b"),
+        slurm.submit([by_leaf[first][1], by_leaf[third][1]], name="c"),
+    ]
+    refresh(SlurmSource(environ=slurm.env))
+    event = Event.objects.get(resolved_at__isnull=True, kind="degraded")
+    assert event.message.startswith("leaf02 port 7 ↔ spine") and "DDR where QDR expected" in event.message
+    uplink = Link.objects.get(a=event.port) if Link.objects.filter(a=event.port).exists() else None
+    uplink = uplink or Link.objects.get(b=event.port)
+    crossing = set(uplink.job_links.values_list("job__job_id", flat=True))
+    assert crossing and crossing <= set(jobs)
+    assert {b.id for b in jobs_for_events([event])[event.pk]} == crossing
+    # Whichever jobs the tables route over it, and only those: a job's own links say the same.
+    for job in jobs:
+        assert (job in crossing) == Link.objects.filter(job_links__job__job_id=job, pk=uplink.pk).exists()
