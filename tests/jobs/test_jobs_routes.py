@@ -3,6 +3,8 @@ by opensm, its sweep and forwarding tables ingested; `ibtracert` is the referenc
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
+
 from fabricweb.fabric.models import Link
 from fabricweb.jobs.models import Job, JobLink, SchedulerStatus
 from fabricweb.jobs.refresh import refresh
@@ -42,12 +44,22 @@ def test_jobs_cross_exactly_the_links_ibtracert_walks_and_one_inside_a_leaf_cros
     assert (again.running, again.new, again.walked) == (2, 0, 0)
 
 
-def test_a_job_that_ends_leaves_at_the_next_read_and_a_silent_scheduler_changes_nothing(fabric, slurm):
+def test_a_job_that_ends_leaves_at_the_next_read_and_a_silent_scheduler_changes_nothing(fabric, slurm, client):
+    client.force_login(get_user_model().objects.create_user("noc", password="x"))
+
+    def listed() -> tuple[set[str], str]:
+        api = client.get("/api/v1/jobs", secure=True).json()
+        return {j["id"] for j in api["jobs"]}, client.get("/jobs/", secure=True).content.decode()
+
     job_id = slurm.submit(["cn001", "cn009"], name="short")
     refresh(SlurmSource(environ=slurm.env))
     assert JobLink.objects.filter(job__job_id=job_id).count() > 2
+    ids, page = listed()
+    assert ids == {job_id} and f">{job_id}</a>" in page
     slurm.cancel(job_id)
     done = refresh(SlurmSource(environ=slurm.env))
+    ids, page = listed()  # gone from the pages at the first read after it ended
+    assert ids == set() and f">{job_id}</a>" not in page and "No running job." in page
     assert (done.running, done.ended, done.ended_ids) == (0, 1, [job_id])
     ended = Job.objects.get(job_id=job_id)
     assert ended.ended_at is not None and not JobLink.objects.filter(job=ended).exists()
@@ -64,3 +76,5 @@ def test_a_job_that_ends_leaves_at_the_next_read_and_a_silent_scheduler_changes_
     assert status.error == cut.error and status.last_ok_at < status.last_tried_at
     assert Job.objects.get(job_id=kept).ended_at is None
     assert JobLink.objects.filter(job__job_id=kept).exists()
+    ids, page = listed()  # the pages keep the jobs as last read, and say the scheduler did not answer
+    assert ids == {kept} and "The scheduler did not answer at the last read: squeue: no answer within 1 s" in page
