@@ -1,4 +1,4 @@
-"""The shape every YAML file an operator writes for fabricweb shares: a list of named entries.
+"""The shape every YAML file an operator writes for fabricweb shares: a list of named entries, read safely.
 
 `policies:` for link policies (health/policyfile.py), `channels:` for notification channels
 (alerts/channelfile.py): the list under its one top-level key (or the bare list), every
@@ -12,15 +12,45 @@ from collections.abc import Callable
 
 import yaml
 
+MAX_DEPTH = 32  # nesting of mappings and lists: an operator's file needs three or four
+
+
+class _Bounded(yaml.SafeLoader):
+    """SafeLoader without aliases (`*name`: a few hundred bytes of them expand to gigabytes, the billion laughs)
+    and with bounded nesting (PyYAML composes recursively: 100,000 brackets overflow Python's stack)."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted", mark)
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def load(text: str):
+    """The YAML document of `text` as plain values; yaml.YAMLError for a bad one, aliases and deep nesting
+    included, whose message is one short line (where, and what)."""
+    return yaml.load(text, Loader=_Bounded)  # a SafeLoader: plain values only
+
 
 def named_entries(
     text: str, *, key: str, noun: str, error: type[ValueError], entry: Callable[[object, int], dict]
 ) -> list[dict]:
     """The rows `entry(item, position)` makes of each item under `key`; `error` on the first problem."""
     try:
-        doc = yaml.safe_load(text)
+        doc = load(text)
     except yaml.YAMLError as e:
-        raise error(f"not valid YAML: {e}") from None
+        raise error(f"not valid YAML: {one_line(e)}") from None
     if isinstance(doc, dict):
         extra = sorted(map(str, set(doc) - {key}))
         if extra:
@@ -53,3 +83,11 @@ def entry_head(entry: object, position: int, *, noun: str, fields: tuple[str, ..
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
         raise error(f"{where}: 'name' must be text of 1 to 100 characters")
     return where, name.strip()
+
+
+def one_line(error: yaml.YAMLError) -> str:
+    """A YAML error in one line: its problem and where (`aliases (*name) are not accepted, line 3 column 8`)."""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    mark = getattr(error, "problem_mark", None)
+    where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"[:200]

@@ -75,7 +75,10 @@ def _time(field: str, value: str) -> datetime:
         when = None
     if when is None:
         raise BadRange(f"{field}: expected an ISO time such as {TIME_EXAMPLE} (UTC)")
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    try:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except OverflowError:  # year 1 or 9999 with an offset that carries it past datetime's range
+        raise BadRange(f"{field}: {value.strip()[:40]} is out of the range of times") from None
 
 
 def _resolution(since: datetime, span: timedelta, now: datetime) -> int | None:

@@ -14,6 +14,7 @@ a port cabled twice, an end that is not an end, a line that is not a link: an er
 from __future__ import annotations
 
 import re
+import reprlib
 from dataclasses import dataclass
 
 import yaml
@@ -21,6 +22,7 @@ import yaml
 from collectors.fabric import netfile
 from collectors.fabric.mad import format_guid
 from collectors.facts import NODE_NAME_PATTERN
+from fabricweb import yamlfile
 from fabricweb.health.findings import port_label
 
 _SWITCH_END = re.compile(rf"^({NODE_NAME_PATTERN}|0x[0-9a-fA-F]{{16}})\s+port\s+(\d{{1,3}})$")
@@ -62,9 +64,9 @@ def parse(text: str, source: str = "topology") -> list[tuple[EndSpec, EndSpec]]:
 
 def _from_yaml(text: str) -> list[tuple[EndSpec, EndSpec]]:
     try:
-        doc = yaml.safe_load(text)
+        doc = yamlfile.load(text)
     except yaml.YAMLError as e:
-        raise TopologyError(f"neither an ibnetdiscover topology nor valid YAML: {e}") from None
+        raise TopologyError(f"neither an ibnetdiscover topology nor valid YAML: {yamlfile.one_line(e)}") from None
     if isinstance(doc, dict):
         extra = sorted(map(str, set(doc) - {"links"}))
         if extra:
@@ -77,7 +79,7 @@ def _from_yaml(text: str) -> list[tuple[EndSpec, EndSpec]]:
     links = []
     for i, item in enumerate(doc, 1):
         if not isinstance(item, str):
-            raise TopologyError(f"link {i}: expected 'END -- END' as text, got {item!r}"[:200])
+            raise TopologyError(f"link {i}: expected 'END -- END' as text, got {reprlib.repr(item)}")
         ends = _SEPARATOR.split(item.strip())
         if len(ends) != 2:
             raise TopologyError(f"link {i} ({item[:80]!r}): expected two ends separated by ' -- '")

@@ -118,12 +118,24 @@ def test_the_yaml_form_names_switch_ports_host_ports_and_guids():
         ("cables: []\n", "unknown top-level key(s) cables: expected only 'links'"),
         ("links: [1, 2\n", "neither an ibnetdiscover topology nor valid YAML"),
         ("links:\n  - 7\n", "link 1: expected 'END -- END' as text, got 7"),
+        # Hostile files (issue 36): aliases that expand to gigabytes, nesting that overflows the stack, a huge item.
+        (
+            'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
+            "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nlinks: [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",
+            "valid YAML: aliases (*name) are not accepted, line 2 column 8",
+        ),
+        ("links: " + "[" * 100_000 + "]" * 100_000, "valid YAML: nested deeper than 32 levels, line 1 column 39"),
+        (
+            "links:\n  - " + "[" * 20 + "1, " * 200_000 + "]" * 20 + "\n",
+            "link 1: expected 'END -- END' as text, got [[",
+        ),
     ],
 )
 def test_a_broken_yaml_topology_is_an_error_naming_the_link(text, error):
     with pytest.raises(expected.TopologyError) as e:
         expected.parse(text)
     assert error in str(e.value)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 300  # one short line, whatever the file
 
 
 @pytest.mark.parametrize(

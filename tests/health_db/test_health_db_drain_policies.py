@@ -40,6 +40,7 @@ def test_it_imports_drain_policies_and_the_first_match_by_order_decides(each_db,
         ("drain_policies:\n  - name: a\n    severity: info\n", "'severity' must be critical or warning"),
         ("drain_policies:\n  - name: a\n    nodes: cn*\n", "unknown key(s) nodes"),
         ("drain_policies:\n  - name: a\n  - name: b\n    drain: maybe\n", "drain policy 2 ('b'): 'drain'"),
+        ("drain_policies:\n  - &p {name: a}\n  - *p\n", "not valid YAML: aliases (*name) are not accepted, line 3"),
     ],
 )
 def test_a_bad_drain_policy_file_is_refused_whole(each_db, tmp_path, text, says):
