@@ -42,6 +42,7 @@ from fabricweb.telemetry.validation.checks import SnapshotRejected
 from .linkstore import store_links
 from .models import Sweep
 from .nodes import NODE_TYPE_SWITCH, fabric_nodes
+from .refusals import clear_refused, judge_refused
 from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
 from .switchports import switch_snapshot
@@ -121,7 +122,10 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     if not_applied is not None:
         sweep.save()
         result.status, result.note = ("duplicate" if "already" in not_applied else "standby"), not_applied
+        if "already" in not_applied:
+            judge_refused(collector, now)
         return result, {}
+    clear_refused(collector, now)
 
     known = fabric_nodes(fabric, now)
     switches = {i: known[n.guid] for i, n in enumerate(fabric.nodes) if n.node_type == NODE_TYPE_SWITCH}
@@ -173,7 +177,12 @@ def _not_applied(collector: Node, fabric: FabricIn, now: datetime) -> str | None
     if last is None:
         return None
     if last.collector_id == collector.pk:
-        if fabric.collected_at <= last.collected_at:
+        # Ordered as a host's snapshots are (telemetry.storage.apply.classify): by the collector's dates, except
+        # that after a sweep dated ahead of its own arrival here (the collector's clock ran fast), one dated after
+        # that arrival is applied: no sweep sent before it can be, and the fabric view is not frozen until the
+        # real time catches up with the fast date.
+        arrived = last.stored_at
+        if fabric.collected_at <= last.collected_at and not (last.collected_at > arrived < fabric.collected_at):
             return f"already applied a sweep of {collector.name} at or after {fabric.collected_at:%H:%M:%S}"
         return None
     failover = timedelta(seconds=FAILOVER_POLLS * float(settings.FABRIC_POLL_INTERVAL))

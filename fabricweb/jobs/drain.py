@@ -35,7 +35,7 @@ from fabricweb.fabric.paths import hosts_beyond_switch_ports
 from fabricweb.health import lifecycle
 from fabricweb.health.drainpolicyfile import DEFAULT_KINDS
 from fabricweb.health.events import EventBook, target_of
-from fabricweb.health.findings import Finding, Kind, node_key
+from fabricweb.health.findings import Finding, Kind, Severity, node_key
 from fabricweb.health.models import DrainPolicy, Event
 from fabricweb.inventory.models import Node, Port
 
@@ -284,7 +284,7 @@ def _events(rows: dict[str, Drain], limit: int, now: datetime) -> None:
             if row is not None:
                 severity, message = _message(row, limit)
                 details = {"state": row.state, "scheduler_node": row.scheduler_node, "attempts": row.attempts}
-                findings.append(Finding(Kind.DRAIN, severity, node_key(Kind.DRAIN, name), message, details))
+                findings.append(Finding(Kind.DRAIN, Severity(severity), node_key(Kind.DRAIN, name), message, details))
             targets = {name: (device, port)}
             actions = lifecycle.step(book.open_for(targets), findings, resolve_after=1)
             book.apply(actions, node, targets, now)
