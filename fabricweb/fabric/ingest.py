@@ -46,7 +46,7 @@ from .refusals import clear_refused, judge_refused
 from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
 from .switchports import switch_snapshot
-from .viewfindings import cabling_findings, judge_absent
+from .viewfindings import cabling_findings, judge_absent, judge_claims
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +144,7 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     if fabric.mode == "full":
         view, result.changes = store_links(fabric, known, rows, now)
         cabling_findings(fabric, known, view, results)
+        judge_claims(view, min(fabric.collected_at, now))
         sweep.links = len(view.links)
         result.routes = store_routes(fabric, known)
     stored = [r for r in results.values() if r.status == STORED]

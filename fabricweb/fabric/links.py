@@ -85,6 +85,7 @@ class FabricView:
         """`switch_names`: switch GUID -> inventory name; `host_ports`: port GUID -> the host's Port (device
         and node attached); `switch_ports`: (switch GUID, number) -> the switch's Port."""
         self.ends: dict[EndKey, End] = {}
+        self.claims: list = []  # port GUIDs several hosts claim (linkstore.GuidClaim), judged by viewfindings
         nodes = fabric.nodes
         for reading in fabric.ports:
             node = nodes[reading.node]

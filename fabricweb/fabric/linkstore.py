@@ -5,6 +5,7 @@ the Link rows brought in line with the sweep, each link that appeared, went or m
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import F
@@ -16,6 +17,7 @@ from fabricweb.telemetry.storage.apply import NodeRows
 
 from .links import FACT_FIELDS, EndKey, FabricView, facts_for
 from .models import FabricNode, Link, TopologyChange
+from .naming import candidate
 from .nodes import NODE_TYPE_SWITCH
 from .schema import FabricIn
 
@@ -24,19 +26,61 @@ log = logging.getLogger("fabricweb.fabric.ingest")  # fabric ingest's log: these
 _CHUNK = 500  # GUIDs per IN (...) query: SQLite caps a statement's parameters
 
 
-def _host_ports(fabric: FabricIn) -> dict[str, Port]:
-    """The hosts' inventory ports the sweep's channel adapters are, by port GUID."""
-    guids = sorted(
-        {r.port_guid for r in fabric.ports if r.port_guid and fabric.nodes[r.node].node_type != NODE_TYPE_SWITCH}
-    )
-    out: dict[str, Port] = {}
+@dataclass(frozen=True, slots=True)
+class GuidClaim:
+    """A port GUID that ports of more than one host claim: a copied GUID (a compromised or misconfigured host)."""
+
+    guid: str
+    ports: tuple[Port, ...]  # every present host port claiming it
+    chosen: Port | None  # the one the fabric's own view of the adapter confirms, or None
+    seen_as: str  # the adapter the sweep saw with that port GUID: its description and node GUID
+
+
+def same_guid(sysfs: str | None, fabric: str) -> bool:
+    """A device's node GUID as sysfs writes it (`0c42:a103:00bc:f003`) against the fabric's (`0x0c42a10300bcf003`)."""
+    if not sysfs:
+        return False
+    digits = sysfs.replace(":", "").lower().removeprefix("0x")
+    return digits.rjust(16, "0") == fabric.lower().removeprefix("0x")
+
+
+def _host_ports(fabric: FabricIn) -> tuple[dict[str, Port], list[GuidClaim]]:
+    """The hosts' inventory ports the sweep's channel adapters are, by port GUID, and the GUIDs several hosts
+    claim. Of such a GUID's claims, the one whose device has the adapter's node GUID and whose host the
+    adapter's description names (rdma-core's `<hostname> <device>`) is it; when not exactly one does, the GUID
+    names no host at all: a host that copies another's GUID can never take over its switch port's far end."""
+    adapters = {
+        r.port_guid: fabric.nodes[r.node]
+        for r in fabric.ports
+        if r.port_guid and fabric.nodes[r.node].node_type != NODE_TYPE_SWITCH
+    }
+    guids = sorted(adapters)
+    claims: dict[str, list[Port]] = {}
     for start in range(0, len(guids), _CHUNK):
         chunk = guids[start : start + _CHUNK]
         query = Port.objects.filter(port_guid__in=chunk, device__node__kind=Node.Kind.HOST)
         present_first = F("vanished_at").asc(nulls_first=True)
-        for port in query.select_related("device__node").order_by(present_first):
-            out.setdefault(port.port_guid, port)  # a port present before one that vanished
-    return out
+        for port in query.select_related("device__node").order_by(present_first, "pk"):
+            claims.setdefault(port.port_guid, []).append(port)
+    out: dict[str, Port] = {}
+    conflicts: list[GuidClaim] = []
+    for guid, ports in claims.items():
+        present = [p for p in ports if p.vanished_at is None]
+        hosts = {p.device.node_id for p in present}
+        if len(hosts) <= 1:
+            out[guid] = ports[0]  # a port present before one that vanished
+            continue
+        ca = adapters[guid]
+        confirmed = [
+            p
+            for p in present
+            if same_guid(p.device.node_guid, ca.guid) and candidate(ca.description) == p.device.node.name
+        ]
+        chosen = confirmed[0] if len(confirmed) == 1 else None
+        if chosen is not None:
+            out[guid] = chosen
+        conflicts.append(GuidClaim(guid, tuple(present), chosen, f"{ca.description or '?'} ({ca.guid})"))
+    return out, conflicts
 
 
 def store_links(
@@ -51,8 +95,9 @@ def store_links(
         if node_rows is not None:
             for number, port in node_rows.ports.get(SWITCH_DEVICE, {}).items():
                 switch_ports[fn.guid, number] = port
-    host_ports = _host_ports(fabric)
+    host_ports, view_conflicts = _host_ports(fabric)
     view = FabricView(fabric, names, host_ports, switch_ports)
+    view.claims = view_conflicts
     dirty_switch, dirty_host = [], []
     for end in view.ends.values():
         if end.port is None:

@@ -1,6 +1,7 @@
 """What only the fabric view finds, with what the database holds: the cabling against the expected topology
-(added to the findings of the switch each is about), and the `unreachable` event of every switch a full
-sweep did not reach (fabricweb.fabric.judge words them)."""
+(added to the findings of the switch each is about), the `unreachable` event of every switch a full
+sweep did not reach (fabricweb.fabric.judge words them), and a `guid_conflict` event on every host port
+claiming a port GUID another host claims too."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from datetime import datetime
 
 from fabricweb.health import context, lifecycle
 from fabricweb.health.events import EventBook
-from fabricweb.health.findings import Kind
+from fabricweb.health.findings import Finding, Kind, Severity, port_key, port_label, port_target
+from fabricweb.health.models import Event
+from fabricweb.inventory.models import Node
 from fabricweb.telemetry.results import STORED, IngestResult
 
 from . import judge
@@ -77,4 +80,39 @@ def judge_absent(fabric: FabricIn, known: dict[str, FabricNode], view: FabricVie
         targets = {fn.node.name: (None, None)}
         actions = lifecycle.step(book.open_for(targets), [finding], frozenset(), resolve_after)
         book.apply(actions, fn.node, targets, min(fabric.collected_at, now))
+    book.write()
+
+
+def judge_claims(view: FabricView, now: datetime) -> None:
+    """A `guid_conflict` warning on each host port claiming a GUID another host claims, saying which claim the
+    fabric's view of the adapter confirms (or that it names no host); resolved once the claims are one again."""
+    findings: dict[int, list[Finding]] = defaultdict(list)
+    targets: dict[int, dict] = defaultdict(dict)
+    nodes: dict[int, Node] = {}
+    for claim in view.claims:
+        labels = [port_label(p.device.node.name, p.device.name, p.number) for p in claim.ports]
+        if claim.chosen is not None:
+            chosen = port_label(claim.chosen.device.node.name, claim.chosen.device.name, claim.chosen.number)
+            verdict = f"the fabric sees it on {claim.seen_as}, which is {chosen}"
+        else:
+            verdict = f"the fabric sees it on {claim.seen_as}, which confirms none: its link names no host"
+        for port, label in zip(claim.ports, labels, strict=True):
+            node = port.device.node
+            text = f"{label}: port GUID {claim.guid} is claimed by {len(labels)} hosts ({', '.join(labels)}); {verdict}"
+            key = port_key(Kind.GUID_CONFLICT, node.name, port.device.name, port.number)
+            findings[node.pk].append(Finding(Kind.GUID_CONFLICT, Severity.WARNING, key, text, {"guid": claim.guid}))
+            targets[node.pk][port_target(node.name, port.device.name, port.number)] = (port.device, port)
+            nodes[node.pk] = node
+    open_on = set(
+        Event.objects.filter(kind=Kind.GUID_CONFLICT, resolved_at__isnull=True).values_list("node", flat=True)
+    )
+    nodes.update({n.pk: n for n in Node.objects.filter(pk__in=open_on - set(nodes))})
+    if not nodes:
+        return
+    book = EventBook.for_nodes(nodes, kind=Kind.GUID_CONFLICT)
+    for pk, node in sorted(nodes.items()):
+        held = {t: (None, None) for t in book.targets_of(node.name, {Kind.GUID_CONFLICT})}
+        held.update(targets.get(pk, {}))
+        actions = lifecycle.step(book.open_for(held), findings.get(pk, []), frozenset(), context.resolve_after())
+        book.apply(actions, node, held, now)
     book.write()

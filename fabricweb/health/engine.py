@@ -36,7 +36,7 @@ from fabricweb.telemetry.storage.store import update_rows
 from . import context, eventbudget, lifecycle, memo, pciehost, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
-from .findings import Finding, Kind, device_target, merge_findings, node_key, port_target
+from .findings import JUDGED_ELSEWHERE, Finding, Kind, device_target, merge_findings, node_key, port_target
 from .rules import Judgement, judge_clock, judge_port
 from .thresholds import Thresholds
 from .view import PcieView, PortView
@@ -101,7 +101,9 @@ def judge_batch(results: list[IngestResult]) -> Outcome:
             findings.extend(judge_clock(node.name, skew, norms.thresholds))
         elif newest[node.name] is not result:
             unknown = unknown | {node_key(Kind.CLOCK_SKEW, node.name)}
-        actions = lifecycle.step(book.open_for(targets), findings, unknown, norms.resolve_after)
+        held = book.open_for(targets)
+        unknown = unknown | {key for key, e in held.items() if e.kind in JUDGED_ELSEWHERE}
+        actions = lifecycle.step(held, findings, unknown, norms.resolve_after)
         actions, waiting = eventbudget.within(actions, book.open_count(node.name), settings.FABRIC_NODE_MAX_OPEN_EVENTS)
         if waiting:
             out.over_budget += waiting
