@@ -43,7 +43,7 @@ from fabricweb.env import Env, redact_url
 
 from .children import BASE_DIR, PY, Children, Stopped, say
 from .ready import announce, example_fault, first_device
-from .slurm import PrivateSlurm, demo_jobs
+from .slurm import PrivateSlurm, SlurmFailed, demo_jobs
 from .slurm import missing as slurm_missing
 from .start import MANAGE, node_trees, start_fabric, start_private_redis
 
@@ -68,11 +68,15 @@ def run(args: argparse.Namespace, children: Children, state_dir: str) -> int:
     slurm = scheduler(args, children, env, state_dir)
     start_fabric(args, children, env, state_dir, node_secret)
     if slurm is not None:
-        slurm.start(node_trees(args.sim_dir))
-        for name, nodes in demo_jobs(args.ibsim_net, node_trees(args.sim_dir)) if args.ibsim_net else ():
-            job = slurm.submit(nodes, name)
-            if job is not None:
-                say(f"Slurm: job {job} {name} on {','.join(nodes)}")
+        try:
+            slurm.start(node_trees(args.sim_dir))
+        except SlurmFailed as e:
+            say(f"Slurm did not start: {e}; running without jobs")
+        else:
+            for name, nodes in demo_jobs(args.ibsim_net, node_trees(args.sim_dir)) if args.ibsim_net else ():
+                job = slurm.submit(nodes, name)
+                if job is not None:
+                    say(f"Slurm: job {job} {name} on {','.join(nodes)}")
 
     nodes, sim = node_trees(args.sim_dir), "" if args.no_sim else " (simulated)"
     say(f"{len(nodes)} nodes under {args.sim_dir}{sim}, polled every {env['FABRIC_POLL_INTERVAL']} s")

@@ -32,6 +32,7 @@ class Child:
     name: str
     proc: subprocess.Popen
     stop_signal: int = signal.SIGTERM  # what stop() sends first
+    optional: bool = False  # its exit stops nothing (the demo's Slurm: the fabric runs on without jobs)
 
 
 class Children:
@@ -61,16 +62,18 @@ class Children:
         stdout=None,
         cwd=BASE_DIR,
         stop_signal: int = signal.SIGTERM,
+        optional: bool = False,
     ) -> None:
         out = self.log if stdout is None else stdout
         try:
             proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=stdin, stdout=out, stderr=self.log, process_group=0)
         except OSError as e:
             raise SystemExit(f"cannot start the {name}: {e}") from None
-        self.children.append(Child(name, proc, stop_signal))
+        self.children.append(Child(name, proc, stop_signal, optional))
 
     def exited(self) -> Child | None:
-        return next((c for c in self.children if c.proc.poll() is not None), None)
+        """A child that exited on its own (optional ones are not watched)."""
+        return next((c for c in self.children if not c.optional and c.proc.poll() is not None), None)
 
     def wait_for(self, what: str, ready: Callable[[], bool], timeout: float = START_TIMEOUT_S) -> None:
         """Wait until `ready()`, giving up if asked to stop, if a child dies, or after `timeout`."""

@@ -21,10 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from .children import Children, say
+from .children import Children, Stopped, say
 
 TOOLS = ("slurmctld", "slurmd", "squeue", "sbatch", "scontrol", "sinfo", "scancel", "munged")
 START_TIMEOUT_S = 60.0
+
+
+class SlurmFailed(RuntimeError):
+    """The private Slurm did not come up: said in one line, and the fabric runs on without jobs."""
 
 
 def missing() -> str | None:
@@ -124,19 +128,38 @@ class PrivateSlurm:
         munged = ["munged", "--foreground", "--force", f"--socket={self.munge_socket}", f"--key-file={key}",
                   f"--pid-file={self.state / 'munged.pid'}", f"--log-file={self.state / 'log' / 'munged.log'}",
                   f"--seed-file={self.state / 'munge.seed'}"]  # fmt: skip
-        self.children.start("munged", munged, self.env)
-        self.children.wait_for("munged's socket", self.munge_socket.exists)
+        self.children.start("munged", munged, self.env, optional=True)
+        self._wait("munged's socket", self.munge_socket.exists)
         self.conf.write_text(slurm_conf(self.state, self.sockets, self.munge_socket, nodes, free_ports(1)[0]))
-        self.children.start("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)], self.env)
+        self.children.start("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)], self.env, optional=True)
         for node in nodes:
-            self.children.start(f"slurmd {node}", ["slurmd", "-D", "-f", str(self.conf), "-N", node], self.env)
-        try:
-            self.children.wait_for("every Slurm node idle", lambda: self._all_idle(nodes), START_TIMEOUT_S)
-        except SystemExit as e:  # say why, from the daemon's own log, before its directory goes with the run
-            logs = sorted((self.state / "log").glob("*.log"), key=lambda p: p.stat().st_mtime)
-            last = logs[-1].read_text(errors="replace").strip().splitlines()[-3:] if logs else []
-            raise SystemExit(f"{e.code}; {logs[-1].name if logs else 'no log'}: {' | '.join(last)}") from None
+            argv = ["slurmd", "-D", "-f", str(self.conf), "-N", node]
+            self.children.start(f"slurmd {node}", argv, self.env, optional=True)
+        self._wait("every Slurm node idle", lambda: self._all_idle(nodes))
         say(f"Slurm: {len(nodes)} nodes idle (SLURM_CONF={self.conf})")
+
+    def _wait(self, what: str, ready) -> None:
+        """As Children.wait_for, but a Slurm daemon that exits is SlurmFailed, saying why from its own log
+        (read before its directory goes with the run): the fabric runs on without jobs."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready():
+            if self.children.stop_requested:
+                raise Stopped
+            watched = self.children.exited()
+            if watched is not None:
+                raise SystemExit(f"the {watched.name} exited with status {watched.proc.returncode} before {what}")
+            dead = next((c for c in self.children.children if c.optional and c.proc.poll() is not None), None)
+            if dead is not None or time.monotonic() > deadline:
+                own = self.state / "log" / f"d-{dead.name.split()[-1]}.log" if dead and " " in dead.name else None
+                logs = (
+                    [own]
+                    if own is not None and own.exists()
+                    else sorted((self.state / "log").glob("*.log"), key=lambda p: p.stat().st_mtime)
+                )
+                last = logs[-1].read_text(errors="replace").strip().splitlines()[-2:] if logs else []
+                why = f"the {dead.name} exited with status {dead.proc.returncode}" if dead else f"no {what} in time"
+                raise SlurmFailed(f"{why} ({logs[-1].name if logs else 'no log'}: {' | '.join(last)})")
+            time.sleep(0.1)
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=30, check=False)

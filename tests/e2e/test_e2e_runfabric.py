@@ -14,6 +14,7 @@ from e2e_harness import RunningFabric, database_alias, fresh_database
 from collectors.sim import Fabric
 from fabricweb.telemetry.history.samples import between
 from tests.loopback import free_port
+from tests.slurm_support import needs_slurm
 
 
 def cmdline(pid: int) -> str:
@@ -66,3 +67,29 @@ def test_runfabric_serves_any_trees_and_stops_everything_when_one_process_dies(t
             assert "node agent exited with status -9; stopping the rest" in fabric.runner.log.read_text()
         finally:
             fabric.stop(expect_status=1)
+
+
+@needs_slurm
+def test_a_private_slurm_that_does_not_start_costs_the_jobs_not_the_fabric(tmp_path, django_db_blocker):
+    # A slurmd that exits at once (first on PATH): runfabric --slurm says so in one line and runs on without jobs.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "slurmd").write_text("#!/bin/sh\necho 'slurmd: fatal: pretend' >&2\nexit 1\n")
+    (fake / "slurmd").chmod(0o755)
+    with (
+        fresh_database("sqlite", tmp_path) as db_url,
+        django_db_blocker.unblock(),
+        database_alias("e2e_runfabric_slurm", db_url) as db,
+    ):
+        path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+        fabric = RunningFabric(tmp_path, db, db_url, None, ["--nodes", "2", "--start-redis", "--slurm"], PATH=path)
+        try:
+            line = "runfabric: Slurm did not start: the slurmd cn001 exited with status 1 ("
+            said = lambda: line in fabric.runner.log.read_text()  # noqa: E731
+            fabric.wait("runfabric saying Slurm did not start", said, 90)
+            polled = lambda: len({s.port_id for s in between(using=db)}) >= 4  # noqa: E731
+            fabric.wait("polls stored all the same", polled, 60)
+            said_line = next(x for x in fabric.runner.log.read_text().splitlines() if x.startswith(line))
+            assert said_line.endswith("); running without jobs")
+        finally:
+            fabric.stop()
