@@ -213,6 +213,9 @@ def _release(source: JobSource, mode: str, rows: dict[str, Drain], wanted: dict,
     after = settings.FABRIC_DRAIN_RESUME_AFTER
     for host, row in list(rows.items()):
         if host in wanted:
+            if row.clear_since is not None:  # the finding is back: its clear time starts again when it goes
+                row.clear_since = None
+                row.save(update_fields=["clear_since"])
             continue
         if row.state != Drain.State.DRAINED:
             _record(host, "cleared", f"no longer drained-for: {row.reason}", at=now)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,26 @@ def _slurm_env(slurm):
             os.environ.pop("SLURM_CONF")
         else:
             os.environ["SLURM_CONF"] = before
+
+
+def test_a_node_fabricweb_drained_is_resumed_only_when_asked_and_only_after_its_finding_cleared_so_long(fabric, slurm):
+    switch, port = host_link("cn004")
+    pull(fabric, (switch, port))
+    source = SlurmSource(environ=slurm.env)
+    assert drain.run(source, mode="on").drained == ["cn004"]
+    os.write(fabric.holder, f'ReLink "{switch}"[{port}]\n'.encode())
+    fabric.sweep()
+    for _ in range(3):  # the down event resolves after the usual clean polls
+        ingest_fabric(fabric.snapshot())
+    assert not Event.objects.filter(kind="down", resolved_at__isnull=True).exists()
+    cleared = timezone.now()
+    # Without FABRIC_DRAIN_RESUME_AFTER (the default), never resumed, however long ago the finding cleared.
+    drain.run(source, mode="on", now=cleared)
+    assert drain.run(source, mode="on", now=cleared + timedelta(days=30)).resumed == []
+    assert slurm.node_state("cn004")[0] in ("drained", "draining")
+    with override_settings(FABRIC_DRAIN_RESUME_AFTER=600.0):
+        assert drain.run(source, mode="on", now=cleared + timedelta(seconds=599)).resumed == []
+        assert drain.run(source, mode="on", now=cleared + timedelta(seconds=601)).resumed == ["cn004"]
+    assert slurm.node_state("cn004") in (("idle", ""), ("idle*", ""))
+    assert not Drain.objects.filter(node="cn004").exists() and drain_event("cn004") is None
+    assert DrainAction.objects.filter(node="cn004", action="resume", by="fabricweb").count() == 1
