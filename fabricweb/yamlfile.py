@@ -85,6 +85,22 @@ def entry_head(entry: object, position: int, *, noun: str, fields: tuple[str, ..
     return where, name.strip()
 
 
+def flag(entry: dict, key: str, where: str, error: type[ValueError], default: bool = True) -> bool:
+    """An entry's true/false field; `error` naming it when it is anything else."""
+    value = entry.get(key, default)
+    if not isinstance(value, bool):
+        raise error(f"{where}: {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def order(entry: dict, where: str, error: type[ValueError], default: int) -> int:
+    """An entry's `order`: a whole number within a database integer."""
+    value = entry.get("order", default)
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 2**31 - 1:
+        raise error(f"{where}: 'order' must be a whole number, got {value!r}")
+    return value
+
+
 def one_line(error: yaml.YAMLError) -> str:
     """A YAML error in one line: its problem and where (`aliases (*name) are not accepted, line 3 column 8`)."""
     problem = getattr(error, "problem", None) or str(error).splitlines()[0]

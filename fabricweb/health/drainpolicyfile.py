@@ -15,7 +15,7 @@ position and name (the link policies' rules: fabricweb/yamlfile.py).
 
 from __future__ import annotations
 
-from fabricweb.yamlfile import entry_head, named_entries
+from fabricweb.yamlfile import entry_head, flag, named_entries, order
 
 from .expectation import DEFAULT_ORDER
 from .findings import Kind
@@ -53,14 +53,8 @@ def _entry(entry: object, i: int) -> dict:
         raise DrainPolicyFileError(f"{where}: 'severity' must be critical or warning, got {severity!r}")
     row = {"name": name, "node_glob": node, "kinds": sorted(set(kinds)), "severity": severity}
     for key in ("drain", "enabled"):
-        value = entry.get(key, True)
-        if not isinstance(value, bool):
-            raise DrainPolicyFileError(f"{where}: {key!r} must be true or false, got {value!r}")
-        row[key] = value
-    order = entry.get("order", DEFAULT_ORDER)
-    if isinstance(order, bool) or not isinstance(order, int) or abs(order) > 2**31 - 1:
-        raise DrainPolicyFileError(f"{where}: 'order' must be a whole number, got {order!r}")
-    row["order"] = order
+        row[key] = flag(entry, key, where, DrainPolicyFileError)
+    row["order"] = order(entry, where, DrainPolicyFileError, DEFAULT_ORDER)
     return row
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 import yaml
 
 from collectors.link import SPEED_BY_NAME, WIDTHS
-from fabricweb.yamlfile import entry_head, named_entries
+from fabricweb.yamlfile import entry_head, flag, named_entries, order
 
 from .expectation import DEFAULT_ORDER
 from .models import LinkPolicy
@@ -55,15 +55,9 @@ def _entry(entry: object, i: int) -> dict:
         row[column] = value
     row["speed"] = _speed(entry.get("speed"), where)
     row["lanes"] = _width(entry.get("width"), where)
-    for key, default in (("expect_up", True), ("enabled", True)):
-        value = entry.get(key, default)
-        if not isinstance(value, bool):
-            raise PolicyFileError(f"{where}: {key!r} must be true or false, got {value!r}")
-        row[key] = value
-    order = entry.get("order", DEFAULT_ORDER)
-    if isinstance(order, bool) or not isinstance(order, int) or abs(order) > 2**31 - 1:
-        raise PolicyFileError(f"{where}: 'order' must be a whole number, got {order!r}")
-    row["order"] = order
+    for key in ("expect_up", "enabled"):
+        row[key] = flag(entry, key, where, PolicyFileError)
+    row["order"] = order(entry, where, PolicyFileError, DEFAULT_ORDER)
     shared = entry.get("pcie_shared")
     if shared is not None and shared not in SHARED:
         raise PolicyFileError(f"{where}: 'pcie_shared' must be warning, info or null, got {shared!r}")
