@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from urllib.parse import quote
 
 from django.db.models import Q
 
@@ -30,10 +29,6 @@ class JobBrief:
     name: str
     user: str
     nodes: int
-
-    @property
-    def url(self) -> str:
-        return f"/jobs/{quote(self.id, safe='')}/"
 
     def words(self) -> str:
         return f"{self.id} {self.name} ({self.user}, {self.nodes} node{'s' if self.nodes != 1 else ''})"

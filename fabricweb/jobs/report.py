@@ -93,6 +93,19 @@ def job_views(jobs: list[Job]) -> list[JobView]:
     return sorted(views, key=_order)
 
 
+def find_job(job_id: str) -> Job | None:
+    """A job by the scheduler's id: the running one where an ended one of the same id is kept too."""
+    return Job.objects.filter(job_id=job_id).order_by("ended_at").first()
+
+
+def job_links(job: Job) -> list[tuple[Link, LinkTrouble | None]]:
+    """Every link a job crosses with its worst open problem, worst first, then inter-switch links first."""
+    links = list(Link.objects.filter(job_links__job=job).order_by("-inter_switch", "a_label", "a_port"))
+    troubles = link_troubles([link.pk for link in links])
+    rows = [(link, troubles.get(link.pk)) for link in links]
+    return sorted(rows, key=lambda row: SEVERITY_ORDER.index(row[1].severity) if row[1] else len(SEVERITY_ORDER))
+
+
 def node_jobs(host: str) -> list[Job]:
     """The running jobs on a fabricweb node, largest first."""
     jobs = [j for j in Job.objects.filter(ended_at__isnull=True) if host in j.hosts]

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from fabricweb.fabric.models import Link
 from fabricweb.isotime import iso
-from fabricweb.jobs.models import Job
-from fabricweb.jobs.report import ADAPTIVE_NOTE, LinkTrouble, freshness, job_views, link_troubles, running
+from fabricweb.jobs.report import ADAPTIVE_NOTE, LinkTrouble, find_job, freshness, job_links, job_views, running
 
 from .. import params
 from ..http import api_view, not_found
@@ -66,26 +64,20 @@ def job_list(request):
 @api_view
 def job_detail(request, job_id: str):
     params.read(request, {})
-    job = Job.objects.filter(job_id=job_id).order_by("ended_at").first()
+    job = find_job(job_id)
     if job is None:
         raise not_found(f"job {job_id!r}")
     (view,) = job_views([job])
-    links = Link.objects.filter(job_links__job=job).order_by("-inter_switch", "a_label", "a_port")
-    troubles = link_troubles([link.pk for link in links])
-    listed = []
-    for link in links:
-        trouble = troubles.get(link.pk)
-        listed.append(
-            {
-                "id": link.pk,
-                "a": link.a_label,
-                "b": link.b_label,
-                "inter_switch": link.inter_switch,
-                "up": link.gone_at is None,
-                "severity": trouble.severity if trouble else None,
-                "finding": trouble.finding if trouble else None,
-            }
-        )
-    rank = {"critical": 0, "warning": 1}
-    listed.sort(key=lambda row: rank.get(row["severity"], 2))  # worst first; stable: inter-switch links first
+    listed = [
+        {
+            "id": link.pk,
+            "a": link.a_label,
+            "b": link.b_label,
+            "inter_switch": link.inter_switch,
+            "up": link.gone_at is None,
+            "severity": trouble.severity if trouble else None,
+            "finding": trouble.finding if trouble else None,
+        }
+        for link, trouble in job_links(job)
+    ]
     return {**_job(view), "links": listed, "scheduler": _scheduler(), "note": ADAPTIVE_NOTE}
