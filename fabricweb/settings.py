@@ -207,8 +207,35 @@ FABRIC_NODE_MAX_VANISHED_PORTS = env.int("FABRIC_NODE_MAX_VANISHED_PORTS", 64, m
 FABRIC_NODE_MAX_OPEN_EVENTS = env.int("FABRIC_NODE_MAX_OPEN_EVENTS", 256, minimum=1)
 # A node's snapshot is 10-100 kB (a DGX with hw_counters ~200 kB) every poll: at 10 s, 4 MiB a minute is 3x that.
 FABRIC_NODE_MAX_BYTES_PER_MINUTE = env.int("FABRIC_NODE_MAX_BYTES_PER_MINUTE", 4 * 1024 * 1024, minimum=1)
+# A sweep is ~170 bytes per switch port (columnar counters) to ~200 (a full sweep): 64,000 switch ports every
+# 10 s is ~70 MiB a minute. Past its budget a collector's sweeps are dropped before they are decoded.
+FABRIC_COLLECTOR_MAX_BYTES_PER_MINUTE = env.int("FABRIC_COLLECTOR_MAX_BYTES_PER_MINUTE", 128 * 1024 * 1024, minimum=1)
+# The most one batch of the ingest consumer reads from the broker, in bytes: messages past it wait on their
+# queue for the next batch (telemetry/intake/redisread.py). At least a node message's cap (intake/messages.py).
+FABRIC_INGEST_BATCH_BYTES = env.int("FABRIC_INGEST_BATCH_BYTES", 64 * 1024 * 1024, minimum=16 * 1024 * 1024)
 # Vanished devices and ports (and their history) are deleted this long after they vanished.
 FABRIC_VANISHED_RETIRE_AFTER = env.seconds("FABRIC_VANISHED_RETIRE_AFTER", 7 * 86400.0)
+
+
+def _collector_names(name: str) -> tuple[str, ...]:
+    names = tuple(env.list(name, []))
+    for each in names:
+        if not re.fullmatch(NODE_NAME_PATTERN, each):
+            raise ImproperlyConfigured(f"{name}: {each!r} is not a fabric collector's name (a short host name)")
+        if names.count(each) > 1:
+            raise ImproperlyConfigured(f"{name} names {each!r} twice")
+    return names
+
+
+# The fabric collectors whose sweeps are read (docs/fabric.md, "Known collectors"), comma-separated: named by an
+# operator, as a node's key is made by one. Any other name's sweep is refused before its text is read. Unset: no
+# collector while FABRIC_NODE_AUTH is required, any while it is off (a lab's unsigned sweeps).
+FABRIC_COLLECTORS = _collector_names("FABRIC_COLLECTORS")
+# A sweep adding more switches than max(FABRIC_SWEEP_MAX_NEW_SWITCHES, FABRIC_SWEEP_MAX_NEW_SWITCHES_PERCENT % of
+# those known) is held until an operator accepts it (fabricweb/fabric/growth.py): a rack of leaves is under 32,
+# a tenth of a large fabric is an expansion someone planned. A fabric's first sweep is never held.
+FABRIC_SWEEP_MAX_NEW_SWITCHES = env.int("FABRIC_SWEEP_MAX_NEW_SWITCHES", 32, minimum=0)
+FABRIC_SWEEP_MAX_NEW_SWITCHES_PERCENT = env.int("FABRIC_SWEEP_MAX_NEW_SWITCHES_PERCENT", 10, minimum=0)
 
 
 # -- jobs (docs/jobs.md) -------------------------------------------------------

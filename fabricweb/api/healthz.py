@@ -99,6 +99,18 @@ def check_refused() -> dict:
     return {"status": DEGRADED if count else OK, "count": count, "nodes": nodes}
 
 
+def check_held() -> dict:
+    """Degraded while a fabric collector's sweeps are held for an operator (fabricweb/fabric/growth.py): the
+    switches it found are not in the fabric view until someone accepts them on its page."""
+    try:
+        held = Node.objects.filter(kind=Node.Kind.COLLECTOR, norm_hold_since__isnull=False).order_by("name")
+        listed = list(held.values_list("name", "norm_hold_reason", "norm_hold_since")[:REFUSED_LISTED])
+    except DatabaseError:
+        return {"status": ERROR, "error": "database unreachable"}
+    collectors = [{"collector": n, "reason": why, "since": iso(at)} for n, why, at in listed]
+    return {"status": DEGRADED if collectors else OK, "collectors": collectors}
+
+
 def check_notifications() -> dict:
     """Degraded (not failing: the monitor still monitors) when a channel has a permanent failure."""
     from fabricweb.alerts.status import channel_problems
@@ -122,6 +134,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
     )
     if checks["database"]["status"] == OK:
         checks["refused_nodes"] = check_refused()
+        checks["held_collectors"] = check_held()
         checks["notifications"] = check_notifications()
     failing = [name for name, result in checks.items() if result["status"] not in HEALTHY | {DEGRADED}]
     degraded = [name for name, result in checks.items() if result["status"] == DEGRADED]

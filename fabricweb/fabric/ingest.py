@@ -37,12 +37,15 @@ from fabricweb.telemetry.results import STORED, IngestResult
 from fabricweb.telemetry.signals import snapshots_ingested
 from fabricweb.telemetry.storage import partitions, rowcache, store
 from fabricweb.telemetry.storage.apply import Changes, NodeRows, apply_snapshot
+from fabricweb.telemetry.validation.auth import unknown_collector
 from fabricweb.telemetry.validation.checks import SnapshotRejected
 
+from . import growth
+from .hostnames import judge_names
 from .linkstore import store_links
 from .models import Sweep
 from .nodes import NODE_TYPE_SWITCH, fabric_nodes
-from .refusals import clear_refused, judge_refused
+from .refusals import ALREADY, clear_refused, judge_refused
 from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
 from .switchports import switch_snapshot
@@ -58,7 +61,7 @@ MAX_ERRORS_KEPT = 200  # of a sweep's errors, on its Sweep row (the count is kep
 class FabricResult:
     collector: str
     collected_at: datetime
-    status: str  # stored, standby, duplicate, refused
+    status: str  # stored, standby, duplicate, held (fabricweb.fabric.growth), refused
     note: str = ""
     switches: int = 0
     ports: int = 0
@@ -81,6 +84,10 @@ class FabricResult:
 def ingest_fabric(data: object, *, now: datetime | None = None) -> FabricResult:
     """Validate and store one fabric snapshot in one transaction; SnapshotRejected when it is malformed."""
     now = now or timezone.now()
+    # By its name alone, before its text is walked: a collector no operator named costs nothing more.
+    unknown = unknown_collector(data.get("collector") if isinstance(data, dict) else None)
+    if unknown:
+        raise SnapshotRejected(unknown)
     fabric = parse_fabric(data, now)
     cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
     with transaction.atomic():
@@ -98,6 +105,9 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
         result.status, result.note = "refused", f"{collector.name} is a {collector.kind}, not a fabric collector"
         return result, {}
     not_applied = _not_applied(collector, fabric, now)
+    if not_applied is None:
+        held = growth.over_budget(collector, fabric)
+        not_applied = growth.hold(collector, held, now) if held else None
     collector.last_collected_at = max(fabric.collected_at, collector.last_collected_at or fabric.collected_at)
     collector.last_ingested_at = now
     collector.stale = False
@@ -121,8 +131,9 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     )
     if not_applied is not None:
         sweep.save()
-        result.status, result.note = ("duplicate" if "already" in not_applied else "standby"), not_applied
-        if "already" in not_applied:
+        status = "held" if not_applied.startswith(growth.HELD) else "duplicate" if ALREADY in not_applied else "standby"
+        result.status, result.note = status, not_applied
+        if status == "duplicate":
             judge_refused(collector, now)
         return result, {}
     clear_refused(collector, now)
@@ -145,6 +156,7 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
         view, result.changes = store_links(fabric, known, rows, now)
         cabling_findings(fabric, known, view, results)
         judge_claims(view, min(fabric.collected_at, now))
+        judge_names(known, min(fabric.collected_at, now))
         sweep.links = len(view.links)
         result.routes = store_routes(fabric, known)
     stored = [r for r in results.values() if r.status == STORED]

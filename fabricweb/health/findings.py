@@ -49,11 +49,12 @@ class Kind(StrEnum):
     CABLING = "cabling"  # a link against the expected topology: missing, on the wrong port, unexpected
     DRAIN = "drain"  # a node fabricweb drained (or would drain) in the scheduler, and why (fabricweb.jobs.drain)
     GUID_CONFLICT = "guid_conflict"  # a port GUID several hosts claim (fabricweb.fabric.viewfindings)
+    NAME_CONFLICT = "name_conflict"  # a switch describing itself by a host's name (fabricweb.fabric.hostnames)
 
 
 # Kinds whose events another judge opens and resolves (the drain pass, the fabric view): a host's own judgement
 # of its snapshot never counts them clean, though they are about the host or its ports.
-JUDGED_ELSEWHERE = frozenset({Kind.DRAIN, Kind.GUID_CONFLICT})
+JUDGED_ELSEWHERE = frozenset({Kind.DRAIN, Kind.GUID_CONFLICT, Kind.NAME_CONFLICT})
 
 
 @dataclass(frozen=True, slots=True)

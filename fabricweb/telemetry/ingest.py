@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
+from fabricweb.fabric.hostnames import yield_to_host
 from fabricweb.inventory.models import Node
 from fabricweb.isotime import iso
 
@@ -115,6 +116,11 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
         # Before any row lock: creating an hour's partition of samples may wait for other writers' commits.
         partitions.SAMPLES.ensure(snap.collected_at for i, snap in ordered if i not in refused)
         rows = store.load_nodes(first_seen, cache)
+        taken = [name for name, r in rows.items() if r.node.kind == Node.Kind.SWITCH]
+        if taken:  # a switch named itself so first: the host takes its name back (fabricweb.fabric.hostnames)
+            for name in taken:
+                yield_to_host(rows[name].node)
+            rows.update(store.load_nodes({name: first_seen[name] for name in taken}, cache))
         changes = Changes()
         budget = NodeBudget.current()  # once a batch, not once a snapshot
         results = {

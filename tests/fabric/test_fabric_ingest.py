@@ -166,16 +166,20 @@ def test_a_standby_collectors_sweeps_are_recorded_not_applied_until_the_leader_g
     assert result.status == "stored"
 
 
-def test_a_host_snapshot_naming_a_switch_is_refused(world):
+def test_a_host_snapshot_naming_a_switch_never_writes_the_switchs_rows_the_switch_yields_the_name(world):
     from fabricweb.telemetry.ingest import ingest_batch
 
     w = world()
     w.poll()
+    switch = switch_port("leaf01", 1).device.node
     snap = w.host_snapshots()[0]
     snap["host"] = "leaf01"
     result = ingest_batch([snap], now=w.now).results[0]
-    assert result.status == "refused" and result.note == "leaf01 is a switch in the inventory, not a host"
-    assert not switch_port("leaf01", 1).device.node.devices.exclude(name="switch").exists()
+    assert result.status == "stored"  # a name conflict is a finding (test_fabric_switch_names.py), not a lock-out
+    switch.refresh_from_db()
+    assert switch.name == f"leaf01-{switch.guid[-4:]}" and switch.kind == Node.Kind.SWITCH
+    assert not switch.devices.exclude(name="switch").exists()
+    assert Node.objects.get(name="leaf01").kind == Node.Kind.HOST
 
 
 def test_a_host_cabled_to_the_wrong_port_is_one_cabling_problem_naming_both_ends(world):

@@ -162,9 +162,12 @@ def accept_node_norm(request, name: str):
     except NormHoldError as e:
         messages.error(request, str(e))
     else:
-        messages.success(
-            request, f"Accepted what {name} reports as normal: it votes in the fabric norm again, once per HCA model."
+        done = (
+            f"Accepted {name}'s held sweep: its next sweep is applied, new switches and all."
+            if node.kind == Node.Kind.COLLECTOR
+            else f"Accepted what {name} reports as normal: it votes in the fabric norm again, once per HCA model."
         )
+        messages.success(request, done)
     return redirect("dashboard:node", name=name)
 
 
