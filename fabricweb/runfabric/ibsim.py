@@ -62,9 +62,7 @@ def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str
         children.start("opensm", argv, osm_env, stdout=out, cwd=state_dir, stop_signal=signal.SIGKILL)
     # A master subnet manager sweeps at once: LIDs are assigned within its first sweep, ports made ACTIVE.
     children.wait_for("opensm's 'Entering MASTER state'", file_says(osm_out, "Entering MASTER state"), 60)
-    hosts = [n for n in ca_ids(net)][: args.fabric_collectors]
-    for i, host in enumerate(hosts):
-        name = f"fabric-{host.split()[0]}"
+    for i, (host, name) in enumerate(collectors(args)):
         own = {
             **env,
             "SIM_HOST": host,
@@ -73,6 +71,11 @@ def start_ibsim(args: argparse.Namespace, children: Children, env: dict[str, str
         }
         children.start(f"fabric collector {name}", ["ibsim-run", PY, "-m", "fabricweb.fabricagent"], own, cwd=state_dir)
         say(f"fabric collector {name} sweeps {net} from {host!r}" + (" (standby)" if i else ""))
+
+
+def collectors(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(channel adapter, name) of each fabric collector the run starts on --ibsim-net: the first CAs'."""
+    return [(host, f"fabric-{host.split()[0]}") for host in ca_ids(args.ibsim_net)[: args.fabric_collectors]]
 
 
 def ca_ids(net: Path) -> list[str]:

@@ -10,11 +10,12 @@ import os
 import socket
 from pathlib import Path
 
+from fabricweb.env import Env
 from fabricweb.names import ALERTS_QUEUE, INGEST_QUEUE
 from fabricweb.nodeauth import node_key
 
 from .children import BASE_DIR, PY, Children
-from .ibsim import make_fifo, start_ibsim
+from .ibsim import collectors, make_fifo, start_ibsim
 
 MANAGE = str(BASE_DIR / "manage.py")
 CELERY = [PY, "-m", "celery", "-A", "fabricweb"]
@@ -65,6 +66,9 @@ def start_fabric(
     children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
     if args.ibsim_net is not None:
         children.wait_for(f"the fabric {args.ibsim_net}", args.ibsim_net.is_file)
+        # The run's collectors are known to ingest as a site's are: named in FABRIC_COLLECTORS (docs/fabric.md).
+        known = Env(env).list("FABRIC_COLLECTORS", [])
+        env["FABRIC_COLLECTORS"] = ",".join([*known, *(n for _, n in collectors(args) if n not in known)])
 
     children.start("ingest consumer", [PY, MANAGE, "ingest"], env)
     quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", args.log_level]
