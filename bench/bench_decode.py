@@ -63,8 +63,8 @@ def main() -> int:
     from django.utils import timezone
     from kombu.message import Message
 
+    from fabricweb.telemetry.intake.envelopes import envelope
     from fabricweb.telemetry.intake.messages import decode_body
-    from fabricweb.telemetry.intake.redisread import _envelope
     from fabricweb.telemetry.validation.schema import parse_snapshot, parse_worded
 
     snapshots = from_simulator(args.nodes, 2, 2, 2)[1]
@@ -85,7 +85,7 @@ def main() -> int:
         f"envelope {sum(map(len, raws)) / len(raws):.0f} B"
     )
     steps = (
-        ("envelope", raws, (("json.loads", json.loads), ("redisread orjson", _envelope))),
+        ("envelope", raws, (("json.loads", json.loads), ("redisread orjson", envelope))),
         (
             "body",
             bodies,

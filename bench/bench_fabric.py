@@ -447,7 +447,7 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
 
     from fabricweb.fabricagent.app import create_app
     from fabricweb.fabricagent.config import FabricAgentConfig
-    from fabricweb.names import INGEST_SNAPSHOT, fabric_snapshot_queue, snapshot_queue
+    from fabricweb.names import INGEST_SNAPSHOT, SWEEP_QUEUE, snapshot_queue
     from fabricweb.nodeauth import signed_kwargs
 
     port = free_port()
@@ -460,7 +460,7 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
         wait_for(lambda: _pings(client), "redis-server", 10)
         config = FabricAgentConfig(broker_url=f"redis://127.0.0.1:{port}/0", collector=COLLECTOR, key="00" * 32)
         app, agent = create_app(config, port_factory=lambda *a: None)
-        queue = fabric_snapshot_queue(COLLECTOR)
+        queue = SWEEP_QUEUE
         out = {}
         for mode in ("full", "counters"):
             agent.deliver(json.loads((scratch / f"{mode}.json").read_text()))

@@ -26,7 +26,7 @@ tests/agent/test_agent_broker_acl.py runs the agent as such a user against a rea
 password) and `--passwords` the passwords to provision on the nodes (docs/agent.md).
 
 A fabric collector has a user of its own the same way, `fabric.<name>` (`broker_acl --collector`):
-its own queue fabric.<name> (the sweep) and LPUSH to its snapshots queue, nothing else; its password
+its own queue fabric.<name> (the sweep) and LPUSH to the `sweeps` queue, nothing else; its password
 has a context of its own, so no node's password, whatever the node is called, is a collector's.
 
 `broker_acl --central` starts the file with Redis's `default` user off (a client that names no
@@ -44,8 +44,8 @@ import hmac
 from fabricweb.names import (
     COLLECTOR_QUEUE_PREFIX,
     NODE_QUEUE_PREFIX,
+    SWEEP_QUEUE,
     collector_queue,
-    fabric_snapshot_queue,
     node_queue,
     snapshot_queue,
 )
@@ -116,10 +116,10 @@ def node_rules(node: str, shards: int = 1) -> list[str]:
     return _rules(node_queue(node), unacked_keys(node), snapshot_queue(node, shards))
 
 
-def collector_rules(collector: str, shards: int = 1) -> list[str]:
-    """The ACL rules of a fabric collector's user: its sweeps' queue, its snapshots queue."""
+def collector_rules(collector: str) -> list[str]:
+    """The ACL rules of a fabric collector's user: its polls' queue, the sweeps queue."""
     queue = collector_queue(collector)
-    return _rules(queue, unacked_keys(collector, queue), fabric_snapshot_queue(collector, shards))
+    return _rules(queue, unacked_keys(collector, queue), SWEEP_QUEUE)
 
 
 def _rules(queue: str, unacked: dict[str, str], snapshots: str) -> list[str]:
@@ -141,8 +141,6 @@ def acl_line(node: str, password: str, shards: int = 1, collector: bool = False)
     SHA-256 is written."""
     digest = hashlib.sha256(password.encode()).hexdigest()
     user, rules = (
-        (collector_user(node), collector_rules(node, shards))
-        if collector
-        else (user_name(node), node_rules(node, shards))
+        (collector_user(node), collector_rules(node)) if collector else (user_name(node), node_rules(node, shards))
     )
     return " ".join(["user", user, "reset", "on", f"#{digest}", *rules])

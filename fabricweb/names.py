@@ -20,6 +20,9 @@ INGEST_QUEUE = "ingest"
 SNAPSHOT_QUEUE = "snapshots"
 # Snapshots `manage.py ingest` has taken but not yet stored (kombu's unacked hash, a key of its own).
 SNAPSHOT_UNACKED_KEY = f"unacked.{SNAPSHOT_QUEUE}"
+# Fabric collectors' sweeps: a queue of their own, read by the same consumer (the holder of shard 0) with a
+# per-message cap of its own, so that no node may send a sweep-sized message (telemetry/intake/messages.py).
+SWEEP_QUEUE = "sweeps"
 ALERTS_QUEUE = "alerts"
 # One queue per node, node.<name>, consumed by that node's agent only.
 NODE_QUEUE_PREFIX = "node."
@@ -56,12 +59,6 @@ def node_queue(node: str) -> str:
 def collector_queue(collector: str) -> str:
     """The queue one fabric collector consumes (fabric.<name>)."""
     return f"{COLLECTOR_QUEUE_PREFIX}{collector}"
-
-
-def fabric_snapshot_queue(collector: str, shards: int = 1) -> str:
-    """Where a fabric collector sends its sweeps: the snapshots queue ingest reads, the shard of its name
-    (a prefix no node name has, so a collector and a node of the same name may land apart)."""
-    return snapshot_queue(f"{COLLECTOR_QUEUE_PREFIX}{collector}", shards)
 
 
 # -- tasks -------------------------------------------------------------------

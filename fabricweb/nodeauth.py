@@ -78,6 +78,13 @@ def signed_kwargs(key: str, snapshot: dict, role: Role = NODE) -> dict:
 
 def verify(secret: str, kwargs: dict, role: Role = NODE) -> dict:
     """The snapshot of a signed message (decoded), or NotAuthenticated saying why."""
+    name, text = signed_text(secret, kwargs, role)
+    return decoded(name, text, role)
+
+
+def signed_text(secret: str, kwargs: dict, role: Role = NODE) -> tuple[str, str]:
+    """The sender's name and snapshot text of a signed message, its signature checked (nothing decoded yet: a
+    sender over its budget is refused before its snapshot costs a parse); NotAuthenticated saying why."""
     name, text, signature = kwargs.get(role.argument), kwargs.get("snapshot"), kwargs.get("signature")
     if not (isinstance(name, str) and isinstance(text, str) and isinstance(signature, str)):
         raise NotAuthenticated(f"not signed: expected snapshot (JSON text), {role.argument} and signature")
@@ -88,6 +95,11 @@ def verify(secret: str, kwargs: dict, role: Role = NODE) -> dict:
     expected = sign(role.key(secret, name), name, text)
     if not hmac.compare_digest(expected, signature):
         raise NotAuthenticated(f"bad signature for {role.what} {name[:64]!r}: not sent with that {role.what}'s key")
+    return name, text
+
+
+def decoded(name: str, text: str, role: Role = NODE) -> dict:
+    """The snapshot of a signed text whose signature held: JSON, naming its sender as the signature does."""
     try:
         snapshot = json.loads(text)
     except (ValueError, RecursionError) as e:

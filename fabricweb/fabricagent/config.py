@@ -36,7 +36,6 @@ class FabricAgentConfig:
     broker_wait_s: float = 10.0
     key: str | None = field(default=None, repr=False)  # manage.py node_key --collector NAME; None: unsigned
     ca_file: str | None = None
-    ingest_shards: int = 1
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> FabricAgentConfig:
@@ -57,5 +56,4 @@ class FabricAgentConfig:
             broker_wait_s=read.number("FABRIC_BROKER_WAIT", 10.0, float, low=0.1),
             key=read_key(read, "FABRIC_COLLECTOR_KEY"),
             ca_file=read.file("FABRIC_REDIS_CA_FILE"),
-            ingest_shards=read.number("FABRIC_INGEST_SHARDS", 1, int, low=1),
         )

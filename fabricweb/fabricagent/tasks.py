@@ -15,7 +15,7 @@ from celery import Celery
 
 from collectors.fabric.snapshot import to_dict
 from collectors.fabric.sweep import Sweeper, SweepSettings, open_port
-from fabricweb.names import INGEST_FABRIC, fabric_snapshot_queue
+from fabricweb.names import INGEST_FABRIC, SWEEP_QUEUE
 from fabricweb.nodeauth import COLLECTOR, signed_kwargs
 
 from .config import FabricAgentConfig
@@ -42,7 +42,7 @@ class FabricAgent:
         return self._sweeper
 
     def deliver(self, snap: dict) -> None:
-        queue = fabric_snapshot_queue(self.config.collector, self.config.ingest_shards)
+        queue = SWEEP_QUEUE
         what = f"fabric snapshot of {self.config.collector}"
         if self.config.key is None:
             self.app.send_task(INGEST_FABRIC, args=[snap], queue=queue, argsrepr=f"[{what}]")

@@ -19,7 +19,7 @@ from collectors.sim import Fabric, SwitchOptions
 from fabricweb import nodeauth
 from fabricweb.brokeracl import collector_password
 from fabricweb.fabricagent.config import ConfigError, FabricAgentConfig
-from fabricweb.names import SNAPSHOT_QUEUE, SWEEP
+from fabricweb.names import SNAPSHOT_QUEUE, SWEEP, SWEEP_QUEUE
 from tests.ibsim_support import Ibsim, needs_ibsim
 from tests.loopback import redis_with_acl
 
@@ -48,9 +48,9 @@ def test_the_collector_sweeps_as_its_own_broker_user_and_can_do_nothing_else(bro
     address, central_url = broker
     sim = Ibsim(Fabric.create(str(tmp_path / "sim"), 6, seed=3, switches=SwitchOptions()), request)
     central = redis.Redis.from_url(central_url, socket_timeout=40)
-    # `manage.py ingest` declares the snapshots queue before any agent or collector sends to it.
+    # `manage.py ingest` declares the sweeps queue before any collector sends to it.
     with Connection(central_url) as conn:
-        Queue(SNAPSHOT_QUEUE, Exchange(SNAPSHOT_QUEUE, "direct"), routing_key=SNAPSHOT_QUEUE)(conn.channel()).declare()
+        Queue(SWEEP_QUEUE, Exchange(SWEEP_QUEUE, "direct"), routing_key=SWEEP_QUEUE)(conn.channel()).declare()
     password = tmp_path / "redis.password"
     password.write_text(collector_password(SECRET, "fabric-a") + "\n")
     env = {
@@ -69,12 +69,12 @@ def test_the_collector_sweeps_as_its_own_broker_user_and_can_do_nothing_else(bro
     beat = Celery("acl-beat", broker=central_url, set_as_current=False)
     beat.conf.update(task_serializer="json", accept_content=["json"])
     try:
-        hello = central.blpop([SNAPSHOT_QUEUE], timeout=30)
+        hello = central.blpop([SWEEP_QUEUE], timeout=30)
         assert hello, f"no first sweep\n{log.read_text()}"
         first = snapshot_of(hello[1])
         assert (first["collector"], first["mode"], len(first["nodes"]["rows"])) == ("fabric-a", "full", 3 + 9)
         beat.send_task(SWEEP, kwargs={"collector": "fabric-a"}, queue="fabric.fabric-a", expires=30)
-        second = central.blpop([SNAPSHOT_QUEUE], timeout=30)
+        second = central.blpop([SWEEP_QUEUE], timeout=30)
         assert second, f"no sweep for the poll\n{log.read_text()}"
         assert snapshot_of(second[1])["collected_at"] > first["collected_at"]
     finally:
@@ -93,6 +93,8 @@ def test_the_collector_sweeps_as_its_own_broker_user_and_can_do_nothing_else(bro
     refused = {
         "a node's polls": lambda: user.brpop(["node.cn001"], timeout=1),
         "the snapshots of every node": lambda: user.brpop([SNAPSHOT_QUEUE], timeout=1),
+        "a node-sized message where nodes send": lambda: user.lpush(SNAPSHOT_QUEUE, "forged"),
+        "another's sweep": lambda: user.brpop([SWEEP_QUEUE], timeout=1),
         "a central queue": lambda: user.lpush("ingest", "forged"),
         "FLUSHALL": lambda: user.flushall(),
         "listing keys": lambda: user.keys("*"),

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import redis
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
-from fabricweb.telemetry.intake.messages import ONE
+from fabricweb.names import SWEEP_QUEUE
+from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from fabricweb.telemetry.intake.readers import transport_options
 from fabricweb.telemetry.intake.redisread import taken_count
 
@@ -19,8 +20,10 @@ class Broker:
     conn: object  # a kombu connection for sending
 
     def send(self, task: str = ONE, *args, **kwargs) -> None:
-        """As the node agent sends a snapshot: send_task by name, to the snapshots queue."""
-        app.send_task(task, args=list(args), kwargs=kwargs, queue=SNAPSHOT_QUEUE, connection=self.conn)
+        """As the node agent sends a snapshot (send_task by name, to the snapshots queue), or a fabric collector
+        a sweep (to the sweeps queue)."""
+        queue = SWEEP_QUEUE if task == FABRIC else SNAPSHOT_QUEUE
+        app.send_task(task, args=list(args), kwargs=kwargs, queue=queue, connection=self.conn)
 
     def publish(self, body, serializer: str, task: str = ONE, message_id: str = "raw") -> None:
         """A message no Celery client would send: any body, any serializer."""
@@ -30,7 +33,8 @@ class Broker:
         )
 
     def left(self) -> tuple[int, int]:
-        """(messages waiting on the queue, messages taken and not yet acked: moved by the consumer's reader, or
+        """(messages waiting on the queues, messages taken and not yet acked: moved by the consumer's reader, or
         delivered by kombu)."""
         unacked = self.redis.hlen(transport_options(60)["unacked_key"])
-        return self.redis.llen(SNAPSHOT_QUEUE), taken_count(self.redis) + unacked
+        waiting = self.redis.llen(SNAPSHOT_QUEUE) + self.redis.llen(SWEEP_QUEUE)
+        return waiting, taken_count(self.redis) + unacked

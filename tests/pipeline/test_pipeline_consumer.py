@@ -219,13 +219,14 @@ def test_it_stores_bodies_sent_plain_and_in_base64_as_older_agents_send_them(eac
 
 def test_a_message_larger_than_any_node_sends_is_dropped_before_it_is_decoded(each_db, broker, caplog):
     huge = snapshot(host="cn006")
-    huge["errors"] = [{"path": "x" * 1000, "reason": "y" * 500}] * 6_000  # ~9 MB of JSON
+    # ~7 MB of JSON: past a node's body cap (6 MiB), within its queue's message cap (drained unread past that)
+    huge["errors"] = [{"path": "x" * 1000, "reason": "y" * 500}] * 4_700
     broker.send(ONE, huge)
     broker.send(ONE, snapshot(host="cn007"))
 
     with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] >= 1)
-    assert "bytes, more than the 8388608 a node's snapshots take" in caplog.text
+    assert "bytes, more than the 6291456 a node's snapshots take" in caplog.text
     assert consumer.totals["dropped"] == 1 and stored() == {"cn007": PORTS}
     assert broker.left() == (0, 0)
 

@@ -60,12 +60,12 @@ def leases(client, name: str, shards: int = 4, lease_s: float = 5.0) -> ShardLea
 def test_a_lone_consumer_holds_every_queue_and_a_second_one_gets_half(client):
     a, b = leases(client, "a"), leases(client, "b")
     assert a.beat() == (0, 1, 2, 3)
-    assert a.queues() == ["snapshots", "snapshots.0", "snapshots.1", "snapshots.2", "snapshots.3"]
+    assert a.queues() == ["snapshots", "snapshots.0", "snapshots.1", "snapshots.2", "snapshots.3", "sweeps"]
     assert b.beat() == ()  # nothing free yet: a gives up its extra share at its next beat
     assert a.beat() == (0, 1, 2, 3) and a.over_share  # ... once it has stored what it holds
     assert a.give_up() == (0, 1)
     assert b.beat() == (2, 3)
-    assert b.queues() == ["snapshots.2", "snapshots.3"]  # the unsharded queue goes with shard 0
+    assert b.queues() == ["snapshots.2", "snapshots.3"]  # the unsharded queue and the sweeps go with shard 0
     assert (a.beat(), b.beat()) == ((0, 1), (2, 3))  # stable once shared
 
 

@@ -13,9 +13,9 @@ from kombu.exceptions import DecodeError
 from kombu.message import Message
 from support import T0, snapshot
 
+from fabricweb.telemetry.intake import envelopes
 from fabricweb.telemetry.intake.jsonread import NotExact, exact_loads
 from fabricweb.telemetry.intake.messages import decode_body
-from fabricweb.telemetry.intake.redisread import _body, _envelope
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
@@ -104,7 +104,7 @@ def test_exact_loads_leaves_integers_past_64_bits_to_json():
 @given(value=VALUES, headers=VALUES)
 def test_an_envelope_reads_as_json_reads_it(value, headers):
     text = json.dumps({"body": "W1tdLCB7fSwge31d", "headers": {"x": headers}, "properties": {"v": value}})
-    assert repr(_envelope(text.encode())) == repr(json.loads(text))
+    assert repr(envelopes.envelope(text.encode())) == repr(json.loads(text))
 
 
 @pytest.mark.parametrize("text", ['{"a": NaN}', '{"a": "\\ud800"}', '{"h": {"n": 36893488147419103228}}', "{"])
@@ -113,9 +113,9 @@ def test_an_envelope_orjson_reads_otherwise_is_read_by_json(text):
         expected = repr(json.loads(text))
     except ValueError:
         with pytest.raises(ValueError):
-            _envelope(text.encode())
+            envelopes.envelope(text.encode())
         return
-    assert repr(_envelope(text.encode())) == expected
+    assert repr(envelopes.envelope(text.encode())) == expected
 
 
 @given(body=st.binary(max_size=200), encoding=st.sampled_from(["base64", None, "utf-8"]))
@@ -127,12 +127,12 @@ def test_a_taken_messages_body_is_the_bytes_kombu_would_give(body, encoding):
 
     encoded, named = Channel.encode_body(Channel.__new__(Channel), body, encoding)
     raw = dumps({"body": encoded, "properties": {"body_encoding": named}}).encode()
-    envelope = _envelope(raw)
+    envelope = envelopes.envelope(raw)
     kombus = Channel.decode_body(Channel.__new__(Channel), loads(raw)["body"], named)
-    assert _body(envelope["body"], named) == kombus == body
+    assert envelopes.body_of(envelope["body"], named) == kombus == body
 
 
 def test_a_body_in_a_form_kombu_does_not_write_is_left_for_the_consumer_to_refuse():
-    assert _body({"__type__": "pickle", "__value__": "x"}, None) == {"__type__": "pickle", "__value__": "x"}
-    assert _body("{not base64}", "base64") == "{not base64}"
-    assert _body(None, None) == b""
+    assert envelopes.body_of({"__type__": "pickle", "__value__": "x"}, None) == {"__type__": "pickle", "__value__": "x"}
+    assert envelopes.body_of("{not base64}", "base64") == "{not base64}"
+    assert envelopes.body_of(None, None) == b""

@@ -42,15 +42,17 @@ from kombu.utils.url import maybe_sanitize_url
 
 from fabricweb.cappedredis import capped_parser
 from fabricweb.celery import SNAPSHOT_QUEUE, app
+from fabricweb.inventory.models import Node
+from fabricweb.names import INGEST_FABRIC, SWEEP_QUEUE, shard_queue
 
 from ..validation.auth import NotAuthenticated
 from .batchstore import MAX_BACKOFF_S, StoresBatches
 from .broker import transport_for
-from .messages import Dropped, FabricSnapshot, message_id, snapshots_of
+from .messages import MAX_ENVELOPE_BYTES, MAX_SWEEP_ENVELOPE_BYTES, Dropped, FabricSnapshot, message_id, snapshots_of
 from .readers import BROKER_TIMEOUT_S, KombuReader, Reader, TakingReader, transport_options
 from .redisread import BatchReader
 from .shards import ShardLeases, new_consumer_id
-from .spend import NodeSpend
+from .spend import NodeSpend, OverBudget
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,8 @@ class BatchConsumer(StoresBatches):
         self.takers = (f"{self.consumer_id or new_consumer_id()}#{n}" for n in itertools.count(1))
         self.options = transport_options(redeliver_after, self.consumer_id)
         self.pending: list[tuple[object, list]] = []  # (message, its snapshots), oldest first
+        self.pending_bytes = 0  # the messages' own, as read from the broker
+        self.batch_bytes = settings.FABRIC_INGEST_BATCH_BYTES
         self.oldest_at = 0.0
         self.stopping = False
         self.shown = ""  # the broker, for logs
@@ -100,6 +104,9 @@ class BatchConsumer(StoresBatches):
         # Since start: batches, snapshots, samples, rejected, dropped, requeued, over budget (messages).
         self.totals: Counter[str] = Counter()
         self.spend = NodeSpend(settings.FABRIC_NODE_MAX_BYTES_PER_MINUTE)  # bytes a minute each host may send
+        self.collector_spend = NodeSpend(
+            settings.FABRIC_COLLECTOR_MAX_BYTES_PER_MINUTE, Node.Kind.COLLECTOR, "FABRIC_COLLECTOR_MAX_BYTES_PER_MINUTE"
+        )
         self._reported, self._reported_at = Counter(), time.monotonic()
 
     def stop(self, *args) -> None:
@@ -115,22 +122,29 @@ class BatchConsumer(StoresBatches):
             self.shown = maybe_sanitize_url(url) if url else conn.as_uri()  # the URL as configured, no password
             try:
                 conn.ensure_connection(max_retries=0)
+                self._declare(conn)
                 if backoff:
                     log.warning("ingest: connected to the broker %s again", self.shown)
                 backoff = 0.0
-                client = None
+                client = narrow = None
                 if self.shards > 1 or transport_for(url):
-                    client = redis.Redis.from_url(
-                        url or conn.as_uri(include_password=True),
-                        socket_timeout=BROKER_TIMEOUT_S,
-                        socket_connect_timeout=BROKER_TIMEOUT_S,
-                        parser_class=capped_parser(self.options["max_message_bytes"]),  # oversized: drained unread
+                    # Oversized messages are drained unread: node messages at their cap, sweeps at theirs.
+                    client, narrow = (
+                        redis.Redis.from_url(
+                            url or conn.as_uri(include_password=True),
+                            socket_timeout=BROKER_TIMEOUT_S,
+                            socket_connect_timeout=BROKER_TIMEOUT_S,
+                            parser_class=capped_parser(cap),
+                        )
+                        for cap in (MAX_SWEEP_ENVELOPE_BYTES, MAX_ENVELOPE_BYTES)
                     )
                 if self.shards > 1 and self.leases is None:
                     self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)
                 previous, self.reader = self.reader, None
                 if transport_for(url):  # plain redis://: batches taken in one round trip
-                    batches = BatchReader(client, self.options, next(self.takers))
+                    batches = BatchReader(
+                        client, self.options, next(self.takers), narrow=narrow, batch_bytes=self.batch_bytes
+                    )
                     self.reader = TakingReader(batches, self._receive, self._sleep, self.redeliver_after)
                 else:
                     self.reader = KombuReader(conn, self._receive, self.batch)
@@ -156,9 +170,17 @@ class BatchConsumer(StoresBatches):
                 with contextlib.suppress(Exception):  # a lost connection may not close cleanly
                     conn.release()
 
+    def _declare(self, conn) -> None:
+        """Declare every queue this consumer may read, as Celery declares a queue: a node agent (or collector)
+        under its Redis ACL user may read the bindings it sends by but never add one (fabricweb/brokeracl.py)."""
+        names = [SNAPSHOT_QUEUE, SWEEP_QUEUE, *(shard_queue(k) for k in range(self.shards) if self.shards > 1)]
+        channel = conn.default_channel
+        for name in names:
+            app.amqp.queues[name](channel).declare()
+
     def _consume(self, until) -> None:
         if self.leases is None:
-            self._read(until, [SNAPSHOT_QUEUE])
+            self._read(until, [SNAPSHOT_QUEUE, SWEEP_QUEUE])
             return
         # Several shards: read the leased queues; at each beat, nothing in hand, follow changes of lease.
         shown = None
@@ -186,8 +208,11 @@ class BatchConsumer(StoresBatches):
             self._say_reading(names)
             next_beat = time.monotonic() + self.lease_s / 3
             while not self._done(until):
-                came = reader.fetch(self.batch - len(self.pending), self._wait_s(next_beat))
-                full = len(self.pending) >= self.batch
+                came = reader.fetch(
+                    self.batch - len(self.pending), self.batch_bytes - self.pending_bytes, self._wait_s(next_beat)
+                )
+                # Full: a batch of messages, or too few bytes left for one more node message at its cap.
+                full = len(self.pending) >= self.batch or self.pending_bytes + MAX_ENVELOPE_BYTES > self.batch_bytes
                 if self.pending and (full or time.monotonic() - self.oldest_at >= self.max_wait or self.stopping):
                     self.flush()
                 elif not came:
@@ -221,8 +246,23 @@ class BatchConsumer(StoresBatches):
         return self.leases.held != held
 
     def _receive(self, message) -> None:
+        size = len(getattr(message, "raw", None) or message.body or b"")
+        charged = []  # a signed message is charged to its sender before it is decoded
+
+        def admit(task: str, sender: str) -> None:
+            self._budget(task).admit(sender, len(message.body or b""))
+            charged.append(sender)
+
         try:
-            snaps = snapshots_of(message)
+            snaps = snapshots_of(message, admit)
+            if not charged:  # unsigned (FABRIC_NODE_AUTH off): charged to the name it gives
+                sender = _sender(snaps)
+                if sender is not None:
+                    admit((message.headers or {}).get("task"), sender)
+        except OverBudget:  # counted and logged by its NodeSpend
+            self.totals["over budget"] += 1
+            message.ack()
+            return
         except NotAuthenticated as e:
             log.warning("ingest: refused message %s: %s", message_id(message), e)
             self.totals["unauthenticated"] += 1
@@ -231,12 +271,6 @@ class BatchConsumer(StoresBatches):
         except Dropped as e:
             log.warning("ingest: dropped message %s: %s", message_id(message), e)
             self.totals["dropped"] += 1
-            message.ack()
-            return
-        host = snaps[0].get("host") if snaps and isinstance(snaps[0], dict) else None
-        if isinstance(host, str) and not self.spend.allow(host, len(message.body or b"")):
-            self.spend.refuse(host, len(message.body or b""))
-            self.totals["over budget"] += 1
             message.ack()
             return
         if snaps and isinstance(snaps[0], FabricSnapshot):
@@ -248,10 +282,14 @@ class BatchConsumer(StoresBatches):
         if not self.pending:
             self.oldest_at = time.monotonic()
         self.pending.append((message, snaps))
+        self.pending_bytes += size
+
+    def _budget(self, task: str) -> NodeSpend:
+        return self.collector_spend if task == INGEST_FABRIC else self.spend
 
     def flush(self) -> None:
         """Store the batch in hand and ack it; on a database error keep it (or requeue it) and back off."""
-        batch, self.pending = self.pending, []
+        batch, self.pending, self.pending_bytes = self.pending, [], 0
         stored = not batch or self._store(batch)
         if stored:
             self.spend.write()  # the refusals since the last batch, on their nodes' rows
@@ -302,3 +340,10 @@ class BatchConsumer(StoresBatches):
                 done["requeued"],
                 done["held"],
             )
+
+
+def _sender(snaps: list) -> str | None:
+    """The name an unsigned message's snapshot gives its sender: a host's `host`, a sweep's `collector`."""
+    data = snaps[0].data if snaps and isinstance(snaps[0], FabricSnapshot) else snaps[0] if snaps else None
+    name = data.get("collector" if isinstance(snaps[0], FabricSnapshot) else "host") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else None

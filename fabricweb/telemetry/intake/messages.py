@@ -8,7 +8,9 @@ Dropped, with the reason; one whose signature does not hold, NotAuthenticated (t
 
 from __future__ import annotations
 
-from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT
+from collections.abc import Callable
+
+from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT, SWEEP_QUEUE
 from fabricweb.nodeauth import COLLECTOR
 
 from ..validation.auth import authenticated, check_unsigned
@@ -17,14 +19,28 @@ from .jsonread import NotExact, exact_loads
 ONE = INGEST_SNAPSHOT
 FABRIC = INGEST_FABRIC
 JSON = "application/json"
-# A real node's snapshot is 10-100 kB of JSON.
-MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+# A real node's snapshot is 10-100 kB of JSON; its signed text is cut at nodeauth.MAX_SNAPSHOT_CHARS (4 MiB),
+# here within its message's body, escaped as a JSON string (+15-20% for a snapshot's quotes).
+MAX_MESSAGE_BYTES = 6 * 1024 * 1024
 # A fabric collector's sweep is ~200 bytes per port of the fabric: room for the caps of fabric/schema.py.
 MAX_FABRIC_MESSAGE_BYTES = 80 * 1024 * 1024
-# The most a whole message on a snapshots queue may take, kombu's envelope around the body (the body is
-# a string in it, escaped once more: +40% for a sweep's quotes, +33% as base64 from older agents), plus
-# its headers. Larger ones are drained unread off the socket (fabricweb/cappedredis.py): never held.
-MAX_ENVELOPE_BYTES = MAX_FABRIC_MESSAGE_BYTES * 7 // 5 + 64 * 1024
+
+
+def envelope_cap(body_bytes: int) -> int:
+    """The most a whole message may take for a body of `body_bytes`: kombu's envelope around it (the body is a
+    string in it, escaped once more: +40% for a sweep's quotes, +33% as base64 from older agents), plus its
+    headers. Larger messages are drained unread off the socket (fabricweb/cappedredis.py): never held."""
+    return body_bytes * 7 // 5 + 64 * 1024
+
+
+# Per queue: a node's snapshot queues take node-sized messages only, the sweeps queue sweep-sized ones.
+MAX_ENVELOPE_BYTES = envelope_cap(MAX_MESSAGE_BYTES)
+MAX_SWEEP_ENVELOPE_BYTES = envelope_cap(MAX_FABRIC_MESSAGE_BYTES)
+
+
+def cap_of(queue: str) -> int:
+    """The most one message on `queue` may take (names.SWEEP_QUEUE, or a node's snapshot queue)."""
+    return MAX_SWEEP_ENVELOPE_BYTES if queue == SWEEP_QUEUE else MAX_ENVELOPE_BYTES
 
 
 class Dropped(ValueError):
@@ -51,14 +67,21 @@ def decode_body(message) -> object:
     return message.decode()
 
 
-def snapshots_of(message) -> list:
+def queue_of(message) -> str | None:
+    """The queue a message was read from: redisread's TakenMessage says; kombu's delivery, by its routing key."""
+    return getattr(message, "queue", None) or (getattr(message, "delivery_info", None) or {}).get("routing_key")
+
+
+def snapshots_of(message, admit: Callable[[str, str], None] | None = None) -> list:
     """The snapshots in a Celery protocol 2 message of ingest_snapshot (one) or ingest_fabric (one sweep);
-    raise Dropped for anything else."""
+    raise Dropped for anything else. `admit(task, sender)` may refuse a signed message by raising, once its
+    signature holds and before its snapshot is decoded (validation/auth.authenticated)."""
+    queue = queue_of(message)
     oversized = getattr(message, "oversized", None)
     if oversized is not None:  # never read: its bytes were drained off the socket
         raise Dropped(
-            f"{oversized} bytes on queue {message.queue}, more than the {MAX_ENVELOPE_BYTES} bytes a message"
-            " there may take: drained unread"
+            f"{oversized} bytes on queue {queue}, more than the {cap_of(queue)} bytes a message there may take:"
+            " drained unread"
         )
     # The content type first: a body that is not JSON is never decoded, so never unpickled.
     if message.content_type != JSON:
@@ -66,6 +89,12 @@ def snapshots_of(message) -> list:
     task = (message.headers or {}).get("task")
     if task not in (ONE, FABRIC):
         raise Dropped(f"task {task!r} is not an ingest task")
+    if queue is not None and (queue == SWEEP_QUEUE) != (task == FABRIC):
+        # Each queue's cap fits its own messages only: a node's snapshot queue never carries a sweep.
+        raise Dropped(
+            f"{task} on queue {queue}: sweeps go to {SWEEP_QUEUE!r} (a fabric collector older than this server?),"
+            " node snapshots to the snapshots queues"
+        )
     size = len(message.body or b"")
     limit = MAX_FABRIC_MESSAGE_BYTES if task == FABRIC else MAX_MESSAGE_BYTES
     if size > limit:  # before decoding: a 143 MB message must not cost a gigabyte and a stall
@@ -79,17 +108,21 @@ def snapshots_of(message) -> list:
     args, kwargs = body[0], body[1]
     if task == FABRIC:
         if not args and "signature" in kwargs:
-            return [FabricSnapshot(authenticated(kwargs, COLLECTOR))]
+            return [FabricSnapshot(authenticated(kwargs, COLLECTOR, _for(admit, task)))]
         check_unsigned()
         if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
             raise Dropped(f"{task} takes one argument, snapshot")
         return [FabricSnapshot(args[0] if args else kwargs["snapshot"])]
     if task == ONE and not args and "signature" in kwargs:
-        return [authenticated(kwargs)]
+        return [authenticated(kwargs, admit=_for(admit, task))]
     check_unsigned()
     if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
         raise Dropped(f"{task} takes one argument, snapshot")
     return [args[0] if args else kwargs["snapshot"]]
+
+
+def _for(admit: Callable[[str, str], None] | None, task: str) -> Callable[[str], None] | None:
+    return None if admit is None else lambda sender: admit(task, sender)
 
 
 class FabricSnapshot:

@@ -6,7 +6,7 @@ prefetch of a batch. Either hands each message to the consumer (`receive`); the 
 read loop (consumer.BatchConsumer._read) decides when to store, beat its leases and stop:
 
     with reader.reading(queues):
-        ... reader.fetch(room, wait_s) ... reader.idle(wait_s) ... reader.commit_acks()
+        ... reader.fetch(room, room_bytes, wait_s) ... reader.idle(wait_s) ... reader.commit_acks()
     reader.leave()  # when stopping
 
 `transport_options` are the connection's: the consumer's own unacked keys, and how soon what a
@@ -26,7 +26,7 @@ import redis
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.names import SNAPSHOT_UNACKED_KEY
 
-from .messages import MAX_ENVELOPE_BYTES
+from .messages import MAX_SWEEP_ENVELOPE_BYTES
 from .redisread import BatchReader, give_back
 from .shards import unacked_keys
 
@@ -53,8 +53,9 @@ def transport_options(redeliver_after: float, consumer_id: str | None = None) ->
         "unacked_restore_throttle": 1,  # look for abandoned messages at every idle poll (one cheap ZRANGE)
         "socket_timeout": BROKER_TIMEOUT_S,
         "socket_connect_timeout": BROKER_TIMEOUT_S,
-        # Larger messages are drained unread (fabricweb/cappedredis.py): read through kombu or redisread.
-        "max_message_bytes": MAX_ENVELOPE_BYTES,
+        # Larger messages are drained unread (fabricweb/cappedredis.py): read through kombu or redisread. kombu
+        # reads every queue on one connection, so at the sweeps' cap; redisread takes node messages at their own.
+        "max_message_bytes": MAX_SWEEP_ENVELOPE_BYTES,
     }
 
 
@@ -64,8 +65,9 @@ class Reader(Protocol):
     def reading(self, names: list[str]) -> contextlib.AbstractContextManager:
         """Read the queues `names` while in this context."""
 
-    def fetch(self, room: int, wait_s: float) -> bool:
-        """Hand up to `room` messages to the consumer; False when none came and none was waited for."""
+    def fetch(self, room: int, room_bytes: int, wait_s: float) -> bool:
+        """Hand up to `room` messages (and, where the reader can tell before reading them, `room_bytes` bytes)
+        to the consumer; False when none came and none was waited for."""
 
     def idle(self, wait_s: float) -> None:
         """Nothing came and nothing is to be stored: the reader's chores, then wait a little (at most `wait_s`)."""
@@ -94,7 +96,8 @@ class KombuReader:
         with self.conn.Consumer(queues, on_message=self.receive, accept=["json"], prefetch_count=self.prefetch):
             yield
 
-    def fetch(self, room: int, wait_s: float) -> bool:
+    def fetch(self, room: int, room_bytes: int, wait_s: float) -> bool:
+        # One message at a time, each within the connection's cap: the consumer stores its batch at its bytes.
         if room > 0:
             with contextlib.suppress(socket.timeout):
                 self.conn.drain_events(timeout=wait_s)
@@ -137,8 +140,8 @@ class TakingReader:
         self.names, self.next_restore = names, 0.0
         yield
 
-    def fetch(self, room: int, wait_s: float) -> bool:
-        taken = self.batches.take(self.names, room)
+    def fetch(self, room: int, room_bytes: int, wait_s: float) -> bool:
+        taken = self.batches.take(self.names, room, room_bytes)
         for message in taken:
             self.receive(message)
         return bool(taken)

@@ -9,6 +9,13 @@ on a taken list, never neither, and Redis copies nothing (a Lua script building 
 unacked entries spent ~55 µs of Redis's single core per message, ~20 to bring each into
 Lua and ~18 to build its copy: BENCHMARKS.md, "Ingest, eighth round").
 
+What a take reads is bounded twice: each message by its queue's cap (a node's snapshot queues take
+node-sized messages, the `sweeps` queue sweep-sized ones: messages.py), read on a connection of that cap;
+and the whole take by the batch's bytes (FABRIC_INGEST_BATCH_BYTES). The sizes of messages still on a
+queue are not known before they are moved, so a take moves them in rounds, each of as many as would fit
+were every one at the cap: N messages of (cap - 1) bytes cost one batch's bytes, never N caps, and the
+rest wait for the next batch. With small messages a batch of 100 takes a few rounds (a MULTI each).
+
 A taken list keeps the queue's order (oldest on the right, read first). Acks come after the
 commit and are nearly always the oldest messages: they are removed by trimming the list's
 oldest end, when the list still holds exactly what this reader took (its length says so),
@@ -28,18 +35,18 @@ value like any other, and snapshots_of drops it. Only for plain redis:// brokers
 
 from __future__ import annotations
 
-import base64
 import itertools
-import json
 import time
 from collections import deque
 
-import orjson
 import redis
-from kombu.message import Message
-from kombu.utils.json import dumps, loads, object_hook
+from kombu.utils.json import loads
 
 from fabricweb.cappedredis import Oversized, note_dropped
+from fabricweb.names import SWEEP_QUEUE
+
+from .envelopes import TakenMessage, envelope, mark_redelivered, redelivered
+from .messages import MAX_ENVELOPE_BYTES
 
 TAKERS_KEY = "ingest.takers"
 TAKEN_PREFIX = "ingest.taken."
@@ -79,133 +86,80 @@ def taken_queues_key(taker: str) -> str:
     return f"{TAKEN_PREFIX}{taker}"
 
 
-def _envelope(raw: bytes) -> object:
-    """kombu's envelope of a message, as json.loads reads it: with orjson (~2x faster on its ~8-11 kB, mostly
-    the body) where that reads the same.
-
-    orjson differs from json only where it refuses (NaN, lone surrogates...) or where it reads an
-    integer past 64 bits as a float: an envelope with no float at all in what orjson read had none.
-    jsonread's digit scan would cost more than orjson saves here.
-    """
-    try:
-        payload = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return json.loads(raw)  # as before; bytes that are not UTF-8 raise ValueError
-    stack = [payload]
-    while stack:
-        value = stack.pop()
-        if type(value) is dict:
-            stack.extend(value.values())
-        elif type(value) is list:
-            stack.extend(value)
-        elif type(value) is float:
-            return json.loads(raw)
-    return payload
-
-
-def _body(body: object, encoding: object) -> object:
-    """A message's body as bytes, from any form kombu's Redis transport writes it in.
-
-    Base64 text (kombu's default `body_encoding`, older agents), or the body itself
-    (names.PLAIN_BODIES): the JSON text as a string (what Celery sends), or, for bytes, kombu's
-    JSON of them ({"__type__": "bytes", "__value__": text}, or "base64" when not UTF-8).
-    Anything else is returned as it is, for snapshots_of to refuse.
-    """
-    if type(body) is dict:
-        try:
-            body = object_hook(body)
-        except ValueError:  # a "__type__" kombu does not know
-            return body
-    if not body:
-        return b""
-    if type(body) is str:
-        if encoding == "base64":
-            try:
-                return base64.b64decode(body)
-            except ValueError:  # not base64 after all: undecodable, dropped with the reason
-                return body
-        try:
-            return body.encode()
-        except UnicodeEncodeError:  # a lone surrogate (json.loads lets it through): kombu's to judge
-            return body
-    return body
-
-
-def mark_redelivered(payload: dict) -> str:
-    """kombu's envelope of a message put back on its queue, marked as kombu marks a redelivery."""
-    payload.setdefault("headers", {})["redelivered"] = True
-    return dumps(payload)
-
-
-def redelivered(raw: bytes) -> bytes:
-    """mark_redelivered on a raw message (as it was, if it is not a JSON envelope)."""
-    try:
-        return mark_redelivered(loads(raw)).encode()
-    except (ValueError, TypeError, AttributeError):
-        return raw
-
-
-class TakenMessage(Message):
-    """A message taken by BatchReader: ack and requeue go through the reader, not a kombu channel."""
-
-    def __init__(self, reader: BatchReader, tag: str, queue: str, raw: bytes, payload: dict) -> None:
-        properties = payload.get("properties") or {}
-        super().__init__(
-            body=_body(payload.get("body"), properties.get("body_encoding")),
-            delivery_tag=tag,
-            content_type=payload.get("content-type"),
-            content_encoding=payload.get("content-encoding"),
-            headers=payload.get("headers"),
-            properties=properties,
-            accept=["application/json"],
-        )
-        self.reader, self.queue, self.raw = reader, queue, raw
-        self.oversized: int | None = None  # the size of a message drained unread (cappedredis), in bytes
-        self.done = False  # acked (removed from its taken list at the next commit_acks)
-
-    def ack(self, multiple=False) -> None:
-        self.done = True
-        self.reader.acks += 1
-
-    def requeue(self) -> None:
-        self.reader.requeue(self)
-
-
 class BatchReader:
     """Reads snapshot queues for one consumer, as taker `taker` (unique per process and connection).
 
-    `keys` are kombu's unacked keys of the consumer (where an earlier version kept its messages)."""
+    `keys` are kombu's unacked keys of the consumer (where an earlier version kept its messages). `client`
+    reads with the sweeps' cap (a sweep, giving back, everything but a node's messages); `narrow`, with a
+    node message's cap, takes from the node snapshot queues (the same client when not given). A take reads at
+    most `room_bytes` (batch_bytes by default): it moves messages in rounds of as many as are sure to fit
+    at the node message's cap, so a batch of cap-sized messages costs no more than batch_bytes, and those
+    past it wait on their queue. A sweep is taken alone, every other take while node messages wait."""
 
-    def __init__(self, client: redis.Redis, keys: dict[str, str], taker: str) -> None:
-        self.client, self.taker = client, taker
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: dict[str, str],
+        taker: str,
+        *,
+        narrow: redis.Redis | None = None,
+        batch_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        if batch_bytes < MAX_ENVELOPE_BYTES:
+            raise ValueError(f"a batch must be able to hold one node message: {MAX_ENVELOPE_BYTES} bytes or more")
+        self.client, self.narrow, self.taker = client, narrow or client, taker
+        self.batch_bytes = batch_bytes
         self.unacked, self.index = keys["unacked_key"], keys["unacked_index_key"]
         # Per queue, what this reader took and has not yet trimmed, oldest first.
         self.held: dict[str, deque[TakenMessage]] = {}
         self.acks = 0  # acked since the last commit_acks
+        self.held_bytes = 0  # of the messages in `held`: a take reads no more than batch_bytes less these
         self._tags = itertools.count(1)
         self._seen_at = 0.0
+        self._sweep_next = False  # node messages were taken last: a waiting sweep goes next
 
-    def take(self, queues: list[str], most: int) -> list[TakenMessage]:
-        """Up to `most` messages, from the first queues first; each on its queue or taken, never neither."""
+    def take(self, queues: list[str], most: int, room_bytes: int | None = None) -> list[TakenMessage]:
+        """Up to `most` messages and `room_bytes` bytes, from the first queues first; each on its queue or
+        taken, never neither."""
+        room_bytes = min(self.batch_bytes if room_bytes is None else room_bytes, self.batch_bytes - self.held_bytes)
         if most <= 0 or not queues:
             self._heartbeat()
             return []
         with self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 pipe.llen(queue)
-            lengths = pipe.execute()
-        plan, room = [], most
-        for queue, length in zip(queues, lengths, strict=True):
-            if room <= 0:
+            waiting = {q: n for q, n in zip(queues, pipe.execute(), strict=True) if n}
+        sweeps = waiting.pop(SWEEP_QUEUE, 0)
+        if sweeps and (self._sweep_next or not waiting):
+            self._sweep_next = False
+            return self._move(self.client, [(SWEEP_QUEUE, 1)])
+        out: list[TakenMessage] = []
+        while most > 0 and waiting:
+            fits = min(most, room_bytes // MAX_ENVELOPE_BYTES)  # as many as surely fit, each at most the cap
+            if fits < 1:
                 break
-            if length:
-                plan.append((queue, min(length, room)))
-                room -= plan[-1][1]
-        if not plan:
+            plan = []
+            for queue, length in waiting.items():
+                if fits <= 0:
+                    break
+                plan.append((queue, min(length, fits)))
+                fits -= plan[-1][1]
+            taken = self._move(self.narrow, plan)
+            out.extend(taken)
+            room_bytes -= sum(len(m.raw) for m in taken)
+            most -= sum(count for _, count in plan)
+            for queue, count in plan:
+                waiting[queue] -= count
+            waiting = {q: n for q, n in waiting.items() if n > 0}
+        if not out:
             self._heartbeat()
-            return []
+        self._sweep_next = bool(out)
+        return out
+
+    def _move(self, client: redis.Redis, plan: list[tuple[str, int]]) -> list[TakenMessage]:
+        """Move `plan`'s (queue, how many) onto this taker's lists in one MULTI/EXEC, read on `client`."""
         now = time.time()
-        with self.client.pipeline() as pipe:  # MULTI: registered and moved together
+        with client.pipeline() as pipe:  # MULTI: registered and moved together
             pipe.zadd(TAKERS_KEY, {self.taker: now})
             pipe.sadd(taken_queues_key(self.taker), *(queue for queue, _ in plan))
             for queue, count in plan:
@@ -226,12 +180,13 @@ class BatchReader:
                     raw, size, payload = _tombstone(tag), raw.size, {}
                 else:
                     try:
-                        payload = _envelope(raw)
+                        payload = envelope(raw)
                     except ValueError:
                         payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its type
                 message = TakenMessage(self, tag, queue, raw, payload if isinstance(payload, dict) else {})
                 message.oversized = size
                 held.append(message)
+                self.held_bytes += len(raw)
                 out.append(message)
             at += count
         if oversized:
@@ -286,7 +241,7 @@ class BatchReader:
                 pipe.execute()
         for _queue, held, oldest in acked:
             for _ in range(oldest):
-                held.popleft()
+                self.held_bytes -= len(held.popleft().raw)
 
     def requeue(self, message: TakenMessage) -> None:
         """Back at the end of its queue (as kombu's requeue: read after what waits there now)."""
@@ -294,6 +249,7 @@ class BatchReader:
             pipe.lrem(taken_key(self.taker, message.queue), -1, message.raw)
             pipe.lpush(message.queue, message.raw).execute()
         self.held[message.queue].remove(message)
+        self.held_bytes -= len(message.raw)
 
     def restore_older_than(self, seconds: float) -> int:
         """Give back the messages of takers unseen for `seconds` (a consumer killed holding them, or this one's

@@ -35,9 +35,10 @@ import socket
 import redis
 from kombu.utils.json import loads
 
-from fabricweb.names import SNAPSHOT_QUEUE, SNAPSHOT_UNACKED_KEY, shard_queue
+from fabricweb.names import SNAPSHOT_QUEUE, SNAPSHOT_UNACKED_KEY, SWEEP_QUEUE, shard_queue
 
-from .redisread import give_back, mark_redelivered, taken_count, takers_of
+from .envelopes import mark_redelivered
+from .redisread import give_back, taken_count, takers_of
 
 CONSUMERS_KEY = "ingest.consumers"
 SHARDS_KEY = "ingest.shards"
@@ -59,7 +60,7 @@ def unacked_keys(consumer_id: str) -> dict[str, str]:
 
 def backlog(client: redis.Redis, shards: int) -> int:
     """Snapshots sent and not yet stored: waiting on any snapshot queue, or taken and not acked by any consumer."""
-    queues = [SNAPSHOT_QUEUE] + ([shard_queue(k) for k in range(shards)] if shards > 1 else [])
+    queues = [SNAPSHOT_QUEUE, SWEEP_QUEUE] + ([shard_queue(k) for k in range(shards)] if shards > 1 else [])
     holders = [SNAPSHOT_UNACKED_KEY] + [
         unacked_keys(c.decode())["unacked_key"] for c in client.zrange(CONSUMERS_KEY, 0, -1)
     ]
@@ -150,9 +151,9 @@ class ShardLeases:
 
     def queues(self) -> list[str]:
         """The queues to read now: the leased ones; the holder of shard 0 also reads the unsharded `snapshots`
-        (agents still configured with one shard, or older ones)."""
+        (agents still configured with one shard, or older ones) and the fabric collectors' `sweeps`."""
         names = [shard_queue(k) for k in self.held]
-        return [SNAPSHOT_QUEUE, *names] if 0 in self.held else names
+        return [SNAPSHOT_QUEUE, *names, SWEEP_QUEUE] if 0 in self.held else names
 
     def beat(self) -> tuple[int, ...]:
         """Renew this consumer's heartbeat, sweep dead consumers, take free shards up to its share; the

@@ -1,9 +1,11 @@
-"""The bytes each node may send per minute on the snapshot queues (FABRIC_NODE_MAX_BYTES_PER_MINUTE).
+"""The bytes each node may send per minute on the snapshot queues (FABRIC_NODE_MAX_BYTES_PER_MINUTE), and each
+fabric collector on the sweeps queue (FABRIC_COLLECTOR_MAX_BYTES_PER_MINUTE).
 
 A host sends one snapshot of 10-100 kB per poll. One that sends many more, or much larger ones (within
 the message cap), would take the consumer's time from every other node: past its budget its messages
-are dropped before they are stored, logged (at most once a minute per node), counted, and the node row
-says why (its page, /healthz).
+are dropped once their signature is checked, before they are decoded (a flood costs an HMAC a message,
+not a parse), logged (at most once a minute per node), counted, and the node row says why (its page,
+/healthz).
 
 A token bucket per node: a minute's budget, refilled continuously, so a node may send a burst of up
 to a minute's worth (an agent catching up after a broker outage) but not more on average. Kept in the
@@ -21,15 +23,24 @@ from django.utils import timezone
 
 from fabricweb.inventory.models import Node
 
+from .messages import Dropped
+
 log = logging.getLogger("fabricweb.telemetry.intake.consumer")
 
 NOTE_EVERY_S = 60.0  # a node refused over and over is logged and written this often
 MAX_NODES = 100_000  # bounds the memory a stream of made-up names can take (unsigned snapshots only)
 
 
+class OverBudget(Dropped):
+    """A message of a node (or collector) past its bytes a minute: dropped, counted on its row."""
+
+
 class NodeSpend:
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
+    """The budgets of one kind of sender: hosts (FABRIC_NODE_MAX_BYTES_PER_MINUTE) or fabric collectors
+    (FABRIC_COLLECTOR_MAX_BYTES_PER_MINUTE), `setting` naming which in the reason."""
+
+    def __init__(self, per_minute: int, kind: str = Node.Kind.HOST, setting: str = "FABRIC_NODE_MAX_BYTES_PER_MINUTE"):
+        self.per_minute, self.kind, self.setting = per_minute, kind, setting
         self._buckets: dict[str, tuple[float, float]] = {}  # node -> (bytes left, when)
         self._noted: dict[str, float] = {}  # node -> when its refusal was last logged and written
         self._unwritten: dict[str, int] = {}  # node -> refusals not yet added to its row
@@ -51,6 +62,12 @@ class NodeSpend:
         self._buckets[node] = (left - size, now)
         return True
 
+    def admit(self, node: str, size: int) -> None:
+        """Spend `size` bytes of `node`'s budget, or count the refusal and raise OverBudget."""
+        if not self.allow(node, size):
+            self.refuse(node, size)
+            raise OverBudget(f"{node} {self._reason(node)}")
+
     def refuse(self, node: str, size: int) -> None:
         """Count a message of `node` dropped over its budget; logged at once, at most once a minute per node."""
         now = time.monotonic()
@@ -64,7 +81,7 @@ class NodeSpend:
         """Add the refusals counted so far to their nodes' rows, with the reason (after the consumer stored its
         batch: a node new in that batch has its row by then). A node not stored yet keeps its count for later."""
         for node, count in list(self._unwritten.items()):
-            written = Node.objects.filter(name=node, kind=Node.Kind.HOST).update(
+            written = Node.objects.filter(name=node, kind=self.kind).update(
                 refused_reason=self._reason(node),
                 refused_at=timezone.now(),
                 refused_snapshots=F("refused_snapshots") + count,
@@ -74,6 +91,6 @@ class NodeSpend:
 
     def _reason(self, node: str) -> str:
         return (
-            f"sent more than its {self.per_minute} bytes a minute (FABRIC_NODE_MAX_BYTES_PER_MINUTE): "
+            f"sent more than its {self.per_minute} bytes a minute ({self.setting}): "
             f"messages of {self._sizes[node]} bytes dropped"
         )
