@@ -8,19 +8,24 @@ central side keeps no table of them:
 
     password(node) = HMAC-SHA256(secret, "fabricweb broker password v1\\0" + node)
 
-and whose rules are exactly what the node agent's Celery worker uses (measured with MONITOR;
-tests/agent/test_agent_broker_acl.py runs the agent as such a user against a real redis-server):
+and whose rules are only what the node agent's Celery worker uses, none of which stores anything but a
+snapshot (measured with MONITOR; tests/agent/test_agent_broker_acl.py runs the agent as such a user
+against a real redis-server, and tries every write it once allowed):
 
-- its own queue `node.<name>`: BRPOP (the poll), LLEN (the declaration), LPUSH (a poll handed back
-  on shutdown), and its exchange's bindings (kombu declares them);
-- its own unacknowledged-message keys, `unacked*.node.<name>` (fabricweb/agent/app.py names them
-  so; kombu's default `unacked` is shared by every worker, central ones included). Polls are
-  taken without acknowledgement, so they stay empty; kombu still looks there at shutdown;
+- its own queue `node.<name>`: BRPOP (the poll: consumed without acknowledgement, and the agent's
+  transport neither keeps unacknowledged polls nor restores them, fabricweb/agent/transport.py) and
+  LLEN (kombu's declaration); reading its bindings (SISMEMBER: the central side declares them when
+  it sends the first poll);
 - its snapshots queue (`snapshots`, or `snapshots.<k>` of its shard with FABRIC_INGEST_SHARDS=K)
-  through a selector: LPUSH and LLEN only (never BRPOP: no node may take
-  another's snapshot), and only reading its bindings (SISMEMBER, SMEMBERS: the agent's transport
-  adds a binding only when it is missing, and `manage.py ingest` declares it first);
-- no pub/sub channel (resetchannels: no pidbox, no broadcast), no other key, no admin command.
+  through a selector: LPUSH and LLEN only (never BRPOP: no node may take another's snapshot), and
+  only reading its bindings (SISMEMBER, SMEMBERS: `manage.py ingest` declares them);
+- connection upkeep (HELLO, AUTH, SELECT, PING, QUIT; MULTI/EXEC around kombu's LLEN); no pub/sub channel (resetchannels: no pidbox,
+  no broadcast), no other key, no admin command.
+
+So a node can grow the broker only by pushing snapshots, each within its queue's cap, which the
+ingest consumer reads and sheds past the node's byte budget; no key of its own holds more than the
+polls central sent it (earlier rules let it LPUSH its own queue, HSET and SET its unacked keys, SADD
+its bindings: 643 MiB in 0.4 s). Redis's maxmemory bounds the rest (docs/security.md).
 
 `manage.py broker_acl NODE...` prints the users' lines for an ACL file (only a hash of each
 password) and `--passwords` the passwords to provision on the nodes (docs/agent.md).
@@ -54,19 +59,12 @@ PASSWORD_CONTEXT = b"fabricweb broker password v1\0"
 COLLECTOR_PASSWORD_CONTEXT = b"fabricweb collector broker password v1\0"
 # kombu's key layout (kombu.transport.redis.Channel): exchange bindings, one set each.
 BINDING_KEYS = ("_kombu.binding.{}", "_kombu.binding_permanent.{}")
-# The node agent's own unacknowledged-message keys (kombu's unacked_key, unacked_index_key, unacked_mutex_key).
+# The node agent's own unacknowledged-message keys (kombu's unacked_key, unacked_index_key, unacked_mutex_key):
+# named so that kombu never looks in the central workers' `unacked`; the agent keeps nothing there.
 UNACKED_KEYS = ("unacked.{}", "unacked_index.{}", "unacked_mutex.{}")
 
-# What the agent's Celery worker sends on its own keys: connection upkeep, the poll, kombu's
-# bindings and unacked bookkeeping (a pipeline, a WATCHed restore, a Lua-released mutex).
-OWN_COMMANDS = (
-    "+hello", "+auth", "+select", "+ping", "+quit",
-    "+multi", "+exec", "+discard", "+watch", "+unwatch",
-    "+brpop", "+llen", "+lpush",
-    "+sadd", "+sismember", "+smembers",
-    "+hset", "+hget", "+hdel", "+zadd", "+zrem", "+zrange",
-    "+set", "+get", "+del", "+evalsha", "+script|load",
-)  # fmt: skip
+# Connection upkeep, and the MULTI/EXEC kombu wraps a queue's LLEN in (a transaction stores nothing itself).
+CONNECTION_COMMANDS = ("+hello", "+auth", "+select", "+ping", "+quit", "+multi", "+exec", "+discard")
 
 
 # The central processes' rules: they send to every node's queue, take the snapshots and the central queues,
@@ -113,24 +111,25 @@ def unacked_keys(node: str, queue: str | None = None) -> dict[str, str]:
 def node_rules(node: str, shards: int = 1) -> list[str]:
     """The ACL rules of the node's user, after `on` and its password; with `shards` snapshot queues
     (FABRIC_INGEST_SHARDS), the one queue its snapshots go to."""
-    return _rules(node_queue(node), unacked_keys(node), snapshot_queue(node, shards))
+    return _rules(node_queue(node), snapshot_queue(node, shards))
 
 
 def collector_rules(collector: str) -> list[str]:
     """The ACL rules of a fabric collector's user: its polls' queue, the sweeps queue."""
     queue = collector_queue(collector)
-    return _rules(queue, unacked_keys(collector, queue), SWEEP_QUEUE)
+    return _rules(queue, SWEEP_QUEUE)
 
 
-def _rules(queue: str, unacked: dict[str, str], snapshots: str) -> list[str]:
-    own = [queue, *(k.format(queue) for k in BINDING_KEYS), *unacked.values()]
+def _rules(queue: str, snapshots: str) -> list[str]:
+    own_bindings = " ".join(f"%R~{k.format(queue)}" for k in BINDING_KEYS)
     bindings = " ".join(f"%R~{k.format(snapshots)}" for k in BINDING_KEYS)
     return [
         "resetkeys",
         "resetchannels",
         "-@all",
-        *(f"~{key}" for key in own),
-        *OWN_COMMANDS,
+        *CONNECTION_COMMANDS,
+        f"(~{queue} +brpop +llen)",
+        f"({own_bindings} +sismember)",
         f"(~{snapshots} +lpush +llen)",
         f"({bindings} +sismember +smembers)",
     ]

@@ -8,8 +8,9 @@ so the channel keeps one per connection pool. Same protocol, same connections, s
 
 It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below: a stop
 signal wakes the loop instead), sends nothing to acknowledge a message it never stored as
-unacknowledged (the agent's polls are consumed without acknowledgement: app.py), and adds an
-exchange's binding only when it is missing: under a per-node Redis ACL user (fabricweb/brokeracl.py)
+unacknowledged (the agent's polls are consumed without acknowledgement: app.py), restores nothing (it
+keeps nothing unacknowledged), never binds its own polls' queue (the central side does, sending the
+first poll), and adds an exchange's binding only when it is missing: under a per-node Redis ACL user (fabricweb/brokeracl.py)
 a node may read the `snapshots` bindings but not change them, since a binding added there would
 route every other node's snapshots to a queue of its choosing.
 """
@@ -22,8 +23,25 @@ from contextlib import contextmanager, suppress
 from celery.signals import worker_shutting_down
 from kombu.transport import redis as kombu_redis
 
+from fabricweb.names import COLLECTOR_QUEUE_PREFIX, NODE_QUEUE_PREFIX
+
+# The queues an agent (or fabric collector) takes its polls from: never bound by it (its ACL user may not).
+OWN_QUEUE_PREFIXES = (NODE_QUEUE_PREFIX, COLLECTOR_QUEUE_PREFIX)
+
+
+class QoS(kombu_redis.QoS):
+    """The agent's polls are consumed without acknowledgement (app.poll_queues): nothing is ever kept
+    unacknowledged, so nothing is restored, at shutdown or in between, and its broker user may not write
+    the keys kombu would look in (fabricweb/brokeracl.py)."""
+
+    restore_at_shutdown = False
+
+    def restore_visible(self, *args, **kwargs) -> None:
+        return None
+
 
 class Channel(kombu_redis.Channel):
+    QoS = QoS
     _shared_client = None
 
     @contextmanager
@@ -63,6 +81,8 @@ class Channel(kombu_redis.Channel):
                     pipe.sismember(key, member)
                 if all(pipe.execute()):
                     return  # declared already (by `manage.py ingest`, central dispatch or an earlier start)
+        if queue and queue.startswith(OWN_QUEUE_PREFIXES):
+            return  # its own polls' queue: read by BRPOP, bound by the central side when it sends the first poll
         super()._queue_bind(exchange, routing_key, pattern, queue)
 
 
