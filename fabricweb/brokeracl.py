@@ -19,8 +19,8 @@ against a real redis-server, and tries every write it once allowed):
 - its snapshots queue (`snapshots`, or `snapshots.<k>` of its shard with FABRIC_INGEST_SHARDS=K)
   through a selector: LPUSH and LLEN only (never BRPOP: no node may take another's snapshot), and
   only reading its bindings (SISMEMBER, SMEMBERS: `manage.py ingest` declares them);
-- connection upkeep (HELLO, AUTH, SELECT, PING, QUIT; MULTI/EXEC around kombu's LLEN); no pub/sub channel (resetchannels: no pidbox,
-  no broadcast), no other key, no admin command.
+- connection upkeep (HELLO, AUTH, SELECT, PING, QUIT; MULTI/EXEC around kombu's LLEN); no pub/sub
+  channel (resetchannels: no pidbox, no broadcast), no other key, no admin command.
 
 So a node can grow the broker only by pushing snapshots, each within its queue's cap, which the
 ingest consumer reads and sheds past the node's byte budget; no key of its own holds more than the
@@ -37,8 +37,9 @@ has a context of its own, so no node's password, whatever the node is called, is
 `broker_acl --central` starts the file with Redis's `default` user off (a client that names no
 user gets nothing) and the central processes' own user, the one REDIS_URL names (docker-compose's
 `central`), with every key and channel but no @dangerous command (FLUSHALL, CONFIG, KEYS, ACL,
-DEBUG, SHUTDOWN, MONITOR...): what web, beat, the workers and `manage.py ingest` send, checked
-against Redis's ACL LOG with every central process running (tests/deploy/test_compose_acl.py).
+DEBUG, SHUTDOWN, MONITOR...) save INFO (the broker's memory): what web, beat, the workers and
+`manage.py ingest` send, checked against Redis's ACL LOG with every central process running
+(tests/deploy/test_compose_acl.py).
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ CONNECTION_COMMANDS = ("+hello", "+auth", "+select", "+ping", "+quit", "+multi",
 
 
 # The central processes' rules: they send to every node's queue, take the snapshots and the central queues,
-# hold the scheduling locks (Lua) and read queue lengths; none needs an administrative command.
-CENTRAL_RULES = ("~*", "&*", "+@all", "-@dangerous")
+# hold the scheduling locks (Lua) and read queue lengths; none needs an administrative command but INFO
+# (@dangerous for what else it tells): the broker's memory for /healthz and /metrics (brokermemory.py).
+CENTRAL_RULES = ("~*", "&*", "+@all", "-@dangerous", "+info")
 # Names no central user may have: Redis's own, and the prefixes of the nodes' and collectors' users.
 NOT_CENTRAL = ("default", NODE_QUEUE_PREFIX, COLLECTOR_QUEUE_PREFIX)
 

@@ -138,3 +138,6 @@ MESSAGE_SETTINGS = {
 # bytes and the consumer decodes no base64 (BENCHMARKS.md, issue 11). Read by the body_encoding each
 # message names, so consumers and workers read messages sent either way (older agents: base64).
 PLAIN_BODIES = {"body_encoding": None}
+# Redis's refusal of a command that would grow it past its maxmemory (docker-compose.yml sets one): the
+# agent waits it out a little (agent/tasks.py), the consumer takes with commands Redis still runs (redisread).
+BROKER_FULL = "command not allowed when used memory"  # (redis-py drops the "OOM" prefix)

@@ -27,15 +27,15 @@ def silent_server() -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def redis_with_acl(directory: Path, acl_lines: str) -> Iterator[tuple[str, str]]:
+def redis_with_acl(directory: Path, acl_lines: str, *options: str) -> Iterator[tuple[str, str]]:
     """A private redis-server whose ACL file is `acl_lines` after a central `default` user that may do
-    anything: (host:port, that user's URL). Stopped on exit."""
+    anything, with redis-server's `options` (e.g. --maxmemory 32mb): (host:port, that user's URL). Stopped on exit."""
     acl = directory / "users.acl"
     acl.write_text(f"user default on nopass ~* &* +@all\n{acl_lines}")
     port = free_port()
     server = subprocess.Popen(
         ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--aclfile", str(acl), "--loglevel", "warning"],
+         "--aclfile", str(acl), "--loglevel", "warning", *options],
         cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"redis://127.0.0.1:{port}/0"

@@ -9,17 +9,22 @@ central apps, and nothing central imports this module.
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import Celery
+from kombu.exceptions import OperationalError
 
 from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
 from fabricweb.agent.poll import Poller
-from fabricweb.names import INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, snapshot_queue
+from fabricweb.names import BROKER_FULL, INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, snapshot_queue
 from fabricweb.nodeauth import signed_kwargs
 
 log = logging.getLogger(__name__)
+
+FULL_BROKER_WAIT_S = 2.0  # how long a snapshot waits out a broker at its maxmemory before it is given up
+FULL_BROKER_RETRY_S = 0.05
 
 
 class Agent:
@@ -38,12 +43,25 @@ class Agent:
         queue = snapshot_queue(host, self.config.ingest_shards)
         # The reprs are given: Celery would otherwise walk the whole snapshot to print it in the headers.
         if key is None:
-            self.app.send_task(INGEST_SNAPSHOT, args=[snap], queue=queue, argsrepr=f"[snapshot of {host}]")
+            self._send(INGEST_SNAPSHOT, args=[snap], queue=queue, argsrepr=f"[snapshot of {host}]")
         else:
             signed = signed_kwargs(key, snap)
-            self.app.send_task(
+            self._send(
                 INGEST_SNAPSHOT, kwargs=signed, queue=queue, argsrepr="()", kwargsrepr=f"{{signed snapshot of {host}}}"
             )
+
+    def _send(self, task: str, **options) -> None:
+        """send_task, waiting out a broker at its maxmemory for up to FULL_BROKER_WAIT_S: while a flood fills
+        it, ingest sheds the flood and a push a moment later is taken (docs/security.md)."""
+        deadline = time.monotonic() + FULL_BROKER_WAIT_S
+        while True:
+            try:
+                self.app.send_task(task, **options)
+                return
+            except OperationalError as e:
+                if BROKER_FULL not in str(e) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(FULL_BROKER_RETRY_S)
 
     def collect(self, node: str) -> dict:
         """Read `node` and send its snapshot; a poll past its deadline sends nothing (the node goes stale)."""

@@ -10,9 +10,9 @@ It also leaves out kombu's once-a-second refresh of expiring queues' bindings (b
 signal wakes the loop instead), sends nothing to acknowledge a message it never stored as
 unacknowledged (the agent's polls are consumed without acknowledgement: app.py), restores nothing (it
 keeps nothing unacknowledged), never binds its own polls' queue (the central side does, sending the
-first poll), and adds an exchange's binding only when it is missing: under a per-node Redis ACL user (fabricweb/brokeracl.py)
-a node may read the `snapshots` bindings but not change them, since a binding added there would
-route every other node's snapshots to a queue of its choosing.
+first poll), and adds an exchange's binding only when it is missing: under a per-node Redis ACL
+user (fabricweb/brokeracl.py) a node may read the `snapshots` bindings but not change them, since
+a binding added there would route every other node's snapshots to a queue of its choosing.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""GET /healthz: is this deployment alive? Database, broker, the age of the last ingest, hosts refused over
+"""GET /healthz: is this deployment alive? Database, broker (and its memory: degraded from 80 % of its
+maxmemory, fabricweb/brokermemory.py), the age of the last ingest, hosts refused over
 their budget and the notification channels.
 
 No login: load balancers and probes call it. It names what failed but never the
@@ -19,6 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from fabricweb import brokermemory
 from fabricweb.health.freshness import stale_after
 from fabricweb.inventory.models import Node
 
@@ -63,7 +65,15 @@ def check_broker(url: str) -> dict:
         return {"status": ERROR, "error": f"broker unreachable ({type(e).__name__})"}
     finally:
         client.close()
-    return {"status": OK}
+    memory = brokermemory.read_url(url, settings.REDIS_CLIENT_OPTIONS)
+    if memory is None:
+        return {"status": OK}
+    return {
+        "status": DEGRADED if memory.high else OK,
+        "used_memory_bytes": memory.used_bytes,
+        "maxmemory_bytes": memory.max_bytes,
+        "detail": memory.summary(),
+    }
 
 
 def check_ingest() -> dict:

@@ -27,6 +27,12 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def url():
     with leased_redis_db() as url:
+        # The central side binds a node's queue as it sends the first poll; the agent never does (its ACL user
+        # may not: fabricweb/brokeracl.py).
+        with Connection(url) as central:
+            Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")(
+                central.default_channel
+            ).declare()
         yield url
 
 

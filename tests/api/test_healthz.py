@@ -60,7 +60,9 @@ def test_healthy_with_fresh_ingest(each_db, client, redis_up):
     assert response.status_code == 200 and response["Content-Type"] == "application/json"
     body = response.json()
     assert body["status"] == "ok" and body["failing"] == []
-    assert body["checks"]["database"] == {"status": "ok"} and body["checks"]["broker"] == {"status": "ok"}
+    assert body["checks"]["database"] == {"status": "ok"} and body["checks"]["broker"]["status"] == "ok"
+    assert body["checks"]["broker"]["used_memory_bytes"] > 0  # the test Redis has no maxmemory: said, not degraded
+    assert "no maxmemory set" in body["checks"]["broker"]["detail"]
     ingest = body["checks"]["last_ingest"]
     assert ingest["status"] == "ok" and 0 <= ingest["age_s"] < 5 and ingest["last_ingested_at"].endswith("Z")
 
@@ -139,3 +141,20 @@ def test_a_host_refused_over_its_budget_is_named_with_its_reason_and_degrades_wi
     settings.FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR = 64
     assert ingest_snapshot(later(first, 10)).status == "stored"
     assert get(client).json()["checks"]["refused_nodes"] == {"status": "ok", "count": 0, "nodes": []}
+
+
+def test_a_broker_past_80_percent_of_its_maxmemory_is_degraded_with_its_numbers(db, client, settings, tmp_path):
+    import redis
+
+    with loopback.redis_with_acl(tmp_path, "", "--maxmemory", "16mb", "--maxmemory-policy", "noeviction") as (_, url):
+        settings.CELERY_BROKER_URL = url
+        assert get(client).json()["checks"]["broker"]["status"] == "ok"
+        broker = redis.Redis.from_url(url)
+        while broker.info("memory")["used_memory"] < 14 * 2**20:  # 87 % of 16 MiB: snapshots piling up
+            broker.lpush("snapshots", b"x" * 256 * 1024)
+        response = get(client)
+    body = response.json()
+    assert response.status_code == 200 and body["status"] == "degraded" and "broker" in body["degraded"]
+    check = body["checks"]["broker"]
+    assert check["status"] == "degraded" and check["maxmemory_bytes"] == 16 * 2**20
+    assert "of its maxmemory of 16 MiB (8" in check["detail"] and "noeviction" in check["detail"]

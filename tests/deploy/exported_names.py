@@ -12,7 +12,6 @@ import tempfile
 from pathlib import Path
 
 import yaml
-from prometheus_client.exposition import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -26,8 +25,11 @@ def exported() -> dict[str, set[str]]:
     if str(TESTS / "fabric") not in sys.path:
         sys.path.insert(0, str(TESTS / "fabric"))
     from fabric_support import FabricWorld
+    from prometheus_client.exposition import choose_encoder
 
+    from fabricweb.exporter.brokerseries import broker_memory
     from fabricweb.exporter.collector import FabricCollector
+    from fabricweb.exporter.encoder import encode_chunks
     from fabricweb.exporter.selection import Selection
 
     with tempfile.TemporaryDirectory(prefix="exported-") as out:
@@ -44,7 +46,9 @@ def exported() -> dict[str, set[str]]:
         world.polls(2)
         names: dict[str, set[str]] = {}
         for series in ("all",):
-            text = generate_latest(FabricCollector(Selection(series), world.now)).decode()
+            families = FabricCollector(Selection(series), world.now).families()
+            broker_memory(families)  # as the view adds them
+            text = b"".join(encode_chunks(families, choose_encoder("")[0])).decode()
             for family in text_string_to_metric_families(text):
                 for sample in family.samples:
                     names.setdefault(sample.name, set()).update(sample.labels)

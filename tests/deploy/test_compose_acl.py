@@ -181,7 +181,7 @@ def test_the_acl_file_turns_the_default_user_off_and_holds_no_password(shipped_b
     text = shipped_broker["acl"].read_text()
     lines = text.splitlines()
     assert lines[0] == "user default reset off"
-    assert lines[1].startswith("user central reset on #") and lines[1].endswith("~* &* +@all -@dangerous")
+    assert lines[1].startswith("user central reset on #") and lines[1].endswith("~* &* +@all -@dangerous +info")
     assert [line.split()[1] for line in lines[2:]] == [f"node.{n}" for n in shipped_broker["nodes"]]
     central_password = urlsplit(shipped_broker["central"]).password
     for password in (
@@ -343,7 +343,7 @@ def test_broker_acl_central_alone_writes_default_off_and_the_central_user(settin
     digest = hashlib.sha256(b"p@ss").hexdigest()
     assert out.getvalue().splitlines() == [
         "user default reset off",
-        f"user central reset on #{digest} ~* &* +@all -@dangerous",
+        f"user central reset on #{digest} ~* &* +@all -@dangerous +info",
     ]
     with pytest.raises(CommandError, match="give one"):
         call_command("broker_acl", "--central", "--passwords", "cn001", stdout=io.StringIO())

@@ -87,6 +87,7 @@ def test_the_faults_operators_page_on_each_have_an_alert():
         "InfinibandCounterCapped",
         "FabricwebExporterDown",
         "FabricwebIngestStalled",
+        "FabricwebBrokerMemoryHigh",
         # The switch side.
         "InfinibandSwitchPortDown",
         "InfinibandLinkDegraded",

@@ -53,7 +53,7 @@ ALSO = {
     ("InfinibandSymbolErrorsFast", ("cn005", "mlx5_0", "1")),  # 100/s is over 10/s too
     ("InfinibandNodeStale", (NEWCOMER, None, None)),  # its agent stopped
 }
-SILENT_ONLY = {"InfinibandNoSubnetManager", "FabricwebIngestStalled"}
+SILENT_ONLY = {"InfinibandNoSubnetManager", "FabricwebIngestStalled", "FabricwebBrokerMemoryHigh"}
 
 
 def where(alert: dict) -> tuple:

@@ -17,7 +17,7 @@ from test_node_exporter_parity import NE_TREE, PROCFS_TREE
 
 from fabricweb.exporter.selection import SERIES_PER_PORT_BUDGET
 
-SELF = "fabricweb_exporter_"  # the exporter's own three series, not the fabric's
+SELF = ("fabricweb_exporter_", "fabricweb_broker_")  # the deployment's own series (the exporter's, the broker's)
 OPT_IN = {
     "hw": {"infiniband_port_hw_stat_total", "infiniband_device_hw_stat_total"},
     "detail": {"infiniband_port_info", "infiniband_port_lanes", "infiniband_port_expected_lanes"},

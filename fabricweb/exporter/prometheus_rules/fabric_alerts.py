@@ -170,5 +170,17 @@ EXPORTER = Group(
             pending="2m",
             health="none: Prometheus' own",
         ),
+        Alert(
+            "FabricwebBrokerMemoryHigh",
+            "fabricweb_broker_memory_used_bytes / (fabricweb_broker_memory_max_bytes > 0) > 0.8",
+            "warning",
+            '"the broker (Redis) uses {{ $value | humanizePercentage }} of its maxmemory"',
+            folded(
+                "Past its maxmemory Redis refuses the nodes' snapshots and the polls to them. A node flooding",
+                "the snapshot queues (its row says it is refused over its budget), or ingest behind: /healthz.",
+            ),
+            pending="2m",
+            health="none: the broker's (/healthz degraded from 80 %)",
+        ),
     ),
 )

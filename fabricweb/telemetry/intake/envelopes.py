@@ -102,6 +102,7 @@ class TakenMessage(Message):
         self.reader, self.queue, self.raw = reader, queue, raw
         self.oversized: int | None = None  # the size of a message drained unread (cappedredis), in bytes
         self.done = False  # acked (removed from its taken list at the next commit_acks)
+        self.tracked = True  # on its reader's taken list (False: popped at the broker's maxmemory, on none)
 
     def ack(self, multiple=False) -> None:
         self.done = True

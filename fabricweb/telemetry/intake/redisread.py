@@ -36,6 +36,7 @@ value like any other, and snapshots_of drops it. Only for plain redis:// brokers
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import deque
 
@@ -43,14 +44,17 @@ import redis
 from kombu.utils.json import loads
 
 from fabricweb.cappedredis import Oversized, note_dropped
-from fabricweb.names import SWEEP_QUEUE
+from fabricweb.names import BROKER_FULL, SWEEP_QUEUE
 
 from .envelopes import TakenMessage, envelope, mark_redelivered, redelivered
 from .messages import MAX_ENVELOPE_BYTES
 
+log = logging.getLogger("fabricweb.telemetry.intake.consumer")
+
 TAKERS_KEY = "ingest.takers"
 TAKEN_PREFIX = "ingest.taken."
 HEARTBEAT_EVERY_S = 1.0  # how often a reader with nothing to take still says it is alive
+WARN_EVERY_S = 60.0
 
 # KEYS[1]: a taken list; ARGV: the length it must have, how many of its oldest to drop.
 # 1 when trimmed; 0 (nothing done) when its length says it no longer holds exactly what the reader took.
@@ -117,6 +121,7 @@ class BatchReader:
         self._tags = itertools.count(1)
         self._seen_at = 0.0
         self._sweep_next = False  # node messages were taken last: a waiting sweep goes next
+        self._warned_at = -WARN_EVERY_S  # when it last said the broker is at its maxmemory
 
     def take(self, queues: list[str], most: int, room_bytes: int | None = None) -> list[TakenMessage]:
         """Up to `most` messages and `room_bytes` bytes, from the first queues first; each on its queue or
@@ -157,41 +162,78 @@ class BatchReader:
         return out
 
     def _move(self, client: redis.Redis, plan: list[tuple[str, int]]) -> list[TakenMessage]:
-        """Move `plan`'s (queue, how many) onto this taker's lists in one MULTI/EXEC, read on `client`."""
+        """Move `plan`'s (queue, how many) onto this taker's lists in one MULTI/EXEC, read on `client`; with the
+        broker at its maxmemory (which refuses LMOVE), pop them instead (_pop)."""
         now = time.time()
-        with client.pipeline() as pipe:  # MULTI: registered and moved together
-            pipe.zadd(TAKERS_KEY, {self.taker: now})
-            pipe.sadd(taken_queues_key(self.taker), *(queue for queue, _ in plan))
-            for queue, count in plan:
-                key = taken_key(self.taker, queue)
-                for _ in range(count):
-                    pipe.lmove(queue, key, "RIGHT", "LEFT")
-            moved = pipe.execute()[2:]
+        try:
+            with client.pipeline() as pipe:  # MULTI: registered and moved together
+                pipe.zadd(TAKERS_KEY, {self.taker: now})
+                pipe.sadd(taken_queues_key(self.taker), *(queue for queue, _ in plan))
+                for queue, count in plan:
+                    key = taken_key(self.taker, queue)
+                    for _ in range(count):
+                        pipe.lmove(queue, key, "RIGHT", "LEFT")
+                moved = pipe.execute()[2:]
+        except redis.ResponseError as e:
+            if BROKER_FULL not in str(e):  # (LMOVE is refused at maxmemory; RPOP is not)
+                raise
+            return self._pop(client, plan)
         self._seen_at = now
         out, at, oversized = [], 0, []
         for queue, count in plan:
             held = self.held.setdefault(queue, deque())
             for raw in moved[at : at + count]:
-                if raw is None:  # taken meanwhile by another reader of an unsharded queue
+                message = self._message(queue, raw)
+                if message is None:  # taken meanwhile by another reader of an unsharded queue
                     continue
-                tag, size = f"{self.taker}.{next(self._tags)}", None
-                if isinstance(raw, Oversized):  # drained unread (cappedredis): dropped by snapshots_of
+                if message.oversized is not None:
                     oversized.append((queue, len(held)))
-                    raw, size, payload = _tombstone(tag), raw.size, {}
-                else:
-                    try:
-                        payload = envelope(raw)
-                    except ValueError:
-                        payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its type
-                message = TakenMessage(self, tag, queue, raw, payload if isinstance(payload, dict) else {})
-                message.oversized = size
                 held.append(message)
-                self.held_bytes += len(raw)
+                self.held_bytes += len(message.raw)
                 out.append(message)
             at += count
         if oversized:
             self._mark(oversized)
         return out
+
+    def _pop(self, client: redis.Redis, plan: list[tuple[str, int]]) -> list[TakenMessage]:
+        """At the broker's maxmemory: RPOP `plan`'s messages (Redis runs it at the limit, being what frees
+        memory), kept on no taken list. A flood is shed the faster (a sender over its budget costs an HMAC a
+        message), at a price: a consumer killed before it stores these loses them, the polls of one batch."""
+        now = time.monotonic()
+        if now - self._warned_at >= WARN_EVERY_S:
+            self._warned_at = now
+            log.warning(
+                "ingest: the broker is at its maxmemory: snapshots are popped, not kept for redelivery, until it is"
+                " under it again (its memory on /healthz; a node flooding it is refused over its budget)"
+            )
+        with client.pipeline(transaction=False) as pipe:
+            for queue, count in plan:
+                pipe.rpop(queue, count)
+            popped = pipe.execute()
+        self._heartbeat()
+        out = []
+        for (queue, _), raws in zip(plan, popped, strict=True):
+            for raw in raws or ():
+                message = self._message(queue, raw)
+                message.tracked = False
+                out.append(message)
+        return out
+
+    def _message(self, queue: str, raw) -> TakenMessage | None:
+        if raw is None:
+            return None
+        tag, size = f"{self.taker}.{next(self._tags)}", None
+        if isinstance(raw, Oversized):  # drained unread (cappedredis): dropped by snapshots_of
+            raw, size, payload = _tombstone(tag), raw.size, {}
+        else:
+            try:
+                payload = envelope(raw)
+            except ValueError:
+                payload = {"properties": {}, "content-type": "invalid", "body": b""}  # dropped by its type
+        message = TakenMessage(self, tag, queue, raw, payload if isinstance(payload, dict) else {})
+        message.oversized = size
+        return message
 
     def _mark(self, oversized: list[tuple[str, int]]) -> None:
         """Put each oversized message's tombstone in its place on its taken list, so that acks, requeues and
@@ -245,6 +287,9 @@ class BatchReader:
 
     def requeue(self, message: TakenMessage) -> None:
         """Back at the end of its queue (as kombu's requeue: read after what waits there now)."""
+        if not message.tracked:  # popped at maxmemory: on no taken list
+            self.client.lpush(message.queue, message.raw)
+            return
         with self.client.pipeline() as pipe:  # MULTI: on the queue again and off the taken list together
             pipe.lrem(taken_key(self.taker, message.queue), -1, message.raw)
             pipe.lpush(message.queue, message.raw).execute()
