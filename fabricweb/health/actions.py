@@ -122,6 +122,9 @@ def undo_baseline(port: Port) -> LinkPolicy:
         restored = {f: policy.replaced[f] for f in _REPLACED if f in policy.replaced}
         if restored:
             Port.objects.filter(pk=port.pk).update(**restored)
+            # An update sends no signal: every ingest process must read the node afresh, or the rows it holds
+            # (the baseline's link) are judged and written back at the next poll, the undo undone.
+            Node.objects.filter(pk=port.device.node_id).update(ingest_token=None)
         policy.delete()
     context.forget()
     return policy

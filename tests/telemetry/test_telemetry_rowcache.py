@@ -9,7 +9,7 @@ import pytest
 from django.db import DatabaseError
 from support import PROCFS, T0, later, snapshot
 
-from fabricweb.health.actions import accept_baseline
+from fabricweb.health.actions import accept_baseline, undo_baseline
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
@@ -106,3 +106,27 @@ def test_it_keeps_at_most_its_limit_of_nodes(each_db):
     )
     assert len(cache) == 2
     assert cache.take("cn001", 0, 0) is None  # the oldest went first
+
+
+def test_undoing_a_baseline_is_not_undone_by_the_next_poll(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    port = Port.objects.select_related("device__node").get(device__node__name="cn001", device__name="mlx5_0", number=1)
+    port.best_speed, port.best_lanes = "EDR", 4  # it trained at 4X EDR once; it runs at 1X now
+    port.save(update_fields=["best_speed", "best_lanes"])
+    second = later(first, 10, STEP)
+    ingest_snapshot(second)  # this process now holds the node's rows, 4X best
+    accept_baseline(port)  # 1X accepted as what it should run at
+    third = later(second, 10, STEP)
+    ingest_snapshot(third)  # ... and holds the rows again, 1X best
+    port.refresh_from_db()
+    assert (port.best_speed, port.best_lanes) == ("EDR", 1)
+
+    undo_baseline(port)
+    ingest_snapshot(later(third, 10, STEP))
+    port.refresh_from_db()
+    # Judged against 4X again: with the rows it held (1X best, 1X expected) it would judge the port sound and
+    # write that back whenever the port's row next changed.
+    assert (port.best_speed, port.best_lanes) == ("EDR", 4)
+    assert port.expected_lanes == 4 and port.degraded
+    assert fresh_cache.misses == 4  # the first poll, and after each write outside ingest: the edit, accept, undo
