@@ -26,7 +26,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors import read_host, to_dict
+from collectors import read_host, to_dict, wire
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE, node_queue
 
 HW_EVERY = 6
@@ -36,7 +36,7 @@ def message(snap: dict) -> bytes:
     """A Celery protocol-2 task message as kombu's Redis transport stores it for the agent (JSON, the body as it
     is: names.PLAIN_BODIES)."""
     task_id = str(uuid.uuid4())
-    body = json.dumps([[snap], {}, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
+    body = json.dumps([[wire.encode(snap)], {}, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
     return json.dumps(
         {
             "body": body,

@@ -7,7 +7,7 @@
 
 Snapshots are made as bench_ingest.py makes them (its functions). For each run, the first
 poll of every node is stored directly (registration, not timed); the other polls are
-published, as node agents send them (send_task ingest_snapshot, JSON), to the snapshots
+published, as node agents send them (send_task ingest_snapshot, JSON, in their wire form), to the snapshots
 queue of a private redis-server started for the benchmark; then the clock runs from
 starting the consumer until every message is stored and acked.
 
@@ -43,6 +43,7 @@ from bench_ingest import _drop_postgres_database, _setup_django, generate, promp
 
 
 def publish(rounds: list[list[dict]], shards: int = 1) -> float:
+    from collectors import wire
     from fabricweb.celery import app
     from fabricweb.names import INGEST_SNAPSHOT, snapshot_queue
 
@@ -51,7 +52,7 @@ def publish(rounds: list[list[dict]], shards: int = 1) -> float:
         for snaps in rounds:
             for snap in snaps:
                 queue = snapshot_queue(snap["host"], shards)
-                app.send_task(INGEST_SNAPSHOT, args=[snap], queue=queue, producer=producer)
+                app.send_task(INGEST_SNAPSHOT, args=[wire.encode(snap)], queue=queue, producer=producer)
     return time.perf_counter() - start
 
 

@@ -445,6 +445,7 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
         return "redis-server not installed"
     import redis
 
+    from collectors import wire
     from fabricweb.fabricagent.app import create_app
     from fabricweb.fabricagent.config import FabricAgentConfig
     from fabricweb.names import INGEST_SNAPSHOT, SWEEP_QUEUE, snapshot_queue
@@ -466,21 +467,24 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
             agent.deliver(json.loads((scratch / f"{mode}.json").read_text()))
             out[mode] = len(client.lindex(queue, 0))
             client.delete(queue)
-        sizes = []
-        for text in host_texts[:20]:  # as the node agent's Agent.deliver sends a signed snapshot
-            snap = json.loads(text)
-            signed = signed_kwargs("00" * 32, snap)
-            q = snapshot_queue(snap["host"])
-            app.send_task(
-                INGEST_SNAPSHOT,
-                kwargs=signed,
-                queue=q,
-                argsrepr="()",
-                kwargsrepr=f"{{signed snapshot of {snap['host']}}}",
-            )
-            sizes.append(len(client.lindex(q, 0)))
-            client.delete(q)
-        out["host"] = statistics.mean(sizes)
+        # As the node agent's Agent.deliver sends a signed snapshot: its wire form, and beside it (the peer) the
+        # snapshot with named counters agents sent before it.
+        for form, encode in (("host", wire.encode), ("host_named", lambda snap: snap)):
+            sizes = []
+            for text in host_texts[:20]:
+                snap = json.loads(text)
+                signed = signed_kwargs("00" * 32, encode(snap))
+                q = snapshot_queue(snap["host"])
+                app.send_task(
+                    INGEST_SNAPSHOT,
+                    kwargs=signed,
+                    queue=q,
+                    argsrepr="()",
+                    kwargsrepr=f"{{signed snapshot of {snap['host']}}}",
+                )
+                sizes.append(len(client.lindex(q, 0)))
+                client.delete(q)
+            out[form] = statistics.mean(sizes)
         app.close()
         return out
     finally:
@@ -625,6 +629,7 @@ def ingest_child(scratch: str, runs: int, warm: int, db_url: str) -> int:
 def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     from django.db import connection
 
+    from collectors import wire
     from fabricweb import heap
     from fabricweb.fabric.ingest import ingest_fabric
     from fabricweb.fabric.schema import parse_fabric
@@ -638,13 +643,14 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     others = []
     texts = {m: (scratch / f"{m}.json").read_text() for m in ("full", "counters")}
     polls = json.loads((scratch / "hosts.json").read_text())
-    host_texts = [json.dumps(s, separators=(",", ":"), allow_nan=False) for s in polls[1]]
+    # As sent: the wire form (collectors/wire.py), read back into the snapshot before it is checked.
+    host_texts = [json.dumps(wire.encode(s), separators=(",", ":"), allow_nan=False) for s in polls[1]]
     out: dict = {"hwm_start_kb": proc_kb("VmHWM")}
 
     # (a) reading: decode + validate, per port, alternately.
     fabric_now = {m: datetime.fromisoformat(json.loads(t)["collected_at"]) + PROMPT for m, t in texts.items()}
     host_now = datetime.fromisoformat(polls[1][0]["collected_at"]) + PROMPT
-    parse_snapshot(json.loads(host_texts[0]), host_now)  # the worded checks learn the counter names once
+    parse_snapshot(wire.decode(json.loads(host_texts[0])), host_now)  # the worded checks learn the names once
     parse_fabric(json.loads(texts["full"]), fabric_now["full"])
     reading = {k: [] for k in ("host", "full", "counters")}
 
@@ -653,7 +659,7 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
         ports = 0
         for text in host_texts:
             t0 = time.perf_counter()
-            data = json.loads(text)
+            data = wire.decode(json.loads(text))
             t1 = time.perf_counter()
             snap = parse_snapshot(data, host_now)
             validate += time.perf_counter() - t1
@@ -860,7 +866,11 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
                 line += f"{sizes[mode] / sim.switch_ports:.0f} B per switch port"
             print(line)
         if isinstance(sizes, dict):
-            print(f"  a host snapshot (one port) in Redis, signed: {sizes['host']:,.0f} B per port")
+            print(
+                f"  a host snapshot (one port) in Redis, signed: {sizes['host']:,.0f} B per port in its wire form,"
+                f" {sizes['host_named']:,.0f} B with named counters"
+                f" (before it; {sizes['host_named'] / sizes['host']:.2f}x)"
+            )
         elif sizes:
             print(f"  in Redis: not measured ({sizes})")
     if ingest:

@@ -20,12 +20,16 @@ def _snapshot(args: argparse.Namespace) -> int:
     # tree would report disagreements that are not there.
     use_verbs = not args.no_verbs and os.path.realpath(root) == "/sys"
     snap = read_host(root, host=args.host, use_verbs=use_verbs)
+    if args.format == "wire":  # what an agent sends (collectors/wire.py), from the same reading
+        from .wire import encode
+
+        return _print(args, lambda: encode(to_dict(snap)), lambda: render_text(snap))
     return _print(args, lambda: to_dict(snap), lambda: render_text(snap))
 
 
 def _print(args: argparse.Namespace, as_json, as_text) -> int:
-    """What `--format` asks for: the JSON (indented with --pretty), or the text."""
-    if args.format == "json":
+    """What `--format` asks for: JSON (indented with --pretty: the snapshot, or its wire form), or the text."""
+    if args.format in ("json", "wire"):
         json.dump(as_json(), sys.stdout, indent=2 if args.pretty else None)
         sys.stdout.write("\n")
     else:
@@ -65,7 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     snap = sub.add_parser("snapshot", help="read this host's InfiniBand ports and print a snapshot")
     snap.add_argument("--sysfs-root", default="/sys", help="directory that contains class/infiniband/ (default /sys)")
-    snap.add_argument("--format", choices=("json", "text"), default="text")
+    snap.add_argument(
+        "--format",
+        choices=("json", "wire", "text"),
+        default="text",
+        help="json: the snapshot DESIGN.md describes; wire: what a node agent sends (columnar); text: ibstat-like",
+    )
     snap.add_argument("--host", default=None, help="host name to report (default: this machine's short name)")
     snap.add_argument(
         "--no-verbs",

@@ -14,6 +14,7 @@ import time
 from celery import Celery
 from kombu.exceptions import OperationalError
 
+from collectors import wire
 from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
@@ -35,10 +36,13 @@ class Agent:
         self.config = config
         self.poller = Poller(config)
         self.events: EventWatch | None = None
+        self.agent_name = wire.agent_name()  # in every snapshot it sends: ingest names it when it refuses one
 
     def deliver(self, snap: dict) -> None:
-        """Send `snap` to ingest (its node's snapshots queue), signed with its node's key when there is one."""
+        """Send `snap` to ingest (its node's snapshots queue) in its wire form (collectors/wire.py), signed with
+        its node's key when there is one."""
         host = snap["host"]
+        snap = wire.encode(snap, self.agent_name)
         key = self.config.node_keys.get(host)
         queue = snapshot_queue(host, self.config.ingest_shards)
         # The reprs are given: Celery would otherwise walk the whole snapshot to print it in the headers.

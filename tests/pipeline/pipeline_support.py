@@ -6,11 +6,19 @@ from dataclasses import dataclass
 
 import redis
 
+from collectors import wire
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.names import SWEEP_QUEUE
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from fabricweb.telemetry.intake.readers import transport_options
 from fabricweb.telemetry.intake.redisread import taken_count
+
+
+def on_the_wire(snapshot: object) -> object:
+    """A schema 2 snapshot (a dict with devices) as an agent sends it; anything else as it is."""
+    if isinstance(snapshot, dict) and "devices" in snapshot and "wire" not in snapshot:
+        return wire.encode(snapshot, "fabricweb (tests)")
+    return snapshot
 
 
 @dataclass
@@ -20,9 +28,11 @@ class Broker:
     conn: object  # a kombu connection for sending
 
     def send(self, task: str = ONE, *args, **kwargs) -> None:
-        """As the node agent sends a snapshot (send_task by name, to the snapshots queue), or a fabric collector
-        a sweep (to the sweeps queue)."""
+        """As the node agent sends a snapshot (send_task by name, to the snapshots queue, a snapshot in its wire
+        form: collectors/wire.py), or a fabric collector a sweep (to the sweeps queue)."""
         queue = SWEEP_QUEUE if task == FABRIC else SNAPSHOT_QUEUE
+        if task == ONE:
+            args, kwargs = tuple(map(on_the_wire, args)), {k: on_the_wire(v) for k, v in kwargs.items()}
         app.send_task(task, args=list(args), kwargs=kwargs, queue=queue, connection=self.conn)
 
     def publish(self, body, serializer: str, task: str = ONE, message_id: str = "raw") -> None:

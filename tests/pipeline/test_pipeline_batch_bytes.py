@@ -18,6 +18,7 @@ import time
 import pytest
 import redis
 from django.core.management import call_command
+from pipeline_support import on_the_wire
 from test_pipeline_oversized import needs_postgres
 from test_pipeline_take import send
 
@@ -151,7 +152,7 @@ def test_a_nodes_acl_user_cannot_make_one_batch_read_more_than_its_bytes(postgre
                 pipe.execute()
             with redis.Redis.from_url(central_url) as central:
                 central_conn = app.connection_for_write(central_url)
-                app.send_task(INGEST_SNAPSHOT, args=[snapshot(host="cn002")], queue=SNAPSHOT_QUEUE,
+                app.send_task(INGEST_SNAPSHOT, args=[on_the_wire(snapshot(host="cn002"))], queue=SNAPSHOT_QUEUE,
                               connection=central_conn)  # fmt: skip
                 central_conn.release()
                 out, err = consumer.communicate(timeout=120)

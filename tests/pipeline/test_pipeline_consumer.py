@@ -27,7 +27,7 @@ import psycopg
 import pytest
 import redis
 from django.db import IntegrityError, OperationalError, connections
-from pipeline_support import Broker
+from pipeline_support import Broker, on_the_wire
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.inventory.models import Node
@@ -133,10 +133,24 @@ def test_it_stores_the_good_snapshots_of_a_batch_and_logs_the_malformed_one(each
     with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["batches"] >= 1)
     assert "snapshot from cn002 rejected: unknown schema version 7 (this server reads 1, 2)" in caplog.text
-    assert caplog.text.count("rejected:") == 2
-    assert consumer.totals["rejected"] == 2 and transactions == [2]
+    assert "a snapshot from an agent that gives no name this server cannot read: a snapshot is a JSON object" in (
+        caplog.text
+    )
+    assert consumer.totals["rejected"] == 1 and consumer.totals["dropped"] == 1 and transactions == [2]
     assert stored() == {"cn001": PORTS, "cn003": PORTS}
     assert broker.left() == (0, 0)  # rejected ones are acked: they would be rejected again
+
+
+def test_a_snapshot_with_named_counters_is_refused_naming_the_upgrade(each_db, broker, caplog):
+    # What agents sent before the wire form: the snapshot as `--format json` prints it. No site runs one.
+    app.send_task(ONE, args=[snapshot(host="cn001")], queue=SNAPSHOT_QUEUE, connection=broker.conn)
+    broker.send(ONE, snapshot(host="cn002"))
+    with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
+        consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["dropped"] >= 2)
+    assert "a snapshot with named counters (schema 2), as agents before the wire form sent them" in caplog.text
+    assert "this server reads wire 2 only (collectors/wire.py); upgrade the node's agent" in caplog.text
+    assert consumer.totals["dropped"] == 1 and stored() == {"cn002": PORTS}
+    assert broker.left() == (0, 0)
 
 
 def test_it_drops_a_pickle_message_without_unpickling_it(each_db, broker, tmp_path, caplog):
@@ -193,7 +207,7 @@ def test_a_message_whose_bytes_are_not_utf8_is_dropped_and_the_rest_stored(each_
 def test_it_stores_bodies_sent_plain_and_in_base64_as_older_agents_send_them(each_db, broker, caplog):
     broker.send(ONE, snapshot(host="cn001"))  # this project's apps: the body as it is (PLAIN_BODIES)
     with app.connection_for_write(broker.url, transport_options={"body_encoding": "base64"}) as older:
-        app.send_task(ONE, args=[snapshot(host="cn002")], queue=SNAPSHOT_QUEUE, connection=older)
+        app.send_task(ONE, args=[on_the_wire(snapshot(host="cn002"))], queue=SNAPSHOT_QUEUE, connection=older)
     queued = [json.loads(raw) for raw in broker.redis.lrange(SNAPSHOT_QUEUE, 0, -1)]
     assert sorted(str(m["properties"]["body_encoding"]) for m in queued) == ["None", "base64"]
     broker.redis.lpush(  # claims base64, is not: dropped with the reason, the others stored
@@ -322,7 +336,7 @@ def redis_server(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
 
 def send_to(url: str, snap: dict) -> None:
     with app.connection_for_write(url) as conn:
-        app.send_task(ONE, args=[snap], queue=SNAPSHOT_QUEUE, connection=conn)
+        app.send_task(ONE, args=[on_the_wire(snap)], queue=SNAPSHOT_QUEUE, connection=conn)
 
 
 @pytest.mark.skipif(not shutil.which("redis-server") and not os.environ.get("CI"), reason="no redis-server")

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from pipeline_support import on_the_wire
 from test_pipeline_consumer import ONE, consume
 
 from collectors.fabric import netfile
@@ -58,7 +59,7 @@ def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones
     # site reads (any other name is refused on the name alone: tests/fabric/test_fabric_collector_names.py).
     auth.FABRIC_COLLECTORS = ("fabric-a", "cn002")
     node_signed = nodeauth.signed_kwargs(nodeauth.node_key(SECRET, "cn002"), sweep_of("cn002"), nodeauth.COLLECTOR)
-    broker.send(ONE, **nodeauth.signed_kwargs(nodeauth.node_key(SECRET, "cn001"), snapshot(host="cn001")))
+    broker.send(ONE, **nodeauth.signed_kwargs(nodeauth.node_key(SECRET, "cn001"), on_the_wire(snapshot(host="cn001"))))
     broker.send(FABRIC, **good)
     broker.send(FABRIC, **node_signed)
     broker.send(FABRIC, sweep_of("fabric-z"))  # unsigned

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 import pytest
 import redis
 from django.core.management import call_command
+from pipeline_support import on_the_wire
 from test_pipeline_oversized import needs_postgres
 
 from fabricweb import nodeauth
@@ -36,14 +37,14 @@ from tests.loopback import redis_with_acl
 
 NODE_SECRET = "site-secret-for-the-flood-" + "f" * 40
 MAXMEMORY = 48 * 1024 * 1024
-POLL_S = 1.0
-FLOOD_S = 8.0
+POLL_S = 2.0  # a busy CI machine (other tests beside this one) still stores a poll well within one
+FLOOD_S = 10.0
 HONEST = ("cn002", "cn003")
 
 
 def message(node: str, at: datetime) -> bytes:
     """A kombu envelope of a signed snapshot of `node` collected `at`, as the agent sends one."""
-    signed = nodeauth.signed_kwargs(nodeauth.node_key(NODE_SECRET, node), snapshot(host=node, at=at))
+    signed = nodeauth.signed_kwargs(nodeauth.node_key(NODE_SECRET, node), on_the_wire(snapshot(host=node, at=at)))
     task_id = str(uuid.uuid4())
     body = json.dumps([[], signed, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}])
     envelope = {
@@ -80,7 +81,7 @@ def test_one_nodes_flood_leaves_the_broker_bounded_and_the_other_nodes_fresh(pos
             DJANGO_SETTINGS_MODULE="fabricweb.settings", FABRIC_NODE_KEY_SECRET=NODE_SECRET, FABRIC_NODE_AUTH="required"
         )
         started = time.monotonic()
-        run_until = time.monotonic() + FLOOD_S + 12  # (in the consumer's clock: the same monotonic clock)
+        run_until = time.monotonic() + FLOOD_S + 15  # (in the consumer's clock: the same monotonic clock)
         consumer = subprocess.Popen(
             [sys.executable, "-c", CONSUMER % {"until": run_until}],
             env=env,
@@ -160,8 +161,8 @@ def test_one_nodes_flood_leaves_the_broker_bounded_and_the_other_nodes_fresh(pos
     attacker_row = Node.objects.get(name="cn001")
     # Bounded: the limit, and past it at most the replies and pipelines in flight (well under 10 %).
     assert peak["used"] < MAXMEMORY * 1.1, log[-4000:]
-    # Fresh: every honest node's newest poll is at most one poll interval behind its next, ingest's delay aside.
-    assert max(ages) < 2 * POLL_S + 0.5, (sorted(ages)[-10:], log[-4000:])
+    # Fresh: no honest poll missed: the newest stored is at most one poll interval old, plus its way through.
+    assert max(ages) < 2 * POLL_S, (sorted(ages)[-10:], log[-4000:])
     # The flood is counted and said, on the node's row (its page, /healthz) and in the log.
     assert attacker_row.refused_snapshots > 1000 and "bytes a minute" in attacker_row.refused_reason
     assert "cn001 sent more than its" in log

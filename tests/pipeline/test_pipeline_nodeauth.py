@@ -6,6 +6,7 @@ import logging
 
 import pytest
 from django.core.management import call_command
+from pipeline_support import on_the_wire
 from test_pipeline_consumer import ONE, PORTS, consume, stored
 
 from fabricweb import nodeauth
@@ -46,11 +47,11 @@ def test_a_snapshot_larger_than_a_node_sends_is_refused_before_it_is_hashed():
 
 
 def test_it_stores_signed_snapshots_and_refuses_forged_ones_counting_them(each_db, auth, broker, caplog):
-    broker.send(ONE, **nodeauth.signed_kwargs(key("cn001"), snapshot(host="cn001")))
+    broker.send(ONE, **nodeauth.signed_kwargs(key("cn001"), on_the_wire(snapshot(host="cn001"))))
     # What anyone on the broker could send: another node's name with their own key, or no signature at all.
-    forged = nodeauth.signed_kwargs(key("cn666"), snapshot(host="cn002"))
+    forged = nodeauth.signed_kwargs(key("cn666"), on_the_wire(snapshot(host="cn002")))
     broker.send(ONE, **{**forged, "node": "cn002"})
-    lying = nodeauth.signed_kwargs(key("cn003"), snapshot(host="cn003"))
+    lying = nodeauth.signed_kwargs(key("cn003"), on_the_wire(snapshot(host="cn003")))
     lying["snapshot"] = lying["snapshot"].replace('"host":"cn003"', '"host":"cn004"')
     lying["signature"] = nodeauth.sign(key("cn003"), "cn003", lying["snapshot"])
     broker.send(ONE, **lying)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from pipeline_support import on_the_wire
 from test_pipeline_consumer import needs_postgres, postgres_only, stored, wait_for
 
 from fabricweb.agent.config import AgentConfig
@@ -93,7 +94,9 @@ A_LEASE_S = 1.0
 
 
 def send(conn, snap: dict, shards: int) -> None:
-    app.send_task(INGEST_SNAPSHOT, args=[snap], queue=snapshot_queue(snap["host"], shards), connection=conn)
+    app.send_task(
+        INGEST_SNAPSHOT, args=[on_the_wire(snap)], queue=snapshot_queue(snap["host"], shards), connection=conn
+    )
 
 
 def test_a_dead_consumers_unacked_polls_go_back_first_then_its_queues_are_taken_over(broker, client):

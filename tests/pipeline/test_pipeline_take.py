@@ -11,6 +11,7 @@ import json
 import time
 
 import pytest
+from pipeline_support import on_the_wire
 from test_pipeline_consumer import ONE, polls
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
@@ -33,7 +34,7 @@ def send(broker, count: int, queue: str = SNAPSHOT_QUEUE, first: int = 0) -> lis
     """`count` polls of cn001 onto `queue`, 10 s apart from `first`; their collected_at, in sending order."""
     snaps = polls(1, first + count)[first:]
     for snap in snaps:
-        app.send_task(ONE, args=[snap], queue=queue, connection=broker.conn)
+        app.send_task(ONE, args=[on_the_wire(snap)], queue=queue, connection=broker.conn)
     return [s["collected_at"] for s in snaps]
 
 

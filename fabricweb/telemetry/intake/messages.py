@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from collectors import wire
 from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT, SWEEP_QUEUE
 from fabricweb.nodeauth import COLLECTOR
 
@@ -114,11 +115,28 @@ def snapshots_of(message, admit: Callable[[str, str], None] | None = None) -> li
             raise Dropped(f"{task} takes one argument, snapshot")
         return [FabricSnapshot(args[0] if args else kwargs["snapshot"])]
     if task == ONE and not args and "signature" in kwargs:
-        return [authenticated(kwargs, admit=_for(admit, task))]
+        return [from_wire(authenticated(kwargs, admit=_for(admit, task)))]
     check_unsigned()
     if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
         raise Dropped(f"{task} takes one argument, snapshot")
-    return [args[0] if args else kwargs["snapshot"]]
+    return [from_wire(args[0] if args else kwargs["snapshot"])]
+
+
+def from_wire(data: object) -> dict:
+    """A node's snapshot as sent (collectors/wire.py) read back into schema 2, which ingest checks as any other;
+    Dropped, naming the agent, for a snapshot in another form."""
+    if isinstance(data, dict) and "wire" not in data:
+        raise Dropped(
+            f"a snapshot with named counters (schema {str(data.get('schema'))[:8]}), as agents before the wire"
+            f" form sent them: this server reads wire {wire.WIRE_VERSION} only (collectors/wire.py); upgrade the"
+            " node's agent"
+        )
+    try:
+        return wire.decode(data)
+    except wire.WireError as e:
+        agent = data.get("agent") if isinstance(data, dict) else None
+        sender = f"agent {agent[:64]!r}" if isinstance(agent, str) else "an agent that gives no name"
+        raise Dropped(f"a snapshot from {sender} this server cannot read: {e}") from None
 
 
 def _for(admit: Callable[[str, str], None] | None, task: str) -> Callable[[str], None] | None:

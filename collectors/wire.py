@@ -1,0 +1,156 @@
+"""A host's snapshot as the agent sends it: columnar (wire 2). Standard library only.
+
+The snapshot DESIGN.md describes (schema 2, `snapshot --format json`) names every counter of every port:
+a node of 8 one-port HCAs sends the same ~100 counter names eight times, each escaped twice more on its
+way through the broker (the signed text inside the task's body inside kombu's envelope). On the wire
+the names go once, in the order the snapshot states, and each port carries its values as arrays:
+
+    {"wire": 2, "agent": "fabricweb 0.1.0", "schema": 2, "host", "collected_at", "source", "errors",
+     "gpus" (when any),
+     "names": {"counters": [...], "counters_ext": [...], "hw_counters": [...]},
+     "devices": [{...the device's own fields as in schema 2...,
+                  "ports": [{"port": 1, "link": [state, phys_state, ..., disagreements],
+                             "counters": [v, ...], "counters_ext": [...], "hw_counters": [...],
+                             "absent": {"hw_counters": [i, ...]}  (only when a port lacks a name)}]}]}
+
+`link` holds PORT_LINK_FIELDS in that order, valued as in schema 2. A value is an integer or null (a file
+that could not be read), as in schema 2; a name a port has no file for is listed by index in `absent`,
+so `decode(encode(s)) == s` for every snapshot (tests/collectors/test_collectors_wire.py).
+
+`encode` is the agent's; `decode` is ingest's, which reads only wire 2 (an agent of another version is
+refused with its version named: telemetry/intake/messages.py) and turns it back into schema 2 for the
+same checks every snapshot gets. It refuses what it cannot read, with the reason (WireError), and never
+builds more than the caps allow: names, devices and ports are counted before anything is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import metadata
+
+WIRE_VERSION = 2
+COUNTER_SETS = ("counters", "counters_ext", "hw_counters")  # per-port name -> value maps, sent as arrays
+PORT_LINK_FIELDS = (
+    "state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "lmc", "cap_mask", "port_guid",
+    "netdevs", "capped", "verbs", "disagreements",
+)  # fmt: skip
+# Far past real hosts (typed.py's caps are checked again on the decoded snapshot): what decode builds at most.
+MAX_NAMES = 512
+MAX_DEVICES = 64
+MAX_PORTS = 128
+
+
+def agent_name() -> str:
+    """Who sends (the `agent` of a wire snapshot): fabricweb and its version, as installed."""
+    try:
+        return f"fabricweb {metadata.version('fabricweb')}"
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "fabricweb (not installed)"
+
+
+class WireError(ValueError):
+    """A wire snapshot that cannot be read back, with the reason."""
+
+
+def encode(snapshot: Mapping, agent: str | None = None) -> dict:
+    """The wire form of a schema 2 snapshot (to_dict's), sent by `agent` (its name and version: agent_name())."""
+    names: dict[str, dict[str, int]] = {kind: {} for kind in COUNTER_SETS}
+    for device in snapshot["devices"]:
+        for port in device["ports"]:
+            for kind in COUNTER_SETS:
+                index = names[kind]
+                for name in port[kind]:
+                    if name not in index:
+                        index[name] = len(index)
+    out = {"wire": WIRE_VERSION, "agent": agent or agent_name()}
+    out.update((key, value) for key, value in snapshot.items() if key != "devices")
+    out["names"] = {kind: list(index) for kind, index in names.items()}
+    out["devices"] = [_device(device, names) for device in snapshot["devices"]]
+    return out
+
+
+def _device(device: Mapping, names: dict[str, dict[str, int]]) -> dict:
+    out = {key: value for key, value in device.items() if key != "ports"}
+    out["ports"] = [_port(port, names) for port in device["ports"]]
+    return out
+
+
+def _port(port: Mapping, names: dict[str, dict[str, int]]) -> dict:
+    out = {"port": port["port"], "link": [port[field] for field in PORT_LINK_FIELDS]}
+    absent = {}
+    for kind in COUNTER_SETS:
+        values = port[kind]
+        out[kind] = [values.get(name) for name in names[kind]]
+        if len(values) != len(names[kind]):
+            absent[kind] = [i for i, name in enumerate(names[kind]) if name not in values]
+    if absent:
+        out["absent"] = absent
+    return out
+
+
+def decode(wire: object) -> dict:
+    """The schema 2 snapshot of a wire snapshot; WireError saying why it cannot be read."""
+    if not isinstance(wire, dict):
+        raise WireError("a snapshot is a JSON object")
+    if wire.get("wire") != WIRE_VERSION:
+        raise WireError(f"wire {wire.get('wire')!r}, not {WIRE_VERSION}")
+    names = wire.get("names")
+    if not isinstance(names, dict):
+        raise WireError("names: expected an object of counter names")
+    columns = {kind: _names(names.get(kind), kind) for kind in COUNTER_SETS}
+    devices = wire.get("devices")
+    if not isinstance(devices, list) or len(devices) > MAX_DEVICES:
+        raise WireError(f"devices: expected a list of at most {MAX_DEVICES}")
+    out = {key: value for key, value in wire.items() if key not in ("wire", "agent", "names", "devices")}
+    out["devices"] = [_read_device(device, i, columns) for i, device in enumerate(devices)]
+    return out
+
+
+def _names(value: object, kind: str) -> list[str]:
+    if not isinstance(value, list) or len(value) > MAX_NAMES or not all(isinstance(n, str) for n in value):
+        raise WireError(f"names.{kind}: expected a list of at most {MAX_NAMES} names")
+    if len(set(value)) != len(value):
+        raise WireError(f"names.{kind}: a name given twice")
+    return value
+
+
+def _read_device(device: object, index: int, columns: dict[str, list[str]]) -> dict:
+    if not isinstance(device, dict):
+        raise WireError(f"devices[{index}]: expected an object")
+    ports = device.get("ports")
+    if not isinstance(ports, list) or len(ports) > MAX_PORTS:
+        raise WireError(f"devices[{index}].ports: expected a list of at most {MAX_PORTS}")
+    out = {key: value for key, value in device.items() if key != "ports"}
+    out["ports"] = [_read_port(port, f"devices[{index}].ports[{i}]", columns) for i, port in enumerate(ports)]
+    return out
+
+
+def _read_port(port: object, where: str, columns: dict[str, list[str]]) -> dict:
+    if not isinstance(port, dict):
+        raise WireError(f"{where}: expected an object")
+    link = port.get("link")
+    if not isinstance(link, list) or len(link) != len(PORT_LINK_FIELDS):
+        raise WireError(f"{where}.link: expected {len(PORT_LINK_FIELDS)} values ({', '.join(PORT_LINK_FIELDS)})")
+    out = {"port": port.get("port"), **dict(zip(PORT_LINK_FIELDS, link, strict=True))}
+    absent = port.get("absent") or {}
+    if not isinstance(absent, dict):
+        raise WireError(f"{where}.absent: expected an object")
+    for kind, names in columns.items():
+        values = port.get(kind)
+        if not isinstance(values, list) or len(values) != len(names):
+            raise WireError(f"{where}.{kind}: expected {len(names)} values, one per name in names.{kind}")
+        counters = dict(zip(names, values, strict=True))
+        missing = absent.get(kind, [])
+        if not isinstance(missing, list) or not all(type(i) is int and 0 <= i < len(names) for i in missing):
+            raise WireError(f"{where}.absent.{kind}: expected indexes into names.{kind}")
+        for i in missing:
+            counters.pop(names[i], None)
+        out[kind] = counters
+    # Schema 2's key order: port, state ... hw_counters, verbs, disagreements (as to_dict writes it).
+    return {key: out[key] for key in _PORT_ORDER}
+
+
+_PORT_ORDER = (
+    "port", "state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "lmc", "cap_mask", "port_guid",
+    "netdevs", "counters", "counters_ext", "capped", "hw_counters", "verbs", "disagreements",
+)  # fmt: skip

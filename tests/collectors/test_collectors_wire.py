@@ -1,0 +1,111 @@
+"""The snapshot's wire form (collectors/wire.py): what an agent sends reads back into exactly the snapshot it
+encodes, smaller, and a wire snapshot that cannot be read back is refused with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors import read_host, to_dict, wire
+from collectors.sim import Fabric
+from tests.fixture_trees import PROCFS, snapshot
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def round_trip(snap: dict) -> dict:
+    return wire.decode(json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)"))))
+
+
+def test_it_reads_back_the_fixture_hosts_snapshot_exactly():
+    snap = snapshot()
+    assert round_trip(snap) == snap
+    assert list(round_trip(snap)["devices"][0]["ports"][0]) == list(snap["devices"][0]["ports"][0])  # key order too
+
+
+def test_a_gpu_server_of_8_hcas_reads_back_exactly_and_sends_each_counter_name_once(tmp_path):
+    Fabric.create(str(tmp_path), 1, seed=3, hcas=8, layout_faults=("cn001:dgx",))
+    snap = to_dict(read_host(str(tmp_path / "cn001"), host="cn001", use_verbs=False))
+    assert len(snap["devices"]) == 8 and snap["gpus"]
+    encoded = wire.encode(snap, "fabricweb (tests)")
+    assert round_trip(snap) == snap
+    text = json.dumps(encoded)
+    assert text.count('"port_rcv_data"') == 1 and json.dumps(snap).count('"port_rcv_data"') == 8
+    assert len(text) < 0.8 * len(json.dumps(snap))
+
+
+def test_a_port_that_lacks_a_counter_file_reads_back_without_it():
+    snap = snapshot()
+    ports = [p for d in snap["devices"] for p in d["ports"]]
+    assert len(ports) >= 2
+    del ports[0]["counters"]["symbol_error"]
+    ports[1]["hw_counters"] = {"out_of_buffer": None}  # unreadable: null, not absent
+    encoded = wire.encode(snap, "fabricweb (tests)")
+    assert "absent" in encoded["devices"][0]["ports"][0]
+    assert round_trip(snap) == snap
+
+
+counter_maps = st.dictionaries(
+    st.sampled_from(["symbol_error", "port_rcv_data", "port_xmit_wait", "link_downed", "rx_write_requests"]),
+    st.one_of(st.none(), st.integers(0, 2**64 - 1)),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(counter_maps, counter_maps, counter_maps), min_size=1, max_size=6))
+def test_any_mix_of_counters_ports_and_unreadable_values_reads_back_exactly(port_counters):
+    snap = snapshot()
+    template = snap["devices"][0]["ports"][0]
+    snap["devices"][0]["ports"] = [
+        {**template, "port": i + 1, "counters": c, "counters_ext": x, "hw_counters": h}
+        for i, (c, x, h) in enumerate(port_counters)
+    ]
+    assert round_trip(snap) == snap
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda w: w.update(wire=1), "wire 1, not 2"),
+        (lambda w: w.update(names=[]), "names: expected an object of counter names"),
+        (lambda w: w["names"].update(counters=["a", "a"]), "names.counters: a name given twice"),
+        (lambda w: w["names"].update(counters=["x"] * 600), "names.counters: expected a list of at most 512 names"),
+        (lambda w: w.update(devices=[{}] * 65), "devices: expected a list of at most 64"),
+        (lambda w: w["devices"][0]["ports"][0]["counters"].pop(), "devices[0].ports[0].counters: expected"),
+        (lambda w: w["devices"][0]["ports"][0].update(link=[1]), "devices[0].ports[0].link: expected 13 values"),
+        (
+            lambda w: w["devices"][0]["ports"][0].update(absent={"counters": [10_000]}),
+            "devices[0].ports[0].absent.counters: expected indexes into names.counters",
+        ),
+        (lambda w: w["devices"][0].update(ports="1"), "devices[0].ports: expected a list of at most 128"),
+    ],
+)
+def test_a_wire_snapshot_that_cannot_be_read_back_is_refused_with_the_reason(change, reason):
+    encoded = json.loads(json.dumps(wire.encode(snapshot(), "fabricweb (tests)")))
+    change(encoded)
+    with pytest.raises(wire.WireError, match=reason.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        wire.decode(encoded)
+
+
+def test_the_command_prints_the_wire_form_of_the_same_reading_as_its_json():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    outputs = {}
+    for form in ("json", "wire"):
+        run = subprocess.run(
+            [sys.executable, "-m", "collectors", "snapshot", "--sysfs-root", str(PROCFS), "--host", "cn001",
+             "--format", form],
+            capture_output=True, text=True, env=env, cwd=REPO, check=True,
+        )  # fmt: skip
+        outputs[form] = json.loads(run.stdout)
+    assert outputs["wire"]["wire"] == 2 and outputs["wire"]["agent"].startswith("fabricweb ")
+    decoded = wire.decode(outputs["wire"])
+    for form in (decoded, outputs["json"]):
+        form.pop("collected_at")  # two readings, a moment apart
+    assert decoded == outputs["json"]
