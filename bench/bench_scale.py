@@ -1,0 +1,792 @@
+"""The central side at 100,000 ports (issue 37): ingest of a 4,000-host, 1,000-switch fabric on PostgreSQL,
+through Redis, by `manage.py ingest` with one consumer and with two (shards), polls every 10 s.
+
+    eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432 (TEST_POSTGRES_URL)
+    .venv/bin/python bench/bench_scale.py [--hosts 4000] [--hcas 8] [--switches 1000] [--switch-ports 64]
+                                          [--polls 5] [--warm-polls 1] [--consumers 1 2] [--batch 100]
+                                          [--sweep counters|full] [--profile] [--db URL]
+    .venv/bin/python bench/bench_scale.py --hosts 400 --switches 100 --polls 3 --consumers 1   # 1/10: ~50 s
+
+The fabric is made in memory, nothing is written to disk: `--hosts` hosts of `--hcas` one-port HCAs
+(ConnectX-6, 4X HDR: the simulator's, read once from one simulated node, collectors.sim, and copied with
+names, GUIDs and LIDs of each host's own), and `--switches` switches of `--switch-ports` ports, a two-level
+fat tree: a fifth of them spines, the rest leaves, host ports on the leaves' low ports rail by rail (HCA r
+of every host on the leaves of rail r), each leaf's uplinks spread round-robin over the spines' ports. At
+full size: 32,000 host ports, 800 leaves of 40 host ports and 16 uplinks (8 ports spare), 200 spines of 64,
+64,000 switch ports. Switch sweeps are tests/fabric/fabric_support.py's SweepBuilder over that tree (links
+retrained to 4X HDR, as the hosts say), moved as bench_fabric.py's Sweeps moves them.
+
+Every poll moves every host port's counters as traffic would: data at a rate of the port's own (busy and
+idle ports), packets and waits with it, hw_counters every 6th poll (the agent's FABRIC_HW_COUNTERS_EVERY),
+and now and then errors (symbol errors on ~0.2% of ports a poll, receive errors, link recoveries); switch
+ports the same way (cabled ports' traffic, symbol errors on ~0.1% a sweep). Counters only ever rise.
+
+Messages are what the agents put on the broker: each host's snapshot signed with its node key and sent by
+the node agent's own Agent.deliver (fabricweb/agent/tasks.py: the current wire format, `snapshots` or
+`snapshots.<k>` by the node's shard), each sweep by the fabric agent's FabricAgent.deliver (`sweeps`,
+signed with the collector's key), both into a staging database of the bench's private redis-server, from
+which their bytes are taken (untimed) and pushed as they are onto the real queues at each poll. Two runs'
+messages differ only in their dates and queues.
+
+Each run (one per --consumers value): a fresh database copied from one registered once (the first poll of
+every host stored directly and the first full sweep; `CREATE DATABASE ... TEMPLATE`), then N processes of
+`manage.py ingest --shards N` (FABRIC_INGEST_SHARDS=N, signed snapshots required) started, then every 10 s
+one poll of every host (pushed at once, as beat's dispatch makes all agents poll together) and one sweep.
+First --warm-polls polls, pushed and waited for until stored, are not counted (the consumers load every
+row, the shards are shared out); then the timed polls, made once the warm-up is stored (dated as far ahead
+as making them takes, each pushed at its date), and for them:
+
+- lag: from pushing a poll to the moment this process sees the last of its rows committed (the hosts'
+  NodePoll rows of that date, the sweep's Sweep row), polled every 0.1 s; under 10 s keeps up;
+- port-samples/s: the poll's host and switch ports over the time the consumers spent on it (from its push,
+  or the previous poll's end when that came later, to its end), all consumers and per consumer;
+- CPU: the consumers' and their PostgreSQL backends' (from /proc, each backend read while it lives),
+  µs per port-sample;
+- consumer peak RSS: VmHWM of each `manage.py ingest` process at the end (not tracemalloc);
+- PostgreSQL disk: the samples tables (pg_partition_tree of telemetry_nodepoll), the whole database
+  (pg_database_size: with the port rows' old versions, until vacuum) and WAL written (the cluster's: run
+  nothing else on it) per poll, and for a day of 10 s polls (the mean over the timed polls x 8,640).
+  Rollups are not made here (beat's job); their row size is in bench_sample_size.py;
+- bytes in the broker per host port and per switch port: each message's length as Redis holds it.
+
+The rings of recent samples are not full (a fabric's first minute, not an hour in: bench_consumer.py
+--warm does that at small scale), which flatters ingest a little. Figures are min / median / max over
+the timed polls, with the load average; `--profile` runs the first consumer under cProfile
+(its figures are then cProfile's too: for where the time goes, not for how much).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import pstats
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench_fabric import REPO, Sweeps, cpu_s, drop_database, free_port, iso, load, machine, proc_kb, setup_django
+from bench_fabric import spread as _spread
+
+COLLECTOR = "fabric-scale"
+SECRET = "bench-scale-node-key-secret-" + "5" * 40  # FABRIC_NODE_KEY_SECRET of the run (32+ characters)
+STAGING_DB = 15  # the redis database the agents send to, from which the bench takes their messages
+POLL_S = 10.0
+DAY_POLLS = round(86400 / POLL_S)
+HOST_OUI, HDR = 0x0C42A1, "HDR"
+REGISTER_BATCH = 200
+SPINE_SHARE = 5  # one switch in five is a spine
+
+
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    return _spread(values, fmt)
+
+
+# -- the fabric, in memory -----------------------------------------------------------------------
+@dataclass
+class Tree:
+    """A two-level fat tree: who is cabled to what, and the sweep builder that reads it."""
+
+    hosts: list[str]
+    hcas: int
+    leaves: list[str]
+    spines: list[str]
+    down: int  # host ports per leaf
+    up: int  # uplinks per leaf
+    builder: object = None  # fabric_support.SweepBuilder
+    switch_ports: int = 0
+
+    def ca(self, h: int, r: int) -> tuple[str, int]:
+        """(net id, node GUID) of host h's HCA r: mlx5_r of cn<h>, GUIDs as ConnectX's (OUI, 0x0300)."""
+        return f"{self.hosts[h]} mlx5_{r}", (HOST_OUI << 40) | (0x0300 << 24) | ((h * self.hcas + r) * 2 + 2)
+
+    def lid(self, h: int, r: int) -> int:
+        """The LID of host h's HCA r port: after the switches' (SweepBuilder gives them 1 on)."""
+        return len(self.leaves) + len(self.spines) + 1 + h * self.hcas + r
+
+
+def fat_tree(hosts: int, hcas: int, switches: int, ports: int) -> Tree:
+    from collectors.fabric import netfile
+    from collectors.sim.cabling import SWITCH_OUI, Switch
+    from tests.fabric.fabric_support import SweepBuilder
+
+    spines = max(1, switches // SPINE_SHARE)
+    leaves = switches - spines
+    down = math.ceil(hosts * hcas / leaves)
+    up = min(ports - down, spines * ports // leaves)
+    if up < 1:
+        raise SystemExit(f"{hosts * hcas} host ports do not fit on {leaves} leaves of {ports} ports with uplinks")
+    width = len(str(hosts))
+    tree = Tree(
+        [f"cn{h + 1:0{max(4, width)}d}" for h in range(hosts)],
+        hcas,
+        _names("leaf", leaves),
+        _names("spine", spines),
+        down,
+        up,
+        switch_ports=switches * ports,
+    )
+    net = netfile.NetFile()
+    for i, name in enumerate(tree.leaves + tree.spines):
+        switch = Switch(name, (SWITCH_OUI << 40) | (0x0300 << 24) | (0x10000 + i), ports)
+        net.nodes[name] = netfile.NetNode("switch", ports, name, switch.description, switch.guid)
+    for h in range(hosts):
+        for r in range(hcas):
+            ident, guid = tree.ca(h, r)
+            net.nodes[ident] = netfile.NetNode("ca", 1, ident, ident, guid)
+    builder = SweepBuilder(net, collector=COLLECTOR)
+    for i, (h, r) in enumerate((h, r) for r in range(hcas) for h in range(hosts)):  # rail by rail
+        builder.link(tree.leaves[i // down], i % down + 1, tree.ca(h, r)[0], 1, 4, HDR)
+        builder.nodes[tree.ca(h, r)[0]].ports[1].lid = tree.lid(h, r)
+    spine_next = dict.fromkeys(tree.spines, 1)
+    for k, leaf in enumerate(tree.leaves):
+        for j in range(up):
+            spine = tree.spines[(k * up + j) % spines]
+            builder.link(leaf, down + 1 + j, spine, spine_next[spine], 4, HDR)
+            spine_next[spine] += 1
+    _supports_hdr(builder)
+    tree.builder = builder
+    return tree
+
+
+def _names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}{i:0{max(3, len(str(count)))}d}" for i in range(1, count + 1)]
+
+
+def _supports_hdr(builder) -> None:
+    """Every port supports up to HDR (SweepBuilder's ibsim-like ports stop at QDR), so 4X HDR is no slow link."""
+    from collectors.link import SPEEDS
+
+    speeds = frozenset(s.name for s in SPEEDS[: [s.name for s in SPEEDS].index(HDR) + 1])
+    for node in builder.nodes.values():
+        for port in node.ports.values():
+            port.speed_supported = speeds
+
+
+# -- host snapshots --------------------------------------------------------------------------------
+@dataclass
+class PortState:
+    counters: dict
+    hw: dict
+    rate: float  # its share of the link: busy and idle ports
+
+
+@dataclass
+class Hosts:
+    """Every host's snapshot, poll after poll: the simulator's 8-HCA node copied, counters moving."""
+
+    tree: Tree
+    top: dict = field(default_factory=dict)  # the template: its top-level fields
+    devices: list[list[dict]] = field(default_factory=list)  # per host: its devices, ports without counters
+    state: list[list[PortState]] = field(default_factory=list)
+    polls: int = 0
+    rng: random.Random = field(default_factory=lambda: random.Random(37))
+
+    @classmethod
+    def of(cls, tree: Tree) -> Hosts:
+        from bench_ingest import from_simulator  # one simulated node: 8 one-port ConnectX-6, 4X HDR
+
+        template = from_simulator(1, tree.hcas, 1, 1)[0][0]
+        hosts = cls(tree, template)
+        for h, host in enumerate(tree.hosts):
+            devices, state = [], []
+            for r, dev in enumerate(template["devices"]):
+                _, guid = tree.ca(h, r)
+                port = dev["ports"][0]
+                ports = [{**port, "port_guid": f"0x{guid + 1:016x}", "lid": tree.lid(h, r), "netdevs": [f"ib{r}"]}]
+                devices.append(
+                    {
+                        **dev,
+                        "node_guid": _colons(guid),
+                        "sys_image_guid": _colons(tree.ca(h, 0)[1]),
+                        "node_desc": f"{host} {dev['name']}",
+                        "ports": ports,
+                    }
+                )
+                rate = hosts.rng.random() ** 2
+                state.append(PortState(dict(port["counters"]), dict(port["hw_counters"]), rate))
+            hosts.devices.append(devices)
+            hosts.state.append(state)
+        return hosts
+
+    @property
+    def ports(self) -> int:
+        return sum(len(d) for d in self.devices)
+
+    def poll(self, when: datetime) -> list[dict]:
+        """Every host's next snapshot, dated `when` (the first call: the counters as read)."""
+        if self.polls:
+            for state in self.state:
+                for port in state:
+                    self._move(port)
+        self.polls += 1
+        at = iso(when)
+        out = []
+        for host, devices, state in zip(self.tree.hosts, self.devices, self.state, strict=True):
+            devs = [
+                {**dev, "ports": [{**dev["ports"][0], "counters": s.counters, "hw_counters": s.hw}]}
+                for dev, s in zip(devices, state, strict=True)
+            ]
+            out.append({**self.top, "host": host, "collected_at": at, "devices": devs})
+        return out
+
+    def _move(self, port: PortState) -> None:
+        rng, c = self.rng, port.counters
+        for way in ("xmit", "rcv"):
+            data = int(port.rate * rng.uniform(0.7, 1.3) * 25e9 * POLL_S)  # bytes: a share of 4X HDR's 25 GB/s
+            packets = data // 4096 + rng.randrange(1000)
+            multicast = rng.randrange(200)
+            c[f"port_{way}_data"] += data
+            c[f"port_{way}_packets"] += packets
+            c[f"unicast_{way}_packets"] += packets - multicast
+            c[f"multicast_{way}_packets"] += multicast
+        c["port_xmit_wait"] += int(port.rate**3 * 2e6 * rng.random())
+        if rng.random() < 0.002:
+            c["symbol_error"] += rng.randrange(1, 20)
+        if rng.random() < 0.001:
+            c["port_rcv_errors"] += rng.randrange(1, 5)
+        if rng.random() < 0.0002:
+            c["link_error_recovery"] += 1
+        if self.polls % 6 == 0:  # the agent reads hw_counters every 6th poll and sends the last ones between
+            hw = port.hw
+            hw["rx_write_requests"] += int(port.rate * 4e8)
+            hw["rx_read_requests"] += int(port.rate * 1e8)
+            if rng.random() < 0.01:
+                hw["out_of_sequence"] += rng.randrange(1, 100)
+
+
+def _colons(guid: int) -> str:
+    h = f"{guid:016x}"
+    return ":".join(h[i : i + 4] for i in range(0, 16, 4))
+
+
+# -- switch sweeps ---------------------------------------------------------------------------------
+class Switches:
+    """The tree's sweeps: bench_fabric's Sweeps (cabled ports' traffic moved k steps at sweep k) plus
+    symbol errors that stay counted, on ~0.1% of the cabled ports a sweep."""
+
+    def __init__(self, tree: Tree, when: datetime) -> None:
+        full = tree.builder.snapshot(when)
+        counters = {"sweep": {**full["sweep"], "queries": tree.switch_ports, "duration_s": 0.6}}
+        self.sweeps = Sweeps(json.dumps(full), json.dumps(counters))
+        self.cabled = sorted({index for index, _, _ in self.sweeps.moves})
+        self.symbol = self.sweeps.full["counters"]["columns"].index("symbol_error")
+        self.errors: dict[int, int] = {}
+        self.k = 0
+        self.rng = random.Random(38)
+
+    def sweep(self, when: datetime, mode: str) -> dict:
+        snap = self.sweeps.sweep(self.k, when, mode)
+        if self.k:
+            for index in self.rng.sample(self.cabled, max(1, len(self.cabled) // 1000)):
+                self.errors[index] = self.errors.get(index, 0) + self.rng.randrange(1, 50)
+        for index, count in self.errors.items():
+            snap["counters"]["rows"][index][self.symbol] += count
+        self.k += 1
+        return snap
+
+
+# -- the wire ------------------------------------------------------------------------------------
+class Wire:
+    """Messages as the node agent and the fabric agent put them on the broker, taken from a staging database."""
+
+    def __init__(self, port: int, hosts: list[str], shards: int) -> None:
+        import redis
+
+        from fabricweb.agent.app import create_app as node_app
+        from fabricweb.agent.config import AgentConfig
+        from fabricweb.fabricagent.app import create_app as fabric_app
+        from fabricweb.fabricagent.config import FabricAgentConfig
+        from fabricweb.names import SWEEP_QUEUE, snapshot_queue
+        from fabricweb.nodeauth import collector_key, node_key
+
+        url = f"redis://127.0.0.1:{port}/{STAGING_DB}"
+        self.client = redis.Redis(port=port, db=STAGING_DB)
+        keys = {host: node_key(SECRET, host) for host in hosts}
+        config = AgentConfig(broker_url=url, node_name="bench-scale", node_keys=keys, ingest_shards=shards)
+        self.node_app, self.node = node_app(config)
+        fconfig = FabricAgentConfig(broker_url=url, collector=COLLECTOR, key=collector_key(SECRET, COLLECTOR))
+        self.fabric_app, self.fabric = fabric_app(fconfig, port_factory=lambda *a: None)
+        self.queues = [*sorted({snapshot_queue(h, shards) for h in hosts}), SWEEP_QUEUE]
+
+    def poll(self, snaps: list[dict], sweep: dict) -> dict[str, list[bytes]]:
+        """Queue -> the poll's messages on it, oldest first."""
+        for snap in snaps:
+            self.node.deliver(snap)
+        self.fabric.deliver(sweep)
+        out = {}
+        for queue in self.queues:
+            out[queue] = self.client.lrange(queue, 0, -1)[::-1]  # LPUSHed: the newest first
+            self.client.delete(queue)
+        return out
+
+    def close(self) -> None:
+        self.node_app.close()
+        self.fabric_app.close()
+
+
+def push(client, messages: dict[str, list[bytes]]) -> None:
+    pipe = client.pipeline(transaction=False)
+    for queue, msgs in messages.items():
+        for i in range(0, len(msgs), 100):
+            pipe.lpush(queue, *msgs[i : i + 100])
+    pipe.execute()
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------
+def db_url(base: str, name: str) -> str:
+    return base.rsplit("/", 1)[0] + "/" + name
+
+
+def copy_database(base: str, template: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        for attempt in range(50):  # autovacuum may be in the template for a moment
+            try:
+                conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
+                return
+            except psycopg.errors.ObjectInUse:
+                if attempt == 49:
+                    raise
+                time.sleep(0.2)
+
+
+class Watch:
+    """What the run's database says: polls stored, sizes, WAL; the consumers' backends."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.conn = psycopg.connect(url, autocommit=True)
+
+    def one(self, sql: str, args=()) -> tuple:
+        return self.conn.execute(sql, args).fetchone()
+
+    def hosts_stored(self, when: datetime) -> int:
+        return self.one("SELECT count(*) FROM telemetry_nodepoll WHERE ts = %s", [when])[0]
+
+    def sweep_stored(self, when: datetime) -> bool:
+        return self.one("SELECT count(*) FROM fabric_sweep WHERE collected_at = %s", [when])[0] > 0
+
+    def sizes(self) -> dict:
+        samples = self.one(
+            "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('telemetry_nodepoll')"
+        )[0]
+        db = self.one("SELECT pg_database_size(current_database())")[0]
+        wal = self.one("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")[0]
+        return {"samples": int(samples), "database": int(db), "wal": int(wal)}
+
+    def samples(self, when: datetime) -> int:
+        """Port-samples in the NodePoll rows dated `when` (packing.unpack)."""
+        from fabricweb.telemetry.storage.packing import unpack
+
+        rows = self.conn.execute("SELECT ports FROM telemetry_nodepoll WHERE ts = %s", [when]).fetchall()
+        return sum(len(unpack(bytes(r[0]))) for r in rows)
+
+    def backends(self) -> list[int]:
+        rows = self.conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# -- consumers ---------------------------------------------------------------------------------------
+class Consumers:
+    """N `manage.py ingest --shards N` processes on the run's database, their logs in scratch."""
+
+    def __init__(self, n: int, env: dict, scratch: Path, batch: int, profile: bool) -> None:
+        self.procs, self.logs, self.profile = [], [], None
+        for i in range(n):
+            cmd = [sys.executable]
+            if profile and i == 0:
+                self.profile = scratch / "consumer.prof"
+                cmd += ["-m", "cProfile", "-o", str(self.profile)]
+            cmd += [str(REPO / "manage.py"), "ingest", "--shards", str(n), "--batch", str(batch)]
+            log = scratch / f"consumer{i}.log"
+            with open(log, "wb") as out:
+                self.procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT))
+            self.logs.append(log)
+
+    def cpu(self) -> float:
+        return sum(cpu_s(p.pid) for p in self.procs)
+
+    def hwm_mb(self) -> list[float]:
+        return [proc_kb("VmHWM", p.pid) / 1024 for p in self.procs]
+
+    def check(self) -> None:
+        for proc, log in zip(self.procs, self.logs, strict=True):
+            if proc.poll() is not None:
+                raise RuntimeError(f"a consumer exited ({proc.returncode}): {log.read_text()[-2000:]}")
+
+    def holds(self) -> list[str]:
+        """What each consumer's log last said it reads."""
+        out = []
+        for log in self.logs:
+            lines = [x for x in log.read_text(errors="replace").splitlines() if "ingest: reading" in x]
+            out.append(lines[-1].split("ingest: reading ", 1)[1].split(" on ")[0] if lines else "?")
+        return out
+
+    def warnings(self) -> list[str]:
+        return [
+            x
+            for log in self.logs
+            for x in log.read_text(errors="replace").splitlines()
+            if " WARNING " in x or " ERROR " in x
+        ]
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+# -- one run ---------------------------------------------------------------------------------------
+@dataclass
+class Poll:
+    k: int
+    when: datetime  # the hosts' collected_at; the sweep's is a second later
+    messages: dict
+    pushed: float = 0.0  # time.time()
+    hosts_done: float | None = None
+    sweep_done: float | None = None
+    sizes: dict | None = None
+    cpu: float = 0.0  # consumers' CPU s at its end
+    pg_cpu: float = 0.0
+
+    @property
+    def sweep_when(self) -> datetime:
+        return self.when + timedelta(seconds=1)
+
+    @property
+    def done(self) -> float | None:
+        return None if self.hosts_done is None or self.sweep_done is None else max(self.hosts_done, self.sweep_done)
+
+
+class Schedule:
+    """Polls made ahead of their dates: dated as far ahead as making them takes (calibrated), so that each is
+    pushed at its own date, as an agent sends a poll just read."""
+
+    def __init__(self, wire: Wire, hosts: Hosts, switches: Switches, mode: str) -> None:
+        self.wire, self.hosts, self.switches, self.mode = wire, hosts, switches, mode
+        self.k = 0
+        self.per_host = self._calibrate()
+
+    def _calibrate(self) -> float:
+        """Seconds to make and send one host's messages (100 hosts' next poll, sent and thrown away)."""
+        n = min(100, len(self.hosts.tree.hosts))
+        snaps = self.hosts.poll(datetime.now(UTC))[:n]  # the counters moved: no matter, they only rise
+        start = time.perf_counter()
+        for snap in snaps:
+            self.wire.node.deliver(snap)
+        seconds = (time.perf_counter() - start) / n
+        for queue in self.wire.queues:
+            self.wire.client.delete(queue)
+        return seconds
+
+    def make(self, count: int) -> list[Poll]:
+        est = (self.per_host * len(self.hosts.tree.hosts) + 0.5) * count * 1.15 + 2
+        t0 = datetime.fromtimestamp(math.ceil(time.time() + est), UTC)
+        start = time.perf_counter()
+        polls = []
+        for i in range(count):
+            when = t0 + timedelta(seconds=POLL_S * i)
+            self.k += 1
+            sweep = self.switches.sweep(when + timedelta(seconds=1), self.mode)
+            polls.append(Poll(self.k, when, self.wire.poll(self.hosts.poll(when), sweep)))
+        made = time.perf_counter() - start
+        print(f"  {count} polls' messages made in {made:.1f} s (dated {est:.0f} s ahead)", flush=True)
+        return polls
+
+
+def run(
+    n: int, args, tree: Tree, hosts: Hosts, switches: Switches, redis_port: int, template: str, scratch: Path
+) -> dict:
+    import redis
+
+    name = f"{template}_run{n}"
+    copy_database(args.db, template, name)
+    wire = Wire(redis_port, tree.hosts, n)
+    env = {
+        **os.environ,
+        "DATABASE_URL": db_url(args.db, name),
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "FABRIC_INGEST_SHARDS": str(n),
+        "LOG_LEVEL": "INFO",
+    }
+    (scratch / f"run{n}").mkdir()
+    consumers = Consumers(n, env, scratch / f"run{n}", args.batch, args.profile)
+    watch = Watch(db_url(args.db, name))
+    try:
+        schedule = Schedule(wire, hosts, switches, args.sweep)
+        client = redis.Redis(port=redis_port, db=0)
+        warm = drive(schedule.make(args.warm_polls), client, watch, consumers, len(tree.hosts))
+        print(f"  warm-up: {', '.join(f'{p.done - p.pushed:.1f}' for p in warm['polls'])} s from push to stored")
+        result = drive(schedule.make(args.polls), client, watch, consumers, len(tree.hosts))
+        polls = result["polls"]
+        result["holds"] = consumers.holds()
+        result["hwm_mb"] = consumers.hwm_mb()
+        result["warnings"] = consumers.warnings()
+        result["bytes"] = message_sizes(polls[0].messages, hosts.ports // len(tree.hosts), tree.switch_ports)
+        result["samples_stored"] = [watch.samples(p.when) + watch.samples(p.sweep_when) for p in polls]
+        result["profile"] = None
+        consumers.stop()
+        if consumers.profile and consumers.profile.exists():
+            text = io.StringIO()
+            stats = pstats.Stats(str(consumers.profile), stream=text)
+            stats.sort_stats("tottime").print_stats(20)
+            stats.sort_stats("cumulative").print_stats("fabricweb", 30)
+            result["profile"] = text.getvalue()
+        return result
+    finally:
+        consumers.stop()
+        watch.close()
+        wire.close()
+        if not args.keep:
+            drop_database(args.db, name)
+
+
+def drive(polls: list[Poll], client, watch: Watch, consumers: Consumers, n_hosts: int) -> dict:
+    """Push each poll at its date and watch it stored, until the last is; the timeline, and the disk, the
+    consumers' CPU and their backends' as the first poll was pushed."""
+    backends = BackendCPU()
+    pending: list[Poll] = []
+    todo = list(polls)
+    before = None
+    while todo or pending:
+        backends.tick(watch.backends())
+        if todo and time.time() >= todo[0].when.timestamp():
+            poll = todo.pop(0)
+            if before is None:
+                before = {"sizes": watch.sizes(), "cpu": consumers.cpu(), "pg_cpu": backends.total()}
+            poll.pushed = time.time()
+            push(client, poll.messages)
+            pending.append(poll)
+            continue
+        for poll in list(pending):
+            if poll.hosts_done is None and watch.hosts_stored(poll.when) >= n_hosts:
+                poll.hosts_done = time.time()
+            if poll.sweep_done is None and watch.sweep_stored(poll.sweep_when):
+                poll.sweep_done = time.time()
+            if poll.done is not None:
+                poll.sizes, poll.cpu, poll.pg_cpu = watch.sizes(), consumers.cpu(), backends.total()
+                pending.remove(poll)
+        consumers.check()
+        if pending and time.time() - pending[0].pushed > 600:
+            raise RuntimeError(f"poll {pending[0].k} not stored after 600 s")
+        time.sleep(0.1)
+    return {"polls": polls, "before": before}
+
+
+class BackendCPU:
+    """CPU seconds of the run database's backends (not the watcher's), each read while it lives: Django may
+    open a new connection now and then, and an ended backend's time is no longer in /proc."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, float] = {}
+
+    def tick(self, pids: list[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                self.seen[pid] = cpu_s(pid)
+
+    def total(self) -> float:
+        return sum(self.seen.values())
+
+
+def _cpu(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += cpu_s(pid)
+    return total
+
+
+def message_sizes(messages: dict[str, list[bytes]], ports_per_host: int, switch_ports: int) -> dict:
+    from fabricweb.names import SWEEP_QUEUE
+
+    host = [len(m) for q, msgs in messages.items() if q != SWEEP_QUEUE for m in msgs]
+    sweep = [len(m) for m in messages[SWEEP_QUEUE]]
+    return {
+        "host_message": statistics.mean(host),
+        "host_port": statistics.mean(host) / ports_per_host,
+        "sweep_message": sweep[0],
+        "switch_port": sweep[0] / switch_ports,
+        "poll_bytes": sum(host) + sum(sweep),
+    }
+
+
+# -- registration ---------------------------------------------------------------------------------
+def register(hosts: Hosts, switches: Switches) -> dict:
+    """The first poll of every host and the first full sweep, stored directly (Django in this process)."""
+    from django.db import connections
+
+    from fabricweb.fabric.ingest import ingest_fabric
+    from fabricweb.telemetry.ingest import ingest_batch
+
+    when = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=POLL_S)
+    snaps = hosts.poll(when)
+    start = time.perf_counter()
+    for i in range(0, len(snaps), REGISTER_BATCH):
+        result = ingest_batch(snaps[i : i + REGISTER_BATCH], now=when + timedelta(milliseconds=100))
+        if result.rejected:
+            raise RuntimeError(f"registration refused: {result.rejected[:3]}")
+    hosts_s = time.perf_counter() - start
+    start = time.perf_counter()
+    sweep = switches.sweep(when + timedelta(seconds=1), "full")
+    fabric = ingest_fabric(sweep, now=when + timedelta(seconds=1, milliseconds=100))
+    sweep_s = time.perf_counter() - start
+    connections.close_all()  # the template copied for each run must have no session
+    return {"hosts_s": hosts_s, "sweep_s": sweep_s, "switch_samples": fabric.samples_written}
+
+
+# -- report ----------------------------------------------------------------------------------------
+def report(n: int, result: dict, host_ports: int, switch_ports: int) -> None:
+    timed = result["polls"]
+    lag = [p.done - p.pushed for p in timed]
+    host_lag = [p.hosts_done - p.pushed for p in timed]
+    sweep_lag = [p.sweep_done - p.pushed for p in timed]
+    ports = host_ports + switch_ports
+    rates, prev_done = [], None
+    for p in timed:
+        began = max(p.pushed, prev_done or 0.0)
+        rates.append(ports / (p.done - began))
+        prev_done = p.done
+    before, last = result["before"], timed[-1]
+    sizes = [p.sizes for p in timed]
+    growth = {
+        key: [b[key] - a[key] for a, b in zip([before["sizes"], *sizes[:-1]], sizes, strict=True)] for key in sizes[0]
+    }
+    stored = result["samples_stored"]
+    cpu = (last.cpu - before["cpu"]) / sum(stored) * 1e6
+    pg_cpu = (last.pg_cpu - before["pg_cpu"]) / sum(stored) * 1e6
+    b = result["bytes"]
+    print(f"{n} consumer(s), shards {n} (each reads: {'; '.join(result['holds'])}):")
+    print(
+        f"  lag, push to stored (s): {spread(lag)} (hosts {spread(host_lag)}; sweep {spread(sweep_lag)})"
+        f"; per poll: {', '.join(f'{x:.1f}' for x in lag)}"
+    )
+    print(
+        f"  port-samples/s stored: {spread(rates, '{:,.0f}')} all consumers, "
+        f"{spread([r / n for r in rates], '{:,.0f}')} per consumer (keeping up needs {ports / POLL_S:,.0f})"
+    )
+    whole = ports * len(timed) / (max(p.done for p in timed) - timed[0].pushed)
+    print(
+        f"  over the run, first push to last stored: {whole:,.0f} port-samples/s, {whole / n:,.0f} per consumer "
+        "(the consumers' rate when they never caught up; less when they idled between polls)"
+    )
+    print(
+        f"  port-samples stored per poll: {spread(stored, '{:,.0f}')} (offered {ports:,}: {host_ports:,} host, "
+        f"{switch_ports:,} switch)"
+    )
+    print(f"  CPU per port-sample: consumers {cpu:.1f} µs, their PostgreSQL backends {pg_cpu:.1f} µs")
+    print(f"  consumer peak RSS (VmHWM): {', '.join(f'{m:.0f} MB' for m in result['hwm_mb'])}")
+    mb, polls = 1024 * 1024, len(timed)
+    for key, what in (("samples", "samples tables"), ("database", "database"), ("wal", "WAL written")):
+        per, mean = growth[key], (sizes[-1][key] - before["sizes"][key]) / polls
+        print(
+            f"  {what} per poll: {spread([x / mb for x in per])} MiB, {mean / mb:.2f} MiB over the {polls} polls; "
+            f"a day of 10 s polls {mean * DAY_POLLS / 1024**3:.1f} GiB (x {DAY_POLLS:,})"
+        )
+    print(
+        f"  bytes in the broker: {b['host_port']:.0f} B per host port ({b['host_message']:,.0f} B a host "
+        f"message), {b['switch_port']:.0f} B per switch port ({b['sweep_message']:,} B a sweep); "
+        f"{b['poll_bytes'] / mb:.1f} MiB a poll, {b['poll_bytes'] / POLL_S / mb:.1f} MiB/s"
+    )
+    if result["warnings"]:
+        print(f"  consumer warnings/errors: {len(result['warnings'])}, the first: {result['warnings'][0][:300]}")
+    if result["profile"]:
+        print(result["profile"])
+
+
+# -- driver ----------------------------------------------------------------------------------------
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=4000)
+    parser.add_argument("--hcas", type=int, default=8, help="one-port HCAs per host")
+    parser.add_argument("--switches", type=int, default=1000)
+    parser.add_argument("--switch-ports", type=int, default=64)
+    parser.add_argument("--polls", type=int, default=5, help="timed polls")
+    parser.add_argument("--warm-polls", type=int, default=1, help="polls through the consumers before the timed")
+    parser.add_argument("--consumers", type=int, nargs="+", default=[1, 2], help="a run for each")
+    parser.add_argument("--batch", type=int, default=100, help="the consumers' --batch")
+    parser.add_argument("--sweep", choices=("counters", "full"), default="counters", help="the sweep every poll")
+    parser.add_argument(
+        "--profile", action="store_true", help="the first consumer under cProfile (tottime, and cumulative)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the databases (bench_scale_*)")
+    parser.add_argument("--db", default=os.environ.get("TEST_POSTGRES_URL"), help="PostgreSQL to create them on")
+    args = parser.parse_args()
+    if not args.db:
+        sys.exit('TEST_POSTGRES_URL is not set: eval "$(scripts/test-services start)"')
+    if args.warm_polls < 1:
+        sys.exit("--warm-polls must be 1 or more (the consumers' start and shares are not timed)")
+
+    started = time.perf_counter()
+    print(f"{machine()}; load {load()}")
+    tree = fat_tree(args.hosts, args.hcas, args.switches, args.switch_ports)
+    hosts = Hosts.of(tree)
+    switches = Switches(tree, datetime.now(UTC))
+    host_ports = hosts.ports
+    print(
+        f"fabric: {len(tree.hosts):,} hosts x {args.hcas} HCAs = {host_ports:,} host ports; {len(tree.leaves)} "
+        f"leaves ({tree.down} host ports, {tree.up} uplinks) and {len(tree.spines)} spines of {args.switch_ports} "
+        f"ports = {tree.switch_ports:,} switch ports ({len(switches.cabled):,} cabled); made in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+
+    os.environ.update(FABRIC_NODE_KEY_SECRET=SECRET, FABRIC_COLLECTORS=COLLECTOR, LOG_LEVEL="WARNING")
+    template = "bench_scale"
+    redis_port = free_port()
+    redis_server = subprocess.Popen(
+        ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
+            label = setup_django(args.db, template)
+            reg = register(hosts, switches)
+            print(
+                f"{label}; registered: {len(tree.hosts):,} hosts' first poll in {reg['hosts_s']:.1f} s, "
+                f"the first full sweep ({reg['switch_samples']:,} switch port-samples) in {reg['sweep_s']:.1f} s"
+            )
+            time.sleep(1.0)
+            for n in args.consumers:
+                t = time.perf_counter()
+                print(
+                    f"run with {n} consumer(s), {args.warm_polls} + {args.polls} polls at {POLL_S:g} s, load {load()}",
+                    flush=True,
+                )
+                result = run(n, args, tree, hosts, switches, redis_port, template, Path(scratch))
+                report(n, result, host_ports, tree.switch_ports)
+                print(f"  run took {time.perf_counter() - t:.0f} s; load {load()}", flush=True)
+    finally:
+        drop_database(args.db, template)
+        redis_server.terminate()
+        redis_server.wait(10)
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
