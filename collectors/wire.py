@@ -13,6 +13,13 @@ the names go once, in the order the snapshot states, and each port carries its v
                              "counters": [v, ...], "counters_ext": [...], "hw_counters": [...],
                              "absent": {"hw_counters": [i, ...]}  (only when a port lacks a name)}]}]}
 
+A device's own fields (its attributes: GUIDs, firmware, model, PCIe link and path, verbs' view...) are
+sent when they change, and otherwise at most every FULL_EVERY polls (`Encoder`, the agent's): in between
+the device says `"same": true` and carries only its name, its hw_counters (counters, not attributes) and
+its ports; so does the host's GPU list (`"gpus_same": true`). Ingest keeps what it stored last for them
+(telemetry/storage/apply.py), so a restarted agent (whose first poll is full) or a new consumer (which
+reads the rows the last one stored) misses nothing but a device it never stored, until its next full poll.
+
 `link` holds PORT_LINK_FIELDS in that order, valued as in schema 2. A value is an integer or null (a file
 that could not be read), as in schema 2; a name a port has no file for is listed by index in `absent`,
 so `decode(encode(s)) == s` for every snapshot (tests/collectors/test_collectors_wire.py).
@@ -34,6 +41,10 @@ PORT_LINK_FIELDS = (
     "state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "lmc", "cap_mask", "port_guid",
     "netdevs", "capped", "verbs", "disagreements",
 )  # fmt: skip
+# A device's fields that are not its attributes: sent at every poll.
+PER_POLL_FIELDS = ("name", "hw_counters", "ports")
+# Polls between two full snapshots: a device stored nowhere yet (a new consumer's) waits at most this long.
+FULL_EVERY = 30
 # Far past real hosts (typed.py's caps are checked again on the decoded snapshot): what decode builds at most.
 MAX_NAMES = 512
 MAX_DEVICES = 64
@@ -69,6 +80,39 @@ def encode(snapshot: Mapping, agent: str | None = None) -> dict:
     return out
 
 
+class Encoder:
+    """The agent's: encodes each host's snapshots, leaving out what it sent already (the attributes of a
+    device, the GPU list) unless they changed or FULL_EVERY polls passed since the last full snapshot."""
+
+    def __init__(self, agent: str | None = None, full_every: int = FULL_EVERY) -> None:
+        self.agent, self.full_every = agent or agent_name(), full_every
+        self._polls: dict[str, int] = {}  # host -> snapshots encoded since its last full one
+        self._sent: dict[tuple[str, str], dict] = {}  # (host, device) -> its attributes as last sent
+        self._gpus: dict[str, object] = {}  # host -> its GPU list as last sent
+
+    def encode(self, snapshot: Mapping) -> dict:
+        host = snapshot["host"]
+        full = self._polls.get(host, 0) % self.full_every == 0
+        self._polls[host] = self._polls.get(host, 0) + 1
+        out = encode(snapshot, self.agent)
+        for device in out["devices"]:
+            attributes = {k: v for k, v in device.items() if k not in PER_POLL_FIELDS}
+            key = (host, device["name"])
+            if not full and self._sent.get(key) == attributes:
+                for field in attributes:
+                    del device[field]
+                device["same"] = True
+            else:
+                self._sent[key] = attributes
+        gpus = snapshot.get("gpus")
+        if not full and host in self._gpus and self._gpus[host] == gpus:
+            out.pop("gpus", None)
+            out["gpus_same"] = True
+        else:
+            self._gpus[host] = gpus
+        return out
+
+
 def _device(device: Mapping, names: dict[str, dict[str, int]]) -> dict:
     out = {key: value for key, value in device.items() if key != "ports"}
     out["ports"] = [_port(port, names) for port in device["ports"]]
@@ -101,6 +145,9 @@ def decode(wire: object) -> dict:
     devices = wire.get("devices")
     if not isinstance(devices, list) or len(devices) > MAX_DEVICES:
         raise WireError(f"devices: expected a list of at most {MAX_DEVICES}")
+    gpus_same = wire.get("gpus_same")
+    if (gpus_same is not None and gpus_same is not True) or (gpus_same and "gpus" in wire):
+        raise WireError("gpus_same: expected true, and no gpus beside it, or nothing")
     out = {key: value for key, value in wire.items() if key not in ("wire", "agent", "names", "devices")}
     out["devices"] = [_read_device(device, i, columns) for i, device in enumerate(devices)]
     return out
@@ -120,6 +167,11 @@ def _read_device(device: object, index: int, columns: dict[str, list[str]]) -> d
     ports = device.get("ports")
     if not isinstance(ports, list) or len(ports) > MAX_PORTS:
         raise WireError(f"devices[{index}].ports: expected a list of at most {MAX_PORTS}")
+    same = device.get("same")
+    if same is not None and same is not True:  # (1 == True: compared by identity)
+        raise WireError(f"devices[{index}].same: expected true or nothing")
+    if same and set(device) - {*PER_POLL_FIELDS, "same"}:
+        raise WireError(f"devices[{index}]: its attributes as last sent (same) and attributes both")
     out = {key: value for key, value in device.items() if key != "ports"}
     out["ports"] = [_read_port(port, f"devices[{index}].ports[{i}]", columns) for i, port in enumerate(ports)]
     return out

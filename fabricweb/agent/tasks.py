@@ -36,13 +36,14 @@ class Agent:
         self.config = config
         self.poller = Poller(config)
         self.events: EventWatch | None = None
-        self.agent_name = wire.agent_name()  # in every snapshot it sends: ingest names it when it refuses one
+        # Its snapshots' wire form, which leaves out what it sent already (collectors/wire.py): one per process.
+        self.encoder = wire.Encoder()
 
     def deliver(self, snap: dict) -> None:
         """Send `snap` to ingest (its node's snapshots queue) in its wire form (collectors/wire.py), signed with
         its node's key when there is one."""
         host = snap["host"]
-        snap = wire.encode(snap, self.agent_name)
+        snap = self.encoder.encode(snap)
         key = self.config.node_keys.get(host)
         queue = snapshot_queue(host, self.config.ingest_shards)
         # The reprs are given: Celery would otherwise walk the whole snapshot to print it in the headers.

@@ -39,7 +39,7 @@ def hold_if_jumped(
     reason = jump(
         [d.hca_type for d in devices.values()],
         sum(map(len, ports.values())),
-        [d.attrs.get("hca_type") for d in reported],
+        [_model(d, devices) for d in reported],
         sum(len(d.ports) for d in reported),
     )
     if reason:
@@ -51,9 +51,18 @@ def _same(devices: Mapping[str, Device], ports: Mapping[str, Sized], reported: S
     (every poll of a node that did not change ends here, before any list is built)."""
     for d in reported:
         known = devices.get(d.name)
-        if known is None or known.hca_type != d.attrs.get("hca_type") or len(d.ports) > len(ports.get(d.name, ())):
+        if known is None or known.hca_type != _model(d, devices) or len(d.ports) > len(ports.get(d.name, ())):
             return False
     return True
+
+
+def _model(d: DeviceIn, devices: Mapping[str, Device]) -> str | None:
+    """The HCA model a reported device has: its own, or (its attributes as last sent, the wire form's `same`)
+    the model stored for it."""
+    if d.same:
+        known = devices.get(d.name)
+        return known.hca_type if known is not None else None
+    return d.attrs.get("hca_type")
 
 
 def jump(had_models: list[str | None], had_ports: int, models: list[str | None], ports: int) -> str:

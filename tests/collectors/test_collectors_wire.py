@@ -109,3 +109,41 @@ def test_the_command_prints_the_wire_form_of_the_same_reading_as_its_json():
     for form in (decoded, outputs["json"]):
         form.pop("collected_at")  # two readings, a moment apart
     assert decoded == outputs["json"]
+
+
+def test_the_agents_encoder_sends_a_devices_attributes_only_when_they_change_or_every_full_every_polls(tmp_path):
+    Fabric.create(str(tmp_path), 1, seed=3, hcas=2, layout_faults=("cn001:dgx",))
+    snap = to_dict(read_host(str(tmp_path / "cn001"), host="cn001", use_verbs=False))
+    encoder = wire.Encoder("fabricweb (tests)", full_every=3)
+    first, second = encoder.encode(snap), encoder.encode(snap)
+    assert "same" not in first["devices"][0] and "gpus" in first and "gpus_same" not in first
+    assert all(d["same"] is True and set(d) == {"name", "same", "hw_counters", "ports"} for d in second["devices"])
+    assert second["gpus_same"] is True and "gpus" not in second
+    assert len(json.dumps(second)) < 0.5 * len(json.dumps(first))
+    # The ports and counters go at every poll, read back as they were.
+    assert [d["ports"] for d in wire.decode(second)["devices"]] == [d["ports"] for d in snap["devices"]]
+
+    changed = json.loads(json.dumps(snap))
+    changed["devices"][1]["fw_ver"] = "28.99.9999"  # a firmware update on one HCA
+    third = encoder.encode(changed)
+    assert [d.get("same", False) for d in third["devices"]] == [i != 1 for i in range(len(snap["devices"]))]
+    assert third["devices"][1]["fw_ver"] == "28.99.9999"
+    assert all("same" not in d for d in encoder.encode(changed)["devices"])  # the 4th poll: full again
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda w: w["devices"][0].update(same=1), r"devices\[0\].same: expected true or nothing"),
+        (lambda w: w["devices"][0].update(fw_ver="x"), r"its attributes as last sent \(same\) and attributes both"),
+        (lambda w: w.update(gpus=[]), "gpus_same: expected true, and no gpus beside it, or nothing"),
+    ],
+)
+def test_an_elided_device_or_gpu_list_that_contradicts_itself_is_refused(change, reason):
+    encoder = wire.Encoder("fabricweb (tests)")
+    encoder.encode(snapshot())
+    elided = json.loads(json.dumps(encoder.encode(snapshot())))
+    elided["gpus_same"] = True
+    change(elided)
+    with pytest.raises(wire.WireError, match=reason):
+        wire.decode(elided)

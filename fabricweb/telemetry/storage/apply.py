@@ -144,7 +144,9 @@ def apply_snapshot(
     node.source = snap.source
     if node.pk is not None:
         changes.nodes[node.pk] = node
-    if node.gpus != snap.gpus:  # None from schema 1: a node that went back to it has its GPUs unknown again
+    # None from schema 1: a node that went back to it has its GPUs unknown again; the wire form's "as last sent"
+    # (gpus_same) keeps them.
+    if not snap.gpus_same and node.gpus != snap.gpus:
         node.gpus = snap.gpus
         if node.pk is not None:
             changes.gpus[node.pk] = node

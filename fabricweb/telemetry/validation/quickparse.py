@@ -84,8 +84,11 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
     elif type(source) is not dict:
         raise _Doubt
     src = {k: _optional_text(source.get(k), TEXT_MAX) for k in ("sysfs_root", "pyverbs")}
-    gpus = pcie.gpus(data.get("gpus"), {d.name for d in parsed}) if tree else None
-    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src, gpus)
+    gpus_same = data.get("gpus_same")
+    if gpus_same is not None and gpus_same is not True:
+        raise _Doubt
+    gpus = pcie.gpus(data.get("gpus"), {d.name for d in parsed}) if tree and not gpus_same else None
+    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src, gpus, bool(gpus_same))
 
 
 # Texts: ASCII without NUL is storable, and isascii() reads a flag; checks.storable() decides the rest.
@@ -162,6 +165,11 @@ def _device(d, tree: bool) -> DeviceIn:
     name = _text(d.get("name"), NAME_MAX)
     if not DEVICE_RE.fullmatch(name):
         raise _Doubt
+    same = d.get("same")
+    if same is not None and same is not True:
+        raise _Doubt
+    if same:  # its attributes as last sent (the wire form): only its per-poll fields
+        return DeviceIn(name, {"hw_counters": _counters(d.get("hw_counters"))}, _ports(d), same=True)
     node_type_id, node_type_name = _enum(d.get("node_type"))
     attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
     for key in _DEVICE_TEXTS:
@@ -181,16 +189,21 @@ def _device(d, tree: bool) -> DeviceIn:
     attrs["hw_counters"] = _counters(d.get("hw_counters"))
     attrs["verbs"] = _verbs(d.get("verbs"))
     attrs["disagreements"] = _disagreements(d.get("disagreements"))
+    parsed = _ports(d)
+    virtual_function = d.get("virtual_function")
+    if virtual_function is not None and type(virtual_function) is not bool:
+        raise _Doubt
+    return DeviceIn(name, attrs, parsed, virtual_function, _optional_text(d.get("physical_function"), TEXT_MAX))
+
+
+def _ports(d: dict) -> list[PortIn]:
     ports = d.get("ports")
     if type(ports) is not list or len(ports) > MAX_PORTS:
         raise _Doubt
     parsed = [_port(p) for p in ports]
     if len({p.number for p in parsed}) != len(parsed):
         raise _Doubt
-    virtual_function = d.get("virtual_function")
-    if virtual_function is not None and type(virtual_function) is not bool:
-        raise _Doubt
-    return DeviceIn(name, attrs, parsed, virtual_function, _optional_text(d.get("physical_function"), TEXT_MAX))
+    return parsed
 
 
 def _verbs(value) -> dict | None:

@@ -75,11 +75,14 @@ def parse_worded(data, now: datetime) -> SnapshotIn:
         errors = [_error(e, f"errors[{i}]") for i, e in enumerate(errors)]
         source = checks.mapping(data.get("source"), "source", optional=True)
         src = {k: checks.text(source.get(k), f"source.{k}") for k in ("sysfs_root", "pyverbs")}
-        gpus = pcie.gpus(data.get("gpus"), seen) if tree else None
+        gpus_same = data.get("gpus_same")
+        if gpus_same is not None and gpus_same is not True:
+            raise checks._fail("gpus_same", "true or nothing", gpus_same)
+        gpus = pcie.gpus(data.get("gpus"), seen) if tree and not gpus_same else None
     except SnapshotRejected as e:
         e.host = host
         raise
-    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src, gpus)
+    return SnapshotIn(schema, host, when, when.timestamp(), parsed, errors, src, gpus, bool(gpus_same))
 
 
 def _error(value, where: str) -> dict[str, str]:
@@ -96,6 +99,12 @@ def _device(value, where: str, tree: bool) -> DeviceIn:
     if not DEVICE_RE.fullmatch(name):
         raise SnapshotRejected(f"{where}.name: {name!r} is not a device name")
     where = f"device {name}"
+    same = d.get("same")
+    if same is not None and same is not True:
+        raise checks._fail(f"{where}.same", "true or nothing", same)
+    if same:  # its attributes as last sent (the wire form): only its per-poll fields
+        hw = checks.counters(d.get("hw_counters"), f"{where}.hw_counters")
+        return DeviceIn(name, {"hw_counters": hw}, _ports(d, where), same=True)
     node_type_id, node_type_name = checks.enum(d.get("node_type"), f"{where}.node_type")
     attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
     for key in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
@@ -116,11 +125,15 @@ def _device(value, where: str, tree: bool) -> DeviceIn:
     if virtual_function is not None and type(virtual_function) is not bool:
         raise checks._fail(f"{where}.virtual_function", "true, false or null", virtual_function)
     physical_function = checks.text(d.get("physical_function"), f"{where}.physical_function")
+    return DeviceIn(name, attrs, _ports(d, where), virtual_function, physical_function)
+
+
+def _ports(d: dict, where: str) -> list[PortIn]:
     ports = checks.sequence(d.get("ports"), f"{where}.ports", MAX_PORTS, optional=False)
     parsed = [_port(p, where, i) for i, p in enumerate(ports)]
     if len({p.number for p in parsed}) != len(parsed):
         raise SnapshotRejected(f"{where}: a port number appears twice")
-    return DeviceIn(name, attrs, parsed, virtual_function, physical_function)
+    return parsed
 
 
 def _port(value, device: str, index: int) -> PortIn:

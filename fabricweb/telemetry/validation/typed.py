@@ -59,6 +59,9 @@ class DeviceIn:
     # SR-IOV (optional in schema 1; None: not sent, or unknown). Not Device fields, so not in attrs.
     virtual_function: bool | None = None
     physical_function: str | None = None  # the PF's PCI address, for a VF
+    # Its attributes as last sent (the wire form's `same`, collectors/wire.py): `attrs` holds its hw_counters
+    # only, and ingest keeps what it stored of the rest.
+    same: bool = False
 
 
 @dataclass(slots=True)
@@ -72,3 +75,4 @@ class SnapshotIn:
     source: dict[str, str | None]
     # Schema 2's `gpus` as Node.gpus stores it ([]: none); None: schema 1, which has no PCIe tree (unknown).
     gpus: list[dict] | None = None
+    gpus_same: bool = False  # the GPU list as last sent (wire form): ingest keeps the node's
