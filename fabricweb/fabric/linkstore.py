@@ -11,8 +11,9 @@ from datetime import datetime
 from django.db.models import F
 
 from collectors.facts import SWITCH_DEVICE
+from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Node, Port
-from fabricweb.telemetry.storage import rowcache, store
+from fabricweb.telemetry.storage import store
 from fabricweb.telemetry.storage.apply import NodeRows
 
 from .links import FACT_FIELDS, EndKey, FabricView, facts_for
@@ -111,7 +112,7 @@ def store_links(
         store.update_rows(Port, dirty_switch + dirty_host, FACT_FIELDS)
     if dirty_host:
         # The hosts' rows changed outside their own ingest: no ingest process may reuse what it holds.
-        rowcache.invalidate({p.device.node_id for p in dirty_host})
+        rowwrites.invalidate({p.device.node_id for p in dirty_host})
     return view, _topology(fabric, view, now)
 
 

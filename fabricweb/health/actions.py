@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory.rowwrites import update_ports
 
 from . import context
 from .expectation import baseline_name, baseline_policy
@@ -121,10 +122,9 @@ def undo_baseline(port: Port) -> LinkPolicy:
             raise BaselineError(f"{label}: no baseline to undo")
         restored = {f: policy.replaced[f] for f in _REPLACED if f in policy.replaced}
         if restored:
-            Port.objects.filter(pk=port.pk).update(**restored)
-            # An update sends no signal: every ingest process must read the node afresh, or the rows it holds
-            # (the baseline's link) are judged and written back at the next poll, the undo undone.
-            Node.objects.filter(pk=port.device.node_id).update(ingest_token=None)
+            # Through the door that tells ingest: the rows an ingest process holds (the baseline's link) would
+            # be judged and written back at the next poll, the undo undone.
+            update_ports(Port.objects.filter(pk=port.pk), **restored)
         policy.delete()
     context.forget()
     return policy

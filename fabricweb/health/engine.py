@@ -28,9 +28,9 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
+from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
-from fabricweb.telemetry.storage import rowcache
 from fabricweb.telemetry.storage.store import update_rows
 
 from . import context, eventbudget, lifecycle, memo, pciehost, quiet
@@ -72,7 +72,7 @@ def on_snapshots_ingested(sender, results: list[IngestResult], **kwargs) -> Outc
     except Exception:
         log.exception("health: judging %d snapshot(s) failed; they are stored but not judged", len(results))
         # Judging may have changed port rows in memory before it failed: no ingest process may reuse them.
-        rowcache.invalidate(n.pk for n in _nodes(results).values())
+        rowwrites.invalidate(n.pk for n in _nodes(results).values())
         return None
 
 

@@ -18,8 +18,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Device, Node, Port
-from fabricweb.telemetry.storage import rowcache
 
 from .events import EventBook
 from .lifecycle import Action, Op
@@ -75,7 +75,7 @@ def retire_vanished(now: datetime | None = None) -> RetireReport:
         Event.objects.filter(about).update(device=None, port=None)
         Port.objects.filter(pk__in=list(ports)).delete()
         Device.objects.filter(pk__in=list(devices)).delete()
-        rowcache.invalidate(node_ids)  # every ingest process drops the rows it holds of these nodes
+        rowwrites.invalidate(node_ids)  # every ingest process drops the rows it holds of these nodes
     report = RetireReport(len(devices), len(ports), book.tally.resolved)
     names = ", ".join(Node.objects.filter(pk__in=node_ids).order_by("name").values_list("name", flat=True)[:10])
     log.info("health: retired %d devices and %d ports vanished before %s (%s)", len(devices), len(ports), cutoff, names)

@@ -7,7 +7,7 @@ provided nobody else wrote them since. That is what `Node.ingest_token` tells:
 
 - ingest writes a new random token with every node it stores (store.write);
 - any other write of a node's devices or ports through the ORM (the admin, accept
-  baseline, a delete) clears the token (`invalidate`, connected in TelemetryConfig);
+  baseline, a delete) clears the token (`on_row_changed`, connected in TelemetryConfig);
 - ingest takes the node row's lock before anything else (store.load_nodes), so the
   token it reads cannot change under it; rows are reused only when the token read
   there is the one this process wrote last.
@@ -15,8 +15,8 @@ provided nobody else wrote them since. That is what `Node.ingest_token` tells:
 Rows are taken out of the cache for the length of a batch and put back only after its
 transaction committed (`keep`): a rolled-back batch leaves nothing of itself here.
 Inside an enclosing transaction (tests) nothing is kept: its commit is not ours to see.
-A writer that bypasses the ORM (queryset.update, raw SQL) on devices or ports must call
-`invalidate` itself.
+A writer that bypasses the ORM (queryset.update, raw SQL) on devices or ports goes through
+fabricweb/inventory/rowwrites.py, which clears it (tests/test_row_writes.py holds everyone to that).
 """
 
 from __future__ import annotations
@@ -81,18 +81,10 @@ class RowCache:
 CACHE = RowCache()
 
 
-def invalidate(node_ids: Iterable[int]) -> None:
-    """Tell every ingest process that these nodes' rows changed outside ingest."""
-    from fabricweb.inventory.models import Node
-
-    ids = [i for i in node_ids if i is not None]
-    if ids:
-        Node.objects.filter(pk__in=ids).update(ingest_token=None)
-
-
 def on_row_changed(sender, instance, **kwargs) -> None:
     """post_save / post_delete of a Device or Port (not ingest's own writes, which bypass the ORM)."""
     from fabricweb.inventory.models import Device, Port
+    from fabricweb.inventory.rowwrites import invalidate
 
     if isinstance(instance, Port):
         device = Device.objects.filter(pk=instance.device_id).values_list("node_id", flat=True).first()
