@@ -62,8 +62,11 @@ def start_fabric(
             simulate += ["--fabric", "--ibsim-ctl", f"{args.ibsim_net}.ctl"]
             make_fifo(Path(f"{args.ibsim_net}.ctl"))
         children.start("simulator", [PY, *simulate, "--interval", interval], env)
-    want = 1 if args.no_sim else args.nodes
-    children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
+    # With --no-sim: what DIR holds, at least one tree; with an ibsim fabric too, any number, none included (a
+    # fabric whose hosts run no agent, storage or gateways, or a site starting with the fabric collector alone).
+    want = (0 if args.ibsim_net is not None else 1) if args.no_sim else args.nodes
+    if want:
+        children.wait_for(f"node trees under {sim_dir}", lambda: len(node_trees(sim_dir)) >= want)
     if args.ibsim_net is not None:
         children.wait_for(f"the fabric {args.ibsim_net}", args.ibsim_net.is_file)
         # The run's collectors are known to ingest as a site's are: named in FABRIC_COLLECTORS (docs/fabric.md).
@@ -87,7 +90,8 @@ def start_fabric(
         own["FABRIC_NODE_KEY"] = node_key(secret, args.agent_stops)
         children.start(f"node agent of {args.agent_stops}", [PY, "-m", "fabricweb.agent"], own)
     agent_env.update(FABRIC_SIM_DIR=served, FABRIC_NODE_KEY_FILE=keys)
-    children.start("node agent", [PY, "-m", "fabricweb.agent"], agent_env)
+    if node_trees(sim_dir):  # (none: the fabric collector alone reports, below)
+        children.start("node agent", [PY, "-m", "fabricweb.agent"], agent_env)
     if args.ibsim_net is not None:
         start_ibsim(args, children, {k: v for k, v in agent_env.items() if not k.startswith("FABRIC_NODE_KEY")},
                     state_dir, secret)  # fmt: skip
