@@ -14,7 +14,19 @@ from .model import src
 # PCI base class << 8 | subclass, the upper 16 bits of `class` (0x030200 -> 0x0302).
 DISPLAY_VGA = 0x0300
 DISPLAY_3D = 0x0302
+DISPLAY_OTHER = 0x0380  # AMD's Instinct accelerators present themselves so
 BRIDGE_PCI = 0x0604
+# A GPU is a display-class function of a GPU maker: vendor ids from the PCI ID repository (pci-ids.ucw.cz:
+# 10de NVIDIA Corporation, 1002 Advanced Micro Devices [AMD/ATI]). Almost every server's management
+# controller has a VGA function too (ASPEED 1a03, Matrox 102b...): not a GPU, so not GPU0 of the matrix,
+# whose numbering then follows nvidia-smi's (PCI bus order, docs/pcie.md).
+GPU_VENDORS = {0x10DE: "NVIDIA", 0x1002: "AMD"}
+GPU_CLASSES = (DISPLAY_VGA, DISPLAY_3D, DISPLAY_OTHER)
+
+
+def is_gpu(class_code: int | None, vendor: int | None) -> bool:
+    """Whether a PCI function of `class_code` (class >> 8) and `vendor` is a GPU (GPU_VENDORS, GPU_CLASSES)."""
+    return class_code in GPU_CLASSES and vendor in GPU_VENDORS
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +57,7 @@ class Neighbour:
     link) below a bridge of the path: it shares the hops from `via` up."""
 
     address: str = field(metadata=src("the function's directory name"))
-    kind: str = field(metadata=src("'gpu' (class 0x0300/0x0302) or 'rdma' (class/infiniband)"))
+    kind: str = field(metadata=src("'gpu' (class and vendor: pcimodel.is_gpu) or 'rdma' (class/infiniband)"))
     name: str | None = field(default=None, metadata=src("the RDMA device's name (class/infiniband/<name>)"))
     # Its own link is in its device's `pci` or in the host's GPUs: one value, one place.
     via: str = field(default="", metadata=src("the deepest hop of the path above both"))

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 from .facts import MAX_GPUS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 from .model import Device, ReadError
-from .pcimodel import BRIDGE_PCI, DISPLAY_3D, DISPLAY_VGA, Gpu, Hop, Neighbour, PciePath
+from .pcimodel import BRIDGE_PCI, Gpu, Hop, Neighbour, PciePath, is_gpu
 from .sysfs import _PCI_ADDR_RE, SysfsReader, _hex, _int, _numa, _pci_speed, _text
 
 _MAX_DEPTH = 32  # PCIe allows at most 256 buses; no real hierarchy nests deeper than a few switches
-_CLASS_ONLY = {"class": _hex}
+_IDENTITY = {"class": _hex, "vendor": _hex}  # of every function: what tells a GPU (pcimodel.is_gpu)
 _STATIC = {
     "class": _hex,
     "vendor": _hex,
@@ -93,7 +93,8 @@ class PciTree:
         return self.shapes[address]
 
     def gpus(self) -> list[str]:
-        return sorted(a for a, f in self.functions.items() if f.class_code in (DISPLAY_VGA, DISPLAY_3D))
+        """The GPUs' addresses in PCI bus order (nvidia-smi's GPU numbering); a BMC's VGA is none of them."""
+        return sorted(a for a, f in self.functions.items() if is_gpu(f.class_code, f.get("vendor")))
 
     def below(self, bridges: list[str]) -> dict[str, str]:
         """Every function below one of `bridges`: the deepest of those bridges above it, by address."""
@@ -167,9 +168,9 @@ def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
         path = _resolve(reader, link)
         if path is not None:
             _add(tree, reader, path)
-    # The class of every function, to find the GPUs; the rest only where a path or a GPU needs it.
+    # The class and vendor of every function, to find the GPUs; the rest only where a path or a GPU needs it.
     for fn in tree.functions.values():
-        _read_static(reader, fn, _CLASS_ONLY)
+        _read_static(reader, fn, _IDENTITY)
     wanted = set(tree.gpus())
     for link in rdma_links:
         address = os.path.basename(os.path.realpath(link))
@@ -302,7 +303,7 @@ def _path(tree: PciTree, address: str, by_address: dict[str, Device], link) -> P
     for other, via in below:
         fn = tree.functions[other]
         dev = by_address.get(other)
-        if dev is None and fn.class_code not in (DISPLAY_VGA, DISPLAY_3D):
+        if dev is None and not is_gpu(fn.class_code, fn.get("vendor")):
             continue
         kind = "rdma" if dev is not None else "gpu"
         neighbours.append(Neighbour(other, kind, dev.name if dev else None, via))

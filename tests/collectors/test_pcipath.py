@@ -211,3 +211,24 @@ def test_a_path_deeper_than_a_snapshot_carries_is_left_out_with_a_read_error_and
     assert snap.errors[0].path == card
     parsed = parse_snapshot(to_dict(snap), datetime.now(UTC))  # the server takes the rest: the port, the error
     assert [d.name for d in parsed.devices] == ["mlx5_0"] and parsed.devices[0].attrs["pcie_path"] is None
+
+
+def test_a_bmcs_vga_is_no_gpu_and_the_numbering_stays_nvidia_smis(tmp_path):
+    root, _ = _dgx(tmp_path)
+    # The ASPEED AST2600 of the server's BMC: a VGA function on a root port of its own, between GPU0 and GPU1.
+    t = Tree(root)
+    bmc_port = t.function(t.host_bridge("pci0000:00"), "0000:00:03.1", ROOT_PORT, 3)
+    t.function(bmc_port, "0000:08:00.0", ("0x030000", "0x1a03", "0x2000"), 3, speed="2.5 GT/s PCIe", width=1)
+    # A Matrox VGA below the first quadrant's switch, where it would share the NICs' hops.
+    t.function(os.path.join(root, "devices", "pci0000:00", "0000:00:01.1", "0000:01:00.0"), "0000:01:08.0",
+               ("0x030000", "0x102b", "0x0536"), 3)  # fmt: skip
+    snap = _read(root)
+    assert [g.address for g in snap.gpus] == [
+        f"0000:{b:02x}:00.0" for b in (0x07, 0x0F, 0x47, 0x4F, 0x87, 0x8F, 0xB7, 0xBF)
+    ]
+    names, rows = matrix(snap.gpus)
+    assert names == DGX_A100_NICS and rows == DGX_A100_MATRIX  # nvidia-smi topo -m, row for row
+    devices = {d.name: d for d in snap.devices}
+    assert all(
+        n.address not in ("0000:02:00.0", "0000:01:08.0") for d in devices.values() for n in d.pcie_path.neighbours
+    )
