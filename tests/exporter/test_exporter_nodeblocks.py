@@ -39,9 +39,11 @@ def world(tmp_path, postgres):
 
 
 def lines(text: str) -> list[str]:
-    """The exposition's sample lines but the exporter's own (its timing), sorted: families may come in
-    another order, each family's samples may not."""
-    return sorted(line for line in text.splitlines() if not line.startswith(("fabricweb_exporter", "# EOF")))
+    """The exposition's sample lines but the exporter's own (its timing) and the broker's memory (live), sorted:
+    families may come in another order, each family's samples may not."""
+    return sorted(
+        line for line in text.splitlines() if not line.startswith(("fabricweb_exporter", "fabricweb_broker", "# EOF"))
+    )
 
 
 def row_by_row(client, monkeypatch) -> list[str]:
