@@ -32,6 +32,7 @@ def local_findings(snap: Snapshot) -> list[LocalFinding]:
     for dev in snap.devices:
         rates = [p.rate for p in dev.ports if p.is_up and p.rate is not None]
         out.extend(LocalFinding(dev.name, None, m) for m in pcie.findings(dev.pci, rates))
+        out.extend(LocalFinding(dev.name, None, m) for m in pcie.path_findings(dev.pcie_path, dev.pci, rates))
         for p in dev.ports:
             phys = p.phys_state.id if p.phys_state else None
             if phys == 5 and p.state is not None and p.state.id in (2, 3):

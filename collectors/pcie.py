@@ -53,6 +53,47 @@ def describe(gts: float | None, width: int | None) -> str:
     return f"{speed} x{width}" if width else f"{speed} unknown width"
 
 
+UPLINK = "PCIe switch uplink"
+
+
+def hop_words(kind: str | None, right_below_root: bool) -> str:
+    """A bridge of a path (pcimodel.Hop.kind) in an operator's words: the switch port right below the root port
+    is the switch's upstream port, whose link is the switch's uplink."""
+    if kind == "root port":
+        return "root port"
+    if kind == "switch port":
+        return UPLINK if right_below_root else "PCIe switch port"
+    return "PCIe bridge"
+
+
+def limits(words: str, address: str, gts: float | None, width: int | None, usable: float, port: str) -> str:
+    """How a hop narrower than a port is said, by the health rule and the text output alike."""
+    return f"{words} {address} trained {describe(gts, width)} (~{round(usable):,} Gb/s), limits a {port} port"
+
+
+def path_findings(path, pci: PciLink | None, port_rates: list[Rate]) -> list[str]:
+    """The narrowest bridge above a card (a pcimodel.PciePath) when it carries less than the fastest port on the
+    card and less than the card's own link (which `findings` judges), in the health rule's words."""
+    fastest = max((r for r in port_rates if r.lanes), key=lambda r: r.gbps, default=None)
+    if path is None or fastest is None:
+        return []
+    hops = path.hops
+    rooted = bool(hops) and hops[-1].kind == "root port"
+    own = usable_gbps(pci.current_gts, pci.current_width) if pci is not None else None
+    first = 2 if own is not None else 1  # the bridge right above the function carries the card's own link
+    judged = [
+        (i, bw) for i in range(first, len(hops)) if (bw := usable_gbps(hops[i].current_gts, hops[i].current_width))
+    ]
+    if not judged:
+        return []
+    i, narrow = min(judged, key=lambda ib: ib[1])  # the nearest of equals
+    if narrow >= fastest.gbps or (own is not None and narrow >= own):
+        return []
+    hop = hops[i]
+    words = hop_words(hop.kind, rooted and i == len(hops) - 2)
+    return [limits(words, hop.address, hop.current_gts, hop.current_width, narrow, fastest.describe())]
+
+
 def findings(pci: PciLink | None, port_rates: list[Rate]) -> list[str]:
     """Operator sentences for a PCIe link trained low or too slow for the fastest port on it."""
     if pci is None:

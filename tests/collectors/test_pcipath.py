@@ -232,3 +232,12 @@ def test_a_bmcs_vga_is_no_gpu_and_the_numbering_stays_nvidia_smis(tmp_path):
     assert all(
         n.address not in ("0000:02:00.0", "0000:01:08.0") for d in devices.values() for n in d.pcie_path.neighbours
     )
+
+
+def test_the_text_names_a_narrow_uplink_above_a_card_in_the_health_findings_words(tmp_path):
+    root, _ = _dgx(tmp_path, width=8)  # the first quadrant's root port and switch uplink train at x8
+    text = render_text(_read(root))
+    said = "PCIe switch uplink 0000:01:00.0 trained Gen4 x8 (~126 Gb/s), limits a 200 Gb/s (4X HDR) port"
+    # Each card below it, in the words of the health finding (tests/health/test_health_pciepath.py).
+    assert f"\tmlx5_0: {said}" in text and f"\tmlx5_1: {said}" in text
+    assert "mlx5_2: PCIe switch uplink" not in text  # another quadrant's cards: full width above them

@@ -22,7 +22,7 @@ from .common import INFO, WARNING, ethernet, positive
 from .pcie import port_needs
 
 SWITCH_PORT, ROOT_PORT = "switch port", "root port"  # Device.pcie_path hop kinds
-UPLINK = "PCIe switch uplink"
+UPLINK = pcie.UPLINK
 RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")  # collectors.pcitopo's, nearest first
 SYS = "SYS"
 _LINK = ("current_gts", "current_width", "max_gts", "max_width")
@@ -42,14 +42,7 @@ def hops_of(path: object, known: bool) -> tuple[HopView, ...] | None:
     rooted = bool(hops) and hops[-1].get("kind") == ROOT_PORT
     out = []
     for i, h in enumerate(hops):
-        kind = h.get("kind")
-        if kind == ROOT_PORT:
-            words = "root port"
-        elif kind == SWITCH_PORT:
-            # Right below the root port: the switch's upstream port, whose link is the switch's uplink.
-            words = UPLINK if rooted and i == len(hops) - 2 else "PCIe switch port"
-        else:
-            words = "PCIe bridge"
+        words = pcie.hop_words(h.get("kind"), rooted and i == len(hops) - 2)
         link = [_number(h.get(k)) for k in _LINK]
         numa = _number(h.get("numa_node"))
         cpus = h.get("local_cpulist")
@@ -125,9 +118,7 @@ def judge_path(view: PortView, exp: Expectation) -> Finding | None:
     parts = []
     if bottleneck:
         port = port_rate.describe(ethernet(view))
-        parts.append(
-            f"{named.words} {named.address} trained {now_text} (~{round(narrow_bw):,} Gb/s), limits a {port} port"
-        )
+        parts.append(pcie.limits(named.words, named.address, named.current_gts, named.current_width, narrow_bw, port))
         if low_i == narrow_i:
             parts[-1] += f"; the link supports {_supported(narrow)}"
     if low_i is not None and not (bottleneck and low_i == narrow_i):
