@@ -22,7 +22,7 @@ import logging
 from datetime import datetime
 
 from fabricweb.health import context, lifecycle
-from fabricweb.health.events import EventBook
+from fabricweb.health.events import EventBook, with_open
 from fabricweb.health.findings import Finding, Kind, Severity, node_key
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
@@ -64,10 +64,7 @@ def judge_names(known: dict[str, FabricNode], now: datetime) -> None:
         hosts = set(Node.objects.filter(kind=Node.Kind.HOST, name__in=wanted).values_list("name", flat=True))
     found = {pk: claim for pk, claim in claims.items() if claim[1] in hosts}
     nodes = {pk: fn.node for pk, (fn, _) in found.items()}
-    open_on = set(
-        Event.objects.filter(kind=Kind.NAME_CONFLICT, resolved_at__isnull=True).values_list("node", flat=True)
-    )
-    nodes.update({n.pk: n for n in Node.objects.filter(pk__in=open_on - set(nodes))})
+    nodes = with_open(nodes, Kind.NAME_CONFLICT)
     if not nodes:
         return
     book = EventBook.for_nodes(nodes, kind=Kind.NAME_CONFLICT)

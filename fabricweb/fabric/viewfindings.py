@@ -9,9 +9,8 @@ from collections import defaultdict
 from datetime import datetime
 
 from fabricweb.health import context, lifecycle
-from fabricweb.health.events import EventBook
+from fabricweb.health.events import EventBook, with_open
 from fabricweb.health.findings import Finding, Kind, Severity, port_key, port_label, port_target
-from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.results import STORED, IngestResult
 
@@ -103,10 +102,7 @@ def judge_claims(view: FabricView, now: datetime) -> None:
             findings[node.pk].append(Finding(Kind.GUID_CONFLICT, Severity.WARNING, key, text, {"guid": claim.guid}))
             targets[node.pk][port_target(node.name, port.device.name, port.number)] = (port.device, port)
             nodes[node.pk] = node
-    open_on = set(
-        Event.objects.filter(kind=Kind.GUID_CONFLICT, resolved_at__isnull=True).values_list("node", flat=True)
-    )
-    nodes.update({n.pk: n for n in Node.objects.filter(pk__in=open_on - set(nodes))})
+    nodes = with_open(nodes, Kind.GUID_CONFLICT)
     if not nodes:
         return
     book = EventBook.for_nodes(nodes, kind=Kind.GUID_CONFLICT)

@@ -164,3 +164,10 @@ class EventBook:
         if self.changes:  # after the writes: every event has its primary key
             events_changed.send(sender=EventBook, changes=self.changes)
             self.changes = []
+
+
+def with_open(nodes: dict[int, Node], kind: str) -> dict[int, Node]:
+    """`nodes` (id -> row), and every other node with an open event of `kind`: a finding judged fabric-wide
+    (not per snapshot) resolves on a node only if that node is judged again."""
+    open_on = set(Event.objects.filter(kind=kind, resolved_at__isnull=True).values_list("node", flat=True))
+    return {**nodes, **{n.pk: n for n in Node.objects.filter(pk__in=open_on - set(nodes))}}
