@@ -86,7 +86,7 @@ SERIES = (
 # machine whose CPUs halt when idle (KVM's haltpoll), every such round trip from one CPU to the other pays
 # for waking the other, and on an otherwise idle 2-CPU guest the tools took 2-3x as long as on a busy one.
 # So each run also times them with ibsim and the tool on one CPU (both pinned for the while): their best
-# here, as fast as on a busy machine, and close to environment.md's 0.5 s (shared/docs). The collector
+# here, as fast as on a busy machine, and close to the 0.5 s the tools' environment notes give. The collector
 # keeps 64 MADs in flight and is CPU-bound; pinning did not help it.
 
 

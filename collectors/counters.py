@@ -1,7 +1,7 @@
 """PMA counter facts: widths (for cap detection) and units (data is octets / 4).
 
 PMA counters do not wrap; they stop at all-ones for their width until reset
-(shared/docs/infiniband.md §3).
+(docs/infiniband.md §3).
 """
 
 from __future__ import annotations

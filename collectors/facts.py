@@ -3,7 +3,7 @@ the node-name pattern and the snapshot schema version.
 
 Standard library only: the node agent, the collectors, ingest, the health rules, the API,
 the dashboard and the exporter all import these names rather than writing them again
-(tests/collectors/test_facts.py pins that). Sources: shared/docs/infiniband.md §1, §3, §5.
+(tests/collectors/test_facts.py pins that). Sources: docs/infiniband.md §1, §3, §5.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """InfiniBand link speeds and widths: the tables, the `rate` parser, and link judgement.
 
 Numbers follow the kernel's sysfs `rate` file (per-lane Gb/s × lanes) and
-iblinkinfo's signalling rates. See shared/docs/infiniband.md §2.
+iblinkinfo's signalling rates. See docs/infiniband.md §2.
 """
 
 from __future__ import annotations

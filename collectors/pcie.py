@@ -1,7 +1,7 @@
 """The HCA's PCIe link: generation names, usable bandwidth, and whether it caps the port.
 
 A card in a slot that trained at x8, or at a lower generation, silently caps the
-InfiniBand link (shared/docs/infiniband.md §2b).
+InfiniBand link (docs/infiniband.md §2b).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Device and port attributes through pyverbs (libibverbs), when it is installed.
 
 pyverbs comes from the distribution's rdma-core (python3-pyverbs), matched to its
-libibverbs; PyPI's build does not load against it (shared/docs/infiniband.md §6).
+libibverbs; PyPI's build does not load against it (docs/infiniband.md §6).
 No pyverbs, or no RDMA devices (get_device_list raises PyverbsRDMAError when
 libibverbs finds no RDMA support at all, and returns [] when it finds no device), is
 not an error: the snapshot is then sysfs alone and says why in `source.pyverbs`.

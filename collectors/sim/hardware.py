@@ -1,7 +1,7 @@
 """What the simulated HCAs are: models, counter files and their widths.
 
 Values follow what the kernel drivers print (mlx4, mlx5) and the real trees in
-tests/fixtures; see shared/docs/infiniband.md §1-3.
+tests/fixtures; see docs/infiniband.md §1-3.
 """
 
 from __future__ import annotations

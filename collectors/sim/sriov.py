@@ -4,7 +4,7 @@ Each VF is a PCI function of its own beside its PF (`0000:3b:00.1`, `0000:3b:00.
 `physfn` link back to the PF, which has `virtfn<i>` links, `sriov_numvfs` and `sriov_totalvfs`;
 and an RDMA device of its own, named after the PFs in probe order (two HCAs with 4 VFs each:
 mlx5_2 .. mlx5_9). Its ports mirror the physical port's link; its PMA counters read
-`N/A (no PMA)` (shared/docs/infiniband.md §1). A mixin of rendering.TreeOutput: the VFs
+`N/A (no PMA)` (docs/infiniband.md §1). A mixin of rendering.TreeOutput: the VFs
 written are remembered in the state (`vfs`), so those that go are removed, in a later process too.
 """
 

@@ -3,7 +3,7 @@ the community fabric exporter's (treydock/infiniband_exporter) for switch ports.
 
 Each host counter maps the sysfs file it comes from (a key of Port.counters or Port.counters_ext,
 data counters already in bytes) to node_exporter's name and help text, so a site moving
-from node_exporter keeps its queries by changing one prefix (shared/docs/DESIGN.md).
+from node_exporter keeps its queries by changing one prefix (docs/design.md).
 
 A switch port's counters (read by the fabric collector from the switch's performance agent, stored
 under the same file names: collectors/fabric/pma.py) keep the names infiniband_exporter gives them,

@@ -1,7 +1,7 @@
 """What link a port should run at, and who says so.
 
 A host sees only its own end of a link, so the expectation has to come from
-somewhere (shared/docs/infiniband.md §2). In order:
+somewhere (docs/infiniband.md §2). In order:
 
 1. An operator policy that matches the port. Policies are tried by `order`
    (lower first), then by how specific their patterns are (more literal

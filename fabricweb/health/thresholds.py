@@ -1,6 +1,6 @@
 """Every number the health rules compare against, with its unit and where it comes from.
 
-Defaults follow shared/docs/infiniband.md §4 where an operator tool publishes one;
+Defaults follow docs/infiniband.md §4 where an operator tool publishes one;
 the rest are our own choices, marked as such. Settings override any of them with
 `Thresholds.from_mapping({...})`, which rejects unknown names and bad values loudly
 (a typo in settings must not silently fall back to a default).

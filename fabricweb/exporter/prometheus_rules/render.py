@@ -28,7 +28,7 @@ HEADERS = {
     ),
     ALERTS_FILE: (
         "Alert rules over fabricweb's /metrics (docs/metrics.md). Thresholds follow",
-        "shared/docs/infiniband.md §4 (NVIDIA NIC health, infiniband-diags) through fabricweb's own",
+        "docs/infiniband.md §4 (NVIDIA NIC health, infiniband-diags) through fabricweb's own",
         "health thresholds (fabricweb/health/thresholds.py); severity as in fabricweb's events:",
         "critical pages someone, warning is for today, info is on the record.",
         "Unit tests: deploy/prometheus/tests/ (`promtool test rules`, run by the test suite).",

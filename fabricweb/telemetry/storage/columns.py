@@ -1,6 +1,6 @@
 """Which snapshot counter feeds which sample column.
 
-Names follow shared/docs/infiniband.md §3. Data and packet counts prefer the legacy
+Names follow docs/infiniband.md §3. Data and packet counts prefer the legacy
 64-bit `counters_ext/` files (kernels before 4.5), which do not stop at 32 bits
 like their `counters/` twins; everything else exists only in `counters/`.
 """

@@ -1,7 +1,7 @@
 """Counter arithmetic: from two raw readings of a port to per-poll deltas. Pure functions.
 
 PMA counters never wrap; they stop at all-ones for their width until someone resets
-them (shared/docs/infiniband.md §3). So:
+them (docs/infiniband.md §3). So:
 - a decrease is a reset (reboot, driver reload, perfquery -R): the delta is the value
   counted since the reset, i.e. the current reading, never a negative or a modulo jump;
 - a counter at all-ones now, or at the previous poll, gives no delta ("rate unknown")

@@ -19,7 +19,7 @@ class UseAfterClose(AssertionError):
 
 @dataclass
 class FakePort:
-    """ibv_port_attr as libibverbs fills it (pyverbs encodings, shared/docs/infiniband.md §2)."""
+    """ibv_port_attr as libibverbs fills it (pyverbs encodings, docs/infiniband.md §2)."""
 
     state: int = 4  # ACTIVE
     phys_state: int = 5  # LinkUp
