@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
 
+import pytest
 import redis
 
 from collectors import wire
@@ -12,6 +15,25 @@ from fabricweb.names import SWEEP_QUEUE
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from fabricweb.telemetry.intake.readers import transport_options
 from fabricweb.telemetry.intake.redisread import taken_count
+
+# The tests whose consumer runs in a process of its own need PostgreSQL (another process sees its commits).
+needs_postgres = pytest.mark.skipif(
+    not os.environ.get("TEST_POSTGRES_URL") and not os.environ.get("CI"), reason="TEST_POSTGRES_URL is not set"
+)
+
+
+def padded_message(task: str, message_id: str, size: int) -> bytes:
+    """A kombu envelope of exactly `size` bytes, as a node could push it with LPUSH: its body padding."""
+    head = b'{"body": "'
+    tail = json.dumps(
+        {
+            "content-type": "application/json",
+            "content-encoding": "utf-8",
+            "headers": {"task": task, "id": message_id},
+            "properties": {"delivery_tag": message_id, "body_encoding": None},
+        }
+    ).encode()
+    return head + b"x" * (size - len(head) - len(tail) - 2) + b'", ' + tail[1:]
 
 
 def on_the_wire(snapshot: object) -> object:

@@ -18,8 +18,7 @@ import time
 import pytest
 import redis
 from django.core.management import call_command
-from pipeline_support import on_the_wire
-from test_pipeline_oversized import needs_postgres
+from pipeline_support import needs_postgres, on_the_wire, padded_message
 from test_pipeline_take import send
 
 from fabricweb.brokeracl import node_password
@@ -39,16 +38,7 @@ CAP_SIZED = MAX_ENVELOPE_BYTES - 1  # the largest message a node's snapshot queu
 
 def cap_sized(message_id: str) -> bytes:
     """A kombu envelope of exactly CAP_SIZED bytes: a body no node sends (over its 6 MiB), read and dropped."""
-    head = b'{"body": "'
-    tail = json.dumps(
-        {
-            "content-type": "application/json",
-            "content-encoding": "utf-8",
-            "headers": {"task": INGEST_SNAPSHOT, "id": message_id},
-            "properties": {"delivery_tag": message_id, "body_encoding": None},
-        }
-    ).encode()
-    message = head + b"x" * (CAP_SIZED - len(head) - len(tail) - 2) + b'", ' + tail[1:]
+    message = padded_message(INGEST_SNAPSHOT, message_id, CAP_SIZED)
     assert len(message) == CAP_SIZED
     return message
 

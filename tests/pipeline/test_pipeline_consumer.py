@@ -27,7 +27,7 @@ import psycopg
 import pytest
 import redis
 from django.db import IntegrityError, OperationalError, connections
-from pipeline_support import Broker, on_the_wire
+from pipeline_support import Broker, needs_postgres, on_the_wire
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.inventory.models import Node
@@ -45,9 +45,6 @@ from tests.loopback import free_port, silent_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
-needs_postgres = pytest.mark.skipif(
-    not os.environ.get("TEST_POSTGRES_URL") and not os.environ.get("CI"), reason="TEST_POSTGRES_URL is not set"
-)
 # Other processes must see the data: the PostgreSQL test database, committed for real.
 postgres_only = pytest.mark.django_db(transaction=True, databases=["postgres"])
 

@@ -24,8 +24,7 @@ from datetime import UTC, datetime
 import pytest
 import redis
 from django.core.management import call_command
-from pipeline_support import on_the_wire
-from test_pipeline_oversized import needs_postgres
+from pipeline_support import needs_postgres, on_the_wire
 
 from fabricweb import nodeauth
 from fabricweb.brokeracl import node_password

@@ -10,7 +10,6 @@ consumer and a real Celery worker.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from pipeline_support import needs_postgres, padded_message
 
 from fabricweb.cappedredis import Oversized, capped_parser
 from fabricweb.celery import INGEST_QUEUE, SNAPSHOT_QUEUE, app
@@ -28,9 +28,6 @@ from fabricweb.telemetry.history import samples
 from tests.e2e.e2e_harness import REPO, SECRET, Process, clean_env
 from tests.fixture_trees import snapshot
 
-needs_postgres = pytest.mark.skipif(
-    not os.environ.get("TEST_POSTGRES_URL") and not os.environ.get("CI"), reason="TEST_POSTGRES_URL is not set"
-)
 HUGE = 143_000_000
 MAX_GROWTH_KIB = 100 * 1024
 PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
@@ -38,16 +35,7 @@ PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
 
 def huge_message(task: str, message_id: str) -> bytes:
     """A kombu envelope as a node could push it with LPUSH: 143 MB of body."""
-    head = b'{"body": "'
-    tail = json.dumps(
-        {
-            "content-type": "application/json",
-            "content-encoding": "utf-8",
-            "headers": {"task": task, "id": message_id},
-            "properties": {"delivery_tag": message_id, "body_encoding": None},
-        }
-    ).encode()
-    return head + b"x" * (HUGE - len(head) - len(tail) - 2) + b'", ' + tail[1:]
+    return padded_message(task, message_id, HUGE)
 
 
 def test_a_capped_connection_drains_a_string_over_its_cap_and_reads_the_rest_of_the_reply(broker):
