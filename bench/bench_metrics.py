@@ -3,6 +3,8 @@
     eval "$(scripts/test-services start)"     # for --db postgres
     .venv/bin/python bench/bench_metrics.py [--db sqlite|postgres] [--ports 5000 20000 50000] [--runs 5]
     .venv/bin/python bench/bench_metrics.py --ports 20000 --switches 500 --switch-ports 40   # and a switch fabric
+    .venv/bin/python bench/bench_metrics.py --db postgres --ports 32000 --switches 1000 --switch-ports 64 \
+        --sets health counters --shard 1/4 --served --against /tmp/base   # a shard's own process at 100,000 ports
 
 For each size and set (`all`, the default scrape, and `health`), --runs times: start a fresh gunicorn
 (one sync worker, as deploy/ runs it) on the filled database, GET /metrics?set=... over HTTP and read
@@ -45,6 +47,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 PORTS_PER_NODE = 8  # 4 HCAs of 2 ports
+# What every server is started with besides the database (--served: the shard it serves).
+SERVER_ENV: dict[str, str] = {}
 FORMATS = {"text": "", "openmetrics": "application/openmetrics-text;version=1.0.0"}
 # A switch's series, a fabric collector's and a link's a switch port speaks for: counted per switch port; the
 # rest (the hosts', a link's a host's port speaks for) per host port (tests/exporter/test_exporter_series_budget.py).
@@ -281,6 +285,7 @@ class Server:
         self.port = free_port()
         env = {
             **os.environ,
+            **SERVER_ENV,
             "DJANGO_SETTINGS_MODULE": "fabricweb.settings",
             "DATABASE_URL": database,
             "ALLOWED_HOSTS": "127.0.0.1",
@@ -412,6 +417,11 @@ def main() -> None:
         help="also serve from this source tree (e.g. `git worktree add /tmp/base HEAD~3`), alternated run by run",
     )
     parser.add_argument("--shard", help="K/N: every GET asks for ?shard=K/N (one of N scrape jobs)")
+    parser.add_argument(
+        "--served",
+        action="store_true",
+        help="with --shard: the servers are started with FABRIC_METRICS_SHARDS=K/N (one process per shard)",
+    )
     parser.add_argument("--switches", type=int, default=0, help="also a fat tree of this many switches")
     parser.add_argument("--switch-ports", type=int, default=40, help="ports per switch (default 40)")
     parser.add_argument(
@@ -421,6 +431,10 @@ def main() -> None:
         help="openmetrics: what Prometheus asks for first; text: Prometheus text 0.0.4",
     )
     args = parser.parse_args()
+    if args.served:
+        if not args.shard:
+            parser.error("--served needs --shard")
+        SERVER_ENV["FABRIC_METRICS_SHARDS"] = args.shard
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
     import django

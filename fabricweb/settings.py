@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from collectors.facts import NODE_NAME_PATTERN
 from fabricweb.brokertls import celery_ssl_options, redis_py_options
 from fabricweb.env import Env, redact_url, url_with_password
+from fabricweb.exporter.selection import SelectionError, served_shards
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = Env()
@@ -289,6 +290,18 @@ FABRIC_METRICS_BEARER_TOKEN = env.secret("FABRIC_METRICS_BEARER_TOKEN", None)
 FABRIC_METRICS_BASIC_AUTH = env.match(
     "FABRIC_METRICS_BASIC_AUTH", None, pattern=r"[^:]+:.+", what="user:password for basic auth on /metrics"
 )
+# The /metrics shards this web process serves (docs/metrics.md, "One process per shard"): e.g. "0/4,1/4". It
+# renders and keeps only their series, and refuses any other scrape; unset, it serves the whole fabric.
+FABRIC_METRICS_SHARDS = env.match(
+    "FABRIC_METRICS_SHARDS",
+    None,
+    pattern=r"\d{1,4}/\d{1,4}(,\d{1,4}/\d{1,4})*",
+    what="the /metrics shards this process serves, K/N separated by commas, e.g. 0/4,1/4",
+)
+try:
+    served_shards(FABRIC_METRICS_SHARDS)
+except SelectionError as e:
+    raise ImproperlyConfigured(str(e)) from None
 
 # Nodes prove who they are (fabricweb/nodeauth.py): each signs its snapshots with a key derived from
 # this secret (`manage.py node_key NODE`). "required": unsigned or mis-signed snapshots are refused.

@@ -109,6 +109,19 @@ def test_a_bad_value_stops_start_up():
     assert "FABRIC_POLL_INTERVAL='often' is not a duration" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("0/4,1/3", "FABRIC_METRICS_SHARDS='0/4,1/3': every shard of one N"),
+        ("0-4", "FABRIC_METRICS_SHARDS='0-4' is not the /metrics shards this process serves"),
+    ],
+)
+def test_a_metrics_shard_setting_no_scrape_could_ask_for_stops_start_up(value, words):
+    done = manage("check", SECRET_KEY=PRODUCTION["SECRET_KEY"], FABRIC_METRICS_SHARDS=value)
+    assert done.returncode != 0
+    assert words in done.stderr
+
+
 def test_check_deploy_is_clean_with_the_production_variables():
     done = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
     assert done.returncode == 0, done.stderr

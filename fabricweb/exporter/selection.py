@@ -18,8 +18,10 @@ import re
 import zlib
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
 
-from django.http import QueryDict
+if TYPE_CHECKING:
+    from django.http import QueryDict
 
 SETS = ("all", "health", "counters", "detail", "hw", "pcie")
 # What the default scrape may cost a Prometheus, per host port (tests/exporter/test_exporter_series_budget.py).
@@ -69,6 +71,30 @@ def shard_of(node: str, shards: int) -> int:
     return zlib.crc32(node.encode()) % shards
 
 
+def served_shards(text: str | None) -> frozenset[tuple[int, int]] | None:
+    """FABRIC_METRICS_SHARDS ("0/4,1/4") as {(K, N), ...}; None when unset (the whole fabric is served).
+
+    Raises SelectionError for a K/N past MAX_SHARDS, K >= N or shards of different N: a process serving
+    "0/4,1/3" would keep nodes of overlapping shards, and no scrape job asks for that."""
+    if text is None:
+        return None
+    served = set()
+    for item in text.split(","):
+        served.add(_shard(item, "FABRIC_METRICS_SHARDS"))
+    if len({shards for _, shards in served}) > 1:
+        raise SelectionError(f"FABRIC_METRICS_SHARDS={text!r}: every shard of one N, e.g. 0/4,1/4")
+    return frozenset(served)
+
+
+def _shard(text: str, what: str) -> tuple[int, int]:
+    match = _SHARD.fullmatch(text)
+    if match:
+        shard, shards = int(match[1]), int(match[2])
+        if 0 < shards <= MAX_SHARDS and shard < shards:
+            return shard, shards
+    raise SelectionError(f"{what}={text!r}: K/N with 0 <= K < N <= {MAX_SHARDS}, e.g. 0/4")
+
+
 def parse(query: QueryDict) -> Selection:
     unknown = sorted(set(query) - {"set", "shard", "node"})
     if unknown:
@@ -78,12 +104,7 @@ def parse(query: QueryDict) -> Selection:
         raise SelectionError(f"set={series!r}: one of {', '.join(SETS)}")
     shard, shards = 0, 1
     if "shard" in query:
-        match = _SHARD.fullmatch(query["shard"])
-        if not match:
-            raise SelectionError(f"shard={query['shard']!r}: K/N with 0 <= K < N, e.g. shard=0/4")
-        shard, shards = int(match[1]), int(match[2])
-        if not 0 < shards <= MAX_SHARDS or shard >= shards:
-            raise SelectionError(f"shard={query['shard']!r}: K/N with 0 <= K < N <= {MAX_SHARDS}")
+        shard, shards = _shard(query["shard"], "shard")
     node_glob = query.get("node") or None
     if node_glob is not None and len(node_glob) > 100:
         raise SelectionError("node: a shell pattern of at most 100 characters, e.g. node=cn0*")

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -21,7 +22,7 @@ from . import auth
 from .brokerseries import broker_memory
 from .collector import FabricCollector
 from .encoder import encode_chunks
-from .selection import SelectionError, parse
+from .selection import Selection, SelectionError, parse, served_shards
 
 log = logging.getLogger(__name__)
 # What Prometheus 2 (the shipped one, deploy/) asks for first: the format whose lines warm_up keeps.
@@ -38,6 +39,9 @@ def metrics(request: HttpRequest) -> HttpResponse:
         selection = parse(request.GET)
     except SelectionError as e:
         return HttpResponse(f"{e}\n", status=400, content_type="text/plain; charset=utf-8")
+    refused = _not_served(selection)
+    if refused:
+        return HttpResponse(f"{refused}\n", status=421, content_type="text/plain; charset=utf-8")
     encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
     with _gc_paused():
         families = FabricCollector(selection, timezone.now()).families()
@@ -49,21 +53,45 @@ def metrics(request: HttpRequest) -> HttpResponse:
     return StreamingHttpResponse(_paused(encode_chunks(families, encoder)), content_type=content_type)
 
 
+def _not_served(selection: Selection) -> str | None:
+    """Why this process does not answer `selection`, or None. A process given FABRIC_METRICS_SHARDS keeps the
+    rows of its shards only (its memory is bounded by them): any other scrape, the whole fabric's included,
+    goes to the process serving it (421, Misdirected Request: the scrape config names the wrong target)."""
+    served = served_shards(settings.FABRIC_METRICS_SHARDS)
+    if served is None or (selection.shard, selection.shards) in served:
+        return None
+    asked = f"shard={selection.shard}/{selection.shards}" if selection.shards > 1 else "the whole fabric (no shard)"
+    return (
+        f"this process serves /metrics shards {settings.FABRIC_METRICS_SHARDS} only (FABRIC_METRICS_SHARDS), "
+        f"not {asked}: scrape the process that serves it"
+    )
+
+
 def warm_up() -> None:
     """Render `?set=health` once, into the void, as a web worker starts (gunicorn.conf.py), before it serves:
     the health rows' lines are then kept (grouped.py, encoder.py) and Prometheus's first scrape of a fresh
     process costs what a warm one does (at 20,000 ports they were ~0.6 s of it). The default scrape's
-    counters reuse the same rows. Never fatal: a worker with no database yet serves the error later."""
+    counters reuse the same rows. A process given FABRIC_METRICS_SHARDS renders each of its shards, and
+    nothing of the others. Never fatal: a worker with no database yet serves the error later."""
+    served = served_shards(settings.FABRIC_METRICS_SHARDS)
+    queries = ["set=health"] if served is None else [f"set=health&shard={k}/{n}" for k, n in sorted(served)]
     started = time.perf_counter()
     try:
         encoder, _ = choose_encoder(PROMETHEUS_ACCEPT)
+        size = 0
         with _gc_paused():
-            families = FabricCollector(parse(QueryDict("set=health")), timezone.now()).families()
-            size = sum(map(len, encode_chunks(families, encoder)))
+            for query in queries:
+                families = FabricCollector(parse(QueryDict(query)), timezone.now()).families()
+                size += sum(map(len, encode_chunks(families, encoder)))
     except Exception as e:  # the worker must start; its first scrape reports the fault
         log.warning("/metrics warm-up skipped: %s: %s", type(e).__name__, e)
         return
-    log.info("/metrics warm-up: the health series (%d bytes) rendered in %.2f s", size, time.perf_counter() - started)
+    log.info(
+        "/metrics warm-up: the health series of %s (%d bytes) rendered in %.2f s",
+        "the whole fabric" if served is None else f"shards {settings.FABRIC_METRICS_SHARDS}",
+        size,
+        time.perf_counter() - started,
+    )
 
 
 def _paused(chunks: Iterator[bytes]) -> Iterator[bytes]:
