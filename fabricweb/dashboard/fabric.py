@@ -200,15 +200,17 @@ def counts() -> Counts:
 
 
 def open_problems(filters: dict, advice: bool = False):
-    """Open events, most severe first, then oldest first (the longest-standing problem leads): the problems
-    (critical and warning), or with `advice` the advice (info: a capped counter, a PCIe link that could
-    be faster), which is listed apart."""
+    """Open events, most severe first, then oldest first (the longest-standing problem leads), or with
+    filters["sort"] == "newest" newest first: the problems (critical and warning), or with `advice` the
+    advice (info: a capped counter, a PCIe link that could be faster), which is listed apart."""
     rows = Event.objects.filter(resolved_at__isnull=True).select_related("node", "device", "port", "acknowledgement")
     rows = rows.filter(severity=ADVICE) if advice else rows.exclude(severity=ADVICE)
     if filters.get("node"):
         rows = rows.filter(**glob_filter("node__name", filters["node"]))
     if filters.get("device"):
         rows = rows.filter(**glob_filter("device__name", filters["device"]))
+    if filters.get("sort") == "newest":
+        return rows.order_by("-opened_at", "-id")
     return rows.annotate(severity_order=SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
 
 

@@ -42,6 +42,11 @@ class PortFilter(forms.Form):
         required=False,
     )
     problems = forms.BooleanField(label="only problems", required=False)
+    sort = forms.ChoiceField(
+        label="sort problems",
+        choices=(("", "most severe first"), ("newest", "newest first")),
+        required=False,
+    )
     page = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
     advice = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
 

@@ -40,14 +40,15 @@ def require_operator(request) -> None:
 
 
 def mark_page(events, now: datetime) -> None:
-    """Acknowledgement and silence of each event, and the running jobs crossing its link, for the templates
-    (one query for the silences, a few for the jobs)."""
+    """Acknowledgement and silence of each event, whether it is new, and the running jobs crossing its link,
+    for the templates (one query for the silences, a few for the jobs)."""
     from fabricweb.jobs.impact import jobs_for_events
 
-    from .. import fabric, rowactions
+    from .. import fabric, newness, rowactions
 
     rows = list(events)
     fabric.mark_silenced(rows, now)
+    newness.mark_new(rows, now)
     jobs = jobs_for_events(rows)
     for event in rows:
         event.jobs = jobs.get(event.pk, [])

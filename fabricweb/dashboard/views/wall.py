@@ -22,13 +22,15 @@ from django.views.decorators.http import require_POST
 
 from fabricweb.tokens import hash_token
 
-from .. import fabric, switches
+from .. import fabric, newness, switches
 from ..forms import WallLinkForm
-from ..marks import HEALTHS, MARKS, QUIET
+from ..marks import HEALTH_WORDS, HEALTHS, MARKS, QUIET
 from ..models import WallLink
 from .common import freshness, mark_page, require_operator
 
-WALL_PROBLEMS = 30
+# Rows sent to the wall: more than a 3840x2160 screen holds (~50); wall.js hides those past the screen's
+# end and says how many it does not show, these and the rest ("+N more").
+WALL_PROBLEMS = 100
 LAST_USED_EVERY = timedelta(minutes=1)
 # Past this many tiles the heat map drops the names: colour and mark still read from across the room.
 NAMED_TILES = 400
@@ -60,6 +62,11 @@ def heat_map(cells) -> list[Tile]:
     return tiles
 
 
+# Every health the overview shows, in its colour and mark: what a tile's worst port reads as.
+LEGEND_WORDS = {**HEALTH_WORDS, "up": "all up", "unknown": "stale or unreachable"}
+LEGEND = [(h, MARKS[h], LEGEND_WORDS[h]) for h in HEALTHS]
+
+
 def refused(request, token: str):
     """A revoked link says so (and when); anything else is not a wall link. The reason also travels in a
     header, for the wall's live refresh (live.js) to show instead of "logged out"."""
@@ -86,16 +93,18 @@ def wall(request):
         return redirect_to_login(request.get_full_path())
     now = timezone.now()
     counts, cells = fabric.fabric_view({})
-    problems = list(fabric.open_problems({})[: WALL_PROBLEMS + 1])
-    more = len(problems) > WALL_PROBLEMS
-    problems = problems[:WALL_PROBLEMS]
+    every = list(fabric.open_problems({}))
+    problems = newness.wall_order(every, now)[:WALL_PROBLEMS]
     mark_page(problems, now)
     tiles = heat_map(cells)
     context = {
         "counts": counts,
         "problems": problems,
-        "more_problems": more,
+        "open_problems": len(every),
+        "not_sent": len(every) - len(problems),
+        "new_problems": sum(e.is_new for e in problems),
         "tiles": tiles,
+        "legend": LEGEND,
         "dense": len(tiles) > NAMED_TILES,
         **freshness(now, counts.last_ingest, known=True),
     }
