@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from collectors.link import SPEEDS
 from collectors.sim import Fabric
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,10 +122,14 @@ def wait_until(check, what: str, timeout: float = 10.0) -> None:
 
 
 _LINE = re.compile(
-    r'^(0x[0-9a-f]+) "\s*([^"]*)"\s+(\d+)\s+(\d+)\[\s*\] ==\(\s*(?:(\d+X)\s+([\d.]+) Gbps\s+)?(\w+)/\s*(\w+)\)==>'
-    # A port whose far end went away a moment ago ends `"Port not available"`, with no "Could be" part.
-    r'\s+(?:(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\[\s*\] "([^"]*)")?(?:.*\((.*)\)|.*)$'
+    r'^(0x[0-9a-f]+) "\s*([^"]*)"\s+(\d+)\s+(\d+)\[\s*\] '
+    # The link: width, per-lane signalling Gb/s (FDR10 prints QDR's 10.0 and says so), state and physical state.
+    r"==\(\s*(?:(\d+X)\s+([\d.]+) Gbps(?: \((FDR10)\))?\s+)?(\w+)/\s*(\w+)\)==>\s+"
+    # The far end and iblinkinfo's "(width_msg speed_msg)"; a port whose far end went away a moment ago ends
+    # `"Port not available"`, a port down `[  ] "" ( )`.
+    r'(?:(0x[0-9a-f]+)\s+(\d+)\s+(\d+)\[\s*\] "([^"]*)" \((.*)\)|\[\s*\] "" \((.*)\)|"Port not available")$'
 )
+_COULD = re.compile(r"^(?:Could be (\d+X))?\s*(?:Could be (.+))?$")
 
 
 def short(description: str) -> str:
@@ -133,20 +138,38 @@ def short(description: str) -> str:
 
 
 def parse_iblinkinfo(text: str) -> dict[tuple[str, int], dict]:
-    """`iblinkinfo -l`: (node, port) -> guid, lid, width, per-lane Gb/s, state, phys state, far end, "Could be"."""
+    """`iblinkinfo -l`: (node, port) -> guid, lid, width, per-lane Gb/s, state, phys state, far end, "Could be",
+    and in collectors.link's names the speed and what iblinkinfo says the link could be (`could_lanes`, None
+    when at its widest; `could_speed`, None when at its fastest)."""
     out = {}
     for line in text.splitlines():
         m = _LINE.match(line)
         assert m, line
-        guid, desc, lid, port, width, gbps, state, phys, _, _, far_port, far_desc, could = m.groups()
+        guid, desc, lid, port, width, gbps, fdr10, state, phys, _, _, far_port, far_desc, could, _ = m.groups()
+        could = (could or "").strip()
+        wants = _COULD.match(could)
+        assert wants, could
         out[(short(desc), int(port))] = {
             "guid": guid,
             "lid": int(lid),
             "link": (width, gbps, state, phys),
+            "speed": "FDR10" if fdr10 else (speed_of(gbps) if gbps else None),
             "far": (short(far_desc), int(far_port)) if far_port else None,
-            "could": (could or "").strip(),
+            "could": could,
+            "could_lanes": int(wants.group(1)[:-1]) if wants.group(1) else None,
+            "could_speed": _could_speed(wants.group(2)) if wants.group(2) else None,
         }
     return out
+
+
+def speed_of(gbps: str) -> str:
+    """iblinkinfo's per-lane signalling rate (`212.5`) as a speed's name; FDR10 says itself, never by its rate."""
+    return next(s.name for s in SPEEDS if s.name != "FDR10" and s.signalling_gbps == float(gbps))
+
+
+def _could_speed(text: str) -> str:
+    # "FDR10 (Found link at QDR but expected speed is FDR10)", or a rate: "212.5 Gbps".
+    return "FDR10" if text.startswith("FDR10") else speed_of(text.removesuffix(" Gbps"))
 
 
 def host_lids(snap: dict) -> dict[str, list[int]]:

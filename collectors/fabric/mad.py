@@ -10,7 +10,10 @@ libibmad's mad_set_field and decodes here):
 - performance management (PMA, class 0x04), routed by LID to the switch: what perfquery sends.
 
 Only what the collector reads is decoded: NodeInfo, NodeDescription, PortInfo, SwitchInfo,
-LinearForwardingTable, PortCounters and PortCountersExtended. Every multi-byte field is big-endian (network order).
+LinearForwardingTable, PortCounters, PortCountersExtended and Mellanox's ExtendedPortInfo (FDR10).
+Every multi-byte field is big-endian (network order). Which of PortInfo's three speed fields apply
+(LinkSpeed, LinkSpeedExt for FDR to NDR, LinkSpeedExt2 for XDR) and where FDR10 comes from are in
+docs/infiniband.md §2c.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from dataclasses import dataclass
 
 from collectors.facts import ERROR_COUNTERS, XMIT_WAIT
 from collectors.link import WIDTH_BY_VERBS_BIT
+
+from .portspeed import SpeedFields, link_speeds, speed_fields
 
 MAD_SIZE = 256
 DATA_OFFSET = 64  # SMP data and GS (PMA) data both start here
@@ -39,6 +44,7 @@ ATTR_SWITCH_INFO = 0x0012  # in the SMP class; PortCounters shares the number in
 ATTR_LINEAR_FORWARDING_TABLE = 0x0019
 ATTR_PORT_COUNTERS = 0x0012
 ATTR_PORT_COUNTERS_EXT = 0x001D
+ATTR_MLNX_EXT_PORT_INFO = 0xFF90  # Mellanox's vendor SMP attribute (libibmad IB_ATTR_MLNX_EXT_PORT_INFO)
 
 PERMISSIVE_LID = 0xFFFF
 GSI_QP = 1
@@ -50,13 +56,6 @@ NODE_TYPE_CA, NODE_TYPE_SWITCH, NODE_TYPE_ROUTER = 1, 2, 3
 LFT_BLOCK = 64
 NO_ROUTE = 255  # an LFT entry that forwards nowhere (IBA 14.2.5.10)
 MAX_UNICAST_LID = 0xBFFF
-
-# PortInfo.CapabilityMask bit 14: the port reports FDR and faster in the LinkSpeedExt fields.
-CAP_EXTENDED_SPEEDS = 1 << 14
-
-# LinkSpeedActive/Supported/Enabled bits, and their LinkSpeedExt twins (IBA 14.2.5.6, table 155).
-BASE_SPEED_BITS = {1: "SDR", 2: "DDR", 4: "QDR"}
-EXT_SPEED_BITS = {1: "FDR", 2: "EDR", 4: "HDR", 8: "NDR"}
 
 # The status a directed-route SMP or a GS reply carries: bit 0 busy, bit 1 redirect, bits 2-4 a code.
 STATUS_CODES = {
@@ -207,7 +206,7 @@ class PortInfo:
     width_active: int | None  # lanes
     width_enabled: frozenset[int]  # lane counts
     width_supported: frozenset[int]
-    speed_active: str | None  # SDR ... NDR
+    speed_active: str | None  # SDR ... XDR (FDR10 is not in PortInfo: see Fdr10)
     speed_enabled: frozenset[str]
     speed_supported: frozenset[str]
     mtu_cap: int
@@ -217,11 +216,10 @@ class PortInfo:
 _PORT_INFO = struct.Struct(">16xHHI4xBBBBBBBB")
 
 
-def decode_port_info(data: bytes) -> PortInfo:
-    (lid, sm_lid, cap_mask, local, w_enabled, w_supported, w_active, b32, b33, b34, b35) = _PORT_INFO.unpack_from(data)
-    ext = bool(cap_mask & CAP_EXTENDED_SPEEDS)
-    ext_active, ext_supported, ext_enabled = data[62] >> 4, data[62] & 0xF, data[63] & 0x1F
-    speed = EXT_SPEED_BITS.get(ext_active) if ext and ext_active else BASE_SPEED_BITS.get(b35 >> 4)
+def decode_port_info(data: bytes, fields: SpeedFields | None = None) -> PortInfo:
+    """PortInfo, its speeds read through `fields` (by default the port's own capability masks)."""
+    (lid, sm_lid, cap_mask, local, w_enabled, w_supported, w_active, b32, b33, b34, _b35) = _PORT_INFO.unpack_from(data)
+    speeds = link_speeds(data, speed_fields(data) if fields is None else fields)
     return PortInfo(
         lid=lid,
         sm_lid=sm_lid,
@@ -233,9 +231,9 @@ def decode_port_info(data: bytes) -> PortInfo:
         width_active=WIDTH_BY_VERBS_BIT.get(w_active),
         width_enabled=_widths(w_enabled),
         width_supported=_widths(w_supported),
-        speed_active=speed,
-        speed_enabled=_speeds(b35 & 0xF, ext_enabled & 0xF if ext else 0),
-        speed_supported=_speeds(b32 >> 4, ext_supported if ext else 0),
+        speed_active=speeds.active,
+        speed_enabled=speeds.enabled,
+        speed_supported=speeds.supported,
         mtu_cap=data[41] & 0xF,
         neighbor_mtu=data[36] >> 4,
     )
@@ -243,12 +241,6 @@ def decode_port_info(data: bytes) -> PortInfo:
 
 def _widths(mask: int) -> frozenset[int]:
     return frozenset(lanes for bit, lanes in WIDTH_BY_VERBS_BIT.items() if mask & bit)
-
-
-def _speeds(base: int, ext: int) -> frozenset[str]:
-    names = {name for bit, name in BASE_SPEED_BITS.items() if base & bit}
-    names.update(name for bit, name in EXT_SPEED_BITS.items() if ext & bit)
-    return frozenset(names)
 
 
 # PortCounters (attribute 0x0012) in its order, by the sysfs counters/ file names the host reader uses.
