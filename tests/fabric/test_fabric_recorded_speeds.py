@@ -110,18 +110,19 @@ def test_a_switch_port_reads_its_speeds_through_port_0s_capability_masks():
     assert switch.ports[1].speed == "XDR" and "XDR" in switch.ports[1].speed_supported
 
 
-def alarms() -> dict[str, Event]:
+def ingested(name: str) -> dict[str, Event]:
+    """The recorded fabric's sweep through ingest and the health rules: the problems it opens, by key."""
+    from fabricweb.fabric.ingest import ingest_fabric
+
+    _, discovery, _ = discovered(name)
+    at = datetime(2026, 12, 6, 9, 30, tzinfo=UTC)
+    sweep = FabricSweep("fabric-test", at.timestamp(), nodes=list(discovery.nodes.values()), local=discovery.local)
+    ingest_fabric(to_dict(sweep), now=at)
     return {e.key: e for e in Event.objects.filter(resolved_at__isnull=True).exclude(severity="info")}
 
 
 def test_a_4x_xdr_link_trained_at_ndr_is_a_speed_downgrade_naming_both_ends(each_db):
-    from fabricweb.fabric.ingest import ingest_fabric
-
-    _, discovery, _ = discovered("xdr")
-    at = datetime(2026, 12, 6, 9, 30, tzinfo=UTC)
-    sweep = FabricSweep("fabric-test", at.timestamp(), nodes=list(discovery.nodes.values()), local=discovery.local)
-    ingest_fabric(to_dict(sweep), now=at)
-    events = alarms()
+    events = ingested("xdr")
     assert sorted(events) == ["degraded:xdr-leaf01/switch/2", "degraded:xdr-leaf01/switch/4"]
     assert events["degraded:xdr-leaf01/switch/2"].message == (
         "xdr-leaf01 port 2 ↔ cx8-02 mlx5_0 port 1: trained at 400 Gb/s (4X NDR), expected 800 Gb/s (4X XDR): "
@@ -129,3 +130,12 @@ def test_a_4x_xdr_link_trained_at_ndr_is_a_speed_downgrade_naming_both_ends(each
     )
     assert "width downgrade (2X where 4X expected)" in events["degraded:xdr-leaf01/switch/4"].message
     assert all(e.severity == "critical" for e in events.values())
+
+
+def test_a_link_both_ends_could_run_at_fdr10_trained_at_qdr_is_a_speed_downgrade(each_db):
+    events = ingested("fdr10")
+    assert list(events) == ["degraded:fdr10-leaf01/switch/2"]  # port 1 runs FDR10; port 3's far end is QDR-only
+    assert events["degraded:fdr10-leaf01/switch/2"].message.startswith(
+        "fdr10-leaf01 port 2 ↔ cx3-02 mlx4_0 port 1: trained at 40 Gb/s (4X QDR), expected 40 Gb/s (4X FDR10): "
+        "speed downgrade (QDR where FDR10 expected, the same 40 Gb/s total but 8b/10b encoding leaves 32 for data)"
+    )
