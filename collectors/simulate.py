@@ -31,7 +31,7 @@ Every node has a PCIe tree (collectors/sim/pcitree.py): each HCA on a PCIe switc
 a root port, every link at full speed and width. Layout faults, given at start only (--fault at
 the first run, or with --fresh), reshape it for the fabric's life: NODE:dgx (8 GPUs and 8 HCAs
 behind 4 PCIe switches, 2 GPUs + 2 HCAs each, two sockets: a DGX A100's layout) and NODE:misbuilt
-(its first HCA below the switch of two GPUs, the three behind one Gen4 x16 uplink).
+(its first HCA below the switch of two GPUs, the three behind one uplink wired x4, too narrow for its port).
 
 With --fabric, a SPEC may name a switch (leaf03) or a switch port (leaf03/12). Switch
 kinds: down (a switch loses power: all its links go down; a port: the cable is pulled),
@@ -74,7 +74,7 @@ rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
 flap, reset, saturate, pcie=GEN<g>x<lanes>, uplink=GEN<g>x<lanes> (the PCIe switch uplink above the
 HCA), vanish, vfs=0..16 (SR-IOV virtual functions per HCA)
 layout (a node, at start only): NODE:dgx (8 GPUs and 8 HCAs behind 4 PCIe switches, two sockets),
-NODE:misbuilt (its first HCA and two GPUs behind one Gen4 x16 switch uplink)
+NODE:misbuilt (its first HCA and two GPUs behind one switch uplink wired x4)
 with --fabric: leaf03[/PORT]:down|flap|symbol-errors=N[/s|/min|/h]|speed=|width=, leaf03:mute,
 NODE/DEVICE/PORT:miscable; speed= (SDR, DDR, QDR), width= (1X, 4X, 8X, 12X) and miscable only at
 start: ibsim cannot change a running link"""

@@ -2,6 +2,8 @@
 and read back as the node agent's snapshot (the `pcie_path` and `gpus` ingest stores).
 
 - `misbuilt`: one IB card and two GPUs behind one Gen4 x16 PCIe switch uplink.
+- `hgx`: an 8-GPU HGX server as issue 38 found it: 4 PCIe switches, each with two GPUs and one 400 Gb/s card
+  below a Gen5 x16 uplink, two switches on each socket.
 - `sockets`: a two-socket host, each IB card and GPU on a root port of its own; NUMA nodes as given (-1: the
   kernel's "none").
 """
@@ -52,3 +54,26 @@ def sockets(root: str, cards: dict[str, int], gpus: dict[str, int], cpus: dict[i
         rp = t.function(t.host_bridge(f"pci0000:{hb:02x}"), f"0000:{hb:02x}:{slot:02x}.1", ROOT_PORT, numa)
         t.function(rp, address, GPU, numa, cpus=cpus[numa])
         slot += 1
+
+
+def hgx(root: str, **first_uplink) -> dict:
+    """Switch s (0-3) on host bridge pci0000:{s*0x20+0x10}: root port .01.0 -> switch upstream port (the uplink) ->
+    downstream ports 00.0 (GPU), 01.0 (GPU), 02.0 (mlx5_s); every link Gen5 x16, the first uplink as
+    `first_uplink` says (speed=, width=). Returns each switch's uplink address, GPUs and card, switch 0 first."""
+    t = Tree(root)
+    gen5 = {"speed": GEN5, "max_speed": GEN5}
+    switches = []
+    for s in range(4):
+        numa, top = s // 2, 0x10 + 0x20 * s
+        uplink = {**gen5, **(first_uplink if s == 0 else {})}
+        rp = t.function(t.host_bridge(f"pci0000:{top:02x}"), f"0000:{top:02x}:01.0", ROOT_PORT, numa, **uplink)
+        usp = t.function(rp, f"0000:{top + 1:02x}:00.0", SWITCH, numa, **uplink)
+        gpus = []
+        for port in (0, 1):
+            dsp = t.function(usp, f"0000:{top + 2:02x}:{port:02x}.0", SWITCH, numa, **gen5)
+            gpus.append(f"0000:{top + 3 + port:02x}:00.0")
+            t.function(dsp, gpus[-1], GPU, numa, cpus=CPUS[numa], **gen5)
+        dsp = t.function(usp, f"0000:{top + 2:02x}:02.0", SWITCH, numa, **gen5)
+        t.rdma(t.function(dsp, f"0000:{top + 5:02x}:00.0", HCA, numa, cpus=CPUS[numa], **gen5), f"mlx5_{s}")
+        switches.append({"uplink": f"0000:{top + 1:02x}:00.0", "gpus": gpus, "card": f"mlx5_{s}"})
+    return {"switches": switches}

@@ -10,7 +10,10 @@ Node shapes (layout faults, given when the fabric is created):
   and width, no hop narrower than the card's own link;
 - `dgx`: 8 GPUs and 8 HCAs behind 4 switches (2 GPUs + 2 HCAs each), one switch per host bridge,
   two host bridges per socket, two sockets, every link Gen4 x16 (as a DGX A100);
-- `misbuilt`: the first HCA below the switch of two GPUs, the three behind one Gen4 x16 uplink.
+- `misbuilt`: the first HCA below the switch of two GPUs, the three behind one uplink wired x4 (a switch
+  built for slower cards) at the card's generation, Gen4 at most: narrower than any simulated port, so
+  the GPUs share a hop that cannot carry the card (issue 38: GPUs below an uplink that carries the card's
+  port are no finding, their traffic to the card turns inside the switch).
 
 A link has two ends and sysfs shows it at both: the root port and the switch upstream port below it
 both show the uplink (`uplink=`), a downstream port shows the link of the function below it (so a
@@ -27,6 +30,7 @@ DGX_ROOT_PORT = ("0x060400", "0x1022", "0x1483")  # AMD Rome GPP bridge, as in a
 SWITCH = ("0x060400", "0x1000", "0xc010")  # Broadcom PEX88096 ports
 GPU = ("0x030200", "0x10de", "0x20b0")  # A100 SXM4 40GB: a 3D controller
 GPU_LINK = (GEN4, 16)
+MISBUILT_WIDTH = 4  # lanes of the misbuilt switch's uplink: Gen4 x4 ~63 Gb/s, Gen3 x4 ~32 Gb/s
 HCA_CLASS = {"InfiniBand": "0x020700", "Ethernet": "0x020000"}
 # PCI buses of the HCA slots of a default node, in order; NUMA node alternates with the slot. Each
 # sits 3 buses below its host bridge's (root port, switch upstream port, downstream port).
@@ -83,17 +87,19 @@ class _Builder:
         self.functions.append(PciFn(rel, address, ident, numa, cpus, link[0], link[1], **role))
         return rel
 
-    def switch(self, root_bus: int, rp_devfn: str, rp_ident: tuple, numa: int, cpus: str, gts: float) -> str:
+    def switch(
+        self, root_bus: int, rp_devfn: str, rp_ident: tuple, numa: int, cpus: str, gts: float, width: int = 16
+    ) -> str:
         """Host bridge pci0000:<root_bus> -> root port -> switch upstream port: the latter's directory."""
-        s, up = self.switches, (gts, 16)
+        s, up = self.switches, (gts, width)
         self.switches += 1
         host = f"devices/pci0000:{root_bus:02x}"
         rp = self.fn(host, f"0000:{root_bus:02x}:{rp_devfn}", rp_ident, numa, cpus, up, switch=s)
         return self.fn(rp, f"0000:{root_bus + 1:02x}:00.0", SWITCH, numa, cpus, up, switch=s)
 
-    def hca(self, usp: str, port: str, bus: int, numa: int, cpus: str, gts: float) -> None:
+    def hca(self, usp: str, port: str, bus: int, numa: int, cpus: str, gts: float, width: int = 16) -> None:
         dsp = self.fn(usp, port, SWITCH, numa, cpus, self.card, slot=len(self.slots))
-        self.slots.append(Slot(dsp, f"0000:{bus:02x}:00.0", numa, cpus, self.switches - 1, (gts, 16)))
+        self.slots.append(Slot(dsp, f"0000:{bus:02x}:00.0", numa, cpus, self.switches - 1, (gts, width)))
 
     def gpu(self, usp: str, port: str, bus: int, numa: int, cpus: str) -> None:
         dsp = self.fn(usp, port, SWITCH, numa, cpus, GPU_LINK)
@@ -122,9 +128,9 @@ def plan(shape: str, hcas: int, gts: float, width: int) -> NodePci:
         numa = h % 2 if hcas > 1 else 0
         cpus, root = CPUS[numa], bus - 3
         if shape == "misbuilt" and h == 0:
-            up = max(GEN4, gts)  # Gen4 x16, or the card's Gen5: only the sharing is wrong
-            usp = b.switch(root, "00.0", ROOT_PORT, numa, cpus, up)
-            b.hca(usp, f"0000:{root + 2:02x}:00.0", bus, numa, cpus, up)
+            up = min(GEN4, gts)
+            usp = b.switch(root, "00.0", ROOT_PORT, numa, cpus, up, MISBUILT_WIDTH)
+            b.hca(usp, f"0000:{root + 2:02x}:00.0", bus, numa, cpus, up, MISBUILT_WIDTH)
             for i in (1, 2):
                 b.gpu(usp, f"0000:{root + 2:02x}:{i:02x}.0", bus + i, numa, cpus)
             continue

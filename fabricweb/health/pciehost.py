@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from collectors import pcie
 from collectors.facts import is_ethernet, is_up
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.results import IngestResult
@@ -94,5 +95,6 @@ def _card(node: str, device: Device, observed: list, expectations: dict, policie
         need += rated.gbps if rated is not None else 0.0
     gpus, rdma = neighbours_of(device.pcie_path)
     numa = known_numa(device.numa_node)
-    hops = pcie_view(device, cache).path
-    return CardView(device.name, numa, infiniband, need or None, hops, gpus, rdma, warning)
+    view = pcie_view(device, cache)
+    own = pcie.usable_gbps(view.current_gts, view.current_width)
+    return CardView(device.name, numa, infiniband, need or None, view.path, gpus, rdma, warning, own)

@@ -123,7 +123,8 @@ class CardView:
     # Below the bridges of its path (Device.pcie_path's neighbours): (address or name, `via` hop address).
     gpus_below: tuple[tuple[str, str], ...] = ()
     rdma_below: tuple[tuple[str, str], ...] = ()
-    shared_warning: bool = False  # a link policy raises a shared uplink above it to a warning
+    shared_warning: bool = False  # a link policy raises a shared hop above it to a warning
+    own_gbps: float | None = None  # usable Gb/s of its own PCIe link as trained (collectors.pcie.usable_gbps)
 
 
 @dataclass(frozen=True, slots=True)

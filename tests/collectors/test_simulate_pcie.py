@@ -94,7 +94,7 @@ def test_a_dgx_node_has_8_gpus_and_8_hcas_behind_4_switches_in_nvidia_smi_topo_w
     assert [d.name for d in read(fabric, "cn002").devices] == ["mlx4_0"]
 
 
-def test_a_misbuilt_node_has_its_first_card_and_two_gpus_behind_one_gen4_x16_uplink(out):
+def test_a_misbuilt_node_has_its_first_card_and_two_gpus_behind_one_uplink_wired_x4(out):
     fabric = Fabric.create(out, 1, seed=3, layout_faults=("cn001:misbuilt",))
     snap = read(fabric, "cn001")
     devices = {d.name: d for d in snap.devices}
@@ -104,7 +104,8 @@ def test_a_misbuilt_node_has_its_first_card_and_two_gpus_behind_one_gen4_x16_upl
         ("gpu", "0000:3c:00.0", uplink.address),
         ("gpu", "0000:3d:00.0", uplink.address),
     ]
-    assert links(uplink) == links(path.hops[3]) == GEN4_X16
+    assert links(uplink) == links(path.hops[3]) == (16.0, 4, 16.0, 4)  # at its maximum: built so
+    assert links(path.hops[0]) == links(path.hops[1]) == GEN4_X16  # the card's own link is whole
     assert [g.nics for g in snap.gpus] == [{"mlx5_0": "PIX", "mlx5_1": "SYS"}] * 2
     assert devices["mlx5_1"].pcie_path.neighbours == ()
 

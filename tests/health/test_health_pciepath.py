@@ -13,7 +13,8 @@ from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
 from fabricweb.health.rules.pciepath import gpu_view, hops_of, judge_host, known_numa, neighbours_of
 from fabricweb.health.view import CardView, HostView, PcieView
-from tests.pcie_layouts import GEN4, GEN5, misbuilt, snapshot, sockets
+from tests.pcie_dgx_h100 import dgx_h100
+from tests.pcie_layouts import GEN4, GEN5, hgx, misbuilt, snapshot, sockets
 from tests.pcie_trees import dgx_a100
 
 NDR = make_rate("NDR", 4)
@@ -128,31 +129,86 @@ def test_a_card_whose_agent_sends_no_pcie_tree_holds_its_path_finding():
     assert "pcie_path:cn042/mlx5_0" not in judge_port(port_view(pcie=PcieView(16.0, 16, 16.0, 16, ()))).unknown
 
 
-def test_one_card_and_two_gpus_behind_one_gen4_x16_uplink_is_one_shared_uplink_advice(tmp_path):
+def test_it_says_nothing_of_gpus_below_an_uplink_that_carries_the_cards_port(tmp_path):
     root = str(tmp_path / "sys")
-    misbuilt(root)
-    snap = snapshot(root)
-    assert path_findings(snap) == []  # every link at full width: the path itself is fine
-    findings, unknown = judge_host(host_of(snap, 200.0))
+    misbuilt(root)  # a 200 Gb/s card and two GPUs behind a Gen4 x16 uplink (~252 Gb/s), every link at its best
+    assert judge_host(host_of(snapshot(root), 200.0)) == ([], set())
+
+
+def test_it_opens_nothing_on_an_hgx_server_with_two_gpus_and_a_400g_card_below_each_gen5_uplink(tmp_path):
+    root = str(tmp_path / "sys")
+    layout = hgx(root)
+    snap = snapshot(root, "hgx01")
+    assert [len(s["gpus"]) for s in layout["switches"]] == [2, 2, 2, 2] and len(snap["gpus"]) == 8
+    # Before issue 38 every switch said "together they can move ~1,408 Gb/s" through ~504 Gb/s: GPU-to-card
+    # traffic below a switch never crosses its uplink.
+    assert judge_host(host_of(snap, 400.0)) == ([], set())
+    assert path_findings(snap, NDR) == []
+
+
+def test_it_opens_nothing_on_the_published_dgx_h100(tmp_path):
+    dgx_h100(str(tmp_path / "sys"))
+    snap = snapshot(str(tmp_path / "sys"), "dgx01")
+    assert len(snap["gpus"]) == 8  # the BMC's VGA is none of them
+    assert judge_host(host_of(snap, 400.0)) == ([], set())
+    assert path_findings(snap, NDR) == []
+
+
+def test_it_names_the_card_and_the_gpu_behind_an_uplink_narrower_than_the_port(tmp_path):
+    root = str(tmp_path / "sys")
+    misbuilt(root, gpus=1, gen=GEN5, speed=GEN4, max_speed=GEN4)  # a Gen5 card below a switch that has only Gen4
+    findings, unknown = judge_host(host_of(snapshot(root), 400.0))
     assert unknown == set()
     assert [(f.kind, f.severity, f.key) for f in findings] == [
         (Kind.PCIE_SHARED, Severity.INFO, "pcie_shared:cn017/0000:41:00.0")
     ]
     assert findings[0].message == (
-        "cn017: mlx5_0 (200 Gb/s) and GPU 0000:44:00.0, 0000:45:00.0 share a PCIe switch uplink 0000:41:00.0 "
-        "trained Gen4 x16 (~252 Gb/s); together they can move ~704 Gb/s (2 GPUs, 1 RDMA card below it: GPUDirect "
-        "layouts give each GPU a card of its own below the switch)"
+        "cn017: mlx5_0 (400 Gb/s) and GPU 0000:44:00.0 share a PCIe switch uplink 0000:41:00.0 trained Gen4 x16 "
+        "(~252 Gb/s), narrower than the port of mlx5_0: the GPU's traffic to host memory crosses it beside the "
+        "card's; their traffic to each other turns below it (GPUDirect RDMA)"
     )
     assert findings[0].details == {
-        "uplink": "0000:41:00.0",
-        "uplink_pcie": "Gen4 x16",
-        "uplink_gbps": 252.1,
+        "hop": "0000:41:00.0",
+        "hop_kind": "PCIe switch uplink",
+        "pcie": "Gen4 x16",
+        "pcie_gbps": 252.1,
         "devices": ["mlx5_0"],
-        "gpus": ["0000:44:00.0", "0000:45:00.0"],
-        "need_gbps": 704.1,
+        "gpus": ["0000:44:00.0"],
+        "port_gbps": 400.0,
+        "narrower_than_port": True,
+        "trained_low": False,
     }
-    raised, _ = judge_host(host_of(snap, 200.0, warning=True))
+    raised, _ = judge_host(host_of(snapshot(root), 400.0, warning=True))
     assert [f.severity for f in raised] == [Severity.WARNING]
+
+
+@pytest.mark.parametrize(
+    ("gbps", "why"),
+    [
+        (400.0, "narrower than the port of mlx5_0 and below the Gen5 x16 it supports"),
+        (200.0, "below the Gen5 x16 it supports"),  # it still carries 200 Gb/s: the lanes lost are said
+    ],
+)
+def test_it_names_the_gpus_sharing_an_hgx_uplink_trained_at_x8(tmp_path, gbps, why):
+    root = str(tmp_path / "sys")
+    first = hgx(root, width=8)["switches"][0]  # the first switch's uplink (root port and upstream port) at x8
+    findings, unknown = judge_host(host_of(snapshot(root), gbps))
+    assert unknown == set()
+    assert [(f.kind, f.key) for f in findings] == [(Kind.PCIE_SHARED, f"pcie_shared:cn017/{first['uplink']}")]
+    assert findings[0].message == (
+        f"cn017: mlx5_0 ({gbps:.0f} Gb/s) and GPU 0000:13:00.0, 0000:14:00.0 share a PCIe switch uplink "
+        f"0000:11:00.0 trained Gen5 x8 (~252 Gb/s), {why}: the GPUs' traffic to host memory crosses it beside the "
+        "card's; their traffic to each other turns below it (GPUDirect RDMA)"
+    )
+    assert findings[0].details["gpus"] == first["gpus"] and findings[0].details["devices"] == ["mlx5_0"]
+
+
+def test_it_names_every_gpu_and_card_below_a_dgx_a100_quadrants_uplink_trained_at_x8(tmp_path):
+    dgx_a100(str(tmp_path / "sys"), width=8)
+    findings, _ = judge_host(host_of(snapshot(str(tmp_path / "sys"), "dgx01"), 200.0))
+    assert [(f.key, f.details["devices"], f.details["gpus"]) for f in findings] == [
+        ("pcie_shared:dgx01/0000:01:00.0", ["mlx5_0", "mlx5_1"], ["0000:07:00.0", "0000:0f:00.0"])
+    ]
 
 
 def test_a_shared_uplink_whose_link_is_unknown_is_held_not_cleared(tmp_path):

@@ -53,17 +53,22 @@ def test_an_uplink_retrained_at_x8_opens_at_the_next_poll_and_resolves_once_it_t
     assert event.resolved_at is not None and event.reason == f"clear for {settings.FABRIC_RESOLVE_AFTER} polls"
 
 
-def test_a_misbuilt_node_opens_one_shared_uplink_advice_and_a_policy_raises_it(each_db, sim_dir, tmp_path):
+def test_a_misbuilt_node_opens_its_shared_uplink_advice_beside_its_path_and_a_policy_raises_it(
+    each_db, sim_dir, tmp_path
+):
     fab = SimFabric(sim_dir, 6, layout=("cn001:misbuilt",))
     fab.polls(2)
     events = pcie_events()
-    assert len(events) == 1
-    ((key, event),) = events.items()
+    # The uplink wired x4 limits the card's port (pcie_path, about the card) and two GPUs share it (pcie_shared).
+    assert sorted(e.kind for e in events.values()) == ["pcie_path", "pcie_shared"]
+    ((key, event),) = ((k, e) for k, e in events.items() if e.kind == "pcie_shared")
     assert key.startswith("pcie_shared:cn001/0000:") and event.severity == "info"
     assert event.device is None and event.port is None  # about the node's uplink, not one card
-    assert " and GPU " in event.message and "share a PCIe switch uplink" in event.message
-    assert f"(~{round(event.details['uplink_gbps'])} Gb/s); together they can move ~" in event.message
-    assert event.details["need_gbps"] > event.details["uplink_gbps"]
+    assert event.message.startswith("cn001: mlx5_0 (200 Gb/s) and GPU 0000:")
+    assert "share a PCIe switch uplink" in event.message and "trained Gen4 x4 (~63 Gb/s)" in event.message
+    assert "narrower than the port of mlx5_0: the GPUs' traffic to host memory crosses it" in event.message
+    assert event.details["port_gbps"] > event.details["pcie_gbps"]
+    assert events["pcie_path:cn001/mlx5_0"].severity == "info"  # at its maximum: built so, not trained low
     assert fab.alarms == {}
 
     policies = tmp_path / "policies.yaml"
@@ -73,7 +78,7 @@ def test_a_misbuilt_node_opens_one_shared_uplink_advice_and_a_policy_raises_it(e
     event.refresh_from_db()
     assert (event.severity, event.resolved_at) == ("warning", None)
     assert event.reason.startswith("was info, now warning: cn001: ")
-    assert list(pcie_events()) == [key]
+    assert sorted(pcie_events()) == ["pcie_path:cn001/mlx5_0", key]
 
 
 def _ingest(root: str, host: str, polls: int = 1, start: int = 0) -> None:

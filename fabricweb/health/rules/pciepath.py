@@ -4,7 +4,7 @@
   limits its port, or a bridge trained below what it and its link partner support. The bridge right
   above the function carries the card's own link, which judge_pcie (Kind.PCIE) judges: while that link
   is known, it is left to it, and so is a path no narrower than the card's own link.
-- `judge_host` (per node snapshot): PCIE_SHARED per PCIe switch uplink, GPU_AFFINITY per GPU and
+- `judge_host` (per node snapshot): PCIE_SHARED per hop shared with GPUs, GPU_AFFINITY per GPU and
   PCIE_NUMA per card (docs/health.md, "The PCIe path").
 """
 
@@ -22,7 +22,6 @@ from .common import INFO, WARNING, ethernet, positive
 from .pcie import port_needs
 
 SWITCH_PORT, ROOT_PORT = "switch port", "root port"  # Device.pcie_path hop kinds
-UPLINK = pcie.UPLINK
 RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")  # collectors.pcitopo's, nearest first
 SYS = "SYS"
 _LINK = ("current_gts", "current_width", "max_gts", "max_width")
@@ -196,63 +195,79 @@ def judge_host(host: HostView) -> tuple[list[Finding], set[str]]:
     return findings, unknown
 
 
-def _uplink(path: tuple[HopView, ...] | None) -> int | None:
-    if path and len(path) >= 2 and path[-2].words == UPLINK:
-        return len(path) - 2
-    return None
-
-
 def _shared(host: HostView, unknown: set[str]) -> Iterable[Finding]:
-    """A card and GPUs below one switch uplink that can move more than it carries. GPUDirect layouts
-    (DGX, HGX) give each GPU an RDMA card of its own below the switch and keep that traffic below it:
-    with no more GPUs than RDMA cards below the uplink, nothing is said."""
-    gpu_gbps = {g.address: pcie.usable_gbps(g.current_gts, g.current_width) for g in host.gpus or ()}
-    uplinks: dict[str, tuple[HopView, dict[str, CardView], set[str], set[str]]] = {}
+    """GPUs below a hop that a card's own traffic must cross, where that hop cannot carry the card: narrower than
+    what the card can move, or trained below what it supports (docs/health.md, "Shared hops"). Traffic between a
+    GPU and a card below one switch goes peer to peer and turns inside that switch (GPUDirect RDMA); what crosses
+    the hops above it is each device's traffic to host memory. So GPUs below a hop that carries the card's port
+    are no finding: an HGX server, two GPUs and a 400 Gb/s card below each Gen5 x16 uplink, opens nothing."""
+    found: dict[str, tuple[HopView, dict[str, CardView], set[str], bool, bool]] = {}
     for card in host.cards:
-        i = _uplink(card.path)
-        if i is None:
+        hit = _card_shared(host.node, card, unknown)
+        if hit is None:
             continue
-        hop = card.path[i]
-        below = {h.address for h in card.path[: i + 1]}
-        _, cards, gpus, rdma = uplinks.setdefault(hop.address, (hop, {}, set(), set()))
+        hop, gpus, narrow, low = hit
+        _, cards, all_gpus, was_narrow, was_low = found.get(hop.address, (hop, {}, set(), False, False))
         cards[card.name] = card
-        rdma.add(card.name)
-        gpus.update(a for a, via in card.gpus_below if via in below)
-        rdma.update(n for n, via in card.rdma_below if via in below)
-    for address, (hop, cards, gpus, rdma) in uplinks.items():
-        if not gpus or len(gpus) <= len(rdma):
-            continue
-        key = pci_key(Kind.PCIE_SHARED, host.node, address)
+        found[hop.address] = (hop, cards, all_gpus | gpus, was_narrow or narrow, was_low or low)
+    for address, (hop, cards, gpus, narrow, low) in found.items():
+        names = sorted(cards, key=_natural)
         carries = _gbps(hop)
-        card_gbps = sum(c.need_gbps or 0.0 for c in cards.values())
-        known_gpus = [gpu_gbps.get(a) for a in gpus if gpu_gbps.get(a) is not None]
-        need = card_gbps + sum(known_gpus)
-        if carries is None or (need <= carries and len(known_gpus) < len(gpus)):
-            unknown.add(key)  # what it carries, or what the GPUs can move, is not known
-            continue
-        if need <= carries:
-            continue
-        names = sorted(cards)
+        link = pcie.describe(hop.current_gts, hop.current_width)
         who = ", ".join(
             f"{n} ({format_gbps(round(cards[n].need_gbps))} Gb/s)" if cards[n].need_gbps else n for n in names
         )
-        link = pcie.describe(hop.current_gts, hop.current_width)
+        why = []
+        if narrow:
+            why.append(f"narrower than the {'port' if len(names) == 1 else 'ports'} of {', '.join(names)}")
+        if low:
+            why.append(f"below the {_supported(hop)} it supports")
+        gpu_s, card_s = ("GPUs'" if len(gpus) > 1 else "GPU's"), ("cards'" if len(names) > 1 else "card's")
         text = (
             f"{host.node}: {who} and GPU {', '.join(sorted(gpus))} share a {hop.words} {address} trained {link} "
-            f"(~{round(carries):,} Gb/s); together they can move ~{round(need):,} Gb/s ({len(gpus)} GPUs, "
-            f"{len(rdma)} RDMA card{'s' if len(rdma) > 1 else ''} below it: GPUDirect layouts give each GPU a card "
-            "of its own below the switch)"
+            f"(~{round(carries):,} Gb/s), {' and '.join(why)}: the {gpu_s} traffic to host memory crosses it beside "
+            f"the {card_s}; their traffic to each other turns below it (GPUDirect RDMA)"
         )
         severity = WARNING if any(c.shared_warning for c in cards.values()) else INFO
         details = {
-            "uplink": address,
-            "uplink_pcie": link,
-            "uplink_gbps": round(carries, 1),
+            "hop": address,
+            "hop_kind": hop.words,
+            "pcie": link,
+            "pcie_gbps": round(carries, 1),
             "devices": names,
             "gpus": sorted(gpus),
-            "need_gbps": round(need, 1),
+            "port_gbps": round(sum(cards[n].need_gbps or 0.0 for n in names), 1),
+            "narrower_than_port": narrow,
+            "trained_low": low,
         }
-        yield Finding(Kind.PCIE_SHARED, severity, key, text, details)
+        yield Finding(Kind.PCIE_SHARED, severity, pci_key(Kind.PCIE_SHARED, host.node, address), text, details)
+
+
+def _card_shared(node: str, card: CardView, unknown: set[str]) -> tuple[HopView, set[str], bool, bool] | None:
+    """The hop above `card` that GPUs share and that cannot carry the card (the narrowest, the nearest of equals),
+    with the GPUs below it and whether it is narrow, trained low; None when there is none. A shared hop whose link
+    is unknown holds its event."""
+    path = card.path or ()
+    index = {h.address: i for i, h in enumerate(path)}
+    # What the card can move: its ports, within its own link (a slower own link is the pcie rule's to say).
+    can_move = card.need_gbps
+    if can_move and card.own_gbps:
+        can_move = min(can_move, card.own_gbps)
+    worst = None
+    # path[0] carries the card's own link, which no GPU shares; a GPU shares every hop from its `via` up.
+    for i in range(1, len(path)):
+        gpus = {a for a, via in card.gpus_below if index.get(via, len(path)) <= i}
+        if not gpus:
+            continue
+        hop, carries = path[i], _gbps(path[i])
+        low = _trained_low(path, i)
+        if carries is None:
+            unknown.add(pci_key(Kind.PCIE_SHARED, node, hop.address))
+            continue
+        narrow = can_move is not None and carries < can_move
+        if (narrow or low) and (worst is None or carries < worst[0]):
+            worst = (carries, (hop, gpus, narrow, low))
+    return worst[1] if worst else None
 
 
 def _affinity(host: HostView) -> Iterable[Finding]:
