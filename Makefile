@@ -9,10 +9,11 @@ SIM_NODES ?= 64
 # SDR where both ends support QDR, a 100 Gb/s RoCE port come up at 40 Gb/s (cn033: 100GbE, 4X EDR to mlx5, by
 # the demo's link policy), a 12X port at 1X, a port down, a flapping link, rising symbol errors on a host port
 # and on a switch port, a PCIe link trained low, a faulty inter-switch link (leaf01's uplink 25 at DDR); and
-# cn064's agent stops (the node turns stale). tests/health_db/test_health_db_demo.py checks each shows.
+# cn064's agent stops (the node turns stale). cn012 is a GPU server laid out as a DGX (8 GPUs, 8 HCAs, 4 PCIe
+# switches; healthy): its node page shows the GPU x card matrix. tests/health_db/test_health_db_demo.py checks each.
 DEMO_FAULTS ?= cn002/mlx5_0/1:speed=SDR cn033/mlx5_0/1:speed=QDR cn003/mlx5_1/1:width=1X cn005/mlx5_0/1:down \
 	cn006/mlx5_0/1:flap cn008/mlx5_1/1:symbol-errors=20000/h cn009:pcie=GEN3x8 leaf01/25:speed=DDR \
-	leaf02/3:symbol-errors=20000/h
+	leaf02/3:symbol-errors=20000/h cn012:dgx
 DEMO_STOPPED_AGENT ?= cn064
 DEMO_WEB ?= 127.0.0.1:8000
 

@@ -9,10 +9,14 @@ from html.parser import HTMLParser
 from django.utils import timezone
 
 from collectors import read_host, to_dict
+from collectors.pcitopo import matrix
+from collectors.sim import Fabric
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node
 from fabricweb.telemetry.ingest import ingest_snapshot
 from tests.api.api_support import snapshot
+from tests.demo_support import demo_layout, make_variable
+from tests.pcie_dgx_h100 import DGX_H100_GPUS, DGX_H100_MATRIX, DGX_H100_NICS, dgx_h100
 from tests.pcie_nodes import GPU_ADDRESSES, GPU_NUMA, MLX5_0_HOPS, store_dgx
 from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS, dgx_a100
 
@@ -211,3 +215,34 @@ def test_a_schema_2_snapshot_stored_by_ingest_shows_as_the_rows_written_directly
     section = ingested.split("<h3>PCIe path of mlx5_0</h3>", 1)[1].split("<h2>", 1)[0]
     assert "dgx02 mlx5_0: PCIe switch uplink 0000:01:00.0 trained Gen4 x8 (~126 Gb/s)" in section
     assert '<a href="/events/?node=dgx02&amp;kind=pcie_path">pcie_path events</a>' in section
+
+
+def _topo_rows(html: str) -> tuple[list[str], list[list[str]]]:
+    """The matrix's card columns and each GPU row's relations."""
+    [table] = _read(html).tables
+    return table[0][3:-1], [r[3:-1] for r in table[1:]]
+
+
+def test_it_shows_the_published_dgx_h100_matrix_row_for_row_on_its_node_page(viewer, tmp_path):
+    root = str(tmp_path / "h100")
+    dgx_h100(root)  # with its BMC's VGA, which is no GPU, and a cascade of switches above each GPU
+    ingest_snapshot(to_dict(read_host(root, host="dgx-h100", use_verbs=False)))
+    html = viewer.text("/nodes/dgx-h100/")
+    cards, rows = _topo_rows(html)
+    assert cards == DGX_H100_NICS and rows == DGX_H100_MATRIX
+    assert [r[0] for r in _read(html).tables[0][1:]] == [f"GPU{i} {a}" for i, a in enumerate(DGX_H100_GPUS)]
+
+
+def test_it_shows_the_demos_gpu_server_with_its_matrix_on_its_node_page(viewer, tmp_path):
+    (spec,) = demo_layout()  # make demo's NODE:dgx
+    node = spec.split(":")[0]
+    fabric = Fabric.create(str(tmp_path / "sim"), int(make_variable("SIM_NODES")), layout_faults=(spec,))
+    fabric.step(10)
+    snap = read_host(str(tmp_path / "sim" / node), host=node, use_verbs=False)
+    ingest_snapshot(to_dict(snap))
+    html = viewer.text(f"/nodes/{node}/")
+    cards, rows = _topo_rows(html)
+    names, published = matrix(snap.gpus)
+    assert len(rows) == 8 and len(cards) == 8
+    assert (cards, rows) == (names, published)  # as the agent read it, nvidia-smi's words
+    assert {cell for row in rows for cell in row} == {"PIX", "NODE", "SYS"}  # 2 GPUs and 2 cards a switch

@@ -166,14 +166,17 @@ class FabricWorld:
 
     def __init__(self, out, nodes: int = 6, switch_ports: int = 12, faults: tuple[str, ...] = (),
                  start_faults: tuple[str, ...] = (), collector: str = "fabric-test", follow: bool = False,
-                 seed: int = 0, ports: int | None = None, hcas: int | None = None) -> None:  # fmt: skip
+                 seed: int = 0, ports: int | None = None, hcas: int | None = None,
+                 layout_faults: tuple[str, ...] = ()) -> None:  # fmt: skip
         from collectors.sim import Fabric
         from collectors.sim.fabric import SwitchOptions
 
         self.out = str(out)
         switches = SwitchOptions(switch_ports=switch_ports, faults=tuple(start_faults))
         # ports, hcas: per HCA and per node, as `simulate --ports --hcas` (default: each model's own).
-        self.sim = Fabric.create(self.out, nodes, ports, seed=seed, hcas=hcas, switches=switches)
+        self.sim = Fabric.create(
+            self.out, nodes, ports, seed=seed, hcas=hcas, switches=switches, layout_faults=layout_faults
+        )  # layout_faults: NODE:dgx, NODE:misbuilt, as runfabric passes them
         # follow: each sweep shows what the simulator's faults do to the switch side, as ibsim would.
         self.follow = follow
         if faults:

@@ -5,32 +5,28 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 from health_db_fabric import open_events
 
 from fabricweb.health import policyfile
+from fabricweb.inventory.models import Device, Node
+from tests.demo_support import ROOT, demo_layout, make_variable
 from tests.fabric.fabric_support import FabricWorld
 
-ROOT = Path(__file__).resolve().parents[2]
 START_ONLY = ("speed", "width", "miscable")  # built into fabric.net: ibsim cannot change them while it runs
-
-
-def make_variable(name: str) -> str:
-    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    match = re.search(rf"^{name} \?= (.*)$", text, re.MULTILINE)
-    assert match, f"{name} is not in the Makefile"
-    return match.group(1)
 
 
 def test_every_demo_fault_opens_its_problem_in_the_first_polls(each_db, tmp_path):
     faults = shlex.split(make_variable("DEMO_FAULTS"))
+    layout = demo_layout()
     start = tuple(f for f in faults if f.split(":")[1].split("=")[0] in START_ONLY)
     nodes = int(make_variable("SIM_NODES"))
     policyfile.store(policyfile.parse((ROOT / "scripts/demo-policies.yaml").read_text()))
     # runfabric's simulator: seed 0, 40-port switches.
-    world = FabricWorld(tmp_path / "sim", nodes=nodes, switch_ports=40, start_faults=start, follow=True)
-    world.sim.add_fault(*(f for f in faults if f not in start))
+    world = FabricWorld(
+        tmp_path / "sim", nodes=nodes, switch_ports=40, start_faults=start, follow=True, layout_faults=layout
+    )
+    world.sim.add_fault(*(f for f in faults if f not in start and f not in layout))
     world.polls(4)
 
     events = open_events()
@@ -65,3 +61,8 @@ def test_every_demo_fault_opens_its_problem_in_the_first_polls(each_db, tmp_path
         "degraded:leaf01/switch/25",
         "symbol_errors:leaf02/switch/3",
     }
+    # The demo's GPU server: its 8 GPUs and 8 cards stored for its node page's matrix, and nothing said of it.
+    (dgx,) = (f.split(":")[0] for f in layout)
+    assert len(Node.objects.get(name=dgx).gpus) == 8
+    assert Device.objects.filter(node__name=dgx).count() == 8
+    assert [key for key in events if f":{dgx}/" in key] == []
