@@ -24,14 +24,16 @@ class FabricPort:
     state: int | None = field(default=None, metadata=src("PortInfo.PortState: 1 Down ... 4 Active"))
     phys_state: int | None = field(default=None, metadata=src("PortInfo.PortPhysicalState: 2 Polling, 5 LinkUp"))
     lanes: int | None = field(default=None, metadata=src("PortInfo.LinkWidthActive"))
-    speed: str | None = field(default=None, metadata=src("PortInfo.LinkSpeedActive / LinkSpeedExtActive"))
+    speed: str | None = field(
+        default=None, metadata=src("PortInfo.LinkSpeedActive / ExtActive / ExtActive2, FDR10 from ExtendedPortInfo")
+    )
     width_enabled: frozenset[int] | None = field(default=None, metadata=src("PortInfo.LinkWidthEnabled"))
     width_supported: frozenset[int] | None = field(default=None, metadata=src("PortInfo.LinkWidthSupported"))
     speed_enabled: frozenset[str] | None = field(
-        default=None, metadata=src("PortInfo.LinkSpeedEnabled / LinkSpeedExtEnabled")
+        default=None, metadata=src("PortInfo.LinkSpeedEnabled / ExtEnabled / ExtEnabled2, ExtendedPortInfo (FDR10)")
     )
     speed_supported: frozenset[str] | None = field(
-        default=None, metadata=src("PortInfo.LinkSpeedSupported / LinkSpeedExtSupported")
+        default=None, metadata=src("PortInfo.LinkSpeedSupported / ExtSupported / ExtSupported2, ExtendedPortInfo")
     )
     # The far end (node GUID, port number), from a NodeInfo sent out of this port; None: no link seen.
     peer: tuple[int, int] | None = field(default=None, metadata=src("NodeInfo.NodeGUID/LocalPortNum beyond"))
