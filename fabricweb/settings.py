@@ -268,8 +268,8 @@ FABRIC_JOBS_KEEP_ENDED = env.seconds("FABRIC_JOBS_KEEP_ENDED", 7 * 86400.0)
 
 
 def _health_thresholds(name: str) -> dict:
-    """Overrides of the health rules' thresholds (fabricweb/health/thresholds.py), checked at start-up."""
-    from fabricweb.health.thresholds import Thresholds  # a pure module: no Django, safe to import here
+    """Overrides of the health rules' thresholds (fabricweb/thresholds.py), checked at start-up."""
+    from fabricweb.thresholds import Thresholds  # a pure module: no Django, safe to import here
 
     data = env.json_object(name, {})
     if "resolve_after_polls" in data:

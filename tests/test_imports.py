@@ -1,4 +1,5 @@
-"""No import cycles among the project's modules (fabricweb/ and collectors/).
+"""No import cycles among the project's modules (fabricweb/ and collectors/), and imports that only point down the
+layers (LAYERS, docs/architecture.md).
 
 The graph is read from the source with `ast`, as Python would import it: an edge from a module to each
 module of the project it imports, with `import a.b`, `from a import b` (b a submodule, else the package
@@ -23,6 +24,26 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("fabricweb", "collectors")
 
 Edges = dict[str, dict[str, int]]  # module -> {module it imports: line of the first such import}
+
+# The layers, lowest first: a module imports from its own layer and those below, never from one above. A module
+# is in the layer of the longest prefix naming it; fabricweb's other top-level modules (names, env, celery, ...)
+# are the base. The node side (agents, the simulator's runner) sits on the base and collectors alone: it never
+# imports the central side. What a lower layer needs of a higher one is handed to it as the higher app starts
+# (fabricweb.telemetry.handed, fabricweb.health.context.CABLING: fabricweb.fabric.apps).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("collectors",),
+    ("fabricweb",),
+    ("fabricweb.agent", "fabricweb.fabricagent", "fabricweb.runfabric"),
+    ("fabricweb.inventory",),
+    ("fabricweb.telemetry", "fabricweb.scheduling"),
+    ("fabricweb.health",),
+    ("fabricweb.fabric",),
+    ("fabricweb.jobs",),
+    ("fabricweb.alerts",),
+    ("fabricweb.exporter", "fabricweb.dashboard"),
+    ("fabricweb.api",),
+    ("fabricweb.settings", "fabricweb.urls", "fabricweb.asgi", "fabricweb.wsgi"),  # the wiring: may import all
+)
 
 
 def modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, tuple[Path, bool]]:
@@ -161,6 +182,51 @@ def test_the_project_has_no_import_cycle():
     assert "fabricweb.health.rules.common" in graph["fabricweb.health.rules.port"]
     problems = [described(cycle, graph, found) for cycle in cycles(graph)]
     assert not problems, "import cycles:\n" + "\n".join(problems)
+
+
+def layer(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int:
+    """The index in `layers` of the longest prefix naming `module`."""
+    best, length = -1, -1
+    for i, prefixes in enumerate(layers):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > length:
+                best, length = i, len(prefix)
+    if best < 0:
+        raise AssertionError(f"{module} is in no layer: add its package to LAYERS")
+    return best
+
+
+def upward(graph: Edges, layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[tuple[str, int, str]]:
+    """Every import from a layer to one above it: (module, line, module imported)."""
+    return sorted(
+        (module, line, target)
+        for module, edges in graph.items()
+        for target, line in edges.items()
+        if layer(target, layers) > layer(module, layers)
+    )
+
+
+def test_imports_point_down_the_layers():
+    found = modules(ROOT)
+    graph = imports(found)
+    problems = [
+        f"{found[module][0].relative_to(ROOT)}:{line} imports {target} "
+        f"({LAYERS[layer(target)][0]}'s layer, above {LAYERS[layer(module)][0]}'s)"
+        for module, line, target in upward(graph)
+    ]
+    assert not problems, "imports that point up the layers:\n" + "\n".join(problems)
+
+
+def test_an_import_up_the_layers_is_found_even_inside_a_function(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "low").mkdir(parents=True)
+    (package / "high").mkdir()
+    for path in (package / "__init__.py", package / "low" / "__init__.py", package / "high" / "__init__.py"):
+        path.write_text("")
+    (package / "high" / "view.py").write_text("from pkg.low import store\n")  # down: fine
+    (package / "low" / "store.py").write_text("def late():\n    from pkg.high import view\n")  # up
+    layers = (("pkg",), ("pkg.low",), ("pkg.high",))
+    assert upward(imports(modules(tmp_path, ("pkg",))), layers) == [("pkg.low.store", 2, "pkg.high.view")]
 
 
 def test_a_cycle_is_found_and_named_whatever_the_kind_of_import(tmp_path):

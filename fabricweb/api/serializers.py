@@ -196,7 +196,7 @@ def node_summary(node: Node, ports: dict[str, int], events: dict[str, int], stal
             "last_at": iso(node.refused_at),
             "snapshots": node.refused_snapshots,
         },
-        # Held out of the fabric norm until an operator accepts its hardware (fabricweb/health/normhold.py).
+        # Held out of the fabric norm until an operator accepts its hardware (fabricweb/telemetry/storage/normhold.py).
         "norm_hold": {
             "reason": node.norm_hold_reason or None,
             "since": iso(node.norm_hold_since),

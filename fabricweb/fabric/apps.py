@@ -4,3 +4,17 @@ from django.apps import AppConfig
 class FabricConfig(AppConfig):
     name = "fabricweb.fabric"
     verbose_name = "Fabric"
+
+    def ready(self) -> None:
+        # The fabric app builds on telemetry and health: it hands them what they need of it, and neither
+        # imports it (tests/test_imports.py, the layer order).
+        from fabricweb.health.context import CABLING
+        from fabricweb.telemetry.handed import HANDED
+
+        from .hostnames import yield_to_host
+        from .ingest import ingest_fabric_batch
+        from .models import ExpectedLink
+
+        HANDED.store_sweeps = ingest_fabric_batch
+        HANDED.yield_to_host = yield_to_host
+        CABLING.ends = ExpectedLink.ends

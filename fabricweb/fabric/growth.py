@@ -1,5 +1,5 @@
 """A sweep that adds more switches than a stated share is held for an operator (issue 36), as a host whose
-hardware jumps is held out of the fabric norm (fabricweb.health.normhold).
+hardware jumps is held out of the fabric norm (fabricweb.telemetry.storage.normhold).
 
 Each new switch is an inventory node with its ports, samples and judgement: from the leader, one sweep of
 2,000 made-up switches stalled ingest for about 9 s and left them in the inventory for good. So before

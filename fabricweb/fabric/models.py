@@ -123,6 +123,12 @@ class ExpectedLink(models.Model):
     def __str__(self) -> str:
         return f"{self.a_label} -- {self.b_label}"
 
+    @classmethod
+    def ends(cls) -> list[tuple[str, str, int]]:
+        """Both ends of every expected cable as (node, device, port): what health's context.Cabling is made of."""
+        rows = cls.objects.order_by().values_list("a_node", "a_device", "a_port", "b_node", "b_device", "b_port")
+        return [end for row in rows for end in (row[:3], row[3:])]
+
 
 class Sweep(models.Model):
     """One fabric snapshot as ingest took it: who sent it, what it held, whether it was applied.

@@ -1,5 +1,5 @@
 """Operator actions on expectations: accept a port's current link as its baseline (and undo that); accept a node
-held out of the fabric norm (normhold.py) as normal.
+held out of the fabric norm (fabricweb/telemetry/storage/normhold.py) as normal.
 
 A baseline is stored as a LinkPolicy row (expectation.baseline_policy): one exact
 policy per port, order 0, named `baseline <node> <device>/<port>`. Chosen over a

@@ -13,6 +13,7 @@ LinkPolicy does it in the process that saved it (HealthConfig.ready).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -25,10 +26,10 @@ from collectors.facts import SWITCH_DEVICE
 from collectors.link import Rate, make_rate
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
+from fabricweb.thresholds import Thresholds
 
 from . import models
 from .expectation import LinkPolicy, Majority, counted_majority, policy_sort_key, usable
-from .thresholds import Thresholds
 
 REFRESH_S = 30.0
 
@@ -137,8 +138,8 @@ def load_policies() -> Policies:
 
 def load_majorities() -> dict[str, Majority]:
     """The fabric norm per HCA model: one GROUP BY over ACTIVE InfiniBand ports still present, of nodes whose
-    state is known and not held out of the norm (normhold), counting nodes, not ports: (HCA model, speed,
-    width) -> nodes with such a port. One vote per node, HCA model and link, however many ports it has."""
+    state is known and not held out of the norm (telemetry.storage.normhold), counting nodes, not ports: (HCA
+    model, speed, width) -> nodes with such a port. One vote per node, HCA model and link, however many ports it has."""
     groups = (
         Port.objects.filter(
             up=True,  # fabricweb.inventory.portfacts' up, kept on the row: vanished ports are not
@@ -171,14 +172,22 @@ class Cabling:
         return (node, device, port) in self.ends
 
 
-def load_cabling() -> Cabling:
-    from fabricweb.fabric.models import ExpectedLink  # the fabric app builds on health, not the other way
+@dataclass(slots=True)
+class CablingSource:
+    """Where the expected cabling's ends are read from: handed over by the fabric app as it starts
+    (fabricweb.fabric.apps, ExpectedLink.ends), since the fabric app builds on health, not the other way.
+    None (no fabric app): no port is named by an expected cable."""
 
-    ends = set()
-    rows = ExpectedLink.objects.order_by().values_list("a_node", "a_device", "a_port", "b_node", "b_device", "b_port")
-    for row in rows:
-        for node, device, port in (row[:3], row[3:]):
-            ends.add((node.lower() if node.startswith("0x") else node, device, port))
+    ends: Callable[[], Iterable[tuple[str, str, int]]] | None = None
+
+
+CABLING = CablingSource()
+
+
+def load_cabling() -> Cabling:
+    if CABLING.ends is None:
+        return Cabling()
+    ends = {(node.lower() if node.startswith("0x") else node, device, port) for node, device, port in CABLING.ends()}
     return Cabling(frozenset(ends))
 
 

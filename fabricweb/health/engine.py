@@ -32,13 +32,13 @@ from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
 from fabricweb.telemetry.storage.store import update_rows
+from fabricweb.thresholds import Thresholds
 
 from . import context, eventbudget, lifecycle, memo, pciehost, quiet
 from .events import EventBook, Target
 from .expectation import Expectation
 from .findings import JUDGED_ELSEWHERE, Finding, Kind, device_target, merge_findings, node_key, port_target
 from .rules import Judgement, judge_clock, judge_port
-from .thresholds import Thresholds
 from .view import PcieView, PortView
 
 log = logging.getLogger(__name__)

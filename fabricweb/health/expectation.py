@@ -18,7 +18,7 @@ somewhere (docs/infiniband.md §2). In order:
      votes and more than half of them agree: with fewer, one odd node would set the norm.
      Nodes vote, not ports: one vote per (node, HCA model, link), so a node reporting
      512 ports weighs what a node with one does. Stale nodes, vanished ports and nodes
-     held out of the norm (normhold.py) do not vote (context.load_majorities).
+     held out of the norm (fabricweb/telemetry/storage/normhold.py) do not vote (context.load_majorities).
    The fabric majority is what catches a port that has been slow since its first poll.
 
 Accepting the current link as baseline (the operator action) stores an exact
@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from collectors.link import SPEED_RANK, WIDTHS, Rate, better_link, make_rate
-
-from .thresholds import DEFAULT
+from fabricweb.thresholds import DEFAULT
 
 DEFAULT_ORDER = 100
 BASELINE_ORDER = 0

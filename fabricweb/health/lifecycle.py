@@ -25,8 +25,9 @@ from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from fabricweb.thresholds import DEFAULT
+
 from .findings import Finding, Severity, merge_findings
-from .thresholds import DEFAULT
 
 
 @dataclass(frozen=True, slots=True)

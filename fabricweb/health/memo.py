@@ -25,12 +25,12 @@ import math
 from dataclasses import dataclass
 
 from fabricweb.telemetry.results import PortObservation
+from fabricweb.thresholds import Thresholds
 
 from .context import Norms
 from .findings import Kind, device_target, port_key, port_target
 from .quiet import STILL, WAIT, settle
 from .rules import Judgement, congested_share, path_key
-from .thresholds import Thresholds
 from .view import PortView
 from .waitlog import WaitLog
 from .window import Count, known_delta, trailing

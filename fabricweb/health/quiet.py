@@ -17,9 +17,10 @@ else (a non-int value, a malformed ring entry) is not quiet: the full rules run.
 
 from __future__ import annotations
 
+from fabricweb.thresholds import Thresholds
+
 from .findings import Finding, Kind, port_key
 from .rules import ARMED, INIT, KIND_COUNTERS, Judgement, congestion, ethernet, expect_up
-from .thresholds import Thresholds
 from .view import LINK_UP, PortView
 from .window import Windows, known_delta
 

@@ -20,10 +20,10 @@ from django.conf import settings
 from django.db import DatabaseError, OperationalError, transaction
 from django.utils import timezone
 
-from fabricweb.fabric.hostnames import yield_to_host
 from fabricweb.inventory.models import Node
 from fabricweb.isotime import iso
 
+from .handed import HANDED
 from .results import REFUSED, STORED, IngestResult
 from .signals import snapshots_ingested
 from .storage import partitions, rowcache, store
@@ -119,7 +119,7 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
         taken = [name for name, r in rows.items() if r.node.kind == Node.Kind.SWITCH]
         if taken:  # a switch named itself so first: the host takes its name back (fabricweb.fabric.hostnames)
             for name in taken:
-                yield_to_host(rows[name].node)
+                HANDED.yield_to_host(rows[name].node)
             rows.update(store.load_nodes({name: first_seen[name] for name in taken}, cache))
         changes = Changes()
         budget = NodeBudget.current()  # once a batch, not once a snapshot

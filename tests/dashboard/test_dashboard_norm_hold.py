@@ -12,7 +12,7 @@ REASON = "reported 512 ports on 4 HCAs (MT4123), had 2 ports on 2 HCAs (MT4123)"
 
 
 def hold(name: str) -> None:
-    """What ingest leaves on a node whose hardware jumped (fabricweb.health.normhold)."""
+    """What ingest leaves on a node whose hardware jumped (fabricweb.telemetry.storage.normhold)."""
     Node.objects.filter(name=name).update(norm_hold_reason=REASON, norm_hold_since=timezone.now())
 
 

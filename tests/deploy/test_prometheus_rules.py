@@ -16,7 +16,7 @@ from exported_names import exported, grouping_labels, recorded, selectors
 
 from fabricweb.exporter import prometheus_rules as builder
 from fabricweb.health.rules import COUNTER_RULES
-from fabricweb.health.thresholds import DEFAULT, Thresholds
+from fabricweb.thresholds import DEFAULT, Thresholds
 
 PROMETHEUS = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = sorted((PROMETHEUS / "rules").glob("*.yml"))

@@ -6,7 +6,7 @@ import pytest
 
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_clock
-from fabricweb.health.thresholds import Thresholds
+from fabricweb.thresholds import Thresholds
 
 
 @pytest.mark.parametrize("skew", [0.0, 1.5, -30.0, 119.0, -119.9, float("nan")])

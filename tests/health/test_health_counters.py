@@ -7,7 +7,7 @@ from health_factory import NOW, history, kinds, messages, port_view
 
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
-from fabricweb.health.thresholds import Thresholds
+from fabricweb.thresholds import Thresholds
 
 
 def only(judgement, kind):

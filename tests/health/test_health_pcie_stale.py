@@ -10,8 +10,8 @@ from collectors.link import make_rate
 from fabricweb.health.expectation import LinkPolicy
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_node, judge_port, judge_ports
-from fabricweb.health.thresholds import Thresholds
 from fabricweb.health.view import PcieView
+from fabricweb.thresholds import Thresholds
 
 NDR = make_rate("NDR", 4)
 

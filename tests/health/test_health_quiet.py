@@ -11,8 +11,8 @@ from collectors.link import make_rate
 from fabricweb.health import quiet
 from fabricweb.health.expectation import LinkPolicy
 from fabricweb.health.rules import judge_port
-from fabricweb.health.thresholds import DEFAULT
 from fabricweb.health.view import PcieView, PortView
+from fabricweb.thresholds import DEFAULT
 from tests.health.test_health_properties import links, majorities, numbers, pcie_views, policies, port_views
 
 STILL = list(quiet.STILL)

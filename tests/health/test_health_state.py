@@ -11,7 +11,7 @@ from collectors.link import SPEED_RANK, SPEEDS, WIDTHS, make_rate
 from fabricweb.health.expectation import LinkPolicy, Majority
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
-from fabricweb.health.thresholds import Thresholds
+from fabricweb.thresholds import Thresholds
 
 ALL_LINKS = [make_rate(s.name, w) for s, w in itertools.product(SPEEDS, WIDTHS)]
 

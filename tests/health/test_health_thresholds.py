@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabricweb.health.thresholds import Thresholds
+from fabricweb.thresholds import Thresholds
 
 
 def test_defaults_follow_the_operator_tools():

@@ -1,6 +1,6 @@
 """Snapshots in their wire form (collectors/wire.py) through ingest: a device's attributes left out ("as last
 sent") keep what ingest stored of them, and what changes is stored at once (telemetry/storage/apply.py,
-health/normhold.py, the validation paths)."""
+telemetry/storage/normhold.py, the validation paths)."""
 
 from __future__ import annotations
 

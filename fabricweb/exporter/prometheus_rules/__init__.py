@@ -1,6 +1,6 @@
 """The shipped Prometheus rules (deploy/prometheus/rules/), generated from the health thresholds.
 
-Every number an alert shares with the health rules (fabricweb/health/thresholds.py) is written here
+Every number an alert shares with the health rules (fabricweb/thresholds.py) is written here
 once, as a quantity worked out from the thresholds in the unit Prometheus sees, and put into the
 rules through a `<<name>>` placeholder. The committed files are this module's output:
 
@@ -36,7 +36,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from fabricweb.health.thresholds import Thresholds
+from fabricweb.thresholds import Thresholds
 
 from .docs import HEALTH_ONLY, markdown
 from .drift import drift, loaded

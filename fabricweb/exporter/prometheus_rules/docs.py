@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabricweb.health.thresholds import DEFAULT, Thresholds
+from fabricweb.thresholds import DEFAULT, Thresholds
 
 from .model import flat
 from .quantities import DEFAULT_POLL_INTERVAL_S, PLACEHOLDER, number, quantities

@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Iterable
 
-from fabricweb.health.thresholds import DEFAULT, Thresholds
+from fabricweb.thresholds import DEFAULT, Thresholds
 
 from .model import Alert, Record, flat
 from .quantities import DEFAULT_POLL_INTERVAL_S, PLACEHOLDER, number, quantities, seconds

@@ -8,7 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from fabricweb.health.thresholds import DEFAULT, Thresholds
+from fabricweb.thresholds import DEFAULT, Thresholds
 
 # FABRIC_POLL_INTERVAL's default (fabricweb/settings.py): the shipped rules assume it.
 DEFAULT_POLL_INTERVAL_S = 10.0

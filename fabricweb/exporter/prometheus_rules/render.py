@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import fields
 
-from fabricweb.health.thresholds import DEFAULT, Thresholds
+from fabricweb.thresholds import DEFAULT, Thresholds
 
 from .fabric_alerts import EXPORTER, NODES, SWITCHES
 from .model import Alert, Folded, Group, Record, Text
@@ -29,7 +29,7 @@ HEADERS = {
     ALERTS_FILE: (
         "Alert rules over fabricweb's /metrics (docs/metrics.md). Thresholds follow",
         "docs/infiniband.md §4 (NVIDIA NIC health, infiniband-diags) through fabricweb's own",
-        "health thresholds (fabricweb/health/thresholds.py); severity as in fabricweb's events:",
+        "health thresholds (fabricweb/thresholds.py); severity as in fabricweb's events:",
         "critical pages someone, warning is for today, info is on the record.",
         "Unit tests: deploy/prometheus/tests/ (`promtool test rules`, run by the test suite).",
     ),

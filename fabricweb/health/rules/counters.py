@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fabricweb.thresholds import Thresholds
+
 from ..findings import Finding, Kind, Severity
-from ..thresholds import Thresholds
 from ..view import PortView
 from ..window import HOUR_S, Count, Windows, known_delta
 from .common import CRITICAL, INFO, WARNING, fmt_g, fmt_n, fmt_s, fmt_times, port_finding, seconds

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collectors.link import judge_link
+from fabricweb.thresholds import Thresholds
 
 from ..expectation import Expectation, usable
 from ..findings import Finding, Kind
-from ..thresholds import Thresholds
 from ..view import LINK_UP, PortView
 from ..window import HOUR_S, MINUTE_S, Windows
 from .common import ARMED, CRITICAL, INFO, INIT, WARNING, ethernet, expect_up, fmt_n, fmt_times, port_finding

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from fabricweb.thresholds import DEFAULT, Thresholds
+
 from ..findings import Finding, Kind, node_key
-from ..thresholds import DEFAULT, Thresholds
 from .common import INFO, WARNING, Judgement, fmt_s, positive
 
 

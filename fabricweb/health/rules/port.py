@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from collectors import pcie
+from fabricweb.thresholds import DEFAULT, Thresholds
 
 from ..expectation import expected_link, usable
 from ..findings import Finding, Kind, device_key, merge_findings, port_key, port_label
-from ..thresholds import DEFAULT, Thresholds
 from ..view import PortView
 from ..window import HOUR_S, MINUTE_S, Windows, known_delta
 from .common import CRITICAL, DEVICE_KINDS, INFO, LINK_KINDS, PORT_KINDS, Judgement, ethernet, expect_up

@@ -1,5 +1,5 @@
-"""Storing the ingest consumer's batch in hand: one ingest_batch call (a fabric collector's sweep: fabric
-ingest), acked only after the commit.
+"""Storing the ingest consumer's batch in hand: one ingest_batch call (a fabric collector's sweep: the store the
+fabric app hands over, telemetry.handed), acked only after the commit.
 
 A database error keeps the batch in hand while the database is down (tried again first, before
 anything newer) or, stopping, gives it back to the broker; an error of the data while the database
@@ -17,6 +17,7 @@ from collections import Counter
 
 from django.db import DatabaseError, OperationalError, close_old_connections, connection
 
+from ..handed import HANDED
 from ..ingest import ingest_batch
 from ..results import REFUSED, STALE, STORED
 from .messages import FabricSnapshot, message_id
@@ -54,9 +55,7 @@ def log_result(result) -> None:
 def _ingest(snaps: list):
     """ingest_batch for node snapshots; a fabric collector's sweep (alone in its batch) to fabric ingest."""
     if snaps and isinstance(snaps[0], FabricSnapshot):
-        from fabricweb.fabric.ingest import ingest_fabric_batch
-
-        return ingest_fabric_batch([s.data for s in snaps])
+        return HANDED.sweeps([s.data for s in snaps])
     return ingest_batch(snaps)
 
 

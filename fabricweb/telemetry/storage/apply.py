@@ -13,13 +13,12 @@ from operator import attrgetter
 
 from collectors.facts import is_up
 from collectors.link import Rate, better_link, make_rate
-from fabricweb.health import normhold
 from fabricweb.inventory.models import Device, Node, Port
 
 from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
 from ..validation.typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 from . import budget as node_budget
-from . import ring
+from . import normhold, ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS
 from .deltas import Reading, port_deltas
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
-from fabricweb.health.thresholds import Thresholds  # a pure module: no Django, no import back
+from fabricweb.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from fabricweb.inventory.models import Port

@@ -7,7 +7,7 @@ from health_factory import EDR, HDR
 
 from collectors.link import make_rate
 from fabricweb.health.expectation import Majority, node_majority
-from fabricweb.health.normhold import jump
+from fabricweb.telemetry.storage.normhold import jump
 
 NDR = make_rate("NDR", 4)
 
