@@ -39,7 +39,7 @@ class Kind(StrEnum):
     PCIE = "pcie"
     # The PCIe path above a card and the host's layout (rules/pciepath.py, issue 26).
     PCIE_PATH = "pcie_path"  # a hop above the card trained low or too narrow for its port
-    PCIE_SHARED = "pcie_shared"  # cards and GPUs below one switch uplink that cannot carry them all
+    PCIE_SHARED = "pcie_shared"  # GPUs below a hop above a card that cannot carry the card (narrow or trained low)
     GPU_AFFINITY = "gpu_affinity"  # a GPU whose nearest IB card is across the CPU sockets
     PCIE_NUMA = "pcie_numa"  # a card's NUMA node unknown on a multi-socket host
     STALE = "stale"

@@ -201,16 +201,19 @@ def _shared(host: HostView, unknown: set[str]) -> Iterable[Finding]:
     GPU and a card below one switch goes peer to peer and turns inside that switch (GPUDirect RDMA); what crosses
     the hops above it is each device's traffic to host memory. So GPUs below a hop that carries the card's port
     are no finding: an HGX server, two GPUs and a 400 Gb/s card below each Gen5 x16 uplink, opens nothing."""
-    found: dict[str, tuple[HopView, dict[str, CardView], set[str], bool, bool]] = {}
+    found: dict[str, tuple[HopView, dict[str, CardView], set[str], set[str], bool]] = {}
     for card in host.cards:
         hit = _card_shared(host.node, card, unknown)
         if hit is None:
             continue
         hop, gpus, narrow, low = hit
-        _, cards, all_gpus, was_narrow, was_low = found.get(hop.address, (hop, {}, set(), False, False))
+        _, cards, all_gpus, narrower, was_low = found.setdefault(hop.address, (hop, {}, set(), set(), False))
         cards[card.name] = card
-        found[hop.address] = (hop, cards, all_gpus | gpus, was_narrow or narrow, was_low or low)
-    for address, (hop, cards, gpus, narrow, low) in found.items():
+        all_gpus |= gpus
+        if narrow:
+            narrower.add(card.name)
+        found[hop.address] = (hop, cards, all_gpus, narrower, was_low or low)
+    for address, (hop, cards, gpus, narrower, low) in found.items():
         names = sorted(cards, key=_natural)
         carries = _gbps(hop)
         link = pcie.describe(hop.current_gts, hop.current_width)
@@ -218,8 +221,9 @@ def _shared(host: HostView, unknown: set[str]) -> Iterable[Finding]:
             f"{n} ({format_gbps(round(cards[n].need_gbps))} Gb/s)" if cards[n].need_gbps else n for n in names
         )
         why = []
-        if narrow:
-            why.append(f"narrower than the {'port' if len(names) == 1 else 'ports'} of {', '.join(names)}")
+        if narrower:
+            limited = sorted(narrower, key=_natural)
+            why.append(f"narrower than the {'port' if len(limited) == 1 else 'ports'} of {', '.join(limited)}")
         if low:
             why.append(f"below the {_supported(hop)} it supports")
         gpu_s, card_s = ("GPUs'" if len(gpus) > 1 else "GPU's"), ("cards'" if len(names) > 1 else "card's")
@@ -237,7 +241,7 @@ def _shared(host: HostView, unknown: set[str]) -> Iterable[Finding]:
             "devices": names,
             "gpus": sorted(gpus),
             "port_gbps": round(sum(cards[n].need_gbps or 0.0 for n in names), 1),
-            "narrower_than_port": narrow,
+            "narrower_than_port": bool(narrower),
             "trained_low": low,
         }
         yield Finding(Kind.PCIE_SHARED, severity, pci_key(Kind.PCIE_SHARED, host.node, address), text, details)
