@@ -203,7 +203,8 @@ def open_problems(filters: dict, advice: bool = False):
     """Open events, most severe first, then oldest first (the longest-standing problem leads), or with
     filters["sort"] == "newest" newest first: the problems (critical and warning), or with `advice` the
     advice (info: a capped counter, a PCIe link that could be faster), which is listed apart."""
-    rows = Event.objects.filter(resolved_at__isnull=True).select_related("node", "device", "port", "acknowledgement")
+    rows = Event.objects.filter(resolved_at__isnull=True)
+    rows = rows.select_related("node", "device", "port__peer__device__node", "acknowledgement")
     rows = rows.filter(severity=ADVICE) if advice else rows.exclude(severity=ADVICE)
     if filters.get("node"):
         rows = rows.filter(**glob_filter("node__name", filters["node"]))

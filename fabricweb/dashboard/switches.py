@@ -127,7 +127,7 @@ def fabric_problems(advice: bool = False):
     on_fabric = Q(node__kind__in=[SWITCH, COLLECTOR]) | Q(port__peer_label__gt="")
     rows = Event.objects.filter(on_fabric, resolved_at__isnull=True)
     rows = rows.filter(severity=fabric.ADVICE) if advice else rows.exclude(severity=fabric.ADVICE)
-    rows = rows.select_related("node", "device", "port", "acknowledgement")
+    rows = rows.select_related("node", "device", "port__peer__device__node", "acknowledgement")
     return rows.annotate(severity_order=fabric.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
 
 

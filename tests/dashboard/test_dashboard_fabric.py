@@ -221,7 +221,8 @@ def test_the_overview_counts_hosts_only_and_keeps_switches_out_of_its_grid(viewe
     assert "/ports/leaf01/" not in grid(html) and "fabric-test" not in grid(html)
     assert ">6</b> hosts" in html and "stale hosts" in html
     # The switch's problem is in the problem list all the same, linking to its switch page.
-    assert '<a href="/switches/leaf02/">leaf02: switch ' in html
+    assert '<span class="col-where"><a href="/switches/leaf02/">leaf02</a></span>' in html
+    assert '<span class="detail">leaf02: switch ' in html
     fabric = response.context["fabric_counts"]
     assert (fabric.switches, fabric.unreachable, fabric.last_sweep.collector.name) == (3, 1, "fabric-test")
 
@@ -231,8 +232,10 @@ def test_the_events_page_the_wall_and_a_collector_page_work_with_switches(viewer
     w.builder.mute("leaf02")
     w.polls(2)
     events = viewer.text("/events/")
-    assert '<a href="/switches/leaf02/">leaf02: switch ' in events
-    assert '<a href="/ports/leaf01/switch/7/">leaf01 port 7 ↔ spine01 port 1: trained at' in events
+    assert '<a href="/switches/leaf02/">leaf02</a>: <span class="what">switch unreachable</span>' in events
+    link = '<a href="/ports/leaf01/switch/7/">leaf01 port 7</a> ↔ <a href="/ports/spine01/switch/1/">spine01 port 1</a>'
+    assert f'{link}: <span class="what">link degraded</span>' in events
+    assert '<td class="reason">trained at' in events
     assert "leaf02: switch " in viewer.text("/wall/")
     assert viewer.get("/events/", {"node": "leaf0?"}).context["events"].paginator.count == 2
     collector = viewer.text("/nodes/fabric-test/")

@@ -209,21 +209,26 @@ def test_the_baseline_is_confirmed_shown_with_who_and_when_and_undone(operator, 
     assert _messages(response) == ["cn002 mlx4_0/1: no baseline to undo"]
 
 
-def test_the_reason_column_says_what_last_changed_each_event(operator, faulty):
+def test_the_status_column_says_what_last_changed_each_event_and_the_reason_the_evidence(operator, faulty):
     down, degraded = _open("down"), _open("degraded")
     Event.objects.filter(pk=degraded.pk).update(reason=f"was warning, now critical: {degraded.message}")
     Event.objects.filter(pk=down.pk).update(clean_polls=1)
 
-    def reason(status: str, pk: int) -> str:
+    def column(name: str, status: str, pk: int) -> str:
         html = operator.text("/events/", {"status": status})
-        return re.search(rf'data-event="{pk}">.*?<td class="reason">(.*?)</td>', html, re.S)[1]
+        cell = rf'data-event="{pk}">.*?<td class="status"><span class="state">(.*?)</span>'
+        if name == "reason":
+            cell = rf'data-event="{pk}">.*?<td class="reason">(.*?)(?:<span|</td>)'
+        return re.search(cell, html, re.S)[1]
 
-    assert reason("open", degraded.pk) == "was warning, now critical"
-    assert reason("open", down.pk) == "not found for 1 poll: resolves after 3 clean polls"
+    assert column("status", "open", degraded.pk) == "open: was warning, now critical"
+    assert column("status", "open", down.pk) == "open: not found for 1 poll: resolves after 3 clean polls"
+    # The reason is the evidence: the sentence after the port, which the problem column names.
+    assert column("reason", "open", down.pk) == down.message.removeprefix("cn003 mlx5_1/1: ")
     Event.objects.filter(pk=down.pk).update(resolved_at=timezone.now(), reason="clear for 3 polls")
-    assert reason("resolved", down.pk) == "resolved: clear for 3 polls"
+    assert column("status", "resolved", down.pk) == "resolved: clear for 3 polls"
     Event.objects.filter(pk=degraded.pk).update(reason=degraded.message)
-    assert reason("open", degraded.pk) == "found at its last poll"
+    assert column("status", "open", degraded.pk) == "open: found at its last poll"
 
 
 def test_no_page_needs_an_emoji_font(operator, faulty):

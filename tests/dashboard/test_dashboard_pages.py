@@ -81,7 +81,8 @@ def test_the_node_page_shows_devices_ports_and_events(viewer, faulty):
     pcie = f"trained {pcie_link(device)['name']}, capable {pcie_link(device)['max_name']}"
     for words in ("Node cn003", device.hca_type, device.fw_ver, "mlx5_1/1", "Down", "Polling", "Gb/s", pcie):
         assert words in html, words
-    assert "cn003 mlx5_1/1: " in html  # its down event
+    # its down event
+    assert '<a href="/ports/cn003/mlx5_1/1/">cn003 mlx5_1/1</a>: <span class="what">port down</span>' in html
 
 
 def test_the_node_page_says_why_its_snapshots_are_refused_and_escapes_the_reason(viewer, faulty):
@@ -133,7 +134,8 @@ def test_a_missing_poll_is_a_gap_not_a_line(viewer, faulty):
 
 def test_the_events_page_lists_open_and_resolved_events(viewer, faulty):
     html = viewer.text("/events/")
-    assert "cn003 mlx5_1/1: " in html and "Acknowledge" not in html
+    assert '<a href="/ports/cn003/mlx5_1/1/">cn003 mlx5_1/1</a>: <span class="what">port down</span>' in html
+    assert "Acknowledge" not in html
     assert viewer.get("/events/", {"status": "resolved"}).context["events"].paginator.count == 0
     assert (
         viewer.get("/events/", {"severity": "critical", "node": "cn00*", "kind": "do*"})

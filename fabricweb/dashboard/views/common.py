@@ -40,15 +40,17 @@ def require_operator(request) -> None:
 
 
 def mark_page(events, now: datetime) -> None:
-    """Acknowledgement and silence of each event, whether it is new, and the running jobs crossing its link,
-    for the templates (one query for the silences, a few for the jobs)."""
+    """Acknowledgement and silence of each event, whether it is new, its columns (where, what), and the running
+    jobs crossing its link, for the templates (one query for the silences, a few for the jobs; the events'
+    port__peer__device__node loaded)."""
     from fabricweb.jobs.impact import jobs_for_events
 
-    from .. import fabric, newness, rowactions
+    from .. import fabric, newness, problemrows, rowactions
 
     rows = list(events)
     fabric.mark_silenced(rows, now)
     newness.mark_new(rows, now)
+    problemrows.mark_rows(rows)
     jobs = jobs_for_events(rows)
     for event in rows:
         event.jobs = jobs.get(event.pk, [])

@@ -61,7 +61,7 @@ def event_list(request):
 
 def _matching(form: EventsQuery, status: str, now):
     given = form.cleaned_data
-    rows = Event.objects.select_related("node", "device", "port", "acknowledgement")
+    rows = Event.objects.select_related("node", "device", "port__peer__device__node", "acknowledgement")
     if status in ("open", "acknowledged", "silenced"):
         rows = rows.filter(resolved_at__isnull=True)
     elif status == "resolved":

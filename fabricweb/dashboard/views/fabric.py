@@ -123,7 +123,7 @@ def switch_page(request, key: str):
         tally[r["health"]] += 1
     events = list(
         Event.objects.filter(node=switch)
-        .select_related("node", "device", "port", "acknowledgement")
+        .select_related("node", "device", "port__peer__device__node", "acknowledgement")
         .order_by("-opened_at", "-id")[:RECENT_EVENTS]
     )
     mark_page(events, now)

@@ -73,7 +73,7 @@ def node_page(request, name: str):
     gpus = portfacts.gpus(node)
     events = list(
         Event.objects.filter(node=node)
-        .select_related("node", "device", "port", "acknowledgement")
+        .select_related("node", "device", "port__peer__device__node", "acknowledgement")
         .order_by("-opened_at", "-id")[:RECENT_EVENTS]
     )
     mark_page(events, now)

@@ -43,7 +43,7 @@ def port_page(request, node: str, device: str, port: int):
         window, bad_range = timerange.choose({}, now), str(error)
     events = list(
         Event.objects.filter(port=row)
-        .select_related("node", "device", "port", "acknowledgement")
+        .select_related("node", "device", "port__peer__device__node", "acknowledgement")
         .order_by("-opened_at", "-id")[:20]
     )
     mark_page(events, now)
