@@ -1,6 +1,6 @@
 """The node agent against node_exporter on a compute node: CPU, memory, start-up, wake-ups.
 
-    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--sketch] [--signed]
+    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--signed]
 
 Both run side by side in one run, on the same simulated node tree (1 node, 2 HCAs x 2
 ports, `collectors.sim`), polled at the same rate:
@@ -15,11 +15,9 @@ CPU (time on a core of every thread, /proc/<pid>/task/*/schedstat) per minute of
 RSS and PSS at the end (/proc/<pid>/smaps_rollup), start-up (spawn to the first snapshot /
 the first scrape with infiniband series), and context switches per second (every thread:
 how often the process wakes up; most are wake-ups while idle). Printed with the ratios
-agent / node_exporter and the goals of issue 10. `--sketch` adds bench/agent_sketch.py
-(the same queues and messages without Celery's worker) as a third side, on a Redis
-database of its own. `--signed` gives the agent a node key (FABRIC_NODE_KEY), as on a site with
-node auth: every snapshot is signed (fabricweb/nodeauth.py). The machine may be shared:
-compare the ratios of one run, and repeat a run to see the noise.
+agent / node_exporter and the goals of issue 10. `--signed` gives the agent a node key
+(FABRIC_NODE_KEY), as on a site with node auth: every snapshot is signed (fabricweb/nodeauth.py).
+The machine may be shared: compare the ratios of one run, and repeat a run to see the noise.
 """
 
 from __future__ import annotations
@@ -209,7 +207,6 @@ def main() -> int:
     p.add_argument("--duration", type=float, default=90.0, help="seconds of polling measured (default 90)")
     p.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
     p.add_argument("--settle", type=float, default=5.0, help="seconds after start-up before measuring (default 5)")
-    p.add_argument("--sketch", action="store_true", help="also run bench/agent_sketch.py (no Celery worker)")
     p.add_argument("--signed", action="store_true", help="the agent signs its snapshots (FABRIC_NODE_KEY)")
     args = p.parse_args()
 
@@ -222,8 +219,6 @@ def main() -> int:
     redis_proc, redis_url = start_redis(tmp)
     base = redis_url.rsplit("/", 1)[0]
     agents = {"agent": [sys.executable, "-m", "fabricweb.agent"]}
-    if args.sketch:
-        agents["sketch"] = [sys.executable, str(REPO / "bench" / "agent_sketch.py")]
     sides: list[Side] = []
     beats: list[Celery] = []
     try:

@@ -10,10 +10,8 @@ ack (commit_acks). At 20,000 port-samples/s (issue 11) one process has 50 µs pe
 port-sample for everything; what these steps take is not available to the deltas, the
 health engine or the database.
 
-msgspec (not a dependency) was a named candidate for the decoding and the validation: when it
-is installed, the bench also times its typed decoding of the same bodies into the validated
-form, with the checks parse_snapshot's quick path makes that a type cannot (counter names,
-storable text, the time), against messages.decode_body + parse_snapshot.
+msgspec's typed decoding, a candidate measured once and not adopted, is in
+docs/benchmarks-history.md ("Ingest, tenth round"); its script is gone.
 """
 
 from __future__ import annotations
@@ -138,52 +136,7 @@ def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
         f"  reading alone: {floor:,.0f} port-samples/s (median); at 20,000/s the process has {BUDGET_US:.0f} µs "
         f"per port-sample, and reading takes {median_us:.0f} of them ({median_us / BUDGET_US:.0%})"
     )
-    _msgspec(rounds, now)
     return 0
-
-
-def _msgspec(rounds: list[list[dict]], now: datetime) -> None:
-    try:
-        import msgspec_candidate
-    except ImportError as e:
-        print(f"  msgspec: not measured ({e}; `pip install msgspec` to measure it)")
-        return
-    import json
-
-    from fabricweb.telemetry.intake.messages import decode_body
-    from fabricweb.telemetry.validation.schema import parse_snapshot
-
-    class Body:  # what decode_body reads of a message
-        content_encoding = "utf-8"
-
-        def __init__(self, body: bytes) -> None:
-            self.body = body
-
-    snaps = [s for snaps in rounds for s in snaps]
-    bodies = [json.dumps([[s], {}, {}]).encode() for s in snaps]
-    ports = sum(len(d["ports"]) for s in snaps for d in s["devices"])
-    decode = msgspec_candidate.decoder()
-    for theirs, ours in zip(bodies[:50], snaps[:50], strict=False):
-        if msgspec_candidate.parse(decode, theirs, now) != parse_snapshot(ours, now):
-            print("  msgspec: the candidate does not read these snapshots as parse_snapshot does: not timed")
-            return
-
-    def ours_once() -> None:
-        for body in bodies:
-            parse_snapshot(decode_body(Body(body))[0][0], now)
-
-    def theirs_once() -> None:
-        for body in bodies:
-            msgspec_candidate.parse(decode, body, now)
-
-    figures = {"decode_body + parse_snapshot": [], "msgspec typed decode": []}
-    for _ in range(3):
-        for label, run in zip(figures, (ours_once, theirs_once), strict=True):
-            start = time.perf_counter()
-            run()
-            figures[label].append((time.perf_counter() - start) / ports * 1e6)
-    for label, values in figures.items():
-        print(f"  {label:<30} µs per port-sample: {' / '.join(f'{v:.1f}' for v in values)}")
 
 
 if __name__ == "__main__":
