@@ -3,7 +3,9 @@ the time until the grid is drawn and the problem list is usable; as a user measu
 
     eval "$(scripts/test-services start)"     # only for --db postgres
     .venv/bin/python bench/bench_dashboard.py [--ports 5000,20000,50000] [--db sqlite|postgres] [--runs 5]
-        [--no-browser] [--profile]
+        [--no-browser] [--profile] [--switches N --switch-ports P]
+    .venv/bin/python bench/bench_dashboard.py --db postgres --ports 32000 --switches 1000 --switch-ports 64
+        # the 100,000-port fabric of issue 37: 32,000 host ports beside 64,000 switch ports
 
 Each size runs in a child process with a fresh database: a simulated fabric (4 ports per node: 2 HCAs x 2
 ports; a simulated block of 1,000 ports copied under other node names) with faults on 1% of the nodes
@@ -22,6 +24,12 @@ problem list in the DOM. Printed: min / median / max of each, the load average b
 RSS (VmHWM from /proc) of the child during its GETs (reset after storing the fabric) and of the gunicorn
 worker. Goals at 20,000 ports: under 300 ms on the server with a constant number of queries, under 2 s in
 the browser; 50,000 ports under 500 ms on the server.
+
+With --switches, a two-level fat tree of that many switches is cabled to the hosts' ports as fabric ingest
+leaves it (bench_metrics.fill_switches: switch ports with their counters, both ends of every link), and the
+fabric page `/fabric/` and a leaf's page `/switches/<name>/` are timed on the server too, `--runs` GETs each
+after one warm-up. Goals at 100,000 ports (32,000 host ports, 64,000 switch ports): the overview under
+500 ms on the server and 2.5 s in Chromium, the fabric page and a switch page under 500 ms.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 SERVER_GOAL_MS, BROWSER_GOAL_MS = 300.0, 2000.0
+PAGE_GOAL_MS = 500.0  # the fabric page and a switch page at 100,000 ports
 PORTS_PER_NODE = 4
 BLOCK_PORTS = 1000
 # performance.now() at the first frame after the load event.
@@ -273,12 +282,32 @@ def _profile(top: int = 25) -> None:
     pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(top)
 
 
-def child(ports: int, db: str, browser: bool, runs: int, profile: bool = False) -> dict:
+def _switch_pages(runs: int) -> dict:
+    """`runs` GETs of the fabric page and of the first leaf's page, after one warm-up GET of each."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench"))
+    out = {}
+    for key, path in (("fabric_ms", "/fabric/"), ("switch_ms", "/switches/sw00000/")):
+        _timed_get(client, path)
+        out[key] = [_timed_get(client, path) for _ in range(runs)]
+    return out
+
+
+def child(
+    ports: int, db: str, browser: bool, runs: int, profile: bool = False, switches: int = 0, switch_ports: int = 40
+) -> dict:
     with tempfile.TemporaryDirectory(
         prefix="bench-dash-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
     ) as scratch:
         _setup(db, scratch)
         stored_s = _store_fabric(ports, scratch)
+        if switches:
+            from bench_metrics import fill_switches  # the bench's fat tree, as fabric ingest leaves it
+
+            fill_switches(switches, switch_ports)
         if db == "postgres":
             # As autovacuum leaves the tables between polls: measured during its first pass, the page
             # time varied by 1.5x from run to run.
@@ -286,9 +315,13 @@ def child(ports: int, db: str, browser: bool, runs: int, profile: bool = False) 
 
             with connection.cursor() as cursor:
                 cursor.execute("VACUUM ANALYZE")
-        from fabricweb.inventory.models import Port
+        from fabricweb.inventory.models import Node, Port
 
-        result = {"ports": Port.objects.count(), "db": db, "store_s": stored_s, **_server(runs)}
+        hosts = Port.objects.filter(device__node__kind=Node.Kind.HOST).count()
+        result = {"ports": hosts, "db": db, "store_s": stored_s, **_server(runs)}
+        if switches:
+            result["switch_ports"] = Port.objects.filter(device__node__kind=Node.Kind.SWITCH).count()
+            result.update(_switch_pages(runs))
         if profile:
             _profile()
         if browser:
@@ -315,12 +348,17 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5, help="GETs (and page loads) of each of A and B (at least 5)")
     p.add_argument("--no-browser", action="store_true")
     p.add_argument("--profile", action="store_true", help="print a cProfile of one overview GET per size")
+    p.add_argument("--switches", type=int, default=0, help="also a fat tree of this many switches")
+    p.add_argument("--switch-ports", type=int, default=40, help="ports per switch (default 40)")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.runs < 5:
         p.error("--runs: at least 5")
     if args.child:
-        print(json.dumps(child(args.child, args.db, not args.no_browser, args.runs, args.profile)))
+        result = child(
+            args.child, args.db, not args.no_browser, args.runs, args.profile, args.switches, args.switch_ports
+        )
+        print(json.dumps(result))
         return 0
     print(
         f"overview page `/`, {args.db}, {os.cpu_count()} CPUs; goals at 20,000 ports: server < {SERVER_GOAL_MS:g} ms,"
@@ -331,6 +369,7 @@ def main() -> int:
         argv = [sys.executable, __file__, "--child", str(size), "--db", args.db, "--runs", str(args.runs)]
         argv += ["--no-browser"] if args.no_browser else []
         argv += ["--profile"] if args.profile else []
+        argv += ["--switches", str(args.switches), "--switch-ports", str(args.switch_ports)] if args.switches else []
         load_before = _load()
         done = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
         load_after = _load()
@@ -340,13 +379,18 @@ def main() -> int:
             print(done.stderr[-3000:], file=sys.stderr)
             return 1
         r = json.loads(done.stdout.strip().splitlines()[-1])
+        beside = f" beside {r['switch_ports']:,} switch ports" if "switch_ports" in r else ""
         print(
-            f"{r['ports']:,} ports (stored in {r['store_s']:.0f} s); load average (1 / 5 / 15 min) {load_before}"
+            f"{r['ports']:,} host ports{beside} (stored in {r['store_s']:.0f} s);"
+            f" load average (1 / 5 / 15 min) {load_before}"
             f" before, {load_after} after; queries A {r['queries_built']}, B {r['queries_kept']};"
             f" HTML {r['html_bytes'] / 1024:,.0f} KiB"
         )
         print(_figure("server, A: after a poll (model built)", r["server_built_ms"], SERVER_GOAL_MS))
         print(_figure("server, B: between polls (model kept)", r["server_kept_ms"], SERVER_GOAL_MS))
+        if "fabric_ms" in r:
+            print(_figure("server: the fabric page /fabric/", r["fabric_ms"], PAGE_GOAL_MS))
+            print(_figure("server: a leaf's page /switches/sw00000/", r["switch_ms"], PAGE_GOAL_MS))
         if "browser_built_ms" in r:
             print(_figure("Chromium, A: after a poll (model built)", r["browser_built_ms"], BROWSER_GOAL_MS))
             print(_figure("Chromium, B: between polls (model kept)", r["browser_kept_ms"], BROWSER_GOAL_MS))
