@@ -5,8 +5,8 @@
 It starts runfabric as `make demo` does (64 simulated nodes, the switch fabric, DEMO_FAULTS read from the
 Makefile, cn064's agent stopped, a private Redis) on a throwaway SQLite database, waits until the problems
 show and the charts have some minutes of samples, then takes the pages in Debian's Chromium (Playwright):
-overview, port (its charts from the first poll), node, events, jobs (of its private Slurm, as `make demo`'s)
-(1400 px wide), the wall at 2560x1440, and the
+overview, port (its charts from the first poll), node, the GPU server's matrix (gpu-node), events, jobs (of its
+private Slurm, as `make demo`'s) (1400 px wide), the wall at 2560x1440, and the
 overview on a 390 px phone in the dark theme (down to its third problem). The PNGs are re-deflated (zlib
 level 9), and quantised with pngquant when it is installed. A console error on any page fails the run.
 """
@@ -35,7 +35,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # The pages and what each shows of the demo's faults.
 PORT_PAGE = "/ports/cn008/mlx5_1/1/"  # symbol errors rising: the grouped error charts draw something
 NODE_PAGE = "/nodes/cn002/"  # a host port trained at SDR
-SHOTS = ("overview", "port", "node", "events", "jobs", "wall", "phone")
+GPU_NODE_PAGE = "/nodes/cn012/"  # the demo's GPU server (cn012:dgx in DEMO_FAULTS): its GPU x card matrix
+SHOTS = ("overview", "port", "node", "gpu-node", "events", "jobs", "wall", "phone")
 WAIT_FOR = ("cn005", "cn006", "cn009", "cn064")  # down, flapping, PCIe, stale: the problem list is complete
 
 
@@ -147,6 +148,23 @@ def take(base: str, password: str, out: Path, since: str, settle_until: float) -
             page.screenshot(path=str(out / f"{name}.png"), full_page=full_page, clip=clip)
             print(f"  {name}.png: {path}", flush=True)
 
+        def section(page, path: str, name: str, heading: str) -> None:
+            """One section of a page: from its <h2> to the next (a node page's 8 card paths come before its matrix)."""
+            page.goto(f"{base}{path}", wait_until="load")
+            top, end = page.evaluate(
+                """(heading) => {
+                    const hs = [...document.querySelectorAll('h2')];
+                    const i = hs.findIndex(h => h.textContent.startsWith(heading));
+                    const y = h => h.getBoundingClientRect().top + window.scrollY;
+                    return [y(hs[i]), hs[i + 1] ? y(hs[i + 1]) : document.body.scrollHeight];
+                }""",
+                heading,
+            )
+            width = page.viewport_size["width"]
+            clip = {"x": 0, "y": top - 8, "width": width, "height": end - top}
+            page.screenshot(path=str(out / f"{name}.png"), full_page=True, clip=clip)
+            print(f"  {name}.png: {path}", flush=True)
+
         desk = tab(viewport={"width": 1400, "height": 900})
         deadline = time.monotonic() + 600
         while not all(n in " ".join(desk.locator(".problems").all_inner_texts()) for n in WAIT_FOR):
@@ -162,6 +180,7 @@ def take(base: str, password: str, out: Path, since: str, settle_until: float) -
             desk, f"{PORT_PAGE}?from={since}", "port", full_page=True, wait=charts, until="h2:has-text('Raw counters')"
         )
         shot(desk, NODE_PAGE, "node", full_page=True)
+        section(desk, GPU_NODE_PAGE, "gpu-node", "GPUs and RDMA devices")
         shot(desk, "/events/", "events")
         shot(desk, "/jobs/", "jobs")
         wall = tab(viewport={"width": 2560, "height": 1440})
