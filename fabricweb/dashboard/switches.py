@@ -23,7 +23,7 @@ from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
-from . import fabric
+from . import fabric, linkends
 
 SWITCH, COLLECTOR = Node.Kind.SWITCH, Node.Kind.COLLECTOR
 HEALTHS = fabric.HEALTHS
@@ -89,11 +89,12 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
         Node.objects.filter(kind=SWITCH).values_list("pk", "name", "fabric_node__missing_since"), key=itemgetter(1)
     )
     problems = fabric.problem_kinds(node__kind=SWITCH)
-    rows = (
+    rows = list(
         portfacts.annotate(Port.objects.filter(device__node__kind=SWITCH))
         .order_by()  # sorted below, in code-point order on every database
-        .values_list("pk", "device__node_id", "number", "status", "peer_label")
+        .values_list("pk", "device__node_id", "number", "status", "peer_label", "peer_id")
     )
+    far_problems = linkends.far_end_problems(row[5] for row in rows)  # a link's problem marks both ends
     by_switch: dict[int, list] = {}
     for row in rows:
         by_switch.setdefault(row[1], []).append(row)
@@ -103,8 +104,9 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
         reachable = missing_since is None
         tally = dict.fromkeys(HEALTHS, 0)
         cells = []
-        for port_pk, _, number, status, peer in sorted(by_switch.get(pk, ()), key=itemgetter(2)):
-            health = fabric.port_health(status, problems.get(port_pk, ()))
+        for port_pk, _, number, status, peer, peer_id in sorted(by_switch.get(pk, ()), key=itemgetter(2)):
+            own = fabric.port_health(status, problems.get(port_pk, ()))
+            health = linkends.worse(own, far_problems.get(peer_id, ()))
             tally[health] += 1
             cells.append(SwitchCell(number, health, peer))
         for k, v in tally.items():

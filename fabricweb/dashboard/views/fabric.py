@@ -6,6 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -18,7 +19,7 @@ from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 
-from .. import fabric, grid, switches
+from .. import fabric, grid, linkends, problemrows, switches
 from .common import freshness, mark_page
 
 LINKS_PER_PAGE = 100
@@ -100,13 +101,15 @@ def switch_page(request, key: str):
     ports = list(portfacts.annotate(ports).order_by("number"))
     readings.attach(ports)
     problems = fabric.problem_kinds(node=switch)
+    far_problems = linkends.far_end_problems(p.peer_id for p in ports)
     rows = []
     for p in ports:
-        peer = p.peer
+        peer, far = p.peer, far_problems.get(p.peer_id, [])
         rows.append(
             {
                 "port": p,
-                "health": fabric.port_health(p.status, problems.get(p.pk, ())),
+                "health": linkends.worse(fabric.port_health(p.status, problems.get(p.pk, ())), far),
+                "far_problems": [(linkends.LINK_HEALTH[e.kind], problemrows.what(e.kind), e) for e in far],
                 "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                 "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
                 "link": portfacts.link(p),
@@ -121,8 +124,10 @@ def switch_page(request, key: str):
     tally = dict.fromkeys(switches.HEALTHS, 0)
     for r in rows:
         tally[r["health"]] += 1
+    # Its own events, and the link events that name its ports (judged on the far end: linkends.py).
+    peers = [p.peer_id for p in ports if p.peer_id is not None]
     events = list(
-        Event.objects.filter(node=switch)
+        Event.objects.filter(Q(node=switch) | Q(port__peer__device__node=switch) | Q(port_id__in=peers))
         .select_related("node", "device", "port__peer__device__node", "acknowledgement")
         .order_by("-opened_at", "-id")[:RECENT_EVENTS]
     )

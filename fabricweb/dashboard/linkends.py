@@ -1,0 +1,69 @@
+"""A link's problem marks both of its ends: a switch port cabled to a flapping host port, or to one with symbol
+errors, reads as the link does, not "up, 0 errors".
+
+The health engine judges a link's own state on one end (a host port, or the first of two switch ports by
+name), so the other end has no event of its own. Here the far end's open problems (not advice) that are the
+link's, not the host's (its state, its errors; not a PCIe slot or a stale node), mark this end as well.
+"""
+
+from __future__ import annotations
+
+from fabricweb.health.findings import Kind
+from fabricweb.health.models import Event
+
+from . import fabric
+from .marks import ERRORING, FLAPPING, HEALTHS
+
+ADVICE = Event.Severity.INFO.value
+# A far end's problem kind -> the health it gives this end of the cable.
+LINK_HEALTH = {
+    Kind.DOWN: "down",
+    Kind.FLAPPING: FLAPPING,
+    Kind.DEGRADED: "degraded",
+    **dict.fromkeys(
+        (
+            Kind.SYMBOL_ERRORS,
+            Kind.RCV_ERRORS,
+            Kind.REMOTE_PHYSICAL_ERRORS,
+            Kind.XMIT_DISCARDS,
+            Kind.LINK_INTEGRITY,
+            Kind.BUFFER_OVERRUN,
+            Kind.CONGESTION,
+        ),
+        ERRORING,
+    ),
+}
+RANK = {h: i for i, h in enumerate(HEALTHS)}
+
+
+def far_end_problems(peer_ids) -> dict[int, list[Event]]:
+    """Far port id -> its open link problems (one query), most severe first."""
+    ids = [pk for pk in set(peer_ids) if pk is not None]
+    if not ids:
+        return {}
+    rows = (
+        Event.objects.filter(resolved_at__isnull=True, port_id__in=ids, kind__in=list(LINK_HEALTH))
+        .exclude(severity=ADVICE)
+        .select_related("node", "device", "port")
+        .order_by("severity", "opened_at", "id")
+    )
+    found: dict[int, list[Event]] = {}
+    for event in rows:
+        found.setdefault(event.port_id, []).append(event)
+    return found
+
+
+def worse(health: str, far: list) -> str:
+    """`health` of this end, or the worse one the far end's problems (events or kinds) give it. A flapping far
+    end makes this end flapping, down at this poll or up (one mark for the episode, as fabric.port_health);
+    an unknown end (an unreached switch's) stays unknown: what it last said is not its state now."""
+    if health == "unknown" or not far:
+        return health
+    kinds = {getattr(problem, "kind", problem) for problem in far}
+    if FLAPPING in kinds:
+        return FLAPPING if health in fabric.FLAPPABLE or health == ERRORING else health
+    for kind in kinds:
+        marked = LINK_HEALTH[kind]
+        if RANK[marked] < RANK[health]:
+            health = marked
+    return health
