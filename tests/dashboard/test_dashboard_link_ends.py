@@ -1,6 +1,7 @@
 """A link's problem marks both of its ends (issue 38): the switch ports cabled to a flapping host port and to one
 with symbol errors read as their links do on the switch page and on /fabric/'s grid, and the switch's events
-include the link events that name its ports. On SQLite and PostgreSQL: a simulated fabric through the real host
+include the link events that name its ports; /fabric/ lists the problem links only, counting the healthy ones
+and showing them on request. On SQLite and PostgreSQL: a simulated fabric through the real host
 and fabric ingest and health engine (tests/fabric/fabric_support.py)."""
 
 from __future__ import annotations
@@ -59,3 +60,24 @@ def test_it_leaves_a_switch_port_whose_far_end_is_healthy_as_it_is(viewer, world
     end = _switch_end("cn001")
     rows = {r["port"].number: r for r in viewer.get(f"/switches/{end.device.node.name}/").context["rows"]}
     assert rows[end.number]["health"] == "up" and rows[end.number]["far_problems"] == []
+
+
+def test_it_lists_only_the_problem_links_on_the_fabric_page_and_counts_the_healthy_ones(viewer, world):
+    w = world(start_faults=("leaf01/7:speed=DDR",))
+    w.builder.down("leaf02", 12)
+    w.polls(2)
+    html = viewer.text("/fabric/")
+    table = html.split('<table class="links">')[1].split("</table>")[0]
+    assert table.count('<tr class="h-') == 2 and 'class="h-up"' not in table
+    assert "Switch-to-switch links (2 with a problem)" in html
+    said = '<b id="count-isl-up">10</b> healthy (up) links not listed. <a href="?healthy=on">Show all 12 links</a>'
+    assert said in html
+    every = viewer.text("/fabric/", {"healthy": "on"})
+    table = every.split('<table class="links">')[1].split("</table>")[0]
+    assert table.count('class="h-up"') == 10 and '<a href="?">Show only the links with a problem</a>' in every
+
+
+def test_it_says_every_switch_link_is_up_when_none_has_a_problem(viewer, world):
+    world()
+    html = viewer.text("/fabric/")
+    assert "None: every switch-to-switch link is up." in html and ">12</b> healthy (up) links not listed" in html

@@ -31,6 +31,7 @@ class FabricPages(forms.Form):
     links = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
     problems = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
     advice = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    healthy = forms.BooleanField(required=False)  # list the healthy (up) inter-switch links too
 
 
 @login_required
@@ -44,7 +45,12 @@ def fabric_page(request):
         pages = form.cleaned_data
     counts = switches.link_counts(now)
     blocks, tally = switches.switch_grid()
-    links_page = Paginator(switches.inter_switch_links(), LINKS_PER_PAGE).get_page(pages.get("links"))
+    # Problem links only unless asked: 100 healthy rows hid the few that matter (issue 38).
+    show_healthy = bool(pages.get("healthy"))
+    links = switches.inter_switch_links()
+    links_page = Paginator(links if show_healthy else links.exclude(state="up"), LINKS_PER_PAGE).get_page(
+        pages.get("links")
+    )
     problems = Paginator(switches.fabric_problems(), PROBLEMS_PER_PAGE).get_page(pages.get("problems"))
     mark_page(problems, now)
     advice = Paginator(switches.fabric_problems(advice=True), PROBLEMS_PER_PAGE).get_page(pages.get("advice"))
@@ -58,6 +64,7 @@ def fabric_page(request):
         "grid": grid.render_switches(blocks),
         "links": links_page,
         "link_rows": [_link_row(link) for link in links_page],
+        "show_healthy": show_healthy,
         "problems": problems,
         "advice": advice,
         "collectors": switches.collectors(),
