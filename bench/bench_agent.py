@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,27 +37,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from collectors.sim import Fabric  # noqa: E402
+from harness import free_port, start_redis, wait_for  # noqa: E402
 
 NODE = "cn001"
 COLLECT = "fabricweb.agent.tasks.collect"
 SNAPSHOTS = "snapshots"
 GOALS = {"cpu": 1.0, "rss_mb": 60.0, "startup_s": 2.0}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what: str, check, timeout: float, step: float = 0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(step)
-    raise SystemExit(f"bench: timed out after {timeout} s waiting for {what}")
 
 
 def tree_of(pid: int) -> list[int]:
@@ -143,28 +127,6 @@ class Side:
                 self.proc.wait(10)
 
 
-def start_redis(tmp: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
-        cwd=tmp,
-        stdout=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    client = redis.Redis.from_url(url)
-
-    def up():
-        try:
-            return client.ping()
-        except redis.ConnectionError:
-            return False
-
-    wait_for("redis-server", up, 10)
-    return proc, url
-
-
 def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client, key: str = "") -> Side:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
     env.update(REDIS_URL=redis_url, FABRIC_NODE_NAME=NODE, FABRIC_SYSFS_ROOT=str(tree), LOG_LEVEL="WARNING")
@@ -216,8 +178,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-agent-"))
     Fabric.create(str(tmp / "sim"), 1, 2, hcas=2)
     tree = tmp / "sim" / NODE
-    redis_proc, redis_url = start_redis(tmp)
-    base = redis_url.rsplit("/", 1)[0]
+    redis_server = start_redis(cwd=tmp)
+    base = redis_server.url.rsplit("/", 1)[0]
     agents = {"agent": [sys.executable, "-m", "fabricweb.agent"]}
     sides: list[Side] = []
     beats: list[Celery] = []
@@ -273,8 +235,7 @@ def main() -> int:
             s.stop()
         for beat in beats:
             beat.close()
-        redis_proc.terminate()
-        redis_proc.wait(10)
+        redis_server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

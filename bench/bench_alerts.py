@@ -30,6 +30,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from harness import wait_for  # noqa: E402
+
 PY = sys.executable
 
 
@@ -56,17 +58,16 @@ class Receiver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/bench"
 
 
-def wait(what: str, check, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def settled(check):
+    """`check` for harness.wait_for, an exception read as not yet (the tables appear when runfabric has migrated)."""
+
+    def attempt():
         try:
-            result = check()
-        except Exception:  # tables not there yet: runfabric is migrating
-            result = None
-        if result:
-            return result
-        time.sleep(0.05)
-    raise SystemExit(f"not within {timeout:g} s: {what}")
+            return check()
+        except Exception:
+            return None
+
+    return attempt
 
 
 def main() -> None:
@@ -99,7 +100,7 @@ def main() -> None:
     try:
         simulate = ["-m", "collectors", "simulate", "--out", sim, "--nodes", str(args.nodes)]
         start([PY, *simulate, "--interval", f"{args.sim_step:g}", "--seed", "7"], "sim.log")
-        wait("the simulated trees", lambda: len(os.listdir(sim)) >= args.nodes, 30)
+        wait_for("the simulated trees", settled(lambda: len(os.listdir(sim)) >= args.nodes), 30)
         fabric = ["-m", "fabricweb.runfabric", "--sim-dir", sim, "--no-sim", "--start-redis"]
         start([PY, *fabric, "--interval", f"{args.interval:g}", "--log-level", "WARNING"], "runfabric.log")
 
@@ -110,7 +111,7 @@ def main() -> None:
         from fabricweb.health.models import Event
         from fabricweb.inventory.models import Node, Port
 
-        wait("every node registered", lambda: Node.objects.count() == args.nodes, 120)
+        wait_for("every node registered", settled(lambda: Node.objects.count() == args.nodes), 120)
         time.sleep(3 * args.interval)  # a history for every port, so nothing else is judged new
         Channel.objects.create(
             name="bench", kind="webhook", url=receiver.url, severities=["critical"], group_s=0, flap_hold_s=0
@@ -138,7 +139,9 @@ def main() -> None:
             t0 = time.time()
             if fault.returncode:
                 raise SystemExit(fault.stderr.decode())
-            arrived = wait(f"the notification for {key}", lambda k=key: receiver.got.get(k), 10 * args.interval + 30)
+            arrived = wait_for(
+                f"the notification for {key}", lambda k=key: receiver.got.get(k), 10 * args.interval + 30
+            )
             event = Event.objects.get(key=key, resolved_at__isnull=True)
             to_event.append(event.opened_at.timestamp() - t0)
             to_note.append(arrived - t0)

@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from collectors import read_host, to_dict  # noqa: E402
+from harness import free_port  # noqa: E402
 
 
 def fixtures() -> Path:
@@ -88,12 +89,6 @@ def time_ours(root: Path, iterations: int, serialise: bool) -> dict[str, float]:
     return summary(samples)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def node_exporter_binary() -> str | None:
     return shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 
@@ -104,7 +99,7 @@ def node_exporter_version(binary: str) -> str:
 
 
 def time_node_exporter(binary: str, root: Path, scrapes: int) -> dict[str, float]:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             binary,

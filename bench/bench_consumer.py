@@ -31,7 +31,6 @@ import io
 import json
 import os
 import pstats
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,8 @@ from pathlib import Path
 
 # bench_ingest puts the repository on sys.path: the fabricweb imports below come after it.
 from bench_ingest import _drop_postgres_database, _setup_django, generate, promptly, snapshot_args, warm_up, warmed
+
+from harness import start_redis
 
 
 def publish(rounds: list[list[dict]], shards: int = 1) -> float:
@@ -223,12 +224,6 @@ def run_child(
                 _drop_postgres_database()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = snapshot_args(__doc__)
     parser.add_argument("--batch", type=int, default=100, help="the consumer's --batch")
@@ -250,16 +245,11 @@ def main() -> int:
 
     rounds, what = generate(args)
     print(f"{what}; {len(rounds[0]) * (len(rounds) - 1)} messages timed per run")
-    port = free_port()
-    redis_server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{port}/0", "LOG_LEVEL": "WARNING"}
+    redis_server = start_redis()
+    env = {**os.environ, "REDIS_URL": redis_server.url, "LOG_LEVEL": "WARNING"}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(rounds, f)
     try:
-        time.sleep(0.3)  # redis-server binding its port; the consumer would retry anyway
         for db in ("sqlite", "postgres") if args.db == "both" else (args.db,):
             cmd = [sys.executable, __file__, "--db", db, "--batch", str(args.batch), "--max-wait", str(args.max_wait)]
             cmd += ["--consumers", str(args.consumers), "--warm", str(args.warm)] + (
@@ -286,8 +276,7 @@ def main() -> int:
             else:
                 print(f"{'':<34} {args.consumers} consumers are {1 / ratio:.2f}x one")
     finally:
-        redis_server.terminate()
-        redis_server.wait(10)
+        redis_server.stop()
         os.unlink(f.name)
     return 0
 

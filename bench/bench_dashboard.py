@@ -48,6 +48,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from harness import free_port  # noqa: E402
+
 SERVER_GOAL_MS, BROWSER_GOAL_MS = 300.0, 2000.0
 PAGE_GOAL_MS = 500.0  # the fabric page and a switch page at 100,000 ports
 PORTS_PER_NODE = 4
@@ -184,12 +186,6 @@ def _server(runs: int) -> dict:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _browser(expected_cells: int, runs: int) -> dict:
     from django.contrib.auth import get_user_model
     from playwright.sync_api import sync_playwright
@@ -197,7 +193,7 @@ def _browser(expected_cells: int, runs: int) -> dict:
     user = get_user_model().objects.get(username="bench")
     user.set_password("bench-password-123")
     user.save()
-    port = _free_port()
+    port = free_port()
     argv = [
         sys.executable,
         "-m",

@@ -46,7 +46,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -59,6 +58,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+
+from harness import running_redis, wait_for  # noqa: E402
 
 GOAL_FULL_S = 2.0
 GOAL_COUNTERS_S = 1.0
@@ -175,14 +176,6 @@ def stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM, wait: float =
         proc.wait()
 
 
-def wait_for(check, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.1)
-
-
 def machine() -> str:
     model = ""
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -235,7 +228,7 @@ class Simulated:
         log.close()
         self.procs.append(self.ibsim)
         logfile = self.scratch / "ibsim.log"
-        wait_for(lambda: "Network simulator ready" in logfile.read_text(errors="replace"), "ibsim", 60)
+        wait_for("ibsim", lambda: "Network simulator ready" in logfile.read_text(errors="replace"), 60, 0.1)
         # opensm buffers its log unless told: the bench reads it to know when the subnet is up.
         config = self.scratch / "opensm.conf"
         config.write_text("force_log_flush TRUE\n")
@@ -249,7 +242,7 @@ class Simulated:
             cwd=self.scratch,
         )  # fmt: skip
         self.procs.append(self.opensm)
-        wait_for(lambda: osm_log.exists() and "SUBNET UP" in osm_log.read_text(errors="replace"), "opensm", 120)
+        wait_for("opensm", lambda: osm_log.exists() and "SUBNET UP" in osm_log.read_text(errors="replace"), 120, 0.1)
         time.sleep(1.0)
 
     def tool(self, *cmd: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -433,12 +426,6 @@ def measure_sweeps(sim: Simulated, runs: int, gc_compare: bool = False) -> dict:
 
 
 # -- sizes in Redis ------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
     """Bytes of one message as Redis holds it: a full sweep, a counters-only poll, a host snapshot (signed)."""
     if not shutil.which("redis-server"):
@@ -451,15 +438,9 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
     from fabricweb.names import INGEST_SNAPSHOT, SWEEP_QUEUE, snapshot_queue
     from fabricweb.nodeauth import signed_kwargs
 
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        client = redis.Redis(port=port)
-        wait_for(lambda: _pings(client), "redis-server", 10)
-        config = FabricAgentConfig(broker_url=f"redis://127.0.0.1:{port}/0", collector=COLLECTOR, key="00" * 32)
+    with running_redis() as server:
+        client = redis.Redis(port=server.port)
+        config = FabricAgentConfig(broker_url=server.url, collector=COLLECTOR, key="00" * 32)
         app, agent = create_app(config, port_factory=lambda *a: None)
         queue = SWEEP_QUEUE
         out = {}
@@ -487,18 +468,6 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
             out[form] = statistics.mean(sizes)
         app.close()
         return out
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
-def _pings(client) -> bool:
-    import redis
-
-    try:
-        return client.ping()
-    except redis.ConnectionError:
-        return False
 
 
 # -- host snapshots ------------------------------------------------------------------------------

@@ -93,8 +93,9 @@ from bench_fabric import (  # noqa: E402 (after the path)
     reset_hwm,
     spread,
     stop,
-    wait_for,
 )
+
+from harness import wait_for  # noqa: E402
 
 GOAL_REFRESH_CHANGED_S = 2.0  # every job's links walked and stored after a table change
 GOAL_REFRESH_NEW_S = 0.1  # one new job
@@ -148,7 +149,7 @@ class Simulated:
                 ["ibsim", "-s", "-n", str(self.dir / "fabric.net")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.scratch,
             )  # fmt: skip
-        wait_for(lambda: "Network simulator ready" in logfile.read_text(errors="replace"), "ibsim", 60)
+        wait_for("ibsim", lambda: "Network simulator ready" in logfile.read_text(errors="replace"), 60, 0.1)
         once = subprocess.run(
             ["ibsim-run", "opensm", "-o", "-f", str(self.scratch / "opensm.log")],
             env=self.env, capture_output=True, text=True, timeout=300, cwd=self.scratch,

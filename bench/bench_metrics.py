@@ -33,7 +33,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from harness import free_port  # noqa: E402
+
 PORTS_PER_NODE = 8  # 4 HCAs of 2 ports
 # What every server is started with besides the database (--served: the shard it serves).
 SERVER_ENV: dict[str, str] = {}
@@ -344,12 +345,6 @@ def use_database(backend: str) -> str:
         db = connections["postgres"].settings_dict
         return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     return f"sqlite:///{settings.DATABASES['default']['TEST']['NAME']}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def worker_of(master: int) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,8 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_consumer import free_port, publish
+from bench_consumer import publish
 from bench_ingest import _setup_django, from_fixtures, from_simulator
+
+from harness import running_redis
 
 BATCH = 100
 BUDGET_US = 1e6 / 20_000  # per port-sample, at the goal
@@ -73,19 +74,10 @@ def main() -> int:
     rounds = (
         from_simulator(args.nodes, 2, 2, args.polls) if args.source == "sim" else from_fixtures(args.nodes, args.polls)
     )
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
-    os.environ["REDIS_URL"] = f"redis://127.0.0.1:{port}/0"
-    try:
-        with tempfile.TemporaryDirectory(prefix="bench-floor-") as scratch:
-            _setup_django("sqlite", scratch)  # parse_snapshot and the consumer import the models
-            return _measure(rounds, args.runs, port)
-    finally:
-        server.terminate()
-        server.wait(10)
+    with running_redis() as server, tempfile.TemporaryDirectory(prefix="bench-floor-") as scratch:
+        os.environ["REDIS_URL"] = server.url
+        _setup_django("sqlite", scratch)  # parse_snapshot and the consumer import the models
+        return _measure(rounds, args.runs, server.port)
 
 
 def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
@@ -99,12 +91,6 @@ def _measure(rounds: list[list[dict]], runs: int, port: int) -> int:
 
     heap.settle()  # as `manage.py ingest` does
     client = redis.Redis(port=port)
-    for _ in range(50):  # redis-server binding its port
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.1)
     count = sum(len(snaps) for snaps in rounds)
     publish(rounds[:1])  # to see one message's size as Redis holds it
     size = len(client.lindex(SNAPSHOT_QUEUE, 0) or b"")

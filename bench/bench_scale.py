@@ -75,8 +75,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench_fabric import REPO, Sweeps, cpu_s, drop_database, free_port, iso, load, machine, proc_kb, setup_django
+from bench_fabric import REPO, Sweeps, cpu_s, drop_database, iso, load, machine, proc_kb, setup_django
 from bench_fabric import spread as _spread
+
+from harness import start_redis
 
 COLLECTOR = "fabric-scale"
 SECRET = "bench-scale-node-key-secret-" + "5" * 40  # FABRIC_NODE_KEY_SECRET of the run (32+ characters)
@@ -757,11 +759,8 @@ def main() -> int:
 
     os.environ.update(FABRIC_NODE_KEY_SECRET=SECRET, FABRIC_COLLECTORS=COLLECTOR, LOG_LEVEL="WARNING")
     template = "bench_scale"
-    redis_port = free_port()
-    redis_server = subprocess.Popen(
-        ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )
+    redis_server = start_redis()
+    redis_port = redis_server.port
     try:
         with tempfile.TemporaryDirectory(prefix="bench-scale-") as scratch:
             label = setup_django(args.db, template)
@@ -782,8 +781,7 @@ def main() -> int:
                 print(f"  run took {time.perf_counter() - t:.0f} s; load {load()}", flush=True)
     finally:
         drop_database(args.db, template)
-        redis_server.terminate()
-        redis_server.wait(10)
+        redis_server.stop()
     print(f"total {time.perf_counter() - started:.0f} s")
     return 0
 

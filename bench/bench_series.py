@@ -30,6 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_metrics  # bench/ is not a package
 
+from harness import free_port
+
 
 def api(url: str, path: str, method: str = "GET", **params: str) -> dict:
     request = urllib.request.Request(f"{url}/api/v1/{path}?{urllib.parse.urlencode(params)}", method=method)
@@ -73,7 +75,7 @@ def main() -> None:
         server = bench_metrics.Server(database)
         processes.append(server)
         Fabric.create(str(work / "sim"), 1).step(10.0)  # the host whose port bench_metrics copies
-        ne_port = bench_metrics.free_port()
+        ne_port = free_port()
         node_exporter = subprocess.Popen(
             ["prometheus-node-exporter", f"--path.sysfs={work / 'sim' / 'cn001'}", "--collector.disable-defaults",
              "--collector.infiniband", f"--web.listen-address=127.0.0.1:{ne_port}"],
@@ -88,7 +90,7 @@ def main() -> None:
             ],
         }
         (work / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
-        url = f"http://127.0.0.1:{bench_metrics.free_port()}"
+        url = f"http://127.0.0.1:{free_port()}"
         prometheus = subprocess.Popen(
             ["prometheus", f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
              f"--web.listen-address={url.removeprefix('http://')}", "--web.enable-admin-api", "--log.level=warn"],

@@ -25,10 +25,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench_agent import NODE, SNAPSHOTS, cpu_ns, start_redis, tree_of, wait_for  # noqa: E402
+from bench_agent import NODE, SNAPSHOTS, cpu_ns, tree_of  # noqa: E402
 
 from collectors.sim import Fabric  # noqa: E402
 from fabricweb.names import COLLECT, node_queue  # noqa: E402
+from harness import start_redis, wait_for  # noqa: E402
 
 
 def main() -> int:
@@ -44,7 +45,8 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="profile-agent-"))
     Fabric.create(str(tmp / "sim"), 1, 2, hcas=2)
-    redis_proc, url = start_redis(tmp)
+    redis_server = start_redis(cwd=tmp)
+    url = redis_server.url
     client = redis.Redis.from_url(url)
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
     env.update(REDIS_URL=url, FABRIC_NODE_NAME=NODE, FABRIC_SYSFS_ROOT=str(tmp / "sim" / NODE), LOG_LEVEL="WARNING")
@@ -84,8 +86,7 @@ def main() -> int:
         agent.send_signal(signal.SIGTERM)
         agent.wait(30)
         beat.close()
-        redis_proc.terminate()
-        redis_proc.wait(10)
+        redis_server.stop()
     try:
         if not args.no_profile:
             stats = pstats.Stats(str(out))

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from collectors.link import SPEEDS
 from collectors.sim import Fabric
+from harness import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_IBSIM = all(shutil.which(tool) for tool in ("ibsim", "ibsim-run", "opensm", "iblinkinfo", "perfquery"))
@@ -53,7 +53,7 @@ class Ibsim:
             )
         os.close(stdin)
         request.addfinalizer(lambda: stop(self.proc))
-        wait_until(lambda: "Network simulator ready" in self.log.read_text(), "ibsim to start")
+        wait_for("ibsim to start", lambda: "Network simulator ready" in self.log.read_text())
         self.sweep()
 
     def run(self, *cmd: str) -> subprocess.CompletedProcess:
@@ -111,14 +111,6 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-def wait_until(check, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 _LINE = re.compile(

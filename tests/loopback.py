@@ -1,20 +1,14 @@
-"""Loopback ports for the servers tests start: a free one, and one that never answers."""
+"""Loopback servers for tests: one that never answers, and a redis-server with an ACL file (harness.py has the
+free port and the plain redis-server these build on)."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-
-def free_port() -> int:
-    """A loopback TCP port free right now (the kernel's choice), for a server a test starts."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from harness import running_redis
 
 
 @contextlib.contextmanager
@@ -32,25 +26,5 @@ def redis_with_acl(directory: Path, acl_lines: str, *options: str) -> Iterator[t
     anything, with redis-server's `options` (e.g. --maxmemory 32mb): (host:port, that user's URL). Stopped on exit."""
     acl = directory / "users.acl"
     acl.write_text(f"user default on nopass ~* &* +@all\n{acl_lines}")
-    port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--aclfile", str(acl), "--loglevel", "warning", *options],
-        cwd=directory, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(redis.ConnectionError):
-                if redis.Redis.from_url(url, socket_timeout=1).ping():
-                    break
-            assert server.poll() is None, "redis-server refused the ACL file"
-            assert time.monotonic() < deadline, "redis-server did not answer"
-            time.sleep(0.05)
-        yield f"127.0.0.1:{port}", url
-    finally:
-        server.terminate()
-        server.wait(10)
+    with running_redis("--aclfile", str(acl), "--loglevel", "warning", *options, cwd=directory) as server:
+        yield f"127.0.0.1:{server.port}", server.url

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fabricweb.runfabric.slurm import free_ports, slurm_conf
+from harness import wait_for
 from tests.ibsim_support import stop as stop_process
 
 HAVE_SLURM = os.geteuid() == 0 and all(
@@ -88,13 +89,7 @@ class Slurm:
 
     def _wait_until(self, check, what: str, timeout: float = 30.0) -> None:
         """Polls `check`; fails at once, with the daemons' logs, when one of them has exited, or at the timeout."""
-        deadline = time.monotonic() + timeout
-        while not check():
-            dead = [p.args[0] for p in self._daemons() if p.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                why = f"{', '.join(dead)} exited" if dead else "timed out"
-                pytest.fail(f"{why} waiting for {what}\n{self.logs()}")
-            time.sleep(0.05)
+        wait_for(what, check, timeout, watch=self._daemons(), log=self.logs)
 
     def _daemons(self) -> list[subprocess.Popen]:
         return [p for p in (self.munged, self.slurmctld, *self.slurmds) if p is not None]

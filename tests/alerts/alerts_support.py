@@ -27,19 +27,7 @@ from fabricweb.health.findings import Severity
 from fabricweb.health.lifecycle import Action, Op
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
-from tests.loopback import free_port
-
-
-def wait_for(what: str, check, timeout: float, every: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what}")
-        time.sleep(every)
-
+from harness import free_port, wait_for
 
 # --- HTTP receiver --------------------------------------------------------------
 

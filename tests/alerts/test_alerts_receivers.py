@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from alerts_support import Fabric, channel, env, wait_for
+from alerts_support import Fabric, channel, env
 from django.test import Client
 from django.utils import timezone
 
@@ -17,6 +17,7 @@ from fabricweb.alerts.delivery import deliver_all
 from fabricweb.alerts.models import Channel, Delivery
 from fabricweb.alerts.routing import make_test_delivery, route
 from fabricweb.alerts.status import channel_problems
+from harness import wait_for
 
 SCRIPT = "<script>alert(1)</script>"
 

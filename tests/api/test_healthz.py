@@ -12,6 +12,7 @@ from django.db import connections
 from django.utils import timezone
 
 from fabricweb.telemetry.ingest import ingest_snapshot
+from harness import free_port
 from tests import loopback
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
@@ -40,7 +41,7 @@ def database_gone(each_db, tmp_path):
     if good.vendor == "sqlite":
         broken_settings["NAME"] = str(tmp_path / "no-such-dir" / "db.sqlite3")
     else:
-        broken_settings.update(HOST="127.0.0.1", PORT=str(loopback.free_port()))
+        broken_settings.update(HOST="127.0.0.1", PORT=str(free_port()))
     broken = type(good)(broken_settings, alias=good.alias)  # the alias this test may use
     connections["default"] = broken
     try:
@@ -85,7 +86,7 @@ def test_stale_ingest_is_a_503_naming_it(each_db, client, redis_up, settings):
 
 
 def test_redis_down_is_a_503_naming_the_broker(each_db, client, settings):
-    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{loopback.free_port()}/0"
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{free_port()}/0"
     started = time.monotonic()
     response = get(client)
     assert time.monotonic() - started < 3

@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
-from tests.loopback import free_port
+from harness import free_port
 
 NE_TREE = FIXTURES / "node-exporter" / "sys"
 PROCFS_TREE = FIXTURES / "procfs" / "sys"

@@ -20,6 +20,7 @@ from collectors.model import Enum
 from collectors.sim import Fabric, FaultError, SimError
 from collectors.sim.hardware import COUNTERS
 from collectors.sim.layout import build
+from harness import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTIVE, LINK_UP = Enum(4, "ACTIVE"), Enum(5, "LinkUp")
@@ -506,16 +507,11 @@ def run_cli(*args):
     )
 
 
-def wait_for(path, text, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if Path(path).read_text() == text:
-                return
-        except FileNotFoundError:
-            pass
-        time.sleep(0.05)
-    pytest.fail(f"{path} did not become {text!r}")
+def reads(path, text) -> bool:
+    try:
+        return Path(path).read_text() == text
+    except FileNotFoundError:
+        return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -527,13 +523,13 @@ def test_a_running_simulator_follows_fault_commands_and_stops_on_a_signal(tmp_pa
     )  # fmt: skip
     try:
         state = os.path.join(out, "cn001", "class", "infiniband", "mlx5_0", "ports", "1", "state")
-        wait_for(state, "4: ACTIVE\n")
+        wait_for("the port ACTIVE", lambda: reads(state, "4: ACTIVE\n"))
         assert run_cli("simulate", "--out", out, "--nodes", "4", "--once").returncode == 2  # one simulator per DIR
         r = run_cli("fault", "--out", out, "add", "cn001/mlx5_0/1:down")
         assert r.returncode == 0, r.stderr
-        wait_for(state, "1: DOWN\n")
+        wait_for("the port DOWN", lambda: reads(state, "1: DOWN\n"))
         assert run_cli("fault", "--out", out, "remove", "cn001/mlx5_0/1:down").returncode == 0
-        wait_for(state, "4: ACTIVE\n")
+        wait_for("the port ACTIVE again", lambda: reads(state, "4: ACTIVE\n"))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=10)
     finally:

@@ -16,7 +16,8 @@ import pytest
 
 from collectors import read_host
 from collectors.sim import Fabric, SwitchOptions
-from tests.ibsim_support import ROOT, Ibsim, needs_ibsim, short, stop, wait_until
+from harness import wait_for
+from tests.ibsim_support import ROOT, Ibsim, needs_ibsim, short, stop
 
 pytestmark = needs_ibsim
 NODES, SEED = 6, 3  # seed 3: IB ports cabled leaf01 1-5 (cn001-cn003), leaf02 1-5 (cn003, cn004, cn006)
@@ -114,15 +115,15 @@ def test_a_switch_port_down_given_to_a_running_simulator_goes_down_in_ibsim_and_
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert fault.returncode == 0, fault.stderr
-    wait_until(lambda: leaf02_3() == (None, None, "Down", "Polling"), "leaf02 port 3 to go down in ibsim")
-    wait_until(lambda: host_port(fabric, host).state.name == "DOWN", f"{host} to go down in its tree")
+    wait_for("leaf02 port 3 to go down in ibsim", lambda: leaf02_3() == (None, None, "Down", "Polling"))
+    wait_for(f"{host} to go down in its tree", lambda: host_port(fabric, host).state.name == "DOWN")
     assert host_port(fabric, host).phys_state.name == "Polling"
     fault = subprocess.run(
         [sys.executable, "-m", "collectors", "fault", "--out", fabric.out, "remove", "leaf02/3:down"],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert fault.returncode == 0, fault.stderr
-    wait_until(lambda: leaf02_3() == ("12X", "10.0", "Initialize", "LinkUp"), "leaf02 port 3 to come back")
+    wait_for("leaf02 port 3 to come back", lambda: leaf02_3() == ("12X", "10.0", "Initialize", "LinkUp"))
     sim.sweep()  # a subnet manager brings it to Active
     assert leaf02_3() == ("12X", "10.0", "Active", "LinkUp")
     assert host_port(fabric, host).state.name == "ACTIVE"
@@ -144,7 +145,7 @@ def test_switch_port_symbol_errors_show_in_perfquery(ibsim):
         assert r.returncode == 0, r.stderr
         return int(re.search(r"SymbolErrorCounter:\.+(\d+)", r.stdout).group(1))
 
-    wait_until(lambda: symbol_errors("leaf02", 21) == 120, "the symbol errors in ibsim")
+    wait_for("the symbol errors in ibsim", lambda: symbol_errors("leaf02", 21) == 120)
     assert symbol_errors("leaf01", 3) == 1
     assert symbol_errors("spine01", 21) == 0  # the far end of leaf02 port 21 counts its own
 
@@ -160,16 +161,16 @@ def test_a_muted_switch_stops_answering_and_a_switch_down_takes_its_links(ibsim)
         r = sim.run("ibnetdiscover")
         return r.stdout, r.stderr
 
-    wait_until(lambda: "timed out" in discovered()[1], "spine01 to stop answering")
+    wait_for("spine01 to stop answering", lambda: "timed out" in discovered()[1])
     assert "spine01" not in discovered()[0]
     fabric.clear_faults()
     fabric.step(10)
-    wait_until(lambda: "spine01" in discovered()[0], "spine01 to answer again")
+    wait_for("spine01 to answer again", lambda: "spine01" in discovered()[0])
     assert "timed out" not in discovered()[1]
 
     fabric.add_fault("leaf02:down")
     fabric.step(10)
-    wait_until(lambda: sim.links()[("spine01", 21)]["link"][2] == "Down", "leaf02's uplinks to go down")
+    wait_for("leaf02's uplinks to go down", lambda: sim.links()[("spine01", 21)]["link"][2] == "Down")
     links = sim.links()
     assert all(seen["link"][2] == "Down" for (node, port), seen in links.items() if node == "spine01" and port > 20)
     assert not any(node == "leaf02" for node, _ in links)  # nothing reaches it
@@ -177,5 +178,5 @@ def test_a_muted_switch_stops_answering_and_a_switch_down_takes_its_links(ibsim)
     fabric.clear_faults()
     fabric.step(10)
     sim.sweep()
-    wait_until(lambda: ("leaf02", 1) in sim.links(), "leaf02 to come back")
+    wait_for("leaf02 to come back", lambda: ("leaf02", 1) in sim.links())
     assert sim.links()[("leaf02", 1)]["link"] == ("12X", "10.0", "Active", "LinkUp")

@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.db import connection
 
+from harness import free_port
 from tests.e2e.e2e_harness import Process, clean_env
-from tests.loopback import free_port
 
 PASSWORD = "web-server-test-password"
 

@@ -45,7 +45,7 @@ from fabricweb.names import (
 )
 from fabricweb.nodeauth import node_key
 from fabricweb.scheduling import waiting
-from tests.loopback import free_port
+from harness import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

@@ -16,7 +16,7 @@ import pytest
 
 from fabricweb.runfabric.children import Children
 from fabricweb.runfabric.ready import announce, example_fault, first_device
-from tests.loopback import free_port
+from harness import free_port
 
 REPO = Path(__file__).resolve().parent.parent.parent
 README = (REPO / "README.md").read_text()

@@ -10,16 +10,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import dj_database_url
 import pytest
 import redis
 
 from fabricweb.nodeauth import node_key
+from harness import wait_for
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -32,6 +33,7 @@ THRESHOLDS = '{"symbol_errors_per_hour": 1000000, "congestion_window_s": 3, "fla
 SECRET = "e2e-only-secret-" + "x" * 40
 # Node keys are derived from it (fabricweb/nodeauth.py): every fabric runs with node auth required.
 NODE_KEY_SECRET = "e2e-only-node-key-secret-" + "n" * 40
+T = TypeVar("T")
 CHROMIUM = "/usr/bin/chromium"  # Debian's, driven by Playwright (never `playwright install`)
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -178,6 +180,10 @@ class Process:
         text = self.log.read_text(errors="replace").splitlines()
         return "\n".join(text[-lines:])
 
+    def wait_for(self, what: str, check: Callable[[], T], timeout: float = 30.0) -> T:
+        """harness.wait_for, failing at once if this process exits first; the log's tail in the message."""
+        return wait_for(what, check, timeout, watch=[self.proc], log=self.tail)
+
 
 @contextlib.contextmanager
 def chromium_browser():
@@ -238,21 +244,18 @@ class RunningFabric:
         """
         from django.db import DatabaseError
 
-        deadline = time.monotonic() + timeout
         last_error = ""
-        while True:
-            try:
-                result = check()
-            except DatabaseError as e:
-                result, last_error = None, f" (last database error: {e})"
-            if result:
-                return result
-            if self.runner.proc.poll() is not None:
-                raise AssertionError(f"runfabric exited ({self.runner.proc.returncode}) before: {what}\n{self.tail()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not within {timeout:g} s: {what}{last_error}\n{self.tail()}")
+
+        def ready() -> object:
+            nonlocal last_error
             self.runner.watch()
-            time.sleep(0.2)
+            try:
+                return check()
+            except DatabaseError as e:
+                last_error = f"(last database error: {e})\n"
+                return None
+
+        return wait_for(what, ready, timeout, 0.2, watch=[self.runner.proc], log=lambda: last_error + self.tail())
 
     def manage(self, *args: str) -> str:
         """`manage.py ARGS` against this fabric's database and settings; its output."""

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
 import yaml
 from e2e_harness import REPO, Process, clean_env
 
-from tests.loopback import free_port
+from harness import free_port, wait_for
 
 RULES = REPO / "deploy" / "prometheus" / "rules"
 DASHBOARD = REPO / "deploy" / "grafana" / "dashboards" / "fabricweb.json"
@@ -81,16 +79,8 @@ class Prometheus:
         return self.api("alerts")["alerts"]
 
     def wait(self, what: str, check, timeout: float):
-        deadline = time.monotonic() + timeout
-        while True:
-            result = check()
-            if result:
-                return result
-            if self.process.proc.poll() is not None:
-                pytest.fail(f"prometheus exited before: {what}\n{self.process.tail()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"not within {timeout:g} s: {what}")
-            time.sleep(0.5)
+        """harness.wait_for, a query every half second, failing at once if Prometheus exits."""
+        return wait_for(what, check, timeout, 0.5, watch=[self.process.proc], log=self.process.tail)
 
     def stop(self) -> None:
         self.process.stop()

@@ -22,7 +22,7 @@ from e2e_harness import (
 )
 
 from fabricweb.health.models import Event
-from tests.loopback import free_port
+from harness import free_port
 
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 WAIT_MS = 30_000

@@ -25,7 +25,7 @@ from e2e_harness import (
     leased_redis_db,
 )
 
-from tests.loopback import free_port
+from harness import free_port
 
 # What a switch may say of itself, within NodeDescription's 64 bytes; its name still comes from `leaf02`.
 EVIL_DESC = "MF0;leaf02:<svg onload=__pwned=1><script>__pwned=2</script>"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -18,7 +17,7 @@ from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database,
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history.samples import between
-from tests.loopback import free_port
+from harness import free_port, start_redis
 
 NODES = 3
 OUTAGE_S = 12.0  # ends before the consumer's retry at 1 + 2 + 4 + 8 s: it catches up at that retry
@@ -45,18 +44,13 @@ def never_sent(log: list[str], node: str, since: datetime, until: datetime) -> b
     return expired or max(gaps) > 2 * INTERVAL
 
 
-def redis_server(port: int, log) -> subprocess.Popen:
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-
-
 def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_duplicates_nothing(
     tmp_path, django_db_blocker
 ):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     with open(tmp_path / "redis.log", "ab") as log:
-        broker = redis_server(port, log)
+        broker = start_redis(port=port, output=log)
         try:
             with (
                 fresh_database("sqlite", tmp_path) as db_url,
@@ -75,11 +69,10 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                     # some seconds behind the nodes, and that lag is part of the gap, never more.
                     stalest = nodes.aggregate(m=Min("last_collected_at"))["m"]
                     behind = max(0.0, (timezone.now() - stalest).total_seconds())
-                    broker.terminate()  # everything queued or in flight at the broker is gone with it
-                    broker.wait(10)
+                    broker.stop()  # everything queued or in flight at the broker is gone with it
                     down_at = time.monotonic()
                     time.sleep(2.0)
-                    broker = redis_server(port, log)
+                    broker = start_redis(port=port, output=log)
                     restarted = timezone.now()
                     polled_again = nodes.filter(last_ingested_at__gt=restarted)
                     fabric.wait("every node polled again", lambda: polled_again.count() == NODES, 45)
@@ -99,8 +92,7 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                 finally:
                     fabric.stop()
         finally:
-            broker.terminate()
-            broker.wait(10)
+            broker.stop()
 
 
 def test_a_database_down_for_12_s_loses_no_poll_doubles_none_and_pages_no_node_stale(tmp_path, django_db_blocker):

@@ -31,8 +31,8 @@ from e2e_harness import (
 from fabricweb.fabric.models import Link
 from fabricweb.health.models import Event
 from fabricweb.jobs.models import Job
+from harness import free_port
 from tests.ibsim_support import needs_ibsim
-from tests.loopback import free_port
 from tests.slurm_support import needs_slurm
 
 pytestmark = [needs_ibsim, needs_slurm]

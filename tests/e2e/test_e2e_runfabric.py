@@ -13,7 +13,7 @@ from e2e_harness import RunningFabric, database_alias, fresh_database
 
 from collectors.sim import Fabric
 from fabricweb.telemetry.history.samples import between
-from tests.loopback import free_port
+from harness import free_port
 from tests.slurm_support import needs_slurm
 
 

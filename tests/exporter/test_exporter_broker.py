@@ -11,6 +11,7 @@ from fabricweb.exporter.brokerseries import broker_memory
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.encoder import encode_chunks
 from fabricweb.exporter.selection import Selection
+from harness import free_port
 from tests import loopback
 
 
@@ -41,5 +42,5 @@ def test_it_exports_the_brokers_memory_and_its_maxmemory(db, settings, tmp_path)
 def test_a_broker_that_does_not_answer_costs_its_series_not_the_scrape(db, settings):
     from django.utils import timezone
 
-    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{loopback.free_port()}/0"
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{free_port()}/0"
     assert broker_series(timezone.now()) == {}

@@ -9,14 +9,12 @@ The consumer runs in the test's thread (so it uses the test's database connectio
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import pickle
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -39,9 +37,10 @@ from fabricweb.telemetry.intake.consumer import BatchConsumer
 from fabricweb.telemetry.intake.messages import ONE
 from fabricweb.telemetry.intake.redisread import taken_count
 from fabricweb.telemetry.signals import snapshots_ingested
+from harness import RedisServer, free_port, start_redis
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
-from tests.loopback import free_port, silent_server
+from tests.loopback import silent_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
@@ -83,18 +82,6 @@ def stored() -> dict[str, int]:
 def manage_ingest(tmp: Path, db_url: str, broker: Broker, *options: str) -> Process:
     env = clean_env(DATABASE_URL=db_url, SECRET_KEY=SECRET, REDIS_URL=broker.url, LOG_LEVEL="INFO")
     return Process([sys.executable, "manage.py", "ingest", *options], env, tmp / "ingest.log")
-
-
-def wait_for(what: str, check, process: Process, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if process.proc.poll() is not None:
-            raise AssertionError(
-                f"manage.py ingest exited ({process.proc.returncode}) before: {what}\n{process.tail()}"
-            )
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what}\n{process.tail()}")
-        time.sleep(0.05)
 
 
 def test_snapshots_are_routed_to_the_snapshot_queue_and_maintenance_stays_on_ingest():
@@ -318,19 +305,6 @@ def test_a_database_busy_past_its_timeout_is_waited_out_not_counted_against_the_
     assert broker.left() == (0, 0)
 
 
-def redis_server(port: int, data_dir: Path, *options: str) -> subprocess.Popen:
-    """A redis-server of the test's own on `port`, keeping what it persists in `data_dir`, once it answers."""
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(data_dir), *options]
-    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=data_dir)
-    client, deadline = redis.Redis(port=port), time.monotonic() + 10
-    while True:
-        with contextlib.suppress(redis.ConnectionError):  # (BusyLoadingError, while it reads its data, is one)
-            client.ping()
-            return server
-        assert time.monotonic() < deadline, "redis-server did not answer"
-        time.sleep(0.05)
-
-
 def send_to(url: str, snap: dict) -> None:
     with app.connection_for_write(url) as conn:
         app.send_task(ONE, args=[on_the_wire(snap)], queue=SNAPSHOT_QUEUE, connection=conn)
@@ -340,31 +314,29 @@ def send_to(url: str, snap: dict) -> None:
 def test_it_reconnects_after_losing_the_broker_and_carries_on(tmp_path, caplog):
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
-    start_redis = partial(redis_server, port, tmp_path, "--appendonly", "no")
+    restart = partial(start_redis, "--dir", str(tmp_path), port=port, cwd=tmp_path)
     send = partial(send_to, url)
 
     first, second = polls(1, 2)
-    servers: list[subprocess.Popen | None] = []
+    servers: list[RedisServer | None] = []
 
     def outage(consumer) -> bool:
         if consumer.totals["snapshots"] == 1 and len(servers) == 1:
-            servers[0].terminate()  # the broker goes away under a connected consumer...
-            servers[0].wait(10)
+            servers[0].stop()  # the broker goes away under a connected consumer...
             servers.append(None)
         elif servers[-1] is None and "lost the broker" in caplog.text:
-            servers[-1] = start_redis()  # ...and comes back, empty
+            servers[-1] = restart()  # ...and comes back, empty
             send(second)
         return consumer.totals["snapshots"] >= 2
 
     try:
-        servers.append(start_redis())
+        servers.append(restart())
         send(first)
         with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
             consume(url, outage)
     finally:
         for server in filter(None, servers):
-            server.terminate()
-            server.wait(10)
+            server.stop()
     assert f"lost the broker {url} (" in caplog.text  # named as configured, whatever transport reads it
     assert f"connected to the broker {url} again" in caplog.text
     assert stored() == {"cn001": 2 * PORTS}
@@ -375,11 +347,13 @@ def test_a_batch_in_hand_when_the_broker_went_away_is_read_again_first_once_it_i
     port = free_port()
     url = f"redis://127.0.0.1:{port}/0"
     # A broker that keeps its data across a restart: what the consumer had taken is still there.
-    start_redis = partial(redis_server, port, tmp_path, "--appendonly", "yes", "--appendfsync", "always")
+    restart = partial(
+        start_redis, "--dir", str(tmp_path), "--appendonly", "yes", "--appendfsync", "always", port=port, cwd=tmp_path
+    )
     send = partial(send_to, url)
 
     first, second = polls(1, 2)
-    servers: list[subprocess.Popen | None] = []
+    servers: list[RedisServer | None] = []
     back_at = []
 
     def stop_once_taken() -> None:
@@ -387,19 +361,18 @@ def test_a_batch_in_hand_when_the_broker_went_away_is_read_again_first_once_it_i
         client, deadline = redis.Redis.from_url(url), time.monotonic() + 10
         while time.monotonic() < deadline and taken_count(client) < 1:
             time.sleep(0.01)
-        servers[0].terminate()
-        servers[0].wait(10)
+        servers[0].stop()
         servers.append(None)
 
     def back(consumer) -> bool:
         if len(servers) == 2 and servers[-1] is None and "lost the broker" in caplog.text:
-            servers[-1] = start_redis()  # ...and comes back with it, still taken
+            servers[-1] = restart()  # ...and comes back with it, still taken
             send(second)
             back_at.append(time.monotonic())
         return consumer.totals["snapshots"] >= 2
 
     try:
-        servers.append(start_redis())
+        servers.append(restart())
         send(first)
         watcher = threading.Thread(target=stop_once_taken)
         watcher.start()
@@ -411,8 +384,7 @@ def test_a_batch_in_hand_when_the_broker_went_away_is_read_again_first_once_it_i
         assert (left.llen(SNAPSHOT_QUEUE), taken_count(left)) == (0, 0)
     finally:
         for server in filter(None, servers):
-            server.terminate()
-            server.wait(10)
+            server.stop()
     # Not after redeliver_after (60 s): at once, before the poll sent after it, so neither is stale.
     assert consumer.totals["snapshots"] == 2 and took < 10
     assert stored() == {"cn001": 2 * PORTS}
@@ -471,7 +443,7 @@ def holding_six(tmp_path, postgres, broker):
         broker.send(ONE, snap)
     ingest = manage_ingest(tmp_path, postgres, broker, "--max-wait", "60", "--redeliver-after", "120")
     try:
-        wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6), ingest)
+        ingest.wait_for("all 6 messages in the consumer's hands", lambda: broker.left() == (0, 6))
     except BaseException:
         ingest.kill_all()
         raise
@@ -511,7 +483,7 @@ def test_a_consumer_killed_mid_batch_has_its_batch_stored_by_the_next_within_red
     killed_at = time.monotonic()
     again = manage_ingest(tmp_path, postgres, broker, "--redeliver-after", "3")
     try:
-        wait_for("the 6 snapshots stored", lambda: len(list(samples.between())) == 6 * PORTS, again)
+        again.wait_for("the 6 snapshots stored", lambda: len(list(samples.between())) == 6 * PORTS)
         took = time.monotonic() - killed_at
         assert again.stop(signal.SIGTERM, timeout=10) == 0, again.tail()
     finally:
@@ -531,7 +503,7 @@ def test_sigterm_stops_the_consumer_within_its_grace_while_the_broker_hangs(post
         try:
             # Started (however long Django takes on a loaded machine), connected, and waiting on a broker
             # that never answers: its first call timed out, and it is trying again.
-            wait_for("the consumer waiting on the broker", lambda: "lost the broker" in ingest.tail(), ingest)
+            ingest.wait_for("the consumer waiting on the broker", lambda: "lost the broker" in ingest.tail())
             time.sleep(1.5)  # past its 1 s backoff: blocked in the next call to the silent broker
             assert ingest.proc.poll() is None, ingest.tail()
             sent = time.monotonic()

@@ -105,14 +105,6 @@ def vm_hwm_kib(pid: int) -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
 
 
-def wait_for(what: str, check, worker: Process, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if worker.proc.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what}\n{worker.tail()}")
-        time.sleep(0.1)
-
-
 @needs_postgres
 @pytest.mark.django_db(transaction=True, databases=["postgres"])
 def test_the_ingest_worker_drops_a_143_mb_task_message_unread_and_runs_those_after_it(postgres, broker, tmp_path):
@@ -121,7 +113,7 @@ def test_the_ingest_worker_drops_a_143_mb_task_message_unread_and_runs_those_aft
     quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"]
     worker = Process([*argv, *quiet], env, tmp_path / "worker.log")
     try:
-        wait_for("the worker ready", lambda: " ready." in worker.log.read_text(errors="replace"), worker)
+        worker.wait_for("the worker ready", lambda: " ready." in worker.log.read_text(errors="replace"))
         before = vm_hwm_kib(worker.proc.pid)  # the main process: the one that reads the queue (BRPOP)
         ids = [str(uuid.uuid4()) for _ in range(3)]
         app.send_task(ROLLUP, task_id=ids[0], queue=INGEST_QUEUE, connection=broker.conn)
@@ -133,7 +125,7 @@ def test_the_ingest_worker_drops_a_143_mb_task_message_unread_and_runs_those_aft
             log = worker.log.read_text(errors="replace")
             return all(f"{ROLLUP}[{task_id}] succeeded" in log for task_id in ids)
 
-        wait_for("the three rollups run", done, worker)
+        worker.wait_for("the three rollups run", done)
         grew = vm_hwm_kib(worker.proc.pid) - before
         log = worker.log.read_text(errors="replace")
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 from pipeline_support import on_the_wire
-from test_pipeline_consumer import needs_postgres, postgres_only, stored, wait_for
+from test_pipeline_consumer import needs_postgres, postgres_only, stored
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.celery import app
@@ -182,20 +182,20 @@ def test_two_consumers_store_every_poll_once_and_one_killed_has_its_share_taken_
     b = None
     queued = lambda: broker.redis.llen(shard_queue(0)) + broker.redis.llen(shard_queue(1))  # noqa: E731
     try:
-        wait_for("a holding all 8 first polls", lambda: queued() == 0, a)
+        a.wait_for("a holding all 8 first polls", lambda: queued() == 0)
         b = manage_ingest(tmp_path, "b", postgres, broker, "--lease", "3", "--max-wait", "0.1")
         # a stores what it holds before it gives a queue up to b.
-        wait_for("b holding one of the two queues", lambda: "holds snapshots.1" in b.tail(), b)
+        b.wait_for("b holding one of the two queues", lambda: "holds snapshots.1" in b.tail())
         assert stored() == {h: PORTS for h in hosts}
         for k in (1, 2):
             for s in firsts:
                 send(broker.conn, later(s, 10 * k), 2)
         on_b = sum(snapshot_shard(h, 2) == 1 for h in hosts)
-        wait_for("b's polls stored, a holding its", lambda: len(list(samples.between())) == (8 + 2 * on_b) * PORTS, b)
-        wait_for("nothing left queued", lambda: queued() == 0, b)
+        b.wait_for("b's polls stored, a holding its", lambda: len(list(samples.between())) == (8 + 2 * on_b) * PORTS)
+        b.wait_for("nothing left queued", lambda: queued() == 0)
         assert a.stop(signal.SIGKILL) == -signal.SIGKILL
         killed_at = time.monotonic()
-        wait_for("every poll stored", lambda: len(list(samples.between())) == 3 * 8 * PORTS, b)
+        b.wait_for("every poll stored", lambda: len(list(samples.between())) == 3 * 8 * PORTS)
         took = time.monotonic() - killed_at
         assert "holds snapshots, snapshots.0, snapshots.1" in b.tail()
         assert b.stop(signal.SIGTERM, timeout=10) == 0, b.tail()

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import ssl
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ import redis
 from kombu import Connection
 
 from fabricweb.brokertls import celery_ssl_options, redis_py_options
-from tests.loopback import free_port
+from harness import free_port, running_redis
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -32,26 +30,11 @@ def tls_redis(tmp_path_factory):
     _openssl("x509", "-req", "-in", "redis.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
              "-days", "2", "-extfile", "san.ext", "-out", "redis.crt", cwd=tmp)  # fmt: skip
     port = free_port()
-    server = subprocess.Popen(
-        ["redis-server", "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--tls-cert-file", "redis.crt", "--tls-key-file", "redis.key",
-         "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no", "--loglevel", "warning"],
-        cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     url, ca = f"rediss://127.0.0.1:{port}/0", str(tmp / "ca.crt")
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            with contextlib.suppress(redis.RedisError):
-                if redis.Redis.from_url(url, ssl_ca_certs=ca, socket_timeout=1).ping():
-                    break
-            if time.monotonic() > deadline:
-                raise AssertionError("the TLS redis-server did not answer")
-            time.sleep(0.1)
+    tls = ["--port", "0", "--tls-port", str(port), "--tls-cert-file", "redis.crt", "--tls-key-file", "redis.key",
+           "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no", "--loglevel", "warning"]  # fmt: skip
+    with running_redis(*tls, cwd=tmp, url=url, ssl_ca_certs=ca):
         yield url, ca
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def test_plain_redis_needs_no_tls_options():
