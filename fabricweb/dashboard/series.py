@@ -67,6 +67,7 @@ class _Series:
         self.resets: list[str] = []
         self.capped: list[str] = []
         self.last: datetime | None = None
+        self.first: datetime | None = None
 
     def gap_before(self, ts: datetime, step_s: float) -> None:
         if self.last is not None and (ts - self.last).total_seconds() > GAP_FACTOR * step_s:
@@ -75,6 +76,7 @@ class _Series:
     def add(self, ts: datetime, seconds: float | None, deltas: dict, link: portfacts.Link | None) -> None:
         self.t.append(iso(ts))
         self.last = ts
+        self.first = self.first or ts
         usable = seconds is not None and seconds > 0
 
         def rate(column: str, scale: float = 1.0):
@@ -95,9 +97,9 @@ class _Series:
         self.link_name.append(name)
 
 
-def _raw(out: _Series, port: Port, since: datetime, until: datetime | None, step_s: float) -> int:
-    """The port's raw samples in [since, until); returns how many."""
-    drawn = 0
+def _raw(out: _Series, port: Port, since: datetime, until: datetime | None, step_s: float) -> datetime | None:
+    """The port's raw samples in [since, until); returns the first one's time (None: none)."""
+    first = None
     poll = float(settings.FABRIC_POLL_INTERVAL)
     layer = port.link_layer
     for sample in samples.of_port(port, since, until):
@@ -105,12 +107,12 @@ def _raw(out: _Series, port: Port, since: datetime, until: datetime | None, step
         step_s = poll
         link = portfacts.sample_link(sample.state_id, sample.phys_state_id, sample.speed, sample.lanes, layer)
         out.add(sample.ts, sample.interval_s, sample.deltas(), link)
-        drawn += 1
+        first = first or sample.ts
         if sample.reset:
             out.resets.append(iso(sample.ts))
         if sample.capped:
             out.capped.append(iso(sample.ts))
-    return drawn
+    return first
 
 
 def _rolled(out: _Series, port: Port, period_s: int, since: datetime, until: datetime, step_s: float) -> datetime:
@@ -166,6 +168,14 @@ def _empty_message(first: datetime | None, until: datetime) -> str:
     return "no samples of this port in this range"
 
 
+def axis_start(port_start: datetime, wanted: Window) -> datetime:
+    """The range's start; for a named range, where the port's data starts if later (the axis at least a
+    minute long)."""
+    if not wanted.live or port_start <= wanted.since:
+        return wanted.since
+    return max(wanted.since, min(port_start, wanted.until - timedelta(minutes=1)))
+
+
 def port_series(port: Port, wanted: Window | Range, now: datetime) -> dict:
     if isinstance(wanted, Range):
         wanted = Window(now - wanted.span, now, wanted, live=True)
@@ -175,14 +185,19 @@ def port_series(port: Port, wanted: Window | Range, now: datetime) -> dict:
     levels = {None: (), PortRollup.FIVE_MINUTES: (PortRollup.FIVE_MINUTES,)}.get(
         period, (PortRollup.HOUR, PortRollup.FIVE_MINUTES)
     )
-    start, step = since, float(settings.FABRIC_POLL_INTERVAL)
+    start, step, rolled = since, float(settings.FABRIC_POLL_INTERVAL), False
     for level in levels:
         end = _rolled(out, port, level, start, until, max(step, level))
         if end > start:  # the next one's first point is a bucket of this period after the last one
-            start, step = end, level
-    raw_drawn = _raw(out, port, start, None if wanted.live else until, step)
-    raw_since = start if levels and raw_drawn else None
+            start, step, rolled = end, level, True
+    first_raw = _raw(out, port, start, None if wanted.live else until, step)
+    # Where the raw tail begins: where the rollups end, or with none yet its first sample (never the range's
+    # start: that may be before the port was monitored).
+    raw_since = (start if rolled else first_raw) if levels and first_raw else None
     first = first_data()
+    # Since when this port is monitored: its first sighting, or its first point drawn where that is earlier
+    # (first_seen_at is the time it was stored, its first sample's is the time it was taken).
+    port_start = min(d for d in (port.first_seen_at, out.first) if d is not None)
     capacity, link_name = _gbps(portfacts.link(port))
     expected, expected_name = _gbps(portfacts.expected_link(port))
     return {
@@ -190,7 +205,12 @@ def port_series(port: Port, wanted: Window | Range, now: datetime) -> dict:
         "source": wanted.range.source,
         "resolution": wanted.range.resolution,
         "raw_since": iso(raw_since),  # where a rollup chart's raw tail begins (None: no tail)
+        "rolled": rolled,  # any rollup drawn (False: a rollup range of a port too new to have one)
         "since": iso(since),
+        # The time axis: the range, or from when the port is monitored where that is later (a named range
+        # of a new port: its data fills the chart, not a sliver at its edge).
+        "axis_since": iso(axis_start(port_start, wanted)),
+        "port_monitored_since": iso(port_start),
         "until": iso(until),
         "monitored_since": iso(first),
         "message": None if out.t else _empty_message(first, until),

@@ -34,7 +34,8 @@
     var l = {
       title: { text: title, font: { size: 14 } },
       margin: { l: 80, r: 20, t: 36, b: 64 },
-      xaxis: { type: "date", range: [s.since, s.until] },  // the asked range, even where nothing was taken
+      // The asked range, even where nothing was taken; a new port's from when it is monitored (axis_since).
+      xaxis: { type: "date", range: [s.axis_since || s.since, s.until] },
       yaxis: axis,
       // Below the date that heads the time axis ("Dec 2, 2026"), not over it.
       legend: { orientation: "h", y: -0.3, yanchor: "top" },
@@ -65,9 +66,13 @@
 
   function caption(s) {
     var words = s.resolution === "raw" ? "raw samples" : s.resolution + " rollups";
-    if (s.raw_since) words += ", then raw samples from " + utc(s.raw_since) + " (not yet rolled up)";
-    var text = utc(s.since) + " to " + utc(s.until) + " UTC, " + words;
-    if (s.monitored_since && s.since < s.monitored_since) text += "; monitored since " + utc(s.monitored_since) + " UTC";
+    if (s.raw_since && s.rolled) words += ", then raw samples from " + utc(s.raw_since) + " (not yet rolled up)";
+    else if (s.raw_since) words = "raw samples from " + utc(s.raw_since) + " (none rolled up into " + words + " yet)";
+    var fitted = s.axis_since && s.axis_since !== s.since;
+    var text = utc(fitted ? s.axis_since : s.since) + " to " + utc(s.until) + " UTC, " + words;
+    if (fitted) text += "; this port is monitored since " + utc(s.port_monitored_since) + " UTC (the " + s.range +
+      " range starts before)";
+    else if (s.monitored_since && s.since < s.monitored_since) text += "; monitored since " + utc(s.monitored_since) + " UTC";
     return text;
   }
 
@@ -100,7 +105,7 @@
     var x = s.t;
     sparse = x.length < 60;
     var text = caption(s);
-    source.textContent = x.length + " points since " + utc(s.since) + " (times in UTC)";
+    source.textContent = x.length + " points since " + utc(s.axis_since || s.since) + " (times in UTC)";
     box.querySelectorAll(".chart-range").forEach(function (c) { c.textContent = text; });
     message.hidden = !s.message;
     message.textContent = s.message ? s.message + " (" + utc(s.since) + " to " + utc(s.until) + " UTC)" : "";
