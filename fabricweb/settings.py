@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "fabricweb.inventory",
+    "fabricweb.identity",
     "fabricweb.telemetry",
     "fabricweb.health",
     "fabricweb.fabric",
