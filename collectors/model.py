@@ -108,6 +108,8 @@ class Port:
     capped: list[str] = field(default_factory=list, metadata=src("counters at all-ones for their PMA width"))
     hw_counters: dict[str, int | None] = field(default_factory=dict, metadata=src("ports/<n>/hw_counters/*"))
     netdevs: list[str] = field(default_factory=list, metadata=src("device/net/<if>/dev_port"))
+    # A RoCE port's PFC, pause-storm, CNP and loss counters (collectors.roce.Lossless); None: not RoCE.
+    lossless: object | None = field(default=None, metadata=src("hw_counters/* and the netdev's ethtool statistics"))
     verbs: VerbsPort | None = field(default=None, metadata=src("pyverbs query_port"))
     disagreements: list[Disagreement] = field(default_factory=list, metadata=src("sysfs vs verbs"))
 

@@ -72,7 +72,8 @@ cn001/mlx5_0:pcie=GEN3x8. A fault on a node or device applies to all its ports.
 kinds: down, disabled, speed=SDR..XDR, width=1X|2X|4X|8X|12X, symbol-errors=N[/s|/min|/h],
 rcv-errors=N[/s|/min|/h], remote-errors=N[/s|/min|/h], discards=N[/s|/min|/h],
 flap, reset, saturate, pcie=GEN<g>x<lanes>, uplink=GEN<g>x<lanes> (the PCIe switch uplink above the
-HCA), vanish, vfs=0..16 (SR-IOV virtual functions per HCA)
+HCA), vanish, vfs=0..16 (SR-IOV virtual functions per HCA), and on a RoCE port pause-storm (the host stops
+draining: PFC pause sent, the pause-storm watchdog's events) and cnp-storm (ECN marks and CNPs pour in)
 layout (a node, at start only): NODE:dgx (8 GPUs and 8 HCAs behind 4 PCIe switches, two sockets),
 NODE:misbuilt (its first HCA and two GPUs behind one switch uplink wired x4)
 with --fabric: leaf03[/PORT]:down|flap|symbol-errors=N[/s|/min|/h]|speed=|width=, leaf03:mute,

@@ -6,11 +6,13 @@ The JSON form is the contract between a node worker and ingest (DESIGN.md,
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 
+from . import roce
 from .facts import SCHEMA_VERSION
 from .model import Device, Disagreement, Port, Snapshot, VerbsDevice, VerbsPort
 from .pcipath import read_paths
@@ -36,6 +38,8 @@ def read_host(
     reader = SysfsReader(sysfs_root, hw_counters=hw_counters, virtual_functions=virtual_functions, deadline=deadline)
     collected_at = time.time() if now is None else now
     devices = reader.devices()
+    # A RoCE port's lossless counters: its netdev's ethtool statistics from the kernel on this machine's /sys.
+    roce.read_ports(reader, devices, kernel=os.path.realpath(sysfs_root) == "/sys")
     _, gpus = read_paths(reader, devices)
     snap = Snapshot(
         host=host or socket.gethostname().split(".")[0],
@@ -144,7 +148,8 @@ def _port_dict(p: Port) -> dict:
         "counters": dict(p.counters),
         "counters_ext": dict(p.counters_ext),
         "capped": list(p.capped),
-        "hw_counters": dict(p.hw_counters),
+        # On a RoCE port also its lossless counters, ethtool statistics as `ethtool.<name>` (collectors/roce.py).
+        "hw_counters": {**p.hw_counters, **p.lossless.counters()} if p.lossless else dict(p.hw_counters),
         "verbs": asdict(p.verbs) if p.verbs else None,
         "disagreements": [asdict(d) for d in p.disagreements],
     }

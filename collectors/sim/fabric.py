@@ -20,8 +20,9 @@ import os
 from . import cabling as cb
 from . import console as ibsim
 from . import faults as fl
+from . import roce as roce_sim
 from .hardware import pcie_usable_gbps, rate_gbps
-from .layout import Layout, SimDevice
+from .layout import Layout, SimDevice, unit
 from .rendering import TreeOutput
 from .simstate import (
     STATE_FILE,
@@ -139,6 +140,8 @@ class Fabric(SwitchSide, TreeOutput):
             state["ports"][port.key] = new_port_state(
                 fabric._profile(port.key), _capacity(dev, fabric._port_effects(port.key)), m.hw_counters, roce
             )
+            if roce:  # its netdev's ethtool statistics: PFC pause and the pause-storm watchdog (sim/roce.py)
+                state["ports"][port.key]["eth"] = roce_sim.new_counters()
         fl.write_atomic(os.path.join(out, fl.FAULTS_FILE), b'{"version": 1, "next_id": 1, "faults": []}\n')
         if cabling is not None:
             fl.write_atomic(os.path.join(out, cb.NET_FILE), cabling.net_text(layout).encode())
@@ -255,6 +258,8 @@ class Fabric(SwitchSide, TreeOutput):
                     ps, self._profile(port.key), seed, port.key, step, t_mid, seconds,
                     capacity=_capacity(dev, eff), saturated=eff.saturate, roce=roce,
                 )  # fmt: skip
+                if roce:
+                    roce_sim.step(ps, eff.roce, seconds, unit(seed, port.key, step, "pfc"))
                 accrue(ps, "symbol_error", eff.symbol_rate, seconds)  # no symbols without a link
                 for counter, rate in eff.error_rates.items():
                     accrue(ps, counter, rate, seconds)
@@ -307,6 +312,8 @@ class Fabric(SwitchSide, TreeOutput):
             up, self._phys[port.key] = fl.port_link(eff, st["step"])
             if any(k in back for k in _ancestry(port.key)):
                 zero(ps, hw=True)  # it comes back as after a reboot or driver reload
+                if "eth" in ps:
+                    ps["eth"] = roce_sim.new_counters()
             elif ps["up"] and not up:
                 ps["c"]["link_downed"] += 1
             ps["up"] = up

@@ -20,6 +20,7 @@ from ..pcie import describe
 from .hardware import PCIE_GTS, PCIE_WIDTHS
 from .layout import Layout, LayoutError, SimNode
 from .pcitree import SHAPES
+from .roce import ROCE_FAULTS, check_roce
 
 if TYPE_CHECKING:
     from .cabling import Cabling
@@ -31,6 +32,7 @@ TMP_DIR = ".simtmp"
 # Layout faults: a node's PCIe tree (and a dgx node's 8 HCAs) is built with the fabric, never changed later.
 LAYOUT_KINDS = frozenset(SHAPES)
 _NO_VALUE = frozenset({"down", "disabled", "flap", "reset", "saturate", "vanish", "mute", "miscable", *LAYOUT_KINDS})
+_NO_VALUE |= ROCE_FAULTS  # a RoCE port's lossless Ethernet broken (sim/roce.py)
 # Error faults: the counter each one raises at a rate, while the link is up.
 ERROR_RATE_COUNTERS = {
     "symbol-errors": "symbol_error",
@@ -188,6 +190,8 @@ def _check_host(fault: Fault, layout: Layout, cabling: Cabling | None) -> None:
         )
     if fault.kind == "uplink":
         _check_uplink(fault, layout)
+    if fault.kind in ROCE_FAULTS and (why := check_roce(fault.spec, fault.target, layout)) is not None:
+        raise FaultError(why)
     if fault.kind == "miscable":
         if cabling is None:
             raise FaultError(
@@ -252,6 +256,7 @@ class PortEffects:
     pcie: tuple[float | None, int | None] = (None, None)
     uplink: tuple[float | None, int | None] = (None, None)  # the PCIe switch uplink above the port's HCA
     vfs: int = 0  # SR-IOV virtual functions of the port's HCA
+    roce: frozenset[str] = frozenset()  # ROCE_FAULTS on the port: pause-storm, cnp-storm
 
 
 def effects(active: list[tuple[int, Fault]], port_key: str) -> PortEffects:
@@ -278,6 +283,8 @@ def effects(active: list[tuple[int, Fault]], port_key: str) -> PortEffects:
             setattr(eff, f.kind, (gts or was[0], width or was[1]))
         elif f.kind == "vfs":
             eff.vfs = f.value
+        elif f.kind in ROCE_FAULTS:
+            eff.roce |= {f.kind}
     eff.reset_ids = tuple(resets)
     return eff
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 
+from ..roce import RECORDED
 from .layout import SimDevice, SimNode, SimPort
 from .pcitree import bus_link, fn_files, trained
+from .roce import ethtool_text
 from .sriov import VfOutput
 from .tree import device_files, pci_files, port_files
 
@@ -86,6 +88,8 @@ class TreeOutput(VfOutput):
         net = j(pci, "net", port.netdev)
         w.dir(net)
         w.file(j(net, "dev_port"), f"{port.number - 1}\n")
+        if dev.model.link_layer == "Ethernet":  # what the kernel answers SIOCETHTOOL with, recorded (sim/roce.py)
+            w.file(j(net, RECORDED), ethtool_text(self.state["ports"][port.key]))
         w.dir(j(pdir, "counters"))
         w.dir(j(pdir, "gids"))
         if dev.model.old_pma:

@@ -6,9 +6,11 @@ a file read that never returns (a driver stuck in the kernel) could not be kille
 prefork pool either, since a process does not die inside such a read.
 
 hw_counters/ (mlx5's driver counters) are the larger half of a port's files; the driver
-answers them from a cache (`lifespan`), and nothing central reads them every poll (Port.hw_counters
-is stored, not judged). So they are read every Nth poll of a node, and the values last read
-are sent again in between: every snapshot keeps the same shape.
+answers them from a cache (`lifespan`), and nothing central reads most of them every poll. So they
+are read every Nth poll of a node, and the values last read are sent again in between: every
+snapshot keeps the same shape. A RoCE port's lossless counters (collectors/roce.py: a few
+hw_counters files and its netdev's ethtool statistics), which the lossless rules judge per poll,
+are read at every poll and sent over the values remembered.
 
 SR-IOV virtual functions are left out unless FABRIC_INCLUDE_VIRTUAL_FUNCTIONS asks for them
 (docs/agent.md): they come and go with the VMs using them, and are not the host's own ports.
@@ -70,5 +72,5 @@ class Poller:
             hw = self._hw.get(node, {})
         for dev in snap["devices"]:
             dev["hw_counters"] = hw.get(dev["name"], {})
-            for port in dev["ports"]:
-                port["hw_counters"] = hw.get((dev["name"], port["port"]), {})
+            for port in dev["ports"]:  # what was read this poll (a RoCE port's lossless counters) over the rest
+                port["hw_counters"] = {**hw.get((dev["name"], port["port"]), {}), **port["hw_counters"]}

@@ -1,0 +1,103 @@
+"""A RoCE port's lossless counters in the snapshot (collectors/roce.py): read every poll, typed, each failure
+costing only its values with the reason in the snapshot's errors; and on the wire (collectors/wire.py)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from collectors import read_host, roce, to_dict
+from collectors.sim import Fabric
+from collectors.sysfs import SysfsReader
+from collectors.wire import decode, encode
+
+RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "ethtool" / "mlx5-connectx6dx-roce.txt"
+
+
+@pytest.fixture
+def roce_node(tmp_path) -> Path:
+    """cn006 of a simulated fabric: a ConnectX-6 Dx on RoCE, two one-port cards, its recorded `ethtool -S`."""
+    Fabric.create(str(tmp_path), 6)
+    return tmp_path / "cn006"
+
+
+def _recording(node: Path, device: str = "mlx5_0") -> Path:
+    net = node / "class" / "infiniband" / device / "device" / "net"
+    (ifname,) = os.listdir(net)
+    return net / ifname / roce.RECORDED
+
+
+def _port(snap, device: str = "mlx5_0"):
+    return next(d for d in snap.devices if d.name == device).ports[0]
+
+
+def test_a_roce_port_carries_its_netdevs_statistics_and_its_cnp_counters(roce_node):
+    _recording(roce_node).write_text(RECORDING.read_text())  # the mlx5 recording in place of the simulator's
+    snap = read_host(str(roce_node), host="cn006", use_verbs=False, hw_counters=False)
+    lossless = _port(snap).lossless
+    assert isinstance(lossless, roce.Lossless)
+    assert lossless.netdev == "enp59s0f0np0" and lossless.source == "`ethtool -S enp59s0f0np0` recorded (ethtool-S)"
+    assert lossless.rx_pause[3] == 3311907 and lossless.rx_pause_duration[3] == 165595350
+    assert lossless.tx_pause[3] == 918234 and lossless.tx_pause_duration[3] == 45911700
+    assert (lossless.pause_storm_warnings, lossless.pause_storm_errors, lossless.rx_discards_phy) == (2, 0, 1842)
+    # hw_counters/ was not read this poll (hw_counters=False), its lossless files were.
+    assert lossless.cnp_sent is not None and lossless.out_of_sequence == 0
+    port = to_dict(snap)["devices"][0]["ports"][0]
+    assert port["hw_counters"]["ethtool.tx_prio3_pause_duration"] == 45911700
+    assert port["hw_counters"]["np_cnp_sent"] == lossless.cnp_sent
+    assert set(port["hw_counters"]) == set(roce.WIRE_NAMES)  # nothing else of hw_counters/ this poll
+    assert snap.errors == []
+
+
+def test_every_field_names_where_it_comes_from():
+    for f in fields(roce.Lossless):
+        assert f.metadata["file"], f.name
+
+
+def test_a_bad_recording_costs_only_the_ethtool_values(roce_node):
+    where = _recording(roce_node)
+    where.write_text("NIC statistics:\n     rx_prio3_pause: lots\n")
+    snap = read_host(str(roce_node), host="cn006", use_verbs=False)
+    broken, fine = _port(snap, "mlx5_0").lossless, _port(snap, "mlx5_1").lossless
+    assert broken.rx_pause == (None,) * 8 and broken.pause_storm_errors is None
+    assert broken.cnp_sent is not None  # its hw_counters files read as ever
+    assert fine.rx_pause_duration[3] is not None
+    assert [(e.path, e.reason) for e in snap.errors] == [(str(where), "rx_prio3_pause: not a 64-bit count: 'lots'")]
+    hw = to_dict(snap)["devices"][0]["ports"][0]["hw_counters"]
+    assert hw["ethtool.rx_prio3_pause"] is None and hw["np_cnp_sent"] is not None
+
+
+def test_asking_the_kernel_for_an_interface_it_does_not_have_is_an_error_per_port(roce_node):
+    """This machine has no enp59s0f0np0: through the real SIOCETHTOOL each port's statistics are unknown,
+    said once per port, and the rest of the snapshot is whole."""
+    reader = SysfsReader(str(roce_node))
+    devices = reader.devices()
+    roce.read_ports(reader, devices, kernel=True)
+    reasons = sorted(e.reason for e in reader.errors)
+    assert reasons == ["ethtool statistics: ENODEV (no such network interface)"] * 2
+    assert sorted(e.path for e in reader.errors) == [
+        "/sys/class/net/enp134s0f0np0 (SIOCETHTOOL)",
+        "/sys/class/net/enp59s0f0np0 (SIOCETHTOOL)",
+    ]
+    for dev in devices:
+        assert dev.ports[0].lossless.tx_pause == (None,) * 8
+        assert dev.ports[0].lossless.cnp_handled is not None
+
+
+def test_an_infiniband_port_has_none(tmp_path):
+    Fabric.create(str(tmp_path), 6)
+    snap = read_host(str(tmp_path / "cn001"), host="cn001", use_verbs=False)
+    assert all(p.lossless is None for d in snap.devices for p in d.ports)
+    assert not any(k.startswith(roce.PREFIX) for d in to_dict(snap)["devices"] for k in d["ports"][0]["hw_counters"])
+
+
+def test_the_lossless_counters_travel_in_the_wire_form_and_come_back_the_same(roce_node):
+    _recording(roce_node).write_text(RECORDING.read_text())
+    snap = to_dict(read_host(str(roce_node), host="cn006", use_verbs=False))
+    wire = encode(snap)
+    assert "ethtool.rx_prio3_pause" in wire["names"]["hw_counters"]
+    assert len(wire["names"]["hw_counters"]) < 100  # mlx5's port files and the 41 lossless names, well in the cap
+    assert decode(wire) == snap
