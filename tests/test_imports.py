@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("fabricweb",),
     ("fabricweb.agent", "fabricweb.fabricagent", "fabricweb.runfabric"),
     ("fabricweb.inventory",),
-    ("fabricweb.telemetry", "fabricweb.scheduling"),
+    ("fabricweb.telemetry", "fabricweb.scheduling", "fabricweb.identity"),
     ("fabricweb.health",),
     ("fabricweb.fabric",),
     ("fabricweb.jobs",),

@@ -16,7 +16,7 @@ from fabricweb.brokeracl import (
     user_name,
 )
 from fabricweb.env import redact_url
-from fabricweb.telemetry.management.nodeargs import site_secret_and_nodes
+from fabricweb.identity.management.nodeargs import site_secret_and_nodes
 
 
 class Command(BaseCommand):

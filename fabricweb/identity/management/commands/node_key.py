@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from fabricweb.nodeauth import collector_key, node_key
-from fabricweb.telemetry.management.nodeargs import site_secret_and_nodes
+from fabricweb.identity.management.nodeargs import site_secret_and_nodes
 
 
 class Command(BaseCommand):
