@@ -32,7 +32,7 @@ import os
 
 from tests.pcie_trees import Tree
 
-GEN5 = "32.0 GT/s PCIe"
+GEN5 = 32.0  # GT/s
 SWITCH = ("0x060400", "0x1000", "0xc030")  # Broadcom PEX89000
 GPU = ("0x030200", "0x10de", "0x2330")  # H100 SXM5 80GB, a 3D controller
 CX7 = ("0x020700", "0x15b3", "0x1021")  # ConnectX-7, InfiniBand controller
@@ -97,9 +97,9 @@ def dgx_h100(root: str, **first_uplink) -> dict:
         for fn, name in enumerate(names):
             t.rdma(t.function(rp, f"0000:{bus:02x}:00.{fn}", CX7, numa, cpus=CPUS[numa], **gen5), name)
     pch = t.host_bridge("pci0000:00")
-    bmc_port = t.function(pch, "0000:00:1c.0", ROOT_PORT, 0, speed="5.0 GT/s PCIe", max_speed="5.0 GT/s PCIe", width=1)
-    bmc_bridge = t.function(bmc_port, "0000:02:00.0", BMC_BRIDGE, 0, speed="5.0 GT/s PCIe", width=1)
-    bmc = t.function(bmc_bridge, "0000:03:00.0", BMC_VGA, 0, speed="", max_speed="", width="", max_width="")
+    bmc_port = t.function(pch, "0000:00:1c.0", ROOT_PORT, 0, speed=5.0, max_speed=5.0, width=1)
+    bmc_bridge = t.function(bmc_port, "0000:02:00.0", BMC_BRIDGE, 0, speed=5.0, width=1)
+    bmc = t.function(bmc_bridge, "0000:03:00.0", BMC_VGA, 0, speed=None, max_speed=None, width=None, max_width=None)
     nvs_port = t.function(pch, "0000:00:01.0", ROOT_PORT, 0, **gen5)
     for bus in range(0x05, 0x09):
         t.function(nvs_port, f"0000:{bus:02x}:00.0", NVSWITCH, 0, **gen5)

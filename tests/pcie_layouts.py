@@ -13,7 +13,7 @@ from __future__ import annotations
 from collectors import read_host, to_dict
 from tests.pcie_trees import GEN4, GPU, HCA, ROOT_PORT, SWITCH, Tree
 
-GEN5 = "32.0 GT/s PCIe"
+GEN5 = 32.0  # GT/s
 
 CPUS = {0: "0-31,64-95", 1: "32-63,96-127", -1: "0-127"}
 

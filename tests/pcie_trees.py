@@ -21,19 +21,32 @@ are ours (devfn 00.0 and 04.0 of the bus below each upstream port), and so are t
 issue shows) at 0x40, 0x80 and 0xb0. NUMA node 5 for GPU6/GPU7 and 4 for the second storage
 card are ours too (NPS4 numbering; the excerpts we could read stop before them); the matrix
 only needs each quadrant on a NUMA node of its own.
+
+The files are the simulator's: `Tree` places each function and hands it to collectors/sim/tree.py's
+write_function, which writes what collectors/sim/pcitree.py says a bridge's or GPU's directory holds, as it
+does for every simulated node. Only the layouts of published machines, and the RDMA device stubs below their
+cards, are the tests' own.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-GEN4 = "16.0 GT/s PCIe"
-SWITCH = ("0x060400", "0x1000", "0xc010")  # Broadcom PEX88096
-GPU = ("0x030200", "0x10de", "0x20b0")  # A100 SXM4 40GB, a 3D controller
+from collectors.sim.pcitree import DGX_ROOT_PORT as ROOT_PORT  # AMD Rome GPP bridge
+from collectors.sim.pcitree import GEN4, GPU, SWITCH, PciFn  # GT/s; A100 SXM4 40GB; Broadcom PEX88096
+from collectors.sim.tree import TreeWriter, write_function
+
 HCA = ("0x020700", "0x15b3", "0x101b")  # ConnectX-6, InfiniBand controller
 NVSWITCH = ("0x068000", "0x10de", "0x1af1")  # a bridge of class "other": neither a GPU nor a path
-ROOT_PORT = ("0x060400", "0x1022", "0x1483")  # AMD Rome GPP bridge
+# What the reader needs of an RDMA device below a card: an active 200 Gb/s ConnectX-6 port.
+RDMA_FILES = {
+    "node_type": "1: CA",
+    "hca_type": "MT4123",
+    "fw_ver": "20.31.1014",
+    "ports/1/state": "4: ACTIVE",
+    "ports/1/phys_state": "5: LinkUp",
+    "ports/1/rate": "200 Gb/sec (4X HDR)",
+}
 
 # The published GPU x NIC matrix (NIC0-NIC11 are mlx5_0-mlx5_11), rows GPU0-GPU7.
 _PAIRS = {0: (0, 1), 1: (0, 1), 2: (2, 3), 3: (2, 3), 4: (6, 7), 5: (6, 7), 6: (8, 9), 7: (8, 9)}
@@ -41,54 +54,46 @@ DGX_A100_MATRIX = [["PXB" if n in _PAIRS[g] else "SYS" for n in range(12)] for g
 DGX_A100_NICS = [f"mlx5_{n}" for n in range(12)]
 
 
-@dataclass
 class Tree:
-    """Writes functions the way the kernel lays them out: nested directories, bus links, class links."""
+    """A node's sysfs root, written once, a function at a time, by the simulator's writer (see the module's
+    docstring). Speeds are GT/s (collectors/sim/pcitree.GEN4), widths lanes; None leaves that file out."""
 
-    root: str
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.writer = TreeWriter(os.path.dirname(root))  # its scratch directory beside the root, not in it
 
-    def function(self, parent_dir: str, address: str, ident: tuple[str, str, str], numa: int, **link) -> str:
-        d = os.path.join(parent_dir, address)
-        os.makedirs(d, exist_ok=True)
-        klass, vendor, device = ident
-        files = {
-            "class": klass,
-            "vendor": vendor,
-            "device": device,
-            "numa_node": str(numa),
-            "local_cpulist": link.pop("cpus", ""),
-            "current_link_speed": link.pop("speed", GEN4),
-            "max_link_speed": link.pop("max_speed", GEN4),
-            "current_link_width": str(link.pop("width", 16)),
-            "max_link_width": str(link.pop("max_width", 16)),
-        }
-        for name, text in files.items():
-            if text:
-                with open(os.path.join(d, name), "w") as f:
-                    f.write(text + "\n")
-        bus = os.path.join(self.root, "bus", "pci", "devices")
-        os.makedirs(bus, exist_ok=True)
-        os.symlink(os.path.relpath(d, bus), os.path.join(bus, address))
-        return d
+    def function(
+        self,
+        parent_dir: str,
+        address: str,
+        ident: tuple[str, str, str],
+        numa: int,
+        cpus: str = "",
+        speed: float | None = GEN4,
+        max_speed: float | None = GEN4,
+        width: int | None = 16,
+        max_width: int | None = 16,
+    ) -> str:
+        """The function `address` below `parent_dir` (a host bridge's or another function's directory): its dir."""
+        rel = os.path.relpath(os.path.join(parent_dir, address), self.root)
+        fn = PciFn(rel, address, ident, numa, cpus, max_speed, max_width)
+        return write_function(self.writer, self.root, fn, (speed, width))
 
     def rdma(self, function_dir: str, name: str) -> None:
-        """class/infiniband/<name> -> the function's infiniband/<name>, as the kernel links it."""
-        dev = os.path.join(function_dir, "infiniband", name)
-        os.makedirs(os.path.join(dev, "ports", "1"), exist_ok=True)
-        for fname, text in (("node_type", "1: CA"), ("hca_type", "MT4123"), ("fw_ver", "20.31.1014")):
-            with open(os.path.join(dev, fname), "w") as f:
-                f.write(text + "\n")
-        for fname, text in (("state", "4: ACTIVE"), ("phys_state", "5: LinkUp"), ("rate", "200 Gb/sec (4X HDR)")):
-            with open(os.path.join(dev, "ports", "1", fname), "w") as f:
-                f.write(text + "\n")
-        os.symlink(f"../../../{os.path.basename(function_dir)}", os.path.join(dev, "device"))  # the kernel's form
+        """An RDMA device stub below a card's function (RDMA_FILES), and class/infiniband/<name> linking to it as
+        the kernel links it."""
+        w, dev = self.writer, os.path.join(function_dir, "infiniband", name)
+        w.dir(os.path.join(dev, "ports", "1"))
+        for rel, text in RDMA_FILES.items():
+            w.file(os.path.join(dev, rel), text + "\n")
+        w.link(os.path.join(dev, "device"), f"../../../{os.path.basename(function_dir)}")  # the kernel's form
         cls = os.path.join(self.root, "class", "infiniband")
-        os.makedirs(cls, exist_ok=True)
-        os.symlink(os.path.relpath(dev, cls), os.path.join(cls, name))
+        w.dir(cls)
+        w.link(os.path.join(cls, name), os.path.relpath(dev, cls))
 
     def host_bridge(self, name: str) -> str:
         d = os.path.join(self.root, "devices", name)
-        os.makedirs(d, exist_ok=True)
+        self.writer.dir(d)
         return d
 
     def switch(self, parent_dir: str, bus: int, numa: int, dsp: int = 0) -> str:

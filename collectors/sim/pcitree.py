@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .hardware import pcie_speed_text
+
 GEN4 = 16.0
 ROOT_PORT = ("0x060400", "0x8086", "0x2030")  # Intel Xeon Scalable PCIe root port
 DGX_ROOT_PORT = ("0x060400", "0x1022", "0x1483")  # AMD Rome GPP bridge, as in a DGX A100
@@ -50,9 +52,9 @@ class PciFn:
     address: str
     ident: tuple[str, str, str]  # class, vendor, device
     numa: int
-    cpus: str
-    gts: float
-    width: int
+    cpus: str  # "": no local_cpulist
+    gts: float | None  # None: no max_link_speed (a function without a PCIe link of its own, as a BMC's VGA)
+    width: int | None  # None: no max_link_width
     slot: int | None = None  # a downstream port above an HCA: that HCA's index (the link is the card's)
     switch: int | None = None  # a root port or switch upstream port: the switch whose uplink it shows
 
@@ -139,24 +141,20 @@ def plan(shape: str, hcas: int, gts: float, width: int) -> NodePci:
     return NodePci(tuple(b.functions), tuple(b.slots))
 
 
-def fn_files(fn: PciFn, current: tuple[float, int]) -> dict[str, str]:
-    """Every file of a bridge's or GPU's directory; `current` is the (speed, width) its link trained at."""
+def fn_files(fn: PciFn, current: tuple[float | None, int | None]) -> dict[str, str]:
+    """Every file of a bridge's or GPU's directory; `current` is the (speed, width) its link trained at. What is
+    None or "" has no file, as the kernel shows no link for a function that has none."""
     klass, vendor, device = fn.ident
-    return {
-        "class": klass + "\n",
-        "vendor": vendor + "\n",
-        "device": device + "\n",
-        "numa_node": f"{fn.numa}\n",
-        "local_cpulist": fn.cpus + "\n",
-        "current_link_speed": speed_text(current[0]) + "\n",
-        "current_link_width": f"{current[1]}\n",
-        "max_link_speed": speed_text(fn.gts) + "\n",
-        "max_link_width": f"{fn.width}\n",
-    }
-
-
-def speed_text(gts: float) -> str:
-    return f"{gts:.1f} GT/s PCIe"
+    files = {"class": klass + "\n", "vendor": vendor + "\n", "device": device + "\n", "numa_node": f"{fn.numa}\n"}
+    if fn.cpus:
+        files["local_cpulist"] = fn.cpus + "\n"
+    for name, gts in (("current_link_speed", current[0]), ("max_link_speed", fn.gts)):
+        if gts is not None:
+            files[name] = pcie_speed_text(gts) + "\n"
+    for name, width in (("current_link_width", current[1]), ("max_link_width", fn.width)):
+        if width is not None:
+            files[name] = f"{width}\n"
+    return files
 
 
 def trained(node: NodePci, wanted: list[tuple[float | None, int | None]]) -> dict[int, tuple[float, int]]:

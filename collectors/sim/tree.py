@@ -23,7 +23,7 @@ from .hardware import (
     rate_text,
 )
 from .layout import SM_LID, SimDevice, SimPort, port_gid
-from .pcitree import HCA_CLASS
+from .pcitree import HCA_CLASS, PciFn, bus_link, fn_files
 
 _STATES = {True: "4: ACTIVE", False: "1: DOWN"}
 _PHYS = {5: "5: LinkUp", 2: "2: Polling", 3: "3: Disabled"}
@@ -96,6 +96,18 @@ def _read(path: str) -> str | None:
             return f.read()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def write_function(w: TreeWriter, root: str, fn: PciFn, current: tuple[float | None, int | None]) -> str:
+    """A bridge's or GPU's directory below the node's `root` (pcitree.fn_files, its link as trained: `current`) and
+    its bus/pci/devices link; its directory. The tests write published machines' trees with it (tests/pcie_trees.py)."""
+    d = os.path.join(root, fn.rel)
+    w.dir(d)
+    for name, text in fn_files(fn, current).items():
+        w.file(f"{d}/{name}", text)
+    w.dir(os.path.join(root, "bus", "pci", "devices"))
+    w.link(os.path.join(root, "bus", "pci", "devices", fn.address), bus_link(fn.rel))
+    return d
 
 
 def device_files(node: str, dev: SimDevice) -> dict[str, str]:

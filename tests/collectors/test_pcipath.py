@@ -218,7 +218,7 @@ def test_a_bmcs_vga_is_no_gpu_and_the_numbering_stays_nvidia_smis(tmp_path):
     # The ASPEED AST2600 of the server's BMC: a VGA function on a root port of its own, between GPU0 and GPU1.
     t = Tree(root)
     bmc_port = t.function(t.host_bridge("pci0000:00"), "0000:00:03.1", ROOT_PORT, 3)
-    t.function(bmc_port, "0000:08:00.0", ("0x030000", "0x1a03", "0x2000"), 3, speed="2.5 GT/s PCIe", width=1)
+    t.function(bmc_port, "0000:08:00.0", ("0x030000", "0x1a03", "0x2000"), 3, speed=2.5, width=1)
     # A Matrox VGA below the first quadrant's switch, where it would share the NICs' hops.
     t.function(os.path.join(root, "devices", "pci0000:00", "0000:00:01.1", "0000:01:00.0"), "0000:01:08.0",
                ("0x030000", "0x102b", "0x0536"), 3)  # fmt: skip
