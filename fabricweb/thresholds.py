@@ -65,6 +65,19 @@ class Thresholds:
     fabric_min_ports: int = _t(4, "node votes for one HCA model (one per node and link)", "our choice")
     resolve_after_polls: int = _t(3, "clean polls", "our choice: hysteresis")
 
+    # Lossless Ethernet on RoCE ports (health/rules/lossless.py), over one poll: docs/health.md, "Lossless Ethernet".
+    pfc_pause_share: float = _t(
+        0.1,
+        "share of the poll's time paused on one priority, each way (0-1)",
+        "our choice, on rdma_exporter's pause occupancy (rate of the pause duration in µs / 1e6)",
+    )
+    pause_storm_events: int = _t(0, "pause-storm events per poll", "mlx5 PFC stall prevention: any is a stall")
+    cnp_per_s: float = _t(10_000.0, "CNPs/s sent or handled", "our choice: 30x a busy healthy port's")
+    out_of_sequence_per_s: float = _t(100.0, "out_of_sequence/s", "NVSentinel NIC health monitor: above 100/s")
+    packet_seq_err_per_s: float = _t(1.0, "packet_seq_err/s", "our choice, as local_ack_timeout_err")
+    local_ack_timeout_per_s: float = _t(1.0, "local_ack_timeout_err/s", "NVSentinel NIC health monitor: above 1/s")
+    rx_discards_phy_per_s: float = _t(1.0, "rx_discards_phy/s", "our choice: a lossless priority drops nothing")
+
     def __post_init__(self) -> None:
         for name in _POSITIVE:
             if not getattr(self, name) > 0:

@@ -8,13 +8,15 @@ open instead of counting the poll as clean.
 
 One module per concern: common (the judgement, the kinds, whether a port should be up,
 words and numbers), link (state, degraded, flapping), counters (symbol errors, the counter
-rules, congestion, capped counters), pcie (the device's PCIe link), pciepath (the bridges above it and
+rules, congestion, capped counters), lossless (a RoCE port's PFC pause, pause and CNP storms, loss),
+pcie (the device's PCIe link), pciepath (the bridges above it and
 the host's PCIe layout), node (stale, clock skew)
 and port (judge_port and judge_ports over all of them). What other modules use is named here.
 """
 
 from __future__ import annotations
 
+from . import counters, lossless
 from .common import (
     ARMED,
     CRITICAL,
@@ -28,12 +30,15 @@ from .common import (
     ethernet,
     expect_up,
 )
-from .counters import COUNTER_RULES, KIND_COUNTERS, CounterRule, congested_share, congestion
+from .counters import COUNTER_RULES, CounterRule, congested_share, congestion
 from .link import PHYS_MEANING
 from .node import judge_clock, judge_node
 from .pcie import judge_pcie
 from .pciepath import hops_of, judge_host, judge_path, path_key
 from .port import judge_port, judge_ports
+
+# The counters each port kind is judged on, every rule module's: those that must be still for a port to be quiet.
+KIND_COUNTERS = {**counters.KIND_COUNTERS, **lossless.KIND_COUNTERS}
 
 __all__ = [
     "ARMED",

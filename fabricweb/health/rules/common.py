@@ -13,6 +13,16 @@ from ..view import PortView
 
 CRITICAL, WARNING, INFO = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 
+# A RoCE port's lossless Ethernet (rules/lossless.py).
+LOSSLESS_KINDS = (
+    Kind.PAUSE_RECEIVED,
+    Kind.PAUSE_SENT,
+    Kind.PAUSE_STORM,
+    Kind.CNP_STORM,
+    Kind.ROCE_LOSS,
+    Kind.RX_DISCARDS,
+)
+
 INIT, ARMED = 2, 3
 
 PORT_KINDS = (
@@ -29,6 +39,7 @@ PORT_KINDS = (
     Kind.CONGESTION,
     Kind.CAPPED,
     Kind.VANISHED,
+    *LOSSLESS_KINDS,
 )
 DEVICE_KINDS = (Kind.PCIE, Kind.PCIE_PATH, Kind.PCIE_NUMA, Kind.VANISHED)
 # A link's own state: one problem for the whole cable, said by the end that speaks for it (PortView.link_owner).

@@ -14,6 +14,8 @@ from ..window import HOUR_S, MINUTE_S, Windows, known_delta
 from .common import CRITICAL, DEVICE_KINDS, INFO, LINK_KINDS, PORT_KINDS, Judgement, ethernet, expect_up
 from .counters import COUNTER_RULES, KIND_COUNTERS, capped, congestion, counter, symbol_errors
 from .link import down_while_flapping, flapping, state, up_because
+from .lossless import judge_lossless
+from .lossless import unknown_keys as lossless_unknown
 from .node import judge_node
 from .pcie import judge_pcie
 from .pciepath import judge_path
@@ -58,6 +60,7 @@ def judge_port(view: PortView, t: Thresholds = DEFAULT) -> Judgement:
         *(counter(view, windows, rule, t) for rule in COUNTER_RULES),
         congestion(view, windows, t),
         capped(view),
+        *judge_lossless(view, t),
         judge_pcie(view, exp),
         judge_path(view, exp),
     ]
@@ -82,6 +85,7 @@ def _unknown_keys(view: PortView, w: Windows, t: Thresholds) -> set[str]:
     for kind, counters in KIND_COUNTERS.items():
         if any(known_delta(view.deltas.get(c)) is None for c in counters):
             unknown.add(key(kind))
+    unknown |= lossless_unknown(view)
     if view.pcie is None or pcie.usable_gbps(view.pcie.current_gts, view.pcie.current_width) is None:
         unknown.add(device_key(Kind.PCIE, view.node, view.device))
     if view.pcie is None or view.pcie.path is None:  # its agent sends no PCIe tree

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
 
-from collectors.facts import is_up
+from collectors.facts import is_ethernet, is_up
 from collectors.link import Rate, better_link, make_rate
+from collectors.roce import WIRE_NAMES as LOSSLESS
 from fabricweb.inventory.models import Device, Node, Port
 
 from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
@@ -20,7 +21,7 @@ from ..validation.typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
 from . import budget as node_budget
 from . import normhold, ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS
-from .deltas import Reading, port_deltas
+from .deltas import Reading, named_deltas, port_deltas
 
 _US = timedelta(microseconds=1)
 _LINK = attrgetter(*LINK_FIELDS)  # one C call per side instead of a getattr per field, at every port and poll
@@ -242,6 +243,7 @@ def _port(
     if rare and port.pk is not None:
         changes.rare[port.pk] = port
     same_state = previous is not None and (previous.state_id, previous.phys_state_id) == (p.state_id, p.phys_state_id)
+    prev_hw = port.hw_counters if prev_reading is not None else None  # (before this poll's replace them)
     port.state_polls = port.state_polls + 1 if same_state else 1
     port.counters, port.counters_ext, port.capped, port.hw_counters = (
         p.counters,
@@ -268,6 +270,8 @@ def _port(
         changes.links[port.pk] = port
 
     deltas = dict(zip(DELTA_COUNTERS, d.deltas, strict=True))
+    if is_ethernet(p.link_layer):  # a RoCE port's lossless counters, for the health rules (not the samples)
+        deltas.update(named_deltas(LOSSLESS, prev_hw, p.hw_counters, interval))
     resets = tuple(COUNTER_NAMES[c] for c in d.resets) if d.resets else ()
     capped = tuple(COUNTER_NAMES[c] for c in d.capped) if d.capped else ()
     if interval is not None:

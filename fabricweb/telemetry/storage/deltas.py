@@ -94,6 +94,16 @@ def counter_delta(
     return Delta(value, reset=reset)
 
 
+def named_deltas(
+    names: tuple[str, ...], prev: Mapping[str, int | None] | None, cur: Mapping[str, int | None], interval: float | None
+) -> dict[str, int | None]:
+    """Deltas of counters kept outside the sample columns, by name, for those of `names` that `cur` has (a RoCE
+    port's lossless counters, which travel in hw_counters: collectors/roce.py); as counter_delta has them."""
+    if prev is None:
+        return {name: None for name in names if name in cur}
+    return {name: counter_delta(name, prev.get(name), cur[name], interval).value for name in names if name in cur}
+
+
 def rate(delta: int | None, interval: float | None) -> float | None:
     """Per-second rate of a delta, or None when either is unknown or the interval is not positive."""
     if delta is None or interval is None or interval <= 0:
