@@ -7,6 +7,7 @@ from __future__ import annotations
 from collectors.fabric.pma import COUNTER_NAMES
 from collectors.facts import PHYS_STATES, PORT_STATES, SWITCH_DEVICE
 from collectors.link import make_rate
+from collectors.xmitwait import switch_board_id
 from fabricweb.telemetry.storage.apply import NodeRows
 from fabricweb.telemetry.storage.deltas import all_ones
 from fabricweb.telemetry.validation.typed import DeviceIn, PortIn, SnapshotIn
@@ -47,7 +48,8 @@ def switch_snapshot(fabric: FabricIn, index: int, n: FabricNodeIn, name: str, re
         "sys_image_guid": n.system_guid,
         "fw_ver": None,
         "hca_type": None,  # no fabric majority for switch ports: both ends' capabilities set their norm
-        "board_id": None if n.vendor_id is None else f"vendor 0x{n.vendor_id:06x} device 0x{n.device_id or 0:04x}",
+        # NodeInfo's VendorID and DeviceID: the device id says what one PortXmitWait count is (collectors.xmitwait).
+        "board_id": switch_board_id(n.vendor_id, n.device_id),
         "hw_rev": None if n.revision is None else f"0x{n.revision:x}",
         "node_desc": n.description,
         "pci_address": None,

@@ -7,7 +7,14 @@ from __future__ import annotations
 import pytest
 
 from collectors.link import Rate, make_rate
-from collectors.xmitwait import XMIT_WAIT_UNITS, lost_share, xmit_wait_unit
+from collectors.xmitwait import (
+    XMIT_WAIT_UNITS,
+    congestion_ratio,
+    device_id,
+    lost_share,
+    switch_board_id,
+    xmit_wait_unit,
+)
 
 QUANTUM_2, SWITCH_IB_2 = 0xD2F2, 0xCF08
 
@@ -66,3 +73,31 @@ def test_no_share_is_made_without_a_link_or_without_time(rate, seconds):
 def test_a_share_above_the_whole_link_is_kept_so_a_wrong_unit_shows():
     # 10 s of 4X NDR is 5e11 B of link time; 1e11 counts x 8 B is 8e11 B: the unit cannot be right.
     assert lost_share(100_000_000_000, xmit_wait_unit(0x1234), make_rate("NDR", 4), 10.0) == pytest.approx(1.6)
+
+
+@pytest.mark.parametrize(
+    ("hca_type", "board_id", "device"),
+    [
+        (None, "vendor 0x0002c9 device 0xd2f2", QUANTUM_2),  # a swept switch: its NodeInfo, as switchports stores it
+        (None, switch_board_id(0x0002C9, SWITCH_IB_2), SWITCH_IB_2),
+        ("MT4123", "MT_0000000223", 0x101B),  # a host's ConnectX-6: mlx5 prints the PCI device id in decimal
+        ("MT4123", None, 0x101B),
+        (None, "vendor 0x0002c9", None),  # a switch whose NodeInfo gave no device id
+        ("bnxt_re", "BCM957508", None),  # another vendor's HCA says nothing
+        ("MT99999", None, None),  # past 16 bits: no device id
+    ],
+)
+def test_it_reads_the_device_id_from_what_the_inventory_stores(hca_type, board_id, device):
+    assert device_id(hca_type, board_id) == device
+
+
+def test_a_hosts_hca_is_counted_at_the_default_and_says_assumed():
+    # NVIDIA publishes no bytes per count for its adapters: a ConnectX-6 on 4X HDR (25e9 B/s) is counted as 8 bytes.
+    assert congestion_ratio(3_125_000_000, device_id("MT4123", None), make_rate("HDR", 4), 10.0) == pytest.approx(0.1)
+    assert xmit_wait_unit(0x101B).short() == "8 bytes per count, assumed"
+
+
+def test_no_ratio_is_made_from_an_unknown_count_or_link():
+    assert congestion_ratio(None, QUANTUM_2, make_rate("NDR", 4), 10.0) is None
+    assert congestion_ratio(100, QUANTUM_2, None, 10.0) is None
+    assert congestion_ratio(100, QUANTUM_2, make_rate("NDR", 4), None) is None
