@@ -1,5 +1,5 @@
-"""The process helpers that tests, benches and scripts share: a free loopback port, waiting until something
-is ready, and a private redis-server.
+"""The process helpers that tests, benches and scripts share: a free loopback port and whether a server listens
+on one, waiting until something is ready, stopping a process, and a private redis-server.
 
 Not product code, and not shipped (pyproject.toml packages collectors and fabricweb only): it sits at the top
 of the repository so that tests (pytest's pythonpath), bench/ and scripts/ (which put the repository on
@@ -10,6 +10,7 @@ sys.path) import it alike, as `from harness import ...`. runfabric supervises it
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import subprocess
 import time
@@ -26,6 +27,27 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def listens(port: int) -> bool:
+    """Whether something accepts connections on loopback `port` now."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        return True
+    return False
+
+
+def stop(proc: subprocess.Popen | None, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
+    """Sends `sig` to `proc` if it still runs, kills it if it has not ended `timeout` seconds later, and reaps it:
+    its exit status (None for no process)."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
 
 
 def wait_for(
@@ -69,9 +91,7 @@ class RedisServer:
     url: str
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        self.proc.wait(10)
+        stop(self.proc)
 
 
 def start_redis(
@@ -106,8 +126,7 @@ def start_redis(
     try:
         wait_for(f"redis-server on port {port} answering", answers, timeout, watch=[proc])
     except BaseException:
-        proc.kill()
-        proc.wait(10)
+        stop(proc, 0, signal.SIGKILL)
         raise
     finally:
         ping.close()

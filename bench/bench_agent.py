@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from collectors.sim import Fabric  # noqa: E402
-from harness import free_port, start_redis, wait_for  # noqa: E402
+from harness import free_port, start_redis, stop, wait_for  # noqa: E402
 
 NODE = "cn001"
 COLLECT = "fabricweb.agent.tasks.collect"
@@ -118,13 +118,7 @@ class Side:
         return tree_of(self.proc.pid)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop(self.proc)
 
 
 def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client, key: str = "") -> Side:

@@ -24,7 +24,6 @@ import os
 import platform
 import pstats
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -37,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from collectors import read_host, to_dict  # noqa: E402
-from harness import free_port  # noqa: E402
+from harness import free_port, listens, wait_for  # noqa: E402
 
 
 def fixtures() -> Path:
@@ -112,15 +111,7 @@ def time_node_exporter(binary: str, root: Path, scrapes: int) -> dict[str, float
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("node_exporter did not start listening") from None
-                time.sleep(0.02)
+        wait_for("node_exporter listening", lambda: listens(port), 10, 0.02, watch=[proc])
         url = f"http://127.0.0.1:{port}/metrics"
         key = 'node_scrape_collector_duration_seconds{collector="infiniband"} '
         samples = []

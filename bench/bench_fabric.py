@@ -59,7 +59,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from harness import running_redis, wait_for  # noqa: E402
+from harness import running_redis, stop, wait_for  # noqa: E402
 
 GOAL_FULL_S = 2.0
 GOAL_COUNTERS_S = 1.0
@@ -163,17 +163,6 @@ def read_reply(proc: subprocess.Popen) -> dict:
         if line.startswith(PREFIX):
             return json.loads(line[len(PREFIX) :])
     raise RuntimeError(f"child exited (status {proc.wait()}) without an answer")
-
-
-def stop(proc: subprocess.Popen | None, sig: int = signal.SIGTERM, wait: float = 5.0) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout=wait)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # opensm, its simulator gone, may not hear SIGTERM
-        proc.wait()
 
 
 def machine() -> str:

@@ -92,10 +92,9 @@ from bench_fabric import (  # noqa: E402 (after the path)
     read_reply,
     reset_hwm,
     spread,
-    stop,
 )
 
-from harness import wait_for  # noqa: E402
+from harness import stop, wait_for  # noqa: E402
 
 GOAL_REFRESH_CHANGED_S = 2.0  # every job's links walked and stored after a table change
 GOAL_REFRESH_NEW_S = 0.1  # one new job

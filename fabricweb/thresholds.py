@@ -44,11 +44,13 @@ class Thresholds:
     local_link_integrity_errors_per_hour: int = _t(0, "link integrity errors/h", "NVIDIA NIC health: any increase")
     buffer_overrun_errors_per_hour: int = _t(0, "buffer overrun errors/h", "NVIDIA NIC health: any increase")
 
-    # Congestion: share of time port_xmit_wait says the port had data but no credits.
-    # The tick is a multiple of the 4 ns SDR symbol time and hardware-specific
-    # (`perfquery -c` shows a port's Tick); set it per site when known.
-    xmit_wait_tick_ns: float = _t(4.0, "ns per port_xmit_wait tick", "IB spec base tick (1 SDR symbol time)")
-    congestion_share: float = _t(0.25, "share of time waiting (0-1)", "our choice")
+    # Congestion: the share of the link's time lost while the port had data but no credits, from port_xmit_wait
+    # in the bytes one count is on the port's device (collectors.xmitwait, docs/infiniband.md §3b).
+    congestion_share: float = _t(
+        0.05,
+        "share of link time lost (0-1)",
+        "our choice: measurable below a 32-bit port_xmit_wait's cap on 4X NDR at a 10 s poll (docs/health.md)",
+    )
     congestion_window_s: float = _t(300.0, "s", "UFM keeps 5 minutes of counter history")
 
     # States.
@@ -107,7 +109,6 @@ class Thresholds:
 # Zero would make these meaningless (a window of 0 s, an event resolved before it is clear).
 _POSITIVE = (
     "fast_window_max_s",
-    "xmit_wait_tick_ns",
     "congestion_window_s",
     "flapping_quiet_s",
     "down_after_polls",

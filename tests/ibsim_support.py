@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import uuid
@@ -17,7 +16,7 @@ import pytest
 
 from collectors.link import SPEEDS
 from collectors.sim import Fabric
-from harness import wait_for
+from harness import stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 HAVE_IBSIM = all(shutil.which(tool) for tool in ("ibsim", "ibsim-run", "opensm", "iblinkinfo", "perfquery"))
@@ -52,7 +51,7 @@ class Ibsim:
                 env=self.env,
             )
         os.close(stdin)
-        request.addfinalizer(lambda: stop(self.proc))
+        request.addfinalizer(lambda: stop(self.proc, 5))
         wait_for("ibsim to start", lambda: "Network simulator ready" in self.log.read_text())
         self.sweep()
 
@@ -101,16 +100,6 @@ class Ibsim:
         r = self.run("iblinkinfo", "-l")
         assert r.returncode == 0, r.stderr
         return parse_iblinkinfo(r.stdout)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 _LINE = re.compile(

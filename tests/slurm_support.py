@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from fabricweb.runfabric.slurm import free_ports, slurm_conf
-from harness import wait_for
-from tests.ibsim_support import stop as stop_process
+from harness import listens, wait_for
+from harness import stop as stop_process
 
 HAVE_SLURM = os.geteuid() == 0 and all(
     shutil.which(tool) for tool in ("slurmctld", "slurmd", "squeue", "sbatch", "scontrol", "sinfo", "munged")
@@ -60,7 +59,7 @@ class Slurm:
         self.controller_port = free_ports(1)[0]
         self.conf.write_text(slurm_conf(directory, self.sockets, self.munge_socket, self.nodes, self.controller_port))
         self.slurmctld = self._daemon("slurmctld", ["slurmctld", "-D", "-f", str(self.conf)])
-        self._wait_until(self._controller_listens, "slurmctld to listen")
+        self._wait_until(lambda: listens(self.controller_port), "slurmctld to listen")
         for node in self.nodes:
             self.slurmds.append(self._daemon(f"d-{node}", ["slurmd", "-D", "-f", str(self.conf), "-N", node]))
         self._wait_until(lambda: all(self._states().get(node) == "idle" for node in self.nodes), "every node idle")
@@ -81,11 +80,6 @@ class Slurm:
     def _daemon(self, name: str, cmd: list[str]) -> subprocess.Popen:
         with open(self.log / f"{name}.out", "wb") as out:
             return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=self.env, cwd=self.directory)
-
-    def _controller_listens(self) -> bool:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.controller_port), timeout=1):
-            return True
-        return False
 
     def _wait_until(self, check, what: str, timeout: float = 30.0) -> None:
         """Polls `check`; fails at once, with the daemons' logs, when one of them has exited, or at the timeout."""

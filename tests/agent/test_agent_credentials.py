@@ -18,6 +18,7 @@ from fabricweb.agent.config import AgentConfig, ConfigError
 from fabricweb.agent.tasks import Agent
 from fabricweb.brokertls import redis_py_options
 from fabricweb.names import INGEST_SNAPSHOT
+from harness import stop
 from tests.pipeline.test_pipeline_tls import tls_redis  # noqa: F401  (a TLS redis-server and its CA)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,15 +127,6 @@ def start_agent(tree: Path, tmp: Path, **env: str) -> subprocess.Popen:
     return proc
 
 
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(10)
-
-
 def test_the_agent_sends_over_tls_to_a_broker_whose_certificate_the_sites_ca_signed(tree, tmp_path, tls_redis):  # noqa: F811
     url, ca = tls_redis
     client = redis.Redis.from_url(url, **redis_py_options(url, ca))
@@ -149,7 +141,7 @@ def test_the_agent_sends_over_tls_to_a_broker_whose_certificate_the_sites_ca_sig
         kwargs = json.loads(message["body"])[1]
         assert nodeauth.verify(SECRET, kwargs)["host"] == "cn001"
     finally:
-        stop(agent)
+        stop(agent, 15)
 
 
 def test_the_agent_will_not_talk_to_a_broker_it_cannot_verify(tree, tmp_path, tls_redis):  # noqa: F811
@@ -163,7 +155,7 @@ def test_the_agent_will_not_talk_to_a_broker_it_cannot_verify(tree, tmp_path, tl
             time.sleep(0.2)
         assert "certificate verify failed" in log.read_text(), log.read_text()
     finally:
-        stop(agent)
+        stop(agent, 15)
     assert "hello: sent" not in log.read_text()
     unreadable = tmp_path / "nowhere.pem"
     assert (

@@ -27,7 +27,7 @@ from fabricweb.health.findings import Severity
 from fabricweb.health.lifecycle import Action, Op
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
-from harness import free_port, wait_for
+from harness import free_port, stop, wait_for
 
 # --- HTTP receiver --------------------------------------------------------------
 
@@ -155,12 +155,7 @@ class Alertmanager:
             return json.loads(r.read())
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        stop(self.proc)
         self.log.close()
 
 

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
-from harness import free_port
+from harness import free_port, listens, wait_for
 
 NE_TREE = FIXTURES / "node-exporter" / "sys"
 PROCFS_TREE = FIXTURES / "procfs" / "sys"
@@ -91,16 +89,11 @@ def _binary() -> str:
 
 
 def _wait_listening(proc: subprocess.Popen, port: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False  # exited: most likely the port was taken meanwhile
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            time.sleep(0.02)
-    return False
+    """Whether it came to listen on `port`; not if it exited first (most likely the port was taken meanwhile)."""
+    try:
+        return wait_for(f"node_exporter listening on {port}", lambda: listens(port), timeout, 0.02, watch=[proc])
+    except AssertionError:
+        return False
 
 
 class NodeExporter:

@@ -16,8 +16,8 @@ import pytest
 
 from collectors import read_host
 from collectors.sim import Fabric, SwitchOptions
-from harness import wait_for
-from tests.ibsim_support import ROOT, Ibsim, needs_ibsim, short, stop
+from harness import stop, wait_for
+from tests.ibsim_support import ROOT, Ibsim, needs_ibsim, short
 
 pytestmark = needs_ibsim
 NODES, SEED = 6, 3  # seed 3: IB ports cabled leaf01 1-5 (cn001-cn003), leaf02 1-5 (cn003, cn004, cn006)

@@ -45,7 +45,7 @@ from fabricweb.names import (
 )
 from fabricweb.nodeauth import node_key
 from fabricweb.scheduling import waiting
-from harness import free_port
+from harness import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -152,12 +152,7 @@ def shipped_broker(tmp_path_factory):
         nodes = [word for word in arguments if not word.startswith("-")][1:]
         yield {"port": port, "central": central_url, "node_secret": node_secret, "nodes": nodes, "acl": acl}
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
+        stop(server)
 
 
 def refusable(**options) -> redis.Redis:
