@@ -282,7 +282,7 @@ def _health_thresholds(name: str) -> dict:
     return data
 
 
-# Health rules: e.g. FABRIC_THRESHOLDS='{"symbol_errors_per_hour": 240, "xmit_wait_tick_ns": 64}'.
+# Health rules: e.g. FABRIC_THRESHOLDS='{"symbol_errors_per_hour": 240, "congestion_share": 0.1}'.
 FABRIC_THRESHOLDS = _health_thresholds("FABRIC_THRESHOLDS")
 # Clean polls in a row before an event is resolved (hysteresis: a flapping link stays one event).
 FABRIC_RESOLVE_AFTER = env.int("FABRIC_RESOLVE_AFTER", 3, minimum=1)

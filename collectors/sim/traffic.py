@@ -13,15 +13,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from collectors.xmitwait import DEFAULT_BYTES_PER_COUNT
+
 from .hardware import COUNTERS, HW_COUNTERS, ROCE_HW_COUNTERS
 from .layout import unit
 
 DAY = 86400.0
 MAX_UTILISATION = 0.9  # normal traffic stays below the link rate
-# port_xmit_wait ticks per second: a trickle normally; saturated, waiting for credits ~60% of the
-# time at the usual ~4 ns tick (over the 25% congestion default), capping 32 bits in ~30 s.
-WAIT_TICKS_NORMAL = 2000.0
-WAIT_TICKS_SATURATED = 1.5e8
+# port_xmit_wait: a trickle of counts per second normally; saturated, the share of the port's time lost
+# waiting for credits, twice the 5% congestion default. The simulated HCAs are in no row of the table, so a
+# count is the assumed 8 bytes of port time (collectors.xmitwait): on 4X HDR 3.1e8 counts/s, capping 32 bits
+# in ~14 s, as a real ConnectX-6's 32-bit counter would.
+WAIT_COUNTS_NORMAL = 2000.0
+SATURATED_LOST_SHARE = 0.1
 # Flapping: link_error_recovery 6 per minute, above the 5/min "flapping" threshold operators use.
 FLAP_RECOVERIES_PER_S = 0.1
 
@@ -111,7 +115,8 @@ def add_traffic(
     c["unicast_rcv_packets"] += rx_packets - rx_mcast
     c["multicast_xmit_packets"] += tx_mcast
     c["multicast_rcv_packets"] += rx_mcast
-    c["port_xmit_wait"] += int(dt * (WAIT_TICKS_SATURATED if saturated else WAIT_TICKS_NORMAL * u_tx**4))
+    lost = SATURATED_LOST_SHARE * capacity / DEFAULT_BYTES_PER_COUNT if saturated else WAIT_COUNTS_NORMAL * u_tx**4
+    c["port_xmit_wait"] += int(dt * lost)
     if not hw:
         return
     hw["rx_write_requests"] += rx_packets // 4

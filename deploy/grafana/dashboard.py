@@ -167,7 +167,7 @@ def build() -> Dashboard:
                 "Congestion (top 10 ports)",
                 "percentunit",
                 ("topk(10, infiniband:port_xmit_wait:ratio1m)", port),
-                description="Share of time with data to send and no credits (port_xmit_wait, 4 ns ticks)",
+                description="Share of the link's time lost waiting for credits (infiniband_port_congestion_ratio)",
             )
         )
         # -- the switches (the fabric collector's sweeps) ---------------------------------------

@@ -31,7 +31,8 @@ from prometheus_client.metrics_core import Metric
 
 from fabricweb.inventory.models import Node
 
-from . import jobseries, nodeblocks, tables
+from . import congestion, jobseries, nodeblocks, tables
+from .congestion import Congestion
 from .counters import PortCounters
 from .grouped import Grouped
 from .hostports import device_memo, device_pcie_memo, gpu_relations, port_detail_memo, port_memo
@@ -260,12 +261,14 @@ class FabricCollector:
             links = Grouped(out, LINK_DETAIL_SPECS, link_detail_memo)
         if health is not None:
             self.grouped.update(ports=health, switch_ports=switch_health, links=links)
-        port_counters = switch_counters = None
+        port_counters = switch_counters = congested = switch_congested = None
         if counters:
             # ?set=hw: the hw_counters/ files alone; the default set: the counters node_exporter has.
             port_counters = PortCounters(out, HOST_COUNTERS if selection.counters else (), hw=selection.hw)
             if selection.counters:
                 switch_counters = PortCounters(out, SWITCH_COUNTERS, hw=False)
+                # The share of link time lost, from the same readings (its wait): congestion.py.
+                congested, switch_congested = Congestion(out, congestion.HOST), Congestion(out, congestion.SWITCH)
         for row in picked:
             node, device, stale, device_row, device_serial, device_key, guid = devices[row[1]]
             where[row[0]] = (node, device, row[2], guid)
@@ -284,6 +287,8 @@ class FabricCollector:
                     labels = {"node": node, "device": device, "port": str(row[2])}
                 if port_counters is not None and not stale and not vanished:
                     port_counters.add(labels, row)
+                    if congested is not None:
+                        congested.add(labels, row, device_row)
             else:
                 if switch_health is not None:
                     _, labels = switch_health.add(((node, guid), row[2], row[4], row[5]))
@@ -291,6 +296,7 @@ class FabricCollector:
                     labels = {"guid": guid, "port": str(row[2]), "switch": node}
                 if switch_counters is not None and not vanished:  # an unreachable switch: its last values
                     switch_counters.add(labels, row)
+                    switch_congested.add(labels, row, device_row)
             # A host's own link has no default series (links.link_health): its port's say it.
             if links is not None and row[6] and (guid is not None or selection.detail):
                 links.add(((node, device, guid is not None), row[2], row[4], row[5]))

@@ -57,7 +57,7 @@ PORT_HEALTH_FIELDS = (
 # nothing more.
 SPEAKS = ExpressionWrapper(Q(link_owner=True) & ~Q(peer_label=""), output_field=BooleanField())
 # Where the counters start when they are asked for: row[COUNTERS_AT] capped (a column), then the
-# counters, counters_ext and hw_counters (the node's readings, without their history).
+# counters, counters_ext and hw_counters (the node's readings, without their history), and the last poll's wait.
 COUNTERS_AT = len(PORT_FIELDS)
 DEVICE_FIELDS = (
     "id", "node_id", "name", "fw_ver", "hca_type", "board_id",
@@ -210,8 +210,8 @@ def gpus(node_ids: list[int]) -> dict[int, list]:
 
 
 def ports(device_ids: list[int] | None, counters: bool, hw: bool = False) -> Iterator[tuple]:
-    """PORT_FIELDS (+ the counter dicts: counters, counters_ext, and hw_counters with `hw`, else None) of the
-    ports of `device_ids` (None: all), unordered."""
+    """PORT_FIELDS (+ the counter dicts: counters, counters_ext, and hw_counters with `hw`, else None; and the
+    last poll's wait, readings.last_wait) of the ports of `device_ids` (None: all), unordered."""
     rows = Port.objects.order_by().annotate(
         peer_node=F("peer__device__node__name"),
         peer_kind=F("peer__device__node__kind"),
@@ -225,13 +225,13 @@ def ports(device_ids: list[int] | None, counters: bool, hw: bool = False) -> Ite
         yield from _rows(rows, PORT_FIELDS)
         return
     polled = _counters(None if device_ids is None else Device.objects.filter(id__in=device_ids), hw)
-    missing = (None, None, None)
+    missing = (None, None, None, None)
     for row in _rows(rows, (*PORT_FIELDS, "capped")):
         yield (*row, *polled.get(row[0], missing))
 
 
 def _counters(devices: QuerySet | None, hw: bool) -> dict[int, tuple]:
-    """Port id -> (counters, counters_ext, hw_counters or None) from the readings of the devices' nodes (None:
+    """Port id -> (counters, counters_ext, hw_counters or None, wait) from the readings of the devices' nodes (None:
     all), decoded a node at a time: the hw_counters not asked for (24 a port) are dropped with their node's
     document, never all held at once."""
     rows = NodeReadings.objects.order_by()
@@ -239,8 +239,8 @@ def _counters(devices: QuerySet | None, hw: bool) -> dict[int, tuple]:
         rows = rows.filter(node_id__in=devices.values_list("node_id", flat=True))
     out: dict[int, tuple] = {}
     for document in _documents(rows.values_list("counters", flat=True)):
-        for pk, counters, counters_ext, hw_counters in readings.counters_of(document):
-            out[pk] = (counters, counters_ext, hw_counters if hw else None)
+        for pk, counters, counters_ext, hw_counters, wait in readings.counters_of(document):
+            out[pk] = (counters, counters_ext, hw_counters if hw else None, wait)
     return out
 
 

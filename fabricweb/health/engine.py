@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.utils import timezone
 
+from collectors import xmitwait
 from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
@@ -235,6 +236,7 @@ def _view(port: Port, link: LinkState, node: str, ts: float, norms: context.Norm
         port=port.number,
         ts=ts,
         hca_type=device.hca_type,
+        device_id=xmitwait.device_id(device.hca_type, device.board_id),
         state_id=link.state_id,
         state_name=link.state_name,
         phys_state_id=link.phys_state_id,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from collectors.link import Rate
 from fabricweb.telemetry.results import PortObservation
 from fabricweb.thresholds import Thresholds
 
@@ -49,6 +50,8 @@ class Held:
     congestion: str  # the port's congestion key
     plain: bool  # no congestion finding, and the congestion key unknown just when the wait is
     waits: WaitLog | None  # the ring's waits, while `ts` is set
+    device_id: int | None  # what one wait count is worth (PortView.device_id), on this link: both in `raw`
+    link: Rate | None
     target: str  # what its events are about (findings.port_target), and its device
     device_target: str
 
@@ -74,6 +77,7 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
         device.name,
         port.number,
         hca,
+        device.board_id,  # a switch's device id (collectors.xmitwait.device_id; a host's is in hca_type)
         link.state_id,
         link.state_name,
         link.phys_state_id,
@@ -118,7 +122,7 @@ def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thres
             value = moved.get(c, 0)
             if value is not None and (type(value) is not int or value != 0):
                 return None
-    if not _calm(held.waits, ts, interval, obs.deltas, ring, t):
+    if not _calm(held, ts, interval, obs.deltas, ring, t):
         return None  # congested: its finding's words need the view
     held.waits.add(this)
     last = held.judgement
@@ -129,12 +133,14 @@ def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thres
     return held
 
 
-def _calm(waits: WaitLog, ts: float, interval: float, deltas: dict, ring: list, t: Thresholds) -> bool:
+def _calm(held: Held, ts: float, interval: float, deltas: dict, ring: list, t: Thresholds) -> bool:
     """No congestion: told by bounds on the window's sums when they are far enough below, else by the sums."""
-    b = waits.bounds(ts, interval, deltas, ring, t.congestion_window_s)
-    if b is not None and (b[0] == 0 or (b[1] > 0 and congested_share(Count(*b), t) is None)):
+    device, link = held.device_id, held.link
+    b = held.waits.bounds(ts, interval, deltas, ring, t.congestion_window_s)
+    if b is not None and (b[0] == 0 or (b[1] > 0 and congested_share(Count(*b), device, link, t) is None)):
         return True
-    return congested_share(trailing(ts, interval, deltas, ring, WAIT, t.congestion_window_s), t) is None
+    window = trailing(ts, interval, deltas, ring, WAIT, t.congestion_window_s)
+    return congested_share(window, device, link, t) is None
 
 
 def get(pk: int) -> Held | None:
@@ -151,7 +157,8 @@ def keep(pk: int, raw: tuple | None, inputs: tuple, j: Judgement, view: PortView
     waits = WaitLog(view.recent) if ordered else None
     plain = _plain(j, wait_unknown, congestion)
     target, device = port_target(view.node, view.device, view.port), device_target(view.node, view.device)
-    _HELD[pk] = Held(raw, inputs, j, view.ts if ordered else None, congestion, plain, waits, target, device)
+    at = view.ts if ordered else None
+    _HELD[pk] = Held(raw, inputs, j, at, congestion, plain, waits, view.device_id, view.link, target, device)
 
 
 def drop(pk: int) -> None:

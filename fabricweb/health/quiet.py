@@ -63,6 +63,7 @@ def inputs(view: PortView, t: Thresholds) -> tuple | None:
         view.phys_state_id,
         view.phys_state_name,
         view.link,
+        view.device_id,  # with the link, what one port_xmit_wait count is worth
         view.link_layer,
         view.ever_up,
         view.policy,

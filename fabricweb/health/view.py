@@ -68,6 +68,8 @@ class PortView:
     ts: float = 0.0  # this poll's collected_at, epoch seconds
     interval_s: float = 10.0  # seconds since the previous poll of this port
     hca_type: str | None = None
+    # NodeInfo.DeviceID (collectors.xmitwait.device_id): what one port_xmit_wait count is; None: not known.
+    device_id: int | None = None
     state_id: int | None = None
     state_name: str | None = None
     phys_state_id: int | None = None

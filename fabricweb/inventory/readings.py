@@ -2,8 +2,10 @@
 
 The layout, in one place. Two columns of JSON:
 - `counters`, an array with one entry per port: `[port_id, last_collected_at (µs since the
-  epoch, UTC) or null, counters, counters_ext, hw_counters]`: what /metrics reads; written
-  at every poll, so it holds the node's last one;
+  epoch, UTC) or null, counters, counters_ext, hw_counters, wait]`: what /metrics reads; written
+  at every poll, so it holds the node's last one. `wait` is that poll's `[port_xmit_wait counts or
+  null, seconds]` (null: not known), what /metrics turns into the share of link time lost; an entry
+  written before it was added has five items;
 - `history`: `{"at": µs or null, "ports": [[port_id, state_polls, recent, state_id,
   phys_state_id], ...]}`: what ingest and health read, up to ~110 ring entries per port after
   an hour. It is a checkpoint, written only every CHECKPOINT_S of the node's polls (or when
@@ -24,6 +26,8 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 from django.db.models import QuerySet
+
+from collectors.facts import XMIT_WAIT
 
 from .models import Node, NodeReadings, Port
 
@@ -58,10 +62,24 @@ def encode_counters(ports: list[Port]) -> bytes:
                 p.counters,
                 p.counters_ext,
                 p.hw_counters,
+                last_wait(p),
             ]
             for p in ports
         ]
     )
+
+
+def last_wait(port: Port) -> list | None:
+    """[port_xmit_wait counts or None, seconds] of the port's last poll, from its ring's last entry (ingest appends
+    every poll there: telemetry/storage/ring.py, a count left out moved 0, None is unknown); None where that
+    poll is not known: never polled twice, or a port that does not count waits."""
+    ring, at = port.recent, port.last_collected_at
+    if not ring or at is None or XMIT_WAIT not in (port.counters or {}):
+        return None
+    ts, seconds, deltas = ring[-1]
+    if abs(ts - at.timestamp()) > 1e-3:
+        return None  # the last poll left no entry (no interval: the port's first)
+    return [deltas.get(XMIT_WAIT, 0), seconds]
 
 
 def encode_history(ports: list[Port], at: float | None) -> bytes:
@@ -87,13 +105,14 @@ def decode(counters: bytes | memoryview | None, history: bytes | memoryview | No
     return _decode(counters, history)[0]
 
 
-def counters_of(counters: bytes | memoryview | None) -> Iterator[tuple[int, dict | None, dict | None, dict | None]]:
-    """(port id, counters, counters_ext, hw_counters) of each port of a NodeReadings.counters value: decode's
-    counters alone, without the history or a datetime per port (what /metrics reads, a node at a time)."""
+def counters_of(counters: bytes | memoryview | None) -> Iterator[tuple]:
+    """(port id, counters, counters_ext, hw_counters, wait) of each port of a NodeReadings.counters value: decode's
+    counters alone and the last poll's wait (`last_wait`), without the history or a datetime per port (what
+    /metrics reads, a node at a time)."""
     if counters is None:
         return
     for pk, _, *raw in _load(counters):
-        yield pk, *raw[:3]
+        yield pk, *raw[:3], raw[3] if len(raw) > 3 else None
 
 
 def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, list]]:
@@ -113,7 +132,7 @@ def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, l
     out = {}
     for pk, us, *raw in _load(counters):
         polls, recent = kept.get(pk, (1, []))
-        out[pk] = [None if us is None else EPOCH + us * US, polls, *raw, recent]
+        out[pk] = [None if us is None else EPOCH + us * US, polls, *raw[:3], recent]
     return out, at, states
 
 

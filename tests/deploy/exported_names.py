@@ -1,8 +1,8 @@
 """What /metrics can export, as the shipped dashboard and rules must name it: every sample name and its label
 names, from the default scrape (no `?set=`: the shipped rules and panels need no opt-in set) of a simulated
 fabric with hosts, switches and the faults that make the conditional families appear (capped counters, open
-events on hosts and switches, a link down, a host's link and an uplink degraded, a switch unreachable), and the
-recording rules' names with the labels of what they are made of."""
+events on hosts and switches, a switch port congested, a link down, a host's link and an uplink degraded, a
+switch unreachable), and the recording rules' names with the labels of what they are made of."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ def exported() -> dict[str, set[str]]:
         world.builder.down("leaf01", 7)
         world.builder.link("leaf01", 8, "spine01", 2, lanes=4, speed="QDR")  # an uplink at 4X of 12X: degraded
         world.builder.mute("leaf02")
-        world.polls(2)
+        world.poll()
+        world.builder.add("leaf01", 9, "port_xmit_wait", 10**8)  # a congested uplink, at the last poll
+        world.poll()
         names: dict[str, set[str]] = {}
         for series in ("all",):
             families = FabricCollector(Selection(series), world.now).families()

@@ -31,7 +31,7 @@ def test_a_clean_day_with_resets_capped_counters_and_a_missed_poll_raises_no_ala
             continue
         ts += interval
         deltas = dict(ZERO)
-        deltas["port_xmit_wait"] = rng.randrange(0, 50_000_000)  # up to 2% of 10 s at 4 ns a tick
+        deltas["port_xmit_wait"] = rng.randrange(0, 50_000_000)  # up to 0.3% of 10 s of 4X EDR at 8 bytes a count
         if rng.random() < 0.005:
             deltas["symbol_error"] = 1  # a BER well inside 1e-12
         if i in reset_polls:

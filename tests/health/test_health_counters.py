@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from health_factory import NOW, history, kinds, messages, port_view
+from health_factory import EDR, HDR, NOW, history, kinds, messages, port_view
 
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
+from fabricweb.health.view import PortView
 from fabricweb.thresholds import Thresholds
 
 
@@ -257,30 +258,66 @@ def test_discards_while_the_link_went_down_are_explained_by_the_down():
 # --- congestion -----------------------------------------------------------------------
 
 
-def ticks(share: float, seconds: float = 10.0, tick_ns: float = 4.0) -> int:
-    return round(share * seconds * 1e9 / tick_ns)
+QUANTUM_2, SWITCH_IB_2 = 0xD2F2, 0xCF08
 
 
-def test_it_flags_congestion_from_the_share_of_time_in_xmit_wait():
-    recent = history(*[{"port_xmit_wait": ticks(0.4)}] * 29)
-    j = judge_port(port_view(deltas={"port_xmit_wait": ticks(0.4)}, recent=recent))
-    f = only(j, Kind.CONGESTION)
+def counts(share: float, bytes_per_count: int = 8, link=EDR, seconds: float = 10.0) -> int:
+    """port_xmit_wait counts that lose `share` of `seconds` on `link`, at `bytes_per_count` of the port's time."""
+    return round(share * link.bytes_per_second * seconds / bytes_per_count)
+
+
+def waiting(n: int, **changes) -> PortView:
+    """Five minutes of 10 s polls, each counting `n` waits."""
+    return port_view(deltas={"port_xmit_wait": n}, recent=history(*[{"port_xmit_wait": n}] * 29), **changes)
+
+
+def test_it_flags_congestion_as_the_share_of_link_time_lost():
+    # Quantum-2 counts 8 bytes of port time: 4X EDR is 12.5e9 B/s, so 40% of 10 s is 6.25e8 counts a poll.
+    f = only(judge_port(waiting(counts(0.4), device_id=QUANTUM_2)), Kind.CONGESTION)
     assert f.message == (
-        "cn042 mlx5_0/1: congested: waiting for credits 40% of the last 5 min "
-        "(port_xmit_wait, over 25%; 4 ns per tick assumed)"
+        "cn042 mlx5_0/1: congested: 40% of the link's time lost waiting for credits in the last 5 min "
+        "(port_xmit_wait at 8 bytes per count on Quantum-2, over 5%)"
     )
     assert f.severity is Severity.WARNING
+    assert f.details["lost_share"] == 0.4 and not f.details["unit_assumed"]
 
 
 def test_light_waiting_is_not_congestion():
-    recent = history(*[{"port_xmit_wait": ticks(0.1)}] * 29)
-    assert judge_port(port_view(deltas={"port_xmit_wait": ticks(0.1)}, recent=recent)).findings == []
+    assert judge_port(waiting(counts(0.04), device_id=QUANTUM_2)).findings == []
 
 
-def test_the_xmit_wait_tick_is_configurable():
-    t = Thresholds(xmit_wait_tick_ns=1.0)  # the same count is a quarter of the time
-    recent = history(*[{"port_xmit_wait": ticks(0.4)}] * 29)
-    assert judge_port(port_view(deltas={"port_xmit_wait": ticks(0.4)}, recent=recent), t).findings == []
+def test_the_same_counts_are_sixteen_times_the_share_on_a_switch_ib_2():
+    # Switch-IB 2 counts 32 bytes of each lane's time: on 4 lanes a count is 128 bytes, not 8.
+    n = counts(0.025)
+    assert judge_port(waiting(n, device_id=QUANTUM_2)).findings == []
+    f = only(judge_port(waiting(n, device_id=SWITCH_IB_2)), Kind.CONGESTION)
+    assert "40% of the link's time lost" in f.message and "32 bytes per lane per count on Switch-IB 2" in f.message
+
+
+def test_the_same_counts_are_twice_the_share_on_a_link_half_as_fast():
+    n = counts(0.04, link=HDR)  # 4% of 4X HDR, 8% of 4X EDR
+    assert judge_port(waiting(n, device_id=QUANTUM_2, link=HDR)).findings == []
+    assert "8% of the link's time lost" in only(judge_port(waiting(n, device_id=QUANTUM_2)), Kind.CONGESTION).message
+
+
+def test_a_device_not_in_the_table_is_counted_at_the_default_and_says_assumed():
+    f = only(judge_port(waiting(counts(0.4))), Kind.CONGESTION)  # the factory's ConnectX-4 (MT4119): no row
+    assert f.message.endswith("(port_xmit_wait at 8 bytes per count, assumed, over 5%)")
+    assert f.details["unit_assumed"]
+
+
+def test_more_than_the_whole_link_is_said_not_capped():
+    f = only(judge_port(waiting(counts(1.6))), Kind.CONGESTION)
+    assert "160% of the link's time lost" in f.message
+    assert f.message.endswith("more than the link's whole time: this device's bytes per count are not these")
+
+
+def test_a_port_without_a_link_has_no_share_to_judge():
+    assert Kind.CONGESTION not in kinds(judge_port(waiting(counts(0.4), link=None)))
+
+
+def test_the_threshold_is_a_setting():
+    assert judge_port(waiting(counts(0.4)), Thresholds(congestion_share=0.5)).findings == []
 
 
 # --- capped and unknown counters ------------------------------------------------------

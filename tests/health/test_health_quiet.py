@@ -118,6 +118,7 @@ def test_what_it_depends_on_changes_its_inputs():
     key = quiet.inputs(_active(), DEFAULT)
     for changed in (
         _active(link=make_rate("HDR", 4)),
+        _active(device_id=0xCF08),  # a Switch-IB 2: one wait count is 16 times the bytes
         _active(best_link=make_rate("HDR", 4)),
         _active(policy=LinkPolicy("all", speed="HDR", lanes=4)),
         _active(pcie=PcieView(8.0, 8, 16.0, 16)),
@@ -134,10 +135,13 @@ def test_unused_counters_do_not_matter():
 def test_it_opens_and_clears_congestion_on_a_quiet_port_as_the_rules_do():
     calm = _active(deltas={**dict.fromkeys(STILL, 0), WAIT: 0})
     last = judge_port(calm)
-    busy = _active(deltas={**dict.fromkeys(STILL, 0), WAIT: 2 * 10**9}, recent=[[990.0, 10.0, {WAIT: 2 * 10**9}]])
+    # 4X EDR, 12.5e9 B/s, at the assumed 8 bytes per count: 2.5e10 B lost of the 20 s seen, 10% of the link's time.
+    waits = 1_562_500_000
+    busy = _active(deltas={**dict.fromkeys(STILL, 0), WAIT: waits}, recent=[[990.0, 10.0, {WAIT: waits}]])
     assert quiet.inputs(busy, DEFAULT) == quiet.inputs(calm, DEFAULT)
     congested = quiet.rejudge(busy, DEFAULT, last)
     assert congested == judge_port(busy)
     assert [f.kind for f in congested.findings] == ["congestion"]
-    assert "waiting for credits 80% of the last 20 s" in congested.findings[0].message
+    words = congested.findings[0].message
+    assert "congested: 10% of the link's time lost waiting for credits in the last 20 s" in words
     assert quiet.rejudge(calm, DEFAULT, congested) == last

@@ -22,8 +22,8 @@ def test_every_threshold_has_a_unit_and_a_source():
 
 
 def test_settings_override_defaults_and_accept_numeric_strings():
-    t = Thresholds.from_mapping({"symbol_errors_per_hour": "240", "xmit_wait_tick_ns": 64, "congestion_share": 0.5})
-    assert (t.symbol_errors_per_hour, t.xmit_wait_tick_ns, t.congestion_share) == (240, 64.0, 0.5)
+    t = Thresholds.from_mapping({"symbol_errors_per_hour": "240", "congestion_window_s": 600, "congestion_share": 0.5})
+    assert (t.symbol_errors_per_hour, t.congestion_window_s, t.congestion_share) == (240, 600.0, 0.5)
     assert isinstance(t.symbol_errors_per_hour, int)
 
 

@@ -172,7 +172,7 @@ def test_the_old_hcas_capped_32_bit_counters_say_nothing_when_their_64_bit_copie
 
 def test_a_capped_counter_without_a_64_bit_copy_is_on_record_as_info(each_db, fabric):
     fabric.polls(2)
-    fabric.fault("cn001/mlx5_0/1:saturate")  # port_xmit_wait (32 bits, no copy) reaches all-ones in ~30 s
+    fabric.fault("cn001/mlx5_0/1:saturate")  # port_xmit_wait (32 bits, no copy) reaches all-ones in ~14 s
     fabric.polls(15)
     event = open_events()["capped_counters:cn001/mlx5_0/1"]
     assert event.severity == "info"
@@ -184,39 +184,33 @@ def test_a_capped_counter_without_a_64_bit_copy_is_on_record_as_info(each_db, fa
     fabric.fault("cn001/mlx5_0/1:reset")  # perfquery -R
     fabric.polls(4)  # the poll of the reset still has no rate (from all-ones, how far down?), then three clean
     assert "capped_counters:cn001/mlx5_0/1" not in open_events()
-    assert fabric.alarms == {"congestion:cn001/mlx5_0/1": "warning"}  # before its counter capped
+    # Before its counter capped, one poll of 10% lost in the 30 s seen: 3.3%, under 5%.
+    assert fabric.alarms == {}
 
 
-def test_a_saturated_port_is_congested_at_the_default_tick(each_db, fabric):
-    """The simulator's saturation waits for credits 1.5e8 ticks/s: 60% of the time at the default 4 ns tick."""
-    fabric.polls(3)
+def test_a_saturated_port_is_congested_by_the_share_of_link_time_it_lost(each_db, fabric):
+    """The simulator's saturation loses 10% of cn001's 4X HDR link (25e9 B/s) waiting for credits: 3.125e9
+    counts a 10 s poll at the assumed 8 bytes a count (a ConnectX-6 is in no row of the table), over 5%."""
+    fabric.poll()  # the counters' baseline
     fabric.fault("cn001/mlx5_0/1:saturate")
-    fabric.poll()
-    assert "congestion:cn001/mlx5_0/1" not in open_events()  # 6 s of the 30 s seen: 20%
     fabric.poll()
     event = open_events()["congestion:cn001/mlx5_0/1"]
     assert event.severity == "warning"
     assert event.message == (
-        "cn001 mlx5_0/1: congested: waiting for credits 30% of the last 40 s "
-        "(port_xmit_wait, over 25%; 4 ns per tick assumed)"
+        "cn001 mlx5_0/1: congested: 10% of the link's time lost waiting for credits in the last 10 s "
+        "(port_xmit_wait at 8 bytes per count, assumed, over 5%)"
     )
     fabric.clear("cn001/mlx5_0/1:saturate")
-    fabric.fault("cn001/mlx5_0/1:reset")  # its port_xmit_wait capped within ~30 s: unknown until reset
-    fabric.polls(12)  # the five-minute share falls under 25%, then three clean polls
+    fabric.fault("cn001/mlx5_0/1:reset")  # its port_xmit_wait capped within ~14 s: unknown until reset
+    fabric.polls(6)  # the share of the time seen falls under 5%, then three clean polls
     assert "congestion:cn001/mlx5_0/1" not in open_events()
     assert fabric.alarms == {"congestion:cn001/mlx5_0/1": "warning"}
 
 
-def test_a_saturated_port_is_congested_sooner_where_the_site_set_its_hcas_tick(each_db, fabric, settings):
-    """perfquery -c shows Tick 0x07 (8 symbol times, 32 ns) on many NVIDIA HCAs: the same ticks are
-    then more time waiting, and the share shows from the first poll."""
-    settings.FABRIC_THRESHOLDS = {"xmit_wait_tick_ns": 32}
+def test_one_congested_poll_is_its_share_of_the_time_seen(each_db, fabric):
+    """10% lost in one poll of the 30 s seen is 3.3% of them, under 5%; by the next poll the counter capped."""
     fabric.polls(3)
     fabric.fault("cn001/mlx5_0/1:saturate")
-    fabric.poll()
-    event = open_events()["congestion:cn001/mlx5_0/1"]
-    assert event.severity == "warning"
-    assert event.message == (
-        "cn001 mlx5_0/1: congested: waiting for credits 100% of the last 30 s "
-        "(port_xmit_wait, over 25%; 32 ns per tick assumed)"
-    )
+    fabric.polls(2)
+    assert "congestion:cn001/mlx5_0/1" not in open_events()
+    assert "capped_counters:cn001/mlx5_0/1" in open_events()

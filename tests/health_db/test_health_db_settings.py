@@ -59,5 +59,5 @@ def test_a_bad_health_setting_stops_start_up(env, words):
 
 
 def test_good_health_settings_start():
-    done = manage_check(FABRIC_THRESHOLDS='{"xmit_wait_tick_ns": 32}', FABRIC_RESOLVE_AFTER="4")
+    done = manage_check(FABRIC_THRESHOLDS='{"congestion_share": 0.1}', FABRIC_RESOLVE_AFTER="4")
     assert done.returncode == 0, done.stderr

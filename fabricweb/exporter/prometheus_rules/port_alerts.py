@@ -159,19 +159,19 @@ PORTS = Group(
             "infiniband:port_xmit_wait:ratio1m > <<congestion_share>>",
             "warning",
             folded(
-                f"{PORT}: waiting for credits",
-                "{{ $value | humanizePercentage }} of the time",
+                f"{PORT}: congested,",
+                "{{ $value | humanizePercentage }} of the link's time lost waiting for credits",
             ),
             folded(
-                "port_xmit_wait says the port had data to send but no credits"
-                " (<<xmit_wait_tick_ns>> ns per tick assumed)."
+                "port_xmit_wait says the port had data to send but no credits; the share is in the bytes one"
+                " count is on its device (infiniband_port_congestion_ratio)."
             ),
             pending="<<congestion_window>>",
             comment=(
-                "Congestion: waiting for credits more than congestion_share of the time for congestion_window_s,",
-                "each minute of it (health: the window's average, so bursts averaging over it are health's only).",
+                "Congestion: more than congestion_share of the link's time lost for congestion_window_s, each",
+                "minute of it (health: the window's average, so bursts averaging over it are health's only).",
             ),
-            mirrors=("congestion_share", "congestion_window_s", "xmit_wait_tick_ns"),
+            mirrors=("congestion_share", "congestion_window_s"),
             health="congestion (warning)",
         ),
         Alert(

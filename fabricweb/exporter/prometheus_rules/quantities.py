@@ -60,9 +60,7 @@ def quantities(t: Thresholds = DEFAULT, poll_s: float = DEFAULT_POLL_INTERVAL_S)
             t.remote_physical_errors_per_hour, ("remote_physical_errors_per_hour",), "errors/h"
         ),
         "xmit_discards_per_hour": Quantity(t.xmit_discards_per_hour, ("xmit_discards_per_hour",), "discards/h"),
-        "xmit_wait_tick_s": Quantity(t.xmit_wait_tick_ns * 1e-9, ("xmit_wait_tick_ns",), "s per port_xmit_wait tick"),
-        "xmit_wait_tick_ns": Quantity(t.xmit_wait_tick_ns, ("xmit_wait_tick_ns",), "ns per port_xmit_wait tick"),
-        "congestion_share": Quantity(t.congestion_share, ("congestion_share",), "share of time waiting"),
+        "congestion_share": Quantity(t.congestion_share, ("congestion_share",), "share of link time lost"),
         "congestion_window": Quantity(
             t.congestion_window_s, ("congestion_window_s",), "congested that long", duration=True
         ),

@@ -26,12 +26,10 @@ RECORDING = (
             ),
             Record(
                 "infiniband:port_xmit_wait:ratio1m",
-                "rate(infiniband_port_transmit_wait_total[1m]) * <<xmit_wait_tick_s>>",
-                mirrors=("xmit_wait_tick_ns",),
+                "avg_over_time(infiniband_port_congestion_ratio[1m])",
                 comment=(
-                    "Share of time the port had data to send but no credits; port_xmit_wait counts ticks of",
-                    "<<xmit_wait_tick_ns>> ns (the health thresholds' xmit_wait_tick_ns; `perfquery -c` shows a"
-                    " port's own).",
+                    "Share of the link's time lost waiting for credits, as fabricweb turns port_xmit_wait into it",
+                    "per poll (bytes per count by the device's id: docs/infiniband.md section 3b).",
                 ),
             ),
             Record("infiniband:symbol_error:rate1m", "rate(infiniband_symbol_error_total[1m])"),
@@ -63,8 +61,7 @@ RECORDING = (
             ),
             Record(
                 "infiniband:switch_port_xmit_wait:ratio1m",
-                "rate(infiniband_switch_port_transmit_wait_total[1m]) * <<xmit_wait_tick_s>>",
-                mirrors=("xmit_wait_tick_ns",),
+                "avg_over_time(infiniband_switch_port_congestion_ratio[1m])",
             ),
         ),
     ),

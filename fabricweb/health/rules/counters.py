@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from collectors.link import Rate
+from collectors.xmitwait import congestion_ratio, xmit_wait_unit
 from fabricweb.thresholds import Thresholds
 
 from ..findings import Finding, Kind, Severity
 from ..view import PortView
 from ..window import HOUR_S, Count, Windows, known_delta
-from .common import CRITICAL, INFO, WARNING, fmt_g, fmt_n, fmt_s, fmt_times, port_finding, seconds
+from .common import CRITICAL, INFO, WARNING, fmt_n, fmt_s, fmt_times, port_finding, seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,27 +137,33 @@ def counter(view: PortView, w: Windows, rule: CounterRule, t: Thresholds) -> Fin
 
 def congestion(view: PortView, w: Windows, t: Thresholds) -> Finding | None:
     c: Count = w.count("port_xmit_wait", t.congestion_window_s)
-    share = congested_share(c, t)
+    share = congested_share(c, view.device_id, view.link, t)
     if share is None:
         return None
+    unit = xmit_wait_unit(view.device_id)
+    # Above the whole link the count and the unit disagree: said, not capped (collectors.xmitwait.lost_share).
+    unlikely = "; more than the link's whole time: this device's bytes per count are not these" if share > 1 else ""
     return port_finding(
         view,
         Kind.CONGESTION,
         WARNING,
-        f"congested: waiting for credits {share:.0%} of the last {fmt_s(c.span_s)} "
-        f"(port_xmit_wait, over {t.congestion_share:.0%}; {fmt_g(t.xmit_wait_tick_ns)} ns per tick assumed)",
-        wait_share=round(share, 3),
+        f"congested: {share:.0%} of the link's time lost waiting for credits in the last {fmt_s(c.span_s)} "
+        f"(port_xmit_wait at {unit.short()}, over {t.congestion_share:.0%}){unlikely}",
+        lost_share=round(share, 3),
         window_s=round(c.span_s, 1),
-        tick_ns=t.xmit_wait_tick_ns,
+        bytes_per_count=unit.bytes_per_count,
+        per_lane=unit.per_lane,
+        unit_assumed=unit.assumed,
     )
 
 
-def congested_share(c: Count, t: Thresholds) -> float | None:
-    """The share of the window spent waiting for credits when it is over the threshold, else None."""
+def congested_share(c: Count, device: int | None, link: Rate | None, t: Thresholds) -> float | None:
+    """The share of link time the window lost to congestion (collectors.xmitwait.congestion_ratio) when it is over
+    the threshold, else None."""
     if c.span_s <= 0 or c.total <= 0:
         return None
-    share = min(c.total * t.xmit_wait_tick_ns * 1e-9 / c.span_s, 1.0)
-    return share if share > t.congestion_share else None
+    share = congestion_ratio(c.total, device, link, c.span_s)
+    return share if share is not None and share > t.congestion_share else None
 
 
 def capped(view: PortView) -> Finding | None:
