@@ -74,7 +74,7 @@ class Thresholds:
         "our choice, on rdma_exporter's pause occupancy (rate of the pause duration in µs / 1e6)",
     )
     pause_storm_events: int = _t(0, "pause-storm events per poll", "mlx5 PFC stall prevention: any is a stall")
-    cnp_per_s: float = _t(10_000.0, "CNPs/s sent or handled", "our choice: 30x a busy healthy port's")
+    cnp_per_s: float = _t(10_000.0, "CNPs/s sent or handled", "our choice: far above a healthy port's trickle")
     out_of_sequence_per_s: float = _t(100.0, "out_of_sequence/s", "NVSentinel NIC health monitor: above 100/s")
     packet_seq_err_per_s: float = _t(1.0, "packet_seq_err/s", "our choice, as local_ack_timeout_err")
     local_ack_timeout_per_s: float = _t(1.0, "local_ack_timeout_err/s", "NVSentinel NIC health monitor: above 1/s")

@@ -21,6 +21,16 @@ HEALTH_ONLY = {
     "clock_skew_s": "a node's clock against the server's: not in /metrics",
     "vanished_after_polls": "health's event; a vanished port is `infiniband_port_up` 0 (InfinibandPortDown)",
     "resolve_after_polls": "health's hysteresis; an alert resolves when its expression stops matching",
+    # A RoCE port's lossless Ethernet (health/rules/lossless.py): judged per poll on counters /metrics has only
+    # in ?set=hw (infiniband_port_hw_stat), so the events say it.
+    "pfc_pause_share": 'RoCE lossless rule; `infiniband_events_open{kind="pfc_pause_received"}` and '
+    '`{kind="pfc_pause_sent"}` have it',
+    "pause_storm_events": 'RoCE lossless rule; `infiniband_events_open{kind="pause_storm"}` has it',
+    "cnp_per_s": 'RoCE lossless rule; `infiniband_events_open{kind="cnp_storm"}` has it',
+    "out_of_sequence_per_s": 'RoCE lossless rule; `infiniband_events_open{kind="roce_packet_loss"}` has it',
+    "packet_seq_err_per_s": 'RoCE lossless rule; `infiniband_events_open{kind="roce_packet_loss"}` has it',
+    "local_ack_timeout_per_s": 'RoCE lossless rule; `infiniband_events_open{kind="roce_packet_loss"}` has it',
+    "rx_discards_phy_per_s": 'RoCE lossless rule; `infiniband_events_open{kind="rx_discards"}` has it',
 }
 
 
