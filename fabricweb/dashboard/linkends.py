@@ -36,24 +36,40 @@ LINK_HEALTH = {
 RANK = {h: i for i, h in enumerate(HEALTHS)}
 
 
-def far_end_problems(peer_ids) -> dict[int, list[Event]]:
-    """Far port id -> its open link problems (one query), most severe first.
+def _open_link_problems():
+    return Event.objects.filter(resolved_at__isnull=True, port__isnull=False, kind__in=list(LINK_HEALTH)).exclude(
+        severity=ADVICE
+    )
 
-    Every open link problem is read and matched here: they are few, and naming every far end in the query
-    (64,000 ports at 100,000) cost ~3.7 s on the fabric page (bench/bench_dashboard.py --switches)."""
+
+def far_end_problems(peer_ids) -> dict[int, list[Event]]:
+    """Far port id -> its open link problems (one query), most severe first: for a page of a few ports."""
     ids = {pk for pk in peer_ids if pk is not None}
     if not ids:
         return {}
     rows = (
-        Event.objects.filter(resolved_at__isnull=True, port__isnull=False, kind__in=list(LINK_HEALTH))
-        .exclude(severity=ADVICE)
+        _open_link_problems()
+        .filter(port_id__in=ids)
         .select_related("node", "device", "port")
         .order_by("severity", "opened_at", "id")
     )
     found: dict[int, list[Event]] = {}
     for event in rows:
-        if event.port_id in ids:
-            found.setdefault(event.port_id, []).append(event)
+        found.setdefault(event.port_id, []).append(event)
+    return found
+
+
+def far_end_kinds(peer_ids) -> dict[int, list[str]]:
+    """Far port id -> the kinds of its open link problems (one query), for the whole fabric's grid.
+
+    Every open link problem's port and kind is read and matched here: they are few, and naming every far end
+    in the query (64,000 at 100,000 ports) cost ~3.7 s of the fabric page (bench/bench_dashboard.py --switches)."""
+    ids = {pk for pk in peer_ids if pk is not None}
+    found: dict[int, list[str]] = {}
+    if ids:
+        for port_id, kind in _open_link_problems().order_by().values_list("port_id", "kind"):
+            if port_id in ids:
+                found.setdefault(port_id, []).append(kind)
     return found
 
 

@@ -94,7 +94,7 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
         .order_by()  # sorted below, in code-point order on every database
         .values_list("pk", "device__node_id", "number", "status", "peer_label", "peer_id")
     )
-    far_problems = linkends.far_end_problems(row[5] for row in rows)  # a link's problem marks both ends
+    far_problems = linkends.far_end_kinds(row[5] for row in rows)  # a link's problem marks both ends
     by_switch: dict[int, list] = {}
     for row in rows:
         by_switch.setdefault(row[1], []).append(row)
