@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from collectors.facts import is_ethernet
 from collectors.link import Rate
 from fabricweb.telemetry.results import PortObservation
 from fabricweb.thresholds import Thresholds
 
 from .context import Norms
 from .findings import Kind, device_target, port_key, port_target
-from .quiet import STILL, WAIT, settle
+from .quiet import STILL, STILL_ROCE, WAIT, settle
 from .rules import Judgement, congested_share, path_key
 from .view import PortView
 from .waitlog import WaitLog
@@ -67,7 +68,8 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
         return None
     port, link, deltas = obs.port, obs.current, obs.deltas
     device = port.device
-    still = tuple(map(deltas.get, STILL))
+    ib = link.link_layer == "InfiniBand" or not is_ethernet(link.link_layer)  # (the common case, told at once)
+    still = tuple(map(deltas.get, STILL if ib else STILL_ROCE))
     hca = device.hca_type
     return (
         norms.thresholds,

@@ -20,14 +20,16 @@ from __future__ import annotations
 from fabricweb.thresholds import Thresholds
 
 from .findings import Finding, Kind, port_key
-from .rules import ARMED, INIT, KIND_COUNTERS, Judgement, congestion, ethernet, expect_up
+from .rules import ARMED, INIT, KIND_COUNTERS, ROCE_COUNTERS, Judgement, congestion, ethernet, expect_up
 from .view import LINK_UP, PortView
 from .window import Windows, known_delta
 
 WAIT = "port_xmit_wait"
 _PCIE_KINDS = (Kind.PCIE, Kind.PCIE_PATH)
 # Counters that must be still for a port to be quiet: every one a rule reads, but the wait.
-STILL: tuple[str, ...] = tuple(sorted({c for names in KIND_COUNTERS.values() for c in names} - {WAIT}))
+STILL: tuple[str, ...] = tuple(sorted({c for names in KIND_COUNTERS.values() for c in names} - {WAIT} - ROCE_COUNTERS))
+# On a RoCE port its lossless counters too (rules/lossless.py): not looked up on the InfiniBand ports, which have none.
+STILL_ROCE: tuple[str, ...] = STILL + tuple(sorted(ROCE_COUNTERS))
 
 
 def inputs(view: PortView, t: Thresholds) -> tuple | None:
@@ -38,7 +40,7 @@ def inputs(view: PortView, t: Thresholds) -> tuple | None:
         return None
     deltas = view.deltas
     unknown = []
-    for c in STILL:
+    for c in STILL if view.link_layer == "InfiniBand" or not ethernet(view) else STILL_ROCE:
         value = deltas.get(c)
         if value is None:
             unknown.append(c)

@@ -119,3 +119,16 @@ def test_nonsense_deltas_and_intervals_never_raise():
         v = view(**dict.fromkeys((roce.STORM_ERROR, roce.CNP_HANDLED, roce.pause_duration("rx", 3)), bad))
         judge_lossless(v, DEFAULT)
     assert judge_lossless(view(interval=0.0, tx_pause_storm_error_events=3), DEFAULT) == []
+
+
+def test_a_roce_port_whose_pause_or_cnps_move_is_not_quiet_and_an_infiniband_port_never_looks_them_up():
+    from fabricweb.health import quiet
+
+    calm = PortView("cn006", "mlx5_0", 1, ts=1000.0, interval_s=10.0, state_id=4, link_layer="Ethernet",
+                    ever_up=True, deltas=dict(QUIET))  # fmt: skip
+    assert quiet.inputs(calm, DEFAULT) is not None
+    for counter in (roce.wire(roce.STORM_WARNING), roce.CNP_HANDLED, roce.wire(roce.pause_duration("rx", 3))):
+        moving = PortView(**{**{f: getattr(calm, f) for f in calm.__dataclass_fields__}, "deltas": {counter: 1}})
+        assert quiet.inputs(moving, DEFAULT) is None, counter
+    assert set(quiet.STILL_ROCE) - set(quiet.STILL) == {c for cs in KIND_COUNTERS.values() for c in cs}
+    assert not set(quiet.STILL) & {c for cs in KIND_COUNTERS.values() for c in cs}

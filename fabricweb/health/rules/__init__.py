@@ -39,6 +39,8 @@ from .port import judge_port, judge_ports
 
 # The counters each port kind is judged on, every rule module's: those that must be still for a port to be quiet.
 KIND_COUNTERS = {**counters.KIND_COUNTERS, **lossless.KIND_COUNTERS}
+# Of them, a RoCE port's lossless counters: an InfiniBand port has none (quiet.py checks them on RoCE ports only).
+ROCE_COUNTERS = frozenset(c for names in lossless.KIND_COUNTERS.values() for c in names)
 
 __all__ = [
     "ARMED",
@@ -51,6 +53,7 @@ __all__ = [
     "LINK_KINDS",
     "PHYS_MEANING",
     "PORT_KINDS",
+    "ROCE_COUNTERS",
     "WARNING",
     "CounterRule",
     "Judgement",
