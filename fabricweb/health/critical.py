@@ -43,6 +43,8 @@ def _why(kind: str, d: Mapping[str, object], expected_source: str) -> str:
         return "the rule: link integrity errors over the port's limit are always critical"
     if kind == Kind.BUFFER_OVERRUN:
         return "the rule: buffer overruns mean the link's flow control is broken, always critical"
+    if kind == Kind.PAUSE_STORM:
+        return "the rule: the NIC stalled past its pause-storm timeout and stopped sending PFC pause, so frames drop"
     if kind == Kind.UNREACHABLE:
         return "the rule: an unreachable switch leaves every port behind it unjudged"
     return f"set by the {kind} rule"

@@ -132,3 +132,12 @@ def test_a_roce_port_whose_pause_or_cnps_move_is_not_quiet_and_an_infiniband_por
         assert quiet.inputs(moving, DEFAULT) is None, counter
     assert set(quiet.STILL_ROCE) - set(quiet.STILL) == {c for cs in KIND_COUNTERS.values() for c in cs}
     assert not set(quiet.STILL) & {c for cs in KIND_COUNTERS.values() for c in cs}
+
+
+def test_a_critical_pause_storm_says_why_it_is_critical():
+    from fabricweb.health.critical import critical_reason
+
+    storm = kinds(view(tx_pause_storm_error_events=1))[Kind.PAUSE_STORM]
+    assert critical_reason(storm.kind, storm.details) == (
+        "critical: the rule: the NIC stalled past its pause-storm timeout and stopped sending PFC pause, so frames drop"
+    )
