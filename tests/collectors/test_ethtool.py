@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from collectors import ethtool, roce
+from tests.collectors.ethtool_support import GSSET_INFO, GSTATS, GSTRINGS, FakeKernel
 
 RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "ethtool" / "mlx5-connectx6dx-roce.txt"
 WANTED = frozenset(roce.ETHTOOL_NAMES)
-# <linux/ethtool.h>, written out here rather than imported, so the test checks the module's numbers.
-GSTRINGS, GSTATS, GSSET_INFO = 0x1B, 0x1D, 0x37
 little_endian = pytest.mark.skipif(sys.byteorder != "little", reason="the replies below are written little-endian")
 
 
@@ -45,39 +44,6 @@ def test_a_recording_that_is_not_ethtool_s_or_holds_a_bad_value_is_refused():
     assert ethtool.parse_recorded("NIC statistics:\n     ch0_arm: n/a\n     rx_discards_phy: 7\n", WANTED) == {
         "rx_discards_phy": 7
     }
-
-
-class FakeKernel:
-    """Answers SIOCETHTOOL as the kernel's ethtool_get_sset_info, ethtool_get_strings and ethtool_get_stats do:
-    the request's header read, the struct written back in place (little-endian, as on x86-64 and arm64)."""
-
-    def __init__(self, stats: dict[str, int], grow_after_strings: bool = False, sets: int = 1 << 1) -> None:
-        self.stats, self.grow, self.sets = dict(stats), grow_after_strings, sets
-        self.calls: list[tuple[str, int, bytes]] = []
-
-    def call(self, ifname: str, request: bytearray) -> None:
-        (cmd,) = struct.unpack_from("<I", request)
-        self.calls.append((ifname, cmd, bytes(request)))
-        names = list(self.stats)
-        if cmd == GSSET_INFO:
-            _, _, mask = struct.unpack_from("<IIQ", request)
-            mask &= self.sets
-            counts = struct.pack("<I", len(names)) if mask else b""
-            reply = struct.pack("<IIQ", GSSET_INFO, 0, mask) + counts
-        elif cmd == GSTRINGS:
-            _, string_set, length = struct.unpack_from("<III", request)
-            assert string_set == 1 and length == len(names)
-            reply = struct.pack("<III", GSTRINGS, 1, length) + b"".join(n.encode().ljust(32, b"\0") for n in names)
-            if self.grow:
-                self.stats["ch64_events"] = 0  # channels added between the two requests
-        elif cmd == GSTATS:
-            _, asked = struct.unpack_from("<II", request)
-            values = list(self.stats.values())
-            assert len(request) == 8 + 8 * asked
-            reply = struct.pack("<II", GSTATS, len(values)) + struct.pack(f"<{len(values)}Q", *values)[: 8 * asked]
-        else:
-            raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
-        request[: len(reply)] = reply
 
 
 @little_endian

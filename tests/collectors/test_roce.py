@@ -4,6 +4,7 @@ costing only its values with the reason in the snapshot's errors; and on the wir
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import fields
 from pathlib import Path
 
@@ -101,3 +102,38 @@ def test_the_lossless_counters_travel_in_the_wire_form_and_come_back_the_same(ro
     assert "ethtool.rx_prio3_pause" in wire["names"]["hw_counters"]
     assert len(wire["names"]["hw_counters"]) < 100  # mlx5's port files and the 41 lossless names, well in the cap
     assert decode(wire) == snap
+
+
+def test_through_the_kernel_a_port_without_device_net_finds_its_netdev_in_gid_attrs(roce_node, monkeypatch):
+    """The kernel path end to end, with the kernel's replies made by test_ethtool's FakeKernel: mlx5_0's
+    interface is named by its GID table (ports/1/gid_attrs/ndevs/0, as on a bonded or SR-IOV port) once
+    device/net is gone; mlx5_1 has neither, which is an error of its own."""
+
+    from test_ethtool import FakeKernel
+
+    for device in ("mlx5_0", "mlx5_1"):
+        shutil.rmtree(_recording(roce_node, device).parents[1])
+    ndevs = roce_node / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "gid_attrs" / "ndevs"
+    ndevs.mkdir(parents=True)
+    (ndevs / "0").write_text("enp59s0f0np0\n")
+    fake = FakeKernel({"rx_prio3_pause": 7, "tx_pause_storm_error_events": 1, "rx_packets": 99})
+    seen = []
+
+    class Kernel:
+        def call(self, ifname, request):
+            seen.append(ifname)
+            fake.call(ifname, request)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(roce.ethtool, "Kernel", Kernel)
+    reader = SysfsReader(str(roce_node))
+    devices = reader.devices()
+    roce.read_ports(reader, devices, kernel=True)
+    first, second = (d.ports[0].lossless for d in devices)
+    assert set(seen) == {"enp59s0f0np0"}
+    assert first.netdev == "enp59s0f0np0" and first.source == "SIOCETHTOOL ETHTOOL_GSTATS"
+    assert first.rx_pause[3] == 7 and first.pause_storm_errors == 1 and first.rx_discards_phy is None
+    assert second.netdev is None and second.tx_pause == (None,) * 8
+    assert [e.reason for e in reader.errors] == ["no network interface found"]
