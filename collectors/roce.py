@@ -23,7 +23,7 @@ beside the hw_counters files as `ethtool.<name>` (docs/pipeline.md).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from . import ethtool
 from .facts import is_ethernet
@@ -108,16 +108,16 @@ class Lossless:
             return tuple(stats.get(name(p)) for p in PRIORITIES)
 
         return cls(
-            netdev,
-            source,
-            eight(lambda p: pause("rx", p)),
-            eight(lambda p: pause("tx", p)),
-            eight(lambda p: pause_duration("rx", p)),
-            eight(lambda p: pause_duration("tx", p)),
-            stats.get(STORM_WARNING),
-            stats.get(STORM_ERROR),
-            stats.get(RX_DISCARDS_PHY),
-            *(hw.get(name) for name in HW_NAMES),
+            netdev=netdev,
+            source=source,
+            rx_pause=eight(lambda p: pause("rx", p)),
+            tx_pause=eight(lambda p: pause("tx", p)),
+            rx_pause_duration=eight(lambda p: pause_duration("rx", p)),
+            tx_pause_duration=eight(lambda p: pause_duration("tx", p)),
+            pause_storm_warnings=stats.get(STORM_WARNING),
+            pause_storm_errors=stats.get(STORM_ERROR),
+            rx_discards_phy=stats.get(RX_DISCARDS_PHY),
+            **{attr: hw.get(name) for attr, name in _HW_FIELDS},
         )
 
     def counters(self) -> dict[str, int | None]:
@@ -132,9 +132,20 @@ class Lossless:
         out[wire(STORM_WARNING)] = self.pause_storm_warnings
         out[wire(STORM_ERROR)] = self.pause_storm_errors
         out[wire(RX_DISCARDS_PHY)] = self.rx_discards_phy
-        for name, f in zip(HW_NAMES, fields(self)[-len(HW_NAMES) :], strict=True):
-            out[name] = getattr(self, f.name)
+        for attr, name in _HW_FIELDS:
+            out[name] = getattr(self, attr)
         return out
+
+
+# Lossless's fields from hw_counters/ and their files, in HW_NAMES' order.
+_HW_FIELDS = (
+    ("cnp_sent", CNP_SENT),
+    ("cnp_handled", CNP_HANDLED),
+    ("ecn_marked", ECN_MARKED),
+    ("out_of_sequence", OUT_OF_SEQUENCE),
+    ("packet_seq_err", PACKET_SEQ_ERR),
+    ("local_ack_timeout_err", LOCAL_ACK_TIMEOUT),
+)
 
 
 def read_ports(reader, devices, kernel: bool) -> None:
