@@ -5,25 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
 from fabricweb.env import Env
-
-REPO = Path(__file__).resolve().parent.parent
-PRODUCTION = {
-    "SECRET_KEY": get_random_secret_key(),
-    "ALLOWED_HOSTS": "fabric.example.org",
-    "SECURE_HSTS_SECONDS": "31536000",
-    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
-    "SECURE_HSTS_PRELOAD": "true",
-    # Nodes sign their snapshots and the broker has ACL users (fabricweb/deploychecks.py warns otherwise).
-    "FABRIC_NODE_KEY_SECRET": get_random_secret_key(),
-    "REDIS_URL": "redis://central@broker.example.org:6379/0",
-}
+from tests.settings_support import PRODUCTION, REPO, manage
 
 
 @pytest.mark.parametrize(
@@ -87,14 +75,6 @@ def test_lists_are_comma_separated_and_may_be_empty():
 
 
 # -- the real settings module, in a fresh interpreter ----------------------------------------------------
-
-
-def manage(*args: str, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECRET", "DATABASE", "SECURE"))}
-    clean.update(env)
-    return subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=REPO, env=clean, capture_output=True, text=True, check=False
-    )
 
 
 def test_without_debug_the_secret_key_is_required():

@@ -19,7 +19,6 @@ from fabricweb.agent.tasks import Agent
 from fabricweb.brokertls import redis_py_options
 from fabricweb.names import INGEST_SNAPSHOT
 from harness import stop
-from tests.pipeline.test_pipeline_tls import tls_redis  # noqa: F401  (a TLS redis-server and its CA)
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "site-secret-for-agent-tests-" + "s" * 40
@@ -127,7 +126,7 @@ def start_agent(tree: Path, tmp: Path, **env: str) -> subprocess.Popen:
     return proc
 
 
-def test_the_agent_sends_over_tls_to_a_broker_whose_certificate_the_sites_ca_signed(tree, tmp_path, tls_redis):  # noqa: F811
+def test_the_agent_sends_over_tls_to_a_broker_whose_certificate_the_sites_ca_signed(tree, tmp_path, tls_redis):
     url, ca = tls_redis
     client = redis.Redis.from_url(url, **redis_py_options(url, ca))
     client.delete("snapshots")
@@ -144,7 +143,7 @@ def test_the_agent_sends_over_tls_to_a_broker_whose_certificate_the_sites_ca_sig
         stop(agent, 15)
 
 
-def test_the_agent_will_not_talk_to_a_broker_it_cannot_verify(tree, tmp_path, tls_redis):  # noqa: F811
+def test_the_agent_will_not_talk_to_a_broker_it_cannot_verify(tree, tmp_path, tls_redis):
     url, _ = tls_redis
     # No FABRIC_REDIS_CA_FILE: the system's CAs never signed this certificate (an impostor, as far as we know).
     agent = start_agent(tree, tmp_path, REDIS_URL=url)

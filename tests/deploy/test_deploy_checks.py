@@ -7,7 +7,7 @@ import pytest
 from django.core.checks import run_checks
 
 from fabricweb.deploychecks import BROKER_DEFAULT_USER, NODE_AUTH_OFF, broker_user
-from tests.test_settings_env import PRODUCTION, manage
+from tests.settings_support import PRODUCTION, manage
 
 NODE_SECRET = "node-secret-for-deploy-checks-" + "b" * 40
 # The production variables of tests/test_settings_env.py, less the node auth and broker user they now have.

@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import yaml
-from test_compose import ROOT, compose
+
+from tests.deploy.compose_support import ROOT, compose
 
 SECRETS = {"SECRET_KEY": "s" * 50, "POSTGRES_PASSWORD": "p"}
 

@@ -4,6 +4,7 @@ tmp dir, 1 s scrape and evaluation, the shipped rules with their `for:` duration
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import urllib.parse
 import urllib.request
@@ -84,3 +85,38 @@ class Prometheus:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+SWITCH_ROW = "Switches"
+
+
+def panel_queries(rows: set[str] | None = None) -> list[tuple[str, str]]:
+    """(title, expression) of the dashboard's panel targets; `rows`: of those rows only, else of every row
+    but the switches'."""
+    doc = json.loads(DASHBOARD.read_text())
+    out, row = [], None
+    for panel in doc["panels"]:
+        if panel["type"] == "row":
+            row = panel["title"]
+            continue
+        if (row in rows) if rows is not None else (row != SWITCH_ROW):
+            out.extend((panel["title"], target["expr"]) for target in panel["targets"])
+    return out
+
+
+def with_variables(expr: str) -> str:
+    # Grafana's "All" for each variable, and a rate window that fits a 1 s scrape.
+    for name in ("node", "device", "port", "switch"):
+        expr = expr.replace(f"${name}", ".*")
+    return expr.replace("$__rate_interval", "10s")
+
+
+def variable_queries(switches: bool = False) -> list[tuple[str, str]]:
+    """(label, selector) of the dashboard's query variables: the switch one, or the others."""
+    doc = json.loads(DASHBOARD.read_text())
+    out = []
+    for variable in doc["templating"]["list"]:
+        match = re.fullmatch(r"label_values\((.+), (\w+)\)", variable.get("query") or "")
+        if variable["type"] == "query" and match and (variable["name"] == "switch") == switches:
+            out.append((match[2], match[1]))
+    return out

@@ -11,16 +11,15 @@ the dashboard's Switches row and the switch alerts are test_e2e_prometheus_fabri
 
 from __future__ import annotations
 
-import json
-import re
 import subprocess
 import sys
 import time
 
 from e2e_harness import STARTUP_S, RunningFabric, fresh_database, leased_redis_db
-from prometheus_support import DASHBOARD, Prometheus, free_port
+from prometheus_support import Prometheus, free_port
 
 from collectors.sim import Fabric
+from tests.e2e.prometheus_support import panel_queries, variable_queries, with_variables
 
 NODES = 7
 # The simulator's layout for 7 nodes (checked below): ConnectX-6 cn001, cn003, cn005, cn007; RoCE cn002;
@@ -63,30 +62,6 @@ def where(alert: dict) -> tuple:
 
 def is_old_cx3_cap(alert: dict) -> bool:
     return alert["labels"]["alertname"] == "InfinibandCounterCapped" and where(alert)[:2] == (OLD_CX3, "mlx4_0")
-
-
-SWITCH_ROW = "Switches"
-
-
-def panel_queries(rows: set[str] | None = None) -> list[tuple[str, str]]:
-    """(title, expression) of the dashboard's panel targets; `rows`: of those rows only, else of every row
-    but the switches'."""
-    doc = json.loads(DASHBOARD.read_text())
-    out, row = [], None
-    for panel in doc["panels"]:
-        if panel["type"] == "row":
-            row = panel["title"]
-            continue
-        if (row in rows) if rows is not None else (row != SWITCH_ROW):
-            out.extend((panel["title"], target["expr"]) for target in panel["targets"])
-    return out
-
-
-def with_variables(expr: str) -> str:
-    # Grafana's "All" for each variable, and a rate window that fits a 1 s scrape.
-    for name in ("node", "device", "port", "switch"):
-        expr = expr.replace(f"${name}", ".*")
-    return expr.replace("$__rate_interval", "10s")
 
 
 def test_prometheus_sees_every_fault_and_every_panel_has_data(tmp_path, django_db_blocker):
@@ -156,14 +131,3 @@ def test_prometheus_sees_every_fault_and_every_panel_has_data(tmp_path, django_d
             )
         finally:
             prometheus.stop()
-
-
-def variable_queries(switches: bool = False) -> list[tuple[str, str]]:
-    """(label, selector) of the dashboard's query variables: the switch one, or the others."""
-    doc = json.loads(DASHBOARD.read_text())
-    out = []
-    for variable in doc["templating"]["list"]:
-        match = re.fullmatch(r"label_values\((.+), (\w+)\)", variable.get("query") or "")
-        if variable["type"] == "query" and match and (variable["name"] == "switch") == switches:
-            out.append((match[2], match[1]))
-    return out

@@ -16,8 +16,8 @@ import sys
 
 from e2e_harness import STARTUP_S, RunningFabric, fresh_database, leased_redis_db
 from prometheus_support import Prometheus, free_port
-from test_e2e_prometheus import SWITCH_ROW, panel_queries, variable_queries, with_variables
 
+from tests.e2e.prometheus_support import SWITCH_ROW, panel_queries, variable_queries, with_variables
 from tests.ibsim_support import needs_ibsim
 
 pytestmark = needs_ibsim

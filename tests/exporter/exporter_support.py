@@ -1,14 +1,27 @@
-"""A simulated fabric whose polls end now (so /metrics finds it fresh), and scrape helpers."""
+"""A simulated fabric whose polls end now (so /metrics finds it fresh), and scrape helpers; a small fabric
+stored (`small_fabric`, `ingest_tree`), and the checks that the encoder writes what prometheus_client would
+(`assert_same_bytes`, `assert_scrapes_match`)."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.test import Client
 from django.utils import timezone
 from fabric_support import FabricWorld
 from health_db_fabric import STEP, SimFabric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
+
+from collectors import read_host, to_dict
+from fabricweb.exporter.collector import FabricCollector
+from fabricweb.exporter.encoder import encode
+from fabricweb.exporter.selection import Selection
+from fabricweb.exporter.series import Families
+from fabricweb.inventory import readings
+from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+from fabricweb.telemetry.ingest import ingest_snapshot
 
 # Every fault kind of the simulator, each on a port (or node, device) of its own.
 EVERY_FAULT = (
@@ -72,3 +85,62 @@ def port(node: str, device: str, number: int) -> frozenset:
 
 def switch_port(switch: str, number: int, guid: str) -> frozenset:
     return frozenset({"guid": guid, "port": str(number), "switch": switch}.items())
+
+
+# What Prometheus sends (OpenMetrics first), plain text, and each escaping prometheus_client knows.
+ACCEPTS = (
+    "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4",
+    "",
+    "text/plain;version=1.0.0;escaping=allow-utf-8",
+    "text/plain;version=1.0.0;escaping=dots",
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8",
+    "application/openmetrics-text;version=1.0.0;escaping=values",
+    "application/openmetrics-text;version=1.0.0;escaping=underscores",
+)
+
+
+class Registry:
+    def __init__(self, families: Families) -> None:
+        self.families = families
+
+    def collect(self):
+        return [family.to_metric() for family in self.families]
+
+
+def assert_same_bytes(families: Families) -> None:
+    for accept in ACCEPTS:
+        encoder, _ = choose_encoder(accept)
+        expected = encoder(Registry(families))
+        assert encode(families, encoder) == expected, accept
+        assert encode(families, encoder) == expected, f"{accept}, label texts cached"
+
+
+def assert_scrapes_match(selection: Selection | None = None) -> None:
+    assert_same_bytes(FabricCollector(selection or Selection(), timezone.now()).families())
+
+
+def small_fabric(nodes: int = 2) -> None:
+    """`nodes` fresh nodes of one HCA with two 4X HDR ports, LinkUp and as expected."""
+    now = timezone.now()
+    for i in range(nodes):
+        node = Node.objects.create(name=f"cn{i:03d}", first_seen_at=now, last_ingested_at=now)
+        device = Device.objects.create(
+            node=node, name="mlx5_0", fw_ver="20.31.1014", hca_type="MT4123", pci_current_gts=16.0,
+            pci_current_width=16, first_seen_at=now,
+        )  # fmt: skip
+        ports = [
+            Port.objects.create(
+                device=device, number=number, state_id=4, phys_state_id=5, link_layer="InfiniBand",
+                rate_gbps=200.0, lanes=4, speed="HDR", expected_speed="HDR", expected_lanes=4,
+                expected_source="learned from this port's history", counters={"symbol_error": i},
+                first_seen_at=now,
+            )
+            for number in (1, 2)
+        ]  # fmt: skip
+        NodeReadings.objects.create(node=node, **readings.encode(ports))  # their counters, as ingest stores them
+
+
+def ingest_tree(root: Path, node: str) -> None:
+    now = timezone.now()
+    snap = to_dict(read_host(str(root), host=node, use_verbs=False, now=now.timestamp()))
+    assert ingest_snapshot(snap, now=now).status == "stored"

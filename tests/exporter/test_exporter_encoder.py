@@ -13,7 +13,6 @@ from exporter_support import EVERY_FAULT, LiveSim
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.exposition import choose_encoder
-from test_exporter_node_exporter_parity import ingest_tree
 
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.encoder import encode
@@ -21,18 +20,9 @@ from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.series import COUNTER, GAUGE, Families
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+from tests.exporter.exporter_support import ACCEPTS, Registry, assert_same_bytes, assert_scrapes_match, ingest_tree
 from tests.fixture_trees import NODE_EXPORTER, PROCFS
 
-# What Prometheus sends (OpenMetrics first), plain text, and each escaping prometheus_client knows.
-ACCEPTS = (
-    "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4",
-    "",
-    "text/plain;version=1.0.0;escaping=allow-utf-8",
-    "text/plain;version=1.0.0;escaping=dots",
-    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8",
-    "application/openmetrics-text;version=1.0.0;escaping=values",
-    "application/openmetrics-text;version=1.0.0;escaping=underscores",
-)
 HOSTILE = (
     'quo"te',
     "back\\slash\\",
@@ -43,26 +33,6 @@ HOSTILE = (
     "{}=,# EOF",
     "",
 )
-
-
-class Registry:
-    def __init__(self, families: Families) -> None:
-        self.families = families
-
-    def collect(self):
-        return [family.to_metric() for family in self.families]
-
-
-def assert_same_bytes(families: Families) -> None:
-    for accept in ACCEPTS:
-        encoder, _ = choose_encoder(accept)
-        expected = encoder(Registry(families))
-        assert encode(families, encoder) == expected, accept
-        assert encode(families, encoder) == expected, f"{accept}, label texts cached"
-
-
-def assert_scrapes_match(selection: Selection | None = None) -> None:
-    assert_same_bytes(FabricCollector(selection or Selection(), timezone.now()).families())
 
 
 def test_the_fixture_trees_encode_as_prometheus_client_does(each_db):

@@ -6,38 +6,15 @@ the memos stay bounded; and the fast rendering of counts is floatToGoString's.""
 from __future__ import annotations
 
 import pytest
-from django.utils import timezone
 from exporter_support import by_name, port, scrape
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.utils import floatToGoString
-from test_exporter_encoder import assert_scrapes_match
 
 from fabricweb.exporter import encoder, grouped, hostports
 from fabricweb.exporter.selection import Selection
-from fabricweb.inventory import readings
-from fabricweb.inventory.models import Device, Node, NodeReadings, Port
-
-
-def small_fabric(nodes: int = 2) -> None:
-    """`nodes` fresh nodes of one HCA with two 4X HDR ports, LinkUp and as expected."""
-    now = timezone.now()
-    for i in range(nodes):
-        node = Node.objects.create(name=f"cn{i:03d}", first_seen_at=now, last_ingested_at=now)
-        device = Device.objects.create(
-            node=node, name="mlx5_0", fw_ver="20.31.1014", hca_type="MT4123", pci_current_gts=16.0,
-            pci_current_width=16, first_seen_at=now,
-        )  # fmt: skip
-        ports = [
-            Port.objects.create(
-                device=device, number=number, state_id=4, phys_state_id=5, link_layer="InfiniBand",
-                rate_gbps=200.0, lanes=4, speed="HDR", expected_speed="HDR", expected_lanes=4,
-                expected_source="learned from this port's history", counters={"symbol_error": i},
-                first_seen_at=now,
-            )
-            for number in (1, 2)
-        ]  # fmt: skip
-        NodeReadings.objects.create(node=node, **readings.encode(ports))  # their counters, as ingest stores them
+from fabricweb.inventory.models import Device, Node, Port
+from tests.exporter.exporter_support import assert_scrapes_match, small_fabric
 
 
 def test_a_port_whose_link_changes_between_scrapes_shows_the_new_values(client, each_db):

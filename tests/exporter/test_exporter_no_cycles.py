@@ -8,12 +8,12 @@ import gc
 
 from django.utils import timezone
 from prometheus_client.exposition import choose_encoder
-from test_exporter_memo import small_fabric
 
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.encoder import encode_chunks
 from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.views import PROMETHEUS_ACCEPT
+from tests.exporter.exporter_support import small_fabric
 
 
 def test_a_scrape_leaves_nothing_for_the_cyclic_collector(each_db):

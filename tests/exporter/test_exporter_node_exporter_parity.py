@@ -13,14 +13,19 @@ import shutil
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
 from exporter_support import samples, scrape
-from test_node_exporter_parity import INFO, NE_TREE, PROCFS_TREE, NodeExporter, collector_success, ne_samples
 
-from collectors import read_host, to_dict
 from collectors.facts import LINK_UP, is_up
 from collectors.sim import Fabric
-from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.collectors.node_exporter_support import (
+    INFO,
+    NE_TREE,
+    PROCFS_TREE,
+    NodeExporter,
+    collector_success,
+    ne_samples,
+)
+from tests.exporter.exporter_support import ingest_tree
 
 Key = tuple[str, str, str]  # node_exporter's metric name, device, port
 # All-ones for each PMA counter width, and its bytes for the data counters (kept in octets / 4).
@@ -47,15 +52,9 @@ def ours(client, node: str) -> tuple[dict[Key, float], dict[str, dict[str, str]]
     return values, info, capped
 
 
-def ingest_tree(root: Path, node: str) -> None:
-    now = timezone.now()
-    snap = to_dict(read_host(str(root), host=node, use_verbs=False, now=now.timestamp()))
-    assert ingest_snapshot(snap, now=now).status == "stored"
-
-
 # node_exporter's name of each counter file (the parity test's mapping, inverted).
 def counter_file(metric: str) -> str | None:
-    from test_node_exporter_parity import PORT_COUNTERS
+    from tests.collectors.node_exporter_support import PORT_COUNTERS
 
     entry = PORT_COUNTERS.get(metric)
     return entry[1] if entry else None

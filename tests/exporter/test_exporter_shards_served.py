@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from exporter_support import by_name, scrape
-from test_exporter_memo import small_fabric
 
 from fabricweb.exporter import encoder, hostports
 from fabricweb.exporter.selection import SelectionError, served_shards, shard_of
 from fabricweb.exporter.views import warm_up
+from tests.exporter.exporter_support import small_fabric
 
 NODES = [f"cn{i:03d}" for i in range(8)]  # small_fabric(8)'s, two ports each
 

@@ -10,7 +10,6 @@ import subprocess
 import pytest
 from django.utils import timezone
 from exporter_support import LiveWorld, by_name, port, samples, scrape, switch_port
-from test_exporter_encoder import assert_same_bytes
 
 from collectors.fabric.pma import COUNTER_NAMES
 from fabricweb.exporter.collector import FabricCollector
@@ -19,6 +18,7 @@ from fabricweb.exporter.selection import Selection
 from fabricweb.fabric.models import FabricNode
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.storage.deltas import all_ones
+from tests.exporter.exporter_support import assert_same_bytes
 
 SWITCHES = ("leaf01", "leaf02", "spine01")
 PORTS = 12  # per switch

@@ -7,12 +7,11 @@ from __future__ import annotations
 import logging
 
 from exporter_support import by_name
-from test_exporter_encoder import assert_scrapes_match
-from test_exporter_memo import small_fabric
 
 from fabricweb.exporter import encoder, hostports
 from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.views import PROMETHEUS_ACCEPT, warm_up
+from tests.exporter.exporter_support import assert_scrapes_match, small_fabric
 
 
 def test_a_warmed_worker_serves_its_first_health_scrape_from_the_rows_it_kept(client, each_db, monkeypatch):

@@ -13,7 +13,7 @@ from fabricweb.health.expectation import LinkPolicy
 from fabricweb.health.rules import judge_port
 from fabricweb.health.view import PcieView, PortView
 from fabricweb.thresholds import DEFAULT
-from tests.health.test_health_properties import links, majorities, numbers, pcie_views, policies, port_views
+from tests.health.health_support import links, majorities, numbers, pcie_views, policies, port_views
 
 STILL = list(quiet.STILL)
 WAIT = quiet.WAIT

@@ -9,7 +9,7 @@ from fabricweb.health.view import PortView
 from fabricweb.health.waitlog import WaitLog
 from fabricweb.health.window import Windows, trailing
 from fabricweb.telemetry.storage.ring import kept_deltas, push
-from tests.health.test_health_properties import numbers
+from tests.health.health_support import numbers
 
 WAIT = "port_xmit_wait"
 NOW = 1_772_323_200.0

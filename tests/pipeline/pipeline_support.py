@@ -1,9 +1,11 @@
-"""The broker of the pipeline tests: a leased Redis database, and sending to it as agents (or attackers) do."""
+"""The broker of the pipeline tests: a leased Redis database, and sending to it as agents (or attackers) do; the
+polls they send (`polls`, `send`), a consumer run in the test's thread (`consume`) and what it stored (`stored`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -11,10 +13,14 @@ import redis
 
 from collectors import wire
 from fabricweb.celery import SNAPSHOT_QUEUE, app
+from fabricweb.inventory.models import Node
 from fabricweb.names import SWEEP_QUEUE
+from fabricweb.telemetry.history import samples
+from fabricweb.telemetry.intake.consumer import BatchConsumer
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from fabricweb.telemetry.intake.readers import transport_options
 from fabricweb.telemetry.intake.redisread import taken_count
+from tests.fixture_trees import later, snapshot
 
 # The tests whose consumer runs in a process of its own need PostgreSQL (another process sees its commits).
 needs_postgres = pytest.mark.skipif(
@@ -70,3 +76,35 @@ class Broker:
         unacked = self.redis.hlen(transport_options(60)["unacked_key"])
         waiting = self.redis.llen(SNAPSHOT_QUEUE) + self.redis.llen(SWEEP_QUEUE)
         return waiting, taken_count(self.redis) + unacked
+
+
+PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
+
+# Other processes must see the data: the PostgreSQL test database, committed for real.
+postgres_only = pytest.mark.django_db(transaction=True, databases=["postgres"])
+
+
+def consume(url: str, done, batch: int = 100, max_wait: float = 0.2, timeout: float = 20) -> BatchConsumer:
+    """Run a consumer of the broker at `url` in this thread until done(consumer), or give up after `timeout` s."""
+    consumer = BatchConsumer(batch, max_wait, broker_url=url)
+    deadline = time.monotonic() + timeout
+    consumer.run(until=lambda: done(consumer) or time.monotonic() > deadline)
+    return consumer
+
+
+def polls(nodes: int, each: int) -> list[dict]:
+    """`each` consecutive polls of `nodes` nodes, in the order the agents would send them."""
+    first = [snapshot(host=f"cn{n:03d}") for n in range(1, nodes + 1)]
+    return [later(s, 10 * k) for k in range(each) for s in first]
+
+
+def stored() -> dict[str, int]:
+    return {n.name: len(list(samples.between(nodes=[n]))) for n in Node.objects.all()}
+
+
+def send(broker, count: int, queue: str = SNAPSHOT_QUEUE, first: int = 0) -> list[str]:
+    """`count` polls of cn001 onto `queue`, 10 s apart from `first`; their collected_at, in sending order."""
+    snaps = polls(1, first + count)[first:]
+    for snap in snaps:
+        app.send_task(ONE, args=[on_the_wire(snap)], queue=queue, connection=broker.conn)
+    return [s["collected_at"] for s in snaps]

@@ -19,7 +19,6 @@ import pytest
 import redis
 from django.core.management import call_command
 from pipeline_support import needs_postgres, on_the_wire, padded_message
-from test_pipeline_take import send
 
 from fabricweb.brokeracl import node_password
 from fabricweb.celery import SNAPSHOT_QUEUE, app
@@ -31,6 +30,7 @@ from fabricweb.telemetry.intake.redisread import BatchReader
 from tests.e2e.e2e_harness import REPO, SECRET, clean_env
 from tests.fixture_trees import snapshot
 from tests.loopback import redis_with_acl
+from tests.pipeline.pipeline_support import send
 
 NODE_SECRET = "site-secret-for-batch-bytes-" + "b" * 40
 CAP_SIZED = MAX_ENVELOPE_BYTES - 1  # the largest message a node's snapshot queue still reads

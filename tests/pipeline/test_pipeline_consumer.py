@@ -39,13 +39,11 @@ from fabricweb.telemetry.intake.redisread import taken_count
 from fabricweb.telemetry.signals import snapshots_ingested
 from harness import RedisServer, free_port, start_redis
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
-from tests.fixture_trees import later, snapshot
+from tests.fixture_trees import snapshot
 from tests.loopback import silent_server
+from tests.pipeline.pipeline_support import PORTS, consume, polls, postgres_only, stored
 
 pytestmark = pytest.mark.django_db(transaction=True)
-PORTS = 4  # ports in the fixture tree's snapshot: one sample each per poll
-# Other processes must see the data: the PostgreSQL test database, committed for real.
-postgres_only = pytest.mark.django_db(transaction=True, databases=["postgres"])
 
 
 @pytest.fixture
@@ -59,24 +57,6 @@ def transactions():
     snapshots_ingested.connect(receiver, weak=False)
     yield sizes
     snapshots_ingested.disconnect(receiver)
-
-
-def consume(url: str, done, batch: int = 100, max_wait: float = 0.2, timeout: float = 20) -> BatchConsumer:
-    """Run a consumer of the broker at `url` in this thread until done(consumer), or give up after `timeout` s."""
-    consumer = BatchConsumer(batch, max_wait, broker_url=url)
-    deadline = time.monotonic() + timeout
-    consumer.run(until=lambda: done(consumer) or time.monotonic() > deadline)
-    return consumer
-
-
-def polls(nodes: int, each: int) -> list[dict]:
-    """`each` consecutive polls of `nodes` nodes, in the order the agents would send them."""
-    first = [snapshot(host=f"cn{n:03d}") for n in range(1, nodes + 1)]
-    return [later(s, 10 * k) for k in range(each) for s in first]
-
-
-def stored() -> dict[str, int]:
-    return {n.name: len(list(samples.between(nodes=[n]))) for n in Node.objects.all()}
 
 
 def manage_ingest(tmp: Path, db_url: str, broker: Broker, *options: str) -> Process:

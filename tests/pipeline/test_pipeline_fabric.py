@@ -10,16 +10,16 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from pipeline_support import on_the_wire
-from test_pipeline_consumer import ONE, consume
 
 from collectors.fabric import netfile
 from fabricweb import nodeauth
 from fabricweb.fabric.models import Sweep
 from fabricweb.health.staleness import check_stale
 from fabricweb.inventory.models import Node
-from fabricweb.telemetry.intake.messages import FABRIC
+from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from tests.fabric.fabric_support import SweepBuilder
 from tests.fixture_trees import snapshot
+from tests.pipeline.pipeline_support import consume
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "site-secret-for-tests-" + "k" * 40

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from pipeline_support import on_the_wire
-from test_pipeline_consumer import needs_postgres, postgres_only, stored
+from pipeline_support import needs_postgres, on_the_wire
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.celery import app
@@ -28,6 +27,7 @@ from fabricweb.telemetry.intake.redisread import TAKERS_KEY, BatchReader, taken_
 from fabricweb.telemetry.intake.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
+from tests.pipeline.pipeline_support import postgres_only, stored
 
 PORTS = 4
 

@@ -11,14 +11,13 @@ import json
 import time
 
 import pytest
-from pipeline_support import on_the_wire
-from test_pipeline_consumer import ONE, polls
 
-from fabricweb.celery import SNAPSHOT_QUEUE, app
+from fabricweb.celery import SNAPSHOT_QUEUE
 from fabricweb.names import shard_queue
 from fabricweb.telemetry.intake.readers import transport_options
 from fabricweb.telemetry.intake.redisread import TAKERS_KEY, BatchReader, give_back, taken_count, taken_key
 from fabricweb.telemetry.intake.shards import backlog
+from tests.pipeline.pipeline_support import send
 
 
 @pytest.fixture
@@ -28,14 +27,6 @@ def client(broker):
 
 def reader(client, taker: str = "c1#1") -> BatchReader:
     return BatchReader(client, transport_options(60), taker)
-
-
-def send(broker, count: int, queue: str = SNAPSHOT_QUEUE, first: int = 0) -> list[str]:
-    """`count` polls of cn001 onto `queue`, 10 s apart from `first`; their collected_at, in sending order."""
-    snaps = polls(1, first + count)[first:]
-    for snap in snaps:
-        app.send_task(ONE, args=[on_the_wire(snap)], queue=queue, connection=broker.conn)
-    return [s["collected_at"] for s in snaps]
 
 
 def collected(message) -> str:

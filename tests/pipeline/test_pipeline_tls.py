@@ -3,38 +3,12 @@
 from __future__ import annotations
 
 import ssl
-import subprocess
-from pathlib import Path
 
 import pytest
 import redis
 from kombu import Connection
 
 from fabricweb.brokertls import celery_ssl_options, redis_py_options
-from harness import free_port, running_redis
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def tls_redis(tmp_path_factory):
-    """(url, ca file): a private redis-server on a loopback TLS port, its certificate signed by a throwaway CA."""
-    tmp = tmp_path_factory.mktemp("tls")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-             "-keyout", "ca.key", "-out", "ca.crt", cwd=tmp)  # fmt: skip
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-             "-keyout", "redis.key", "-out", "redis.csr", cwd=tmp)  # fmt: skip
-    (tmp / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
-    _openssl("x509", "-req", "-in", "redis.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-             "-days", "2", "-extfile", "san.ext", "-out", "redis.crt", cwd=tmp)  # fmt: skip
-    port = free_port()
-    url, ca = f"rediss://127.0.0.1:{port}/0", str(tmp / "ca.crt")
-    tls = ["--port", "0", "--tls-port", str(port), "--tls-cert-file", "redis.crt", "--tls-key-file", "redis.key",
-           "--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no", "--loglevel", "warning"]  # fmt: skip
-    with running_redis(*tls, cwd=tmp, url=url, ssl_ca_certs=ca):
-        yield url, ca
 
 
 def test_plain_redis_needs_no_tls_options():

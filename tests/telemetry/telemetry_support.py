@@ -1,12 +1,92 @@
-"""Snapshots for the telemetry tests: the real fixture trees, read as a node would send them."""
+"""Helpers of the telemetry tests: snapshots of the real fixture trees, read as a node would send them; `manage`,
+a manage.py command on a database of the test's; JSONISH, `_paths` and `_apply`, the almost-right JSON values the
+property tests put into a valid snapshot, at every path it has."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from tests.e2e.e2e_harness import SECRET, clean_env
 from tests.fixture_trees import FIXTURES, NODE_EXPORTER, PROCFS, T0, later, snapshot
 
-__all__ = ["FIXTURES", "NODE_EXPORTER", "PROCFS", "T0", "later", "port_of", "snapshot"]
+__all__ = [
+    "FIXTURES",
+    "JSONISH",
+    "NODE_EXPORTER",
+    "PROCFS",
+    "T0",
+    "_apply",
+    "_paths",
+    "later",
+    "manage",
+    "port_of",
+    "snapshot",
+]
 
 
 def port_of(snap: dict, device: str, number: int) -> dict:
     dev = next(d for d in snap["devices"] if d["name"] == device)
     return next(p for p in dev["ports"] if p["port"] == number)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def manage(url: str, *args: str) -> str:
+    env = clean_env(DATABASE_URL=url, SECRET_KEY=SECRET, LOG_LEVEL="WARNING")
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*prefix, i))
+
+
+# Values that are almost right: each is the same as a valid one under ==, or valid at one field and not another.
+LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-2, max_value=300),
+    st.integers(min_value=-(1 << 70), max_value=1 << 70),
+    st.sampled_from([0.0, 1.0, 4.0, 16.0, 100.0, 1e6, float("nan"), float("inf"), -0.0, 2.0**64]),
+    st.sampled_from([2**64 - 1, 4 * (2**64 - 1), 4 * (2**64 - 1) + 1, 255, 256, 0xFFFF, 0x10000, 7, 8, 4095]),
+    st.text(max_size=70),
+    st.sampled_from(["", "\x00", "a\x00", "\ud800", "é", "x" * 33, "x" * 65, "x" * 257, "EDR", "HDR", "ACTIVE"]),
+    st.sampled_from(["2026-03-01T12:00:00Z", "2026-03-01T12:00:00", "2999-01-01T00:00:00Z", "mlx5_0", "a b"]),
+)
+
+JSONISH = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "name", "x", "é"]), inner),
+    max_leaves=6,
+)
+
+
+def _apply(snap, path, op, value):
+    target = snap
+    for key in path[:-1]:
+        try:
+            target = target[key]
+        except (KeyError, IndexError, TypeError):
+            return  # an earlier mutation removed this path
+    key = path[-1]
+    try:
+        if op == "delete":
+            del target[key]
+        elif op == "rename" and isinstance(target, dict) and key in target:
+            target[value if isinstance(value, str) else f"{key}!"] = target.pop(key)
+        else:
+            target[key] = value
+    except (KeyError, IndexError, TypeError):
+        pass

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kombu.exceptions import DecodeError
 from kombu.message import Message
-from support import T0, snapshot
+from tests.telemetry.telemetry_support import T0, snapshot
 
 from fabricweb.telemetry.intake import envelopes
 from fabricweb.telemetry.intake.jsonread import NotExact, exact_loads

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError, connection
-from support import later, snapshot
+from tests.telemetry.telemetry_support import later, snapshot
 
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
+from tests.telemetry.telemetry_support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, Port

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import psycopg
 import pytest
 from django.db import connection
-from support import T0, later, snapshot
 
 from fabricweb.inventory.models import Port
 from fabricweb.telemetry.history import samples
@@ -20,9 +16,9 @@ from fabricweb.telemetry.history.rollup import rollup
 from fabricweb.telemetry.ingest import ingest_batch
 from fabricweb.telemetry.models import PortRollup
 from fabricweb.telemetry.storage import partitions
-from tests.e2e.e2e_harness import SECRET, clean_env, fresh_database
+from tests.e2e.e2e_harness import fresh_database
+from tests.telemetry.telemetry_support import T0, later, manage, snapshot
 
-REPO = Path(__file__).resolve().parents[2]
 PORTS = 4
 
 
@@ -69,13 +65,6 @@ def test_rollups_go_into_a_partition_per_day_and_per_month(each_db):
             ("telemetry_portrollup_300_p20260302", PORTS),
             ("telemetry_portrollup_3600_p202603", 2 * PORTS),
         ]
-
-
-def manage(url: str, *args: str) -> str:
-    env = clean_env(DATABASE_URL=url, SECRET_KEY=SECRET, LOG_LEVEL="WARNING")
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
 # Samples and a rollup as the first layout stored them (migration 0001: a row per port and poll).

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from pcie_support import UPLINK, Dgx, device, hop
-from support import T0, later
+from tests.telemetry.telemetry_support import T0, later
 
 from fabricweb.inventory.models import Device, Node
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import NODE_EXPORTER, PROCFS, T0, port_of, snapshot
 
 from fabricweb.telemetry.validation.quickparse import parse_common
 from fabricweb.telemetry.validation.schema import SnapshotRejected, parse_snapshot, parse_worded
+from tests.telemetry.telemetry_support import JSONISH, NODE_EXPORTER, PROCFS, T0, _apply, _paths, port_of, snapshot
 
 NOW = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
 BASES = [snapshot(NODE_EXPORTER, host="cn002", at=T0), snapshot(PROCFS, host="cn003", at=T0)]
@@ -77,54 +77,8 @@ def test_it_leaves_every_fault_to_the_worded_checks(path, value):
 # -- random snapshots: the same accept/reject and the same values through both -------------
 
 
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _paths(item, (*prefix, i))
-
-
 PATHS = sorted({p for base in BASES for p in _paths(base) if p}, key=repr)
-# Values that are almost right: each is the same as a valid one under ==, or valid at one field and not another.
-LEAVES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-2, max_value=300),
-    st.integers(min_value=-(1 << 70), max_value=1 << 70),
-    st.sampled_from([0.0, 1.0, 4.0, 16.0, 100.0, 1e6, float("nan"), float("inf"), -0.0, 2.0**64]),
-    st.sampled_from([2**64 - 1, 4 * (2**64 - 1), 4 * (2**64 - 1) + 1, 255, 256, 0xFFFF, 0x10000, 7, 8, 4095]),
-    st.text(max_size=70),
-    st.sampled_from(["", "\x00", "a\x00", "\ud800", "é", "x" * 33, "x" * 65, "x" * 257, "EDR", "HDR", "ACTIVE"]),
-    st.sampled_from(["2026-03-01T12:00:00Z", "2026-03-01T12:00:00", "2999-01-01T00:00:00Z", "mlx5_0", "a b"]),
-)
-JSONISH = st.recursive(
-    LEAVES,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "name", "x", "é"]), inner),
-    max_leaves=6,
-)
 MUTATION = st.tuples(st.sampled_from(PATHS), st.sampled_from(["set", "delete", "rename"]), JSONISH)
-
-
-def _apply(snap, path, op, value):
-    target = snap
-    for key in path[:-1]:
-        try:
-            target = target[key]
-        except (KeyError, IndexError, TypeError):
-            return  # an earlier mutation removed this path
-    key = path[-1]
-    try:
-        if op == "delete":
-            del target[key]
-        elif op == "rename" and isinstance(target, dict) and key in target:
-            target[value if isinstance(value, str) else f"{key}!"] = target.pop(key)
-        else:
-            target[key] = value
-    except (KeyError, IndexError, TypeError):
-        pass
 
 
 @given(base=st.sampled_from(BASES), mutations=st.lists(MUTATION, min_size=1, max_size=3))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from support import PROCFS, T0, later, port_of, snapshot
+from tests.telemetry.telemetry_support import PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Node, Port

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 import psycopg
 import pytest
-from test_telemetry_partitions import manage
 
 from fabricweb.inventory import readings
 from tests.e2e.e2e_harness import fresh_database
+from tests.telemetry.telemetry_support import manage
 
 OLD_PORT_ROWS = """
 from datetime import datetime, UTC

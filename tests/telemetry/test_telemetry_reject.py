@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import NODE_EXPORTER, later, port_of, snapshot
+from tests.telemetry.telemetry_support import NODE_EXPORTER, later, port_of, snapshot
 
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.history import samples

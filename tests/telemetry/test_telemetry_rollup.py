@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from support import T0, later, snapshot
+from tests.telemetry.telemetry_support import T0, later, snapshot
 
 from fabricweb.telemetry.history import samples as raw
 from fabricweb.telemetry.history.retention import prune

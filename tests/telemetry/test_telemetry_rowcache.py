@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError
-from support import PROCFS, T0, later, snapshot
+from tests.telemetry.telemetry_support import PROCFS, T0, later, snapshot
 
 from fabricweb.health.actions import accept_baseline, undo_baseline
 from fabricweb.inventory.models import Node, Port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from support import T0, later, snapshot
+from tests.telemetry.telemetry_support import T0, later, snapshot
 
 from fabricweb.inventory.models import Port
 from fabricweb.telemetry.history import samples

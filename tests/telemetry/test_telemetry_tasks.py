@@ -10,7 +10,7 @@ import uuid
 import pytest
 from kombu.exceptions import ContentDisallowed
 from kombu.serialization import loads
-from support import snapshot
+from tests.telemetry.telemetry_support import snapshot
 
 from fabricweb.celery import app, node_queue
 from fabricweb.names import INGEST_SNAPSHOT

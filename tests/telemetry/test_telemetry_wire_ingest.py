@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from support import T0
+from tests.telemetry.telemetry_support import T0
 
 from collectors import read_host, to_dict, wire
 from collectors.sim import Fabric
