@@ -92,6 +92,8 @@ def render_text(snap: Snapshot) -> str:
                 lines.append(f"\t\tData: {', '.join(data)} since counters were last reset")
             errors = [f"{name} {c[name]}" for name in ERROR_COUNTERS if c.get(name)]
             lines.append(f"\t\tError counters: {', '.join(errors) if errors else 'all zero'}")
+            if port.lossless is not None:
+                lines.append(f"\t\tLossless Ethernet: {_lossless_text(port.lossless)}")
             for d in port.disagreements:
                 lines.append(f"\t\tsysfs and verbs disagree on {d.field}: sysfs {safe(d.sysfs)}, verbs {safe(d.verbs)}")
     if snap.gpus:
@@ -106,6 +108,27 @@ def render_text(snap: Snapshot) -> str:
         lines.append(f"Unreadable files ({len(snap.errors)}):")
         lines.extend(f"\t{safe(where)}: {safe(reason)}" for where, reason in _group_errors(snap.errors))
     return "\n".join(lines) + "\n"
+
+
+def _lossless_text(x) -> str:
+    """A RoCE port's PFC pause and congestion counters (collectors.roce.Lossless), since they were last reset."""
+    parts = []
+    for direction, frames, micros in (
+        ("received", x.rx_pause, x.rx_pause_duration),
+        ("sent", x.tx_pause, x.tx_pause_duration),
+    ):
+        paused = [
+            f"prio{p} {n} ({us / 1e6:.1f} s)" if us is not None else f"prio{p} {n}"
+            for p, n, us in zip(range(len(frames)), frames, micros, strict=True)
+            if n
+        ]
+        parts.append(f"PFC pause {direction}: {', '.join(paused) or 'none'}")
+    if x.pause_storm_warnings is not None or x.pause_storm_errors is not None:
+        parts.append(f"pause storms: {safe(x.pause_storm_warnings)} warning, {safe(x.pause_storm_errors)} error")
+    parts.append(
+        f"CNPs sent {safe(x.cnp_sent)}, handled {safe(x.cnp_handled)}; rx_discards_phy {safe(x.rx_discards_phy)}"
+    )
+    return "; ".join(parts)
 
 
 def _path_text(name: str, path) -> str:

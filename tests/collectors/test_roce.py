@@ -137,3 +137,16 @@ def test_through_the_kernel_a_port_without_device_net_finds_its_netdev_in_gid_at
     assert first.rx_pause[3] == 7 and first.pause_storm_errors == 1 and first.rx_discards_phy is None
     assert second.netdev is None and second.tx_pause == (None,) * 8
     assert [e.reason for e in reader.errors] == ["no network interface found"]
+
+
+def test_the_text_summary_shows_a_roce_ports_lossless_counters(roce_node):
+    from collectors.text import render_text
+
+    _recording(roce_node).write_text(RECORDING.read_text())
+    text = render_text(read_host(str(roce_node), host="cn006", use_verbs=False))
+    line = next(x for x in text.splitlines() if "Lossless Ethernet" in x)
+    assert line.startswith(
+        "\t\tLossless Ethernet: PFC pause received: prio3 3311907 (165.6 s); PFC pause sent: prio3 918234 (45.9 s); "
+        "pause storms: 2 warning, 0 error; CNPs sent "
+    )
+    assert line.endswith("; rx_discards_phy 1842")
