@@ -6,7 +6,7 @@ It starts runfabric as `make demo` does (64 simulated nodes, the switch fabric, 
 Makefile, cn064's agent stopped, a private Redis) on a throwaway SQLite database, waits until the problems
 show and the charts have some minutes of samples, then takes the pages in Debian's Chromium (Playwright):
 overview, port (its charts from the first poll), node, the GPU server's matrix (gpu-node), events, jobs (of its
-private Slurm, as `make demo`'s) (1400 px wide), the wall at 2560x1440, and the
+private Slurm, as `make demo`'s) (1400 px wide), the wall at 2560x1440 and 3840x2160, and the
 overview on a 390 px phone in the dark theme (down to its third problem). The PNGs are re-deflated (zlib
 level 9), and quantised with pngquant when it is installed. A console error on any page fails the run.
 """
@@ -36,7 +36,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 PORT_PAGE = "/ports/cn008/mlx5_1/1/"  # symbol errors rising: the grouped error charts draw something
 NODE_PAGE = "/nodes/cn002/"  # a host port trained at SDR
 GPU_NODE_PAGE = "/nodes/cn012/"  # the demo's GPU server (cn012:dgx in DEMO_FAULTS): its GPU x card matrix
-SHOTS = ("overview", "port", "node", "gpu-node", "events", "jobs", "wall", "phone")
+SHOTS = ("overview", "port", "node", "gpu-node", "events", "jobs", "wall", "wall-4k", "phone")
 WAIT_FOR = ("cn005", "cn006", "cn009", "cn064")  # down, flapping, PCIe, stale: the problem list is complete
 
 
@@ -185,8 +185,11 @@ def take(base: str, password: str, out: Path, since: str, settle_until: float) -
         shot(desk, "/jobs/", "jobs")
         wall = tab(viewport={"width": 2560, "height": 1440})
         shot(wall, "/wall/", "wall")
+        # 3840x2160: more rows of the same size, not the 2560 wall scaled up (issue 38)
+        shot(tab(viewport={"width": 3840, "height": 2160}), "/wall/", "wall-4k")
         phone = tab(viewport={"width": 390, "height": 844}, device_scale_factor=2, color_scheme="dark", is_mobile=True)
-        shot(phone, "/", "phone", full_page=True, until=".problems li:nth-child(4)")  # the counts and 3 problems
+        # The counts and 3 problems (the list's first item is its column heads)
+        shot(phone, "/", "phone", full_page=True, until="#live-problems .problems li:nth-child(5)")
         browser.close()
         if errors:
             raise SystemExit(f"console errors on the pages: {errors}")
