@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from datetime import UTC, datetime
+from functools import cache
 
 from . import roce
 from .facts import SCHEMA_VERSION
@@ -129,12 +130,23 @@ def iso_utc(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _flat(value) -> dict:
+    """asdict() of a dataclass whose fields hold scalars (Enum, PciLink, the verbs views, Disagreement), without
+    asdict's recursion and deep copy of every value: to_dict runs at every poll, and asdict was its largest part."""
+    return {name: getattr(value, name) for name in _field_names(type(value))}
+
+
 def _port_dict(p: Port) -> dict:
     rate = p.rate
     return {
         "port": p.number,
-        "state": asdict(p.state) if p.state else None,
-        "phys_state": asdict(p.phys_state) if p.phys_state else None,
+        "state": _flat(p.state) if p.state else None,
+        "phys_state": _flat(p.phys_state) if p.phys_state else None,
         "link_layer": p.link_layer,
         "rate": None
         if rate is None
@@ -150,8 +162,8 @@ def _port_dict(p: Port) -> dict:
         "capped": list(p.capped),
         # On a RoCE port also its lossless counters, ethtool statistics as `ethtool.<name>` (collectors/roce.py).
         "hw_counters": {**p.hw_counters, **p.lossless.counters()} if p.lossless else dict(p.hw_counters),
-        "verbs": asdict(p.verbs) if p.verbs else None,
-        "disagreements": [asdict(d) for d in p.disagreements],
+        "verbs": _flat(p.verbs) if p.verbs else None,
+        "disagreements": [_flat(d) for d in p.disagreements],
     }
 
 
@@ -162,7 +174,7 @@ def to_dict(snap: Snapshot) -> dict:
         devices.append(
             {
                 "name": d.name,
-                "node_type": asdict(d.node_type) if d.node_type else None,
+                "node_type": _flat(d.node_type) if d.node_type else None,
                 "node_guid": d.node_guid,
                 "sys_image_guid": d.sys_image_guid,
                 "fw_ver": d.fw_ver,
@@ -170,13 +182,13 @@ def to_dict(snap: Snapshot) -> dict:
                 "board_id": d.board_id,
                 "hw_rev": d.hw_rev,
                 "node_desc": d.node_desc,
-                "pci": asdict(d.pci) if d.pci else None,
+                "pci": _flat(d.pci) if d.pci else None,
                 # Optional within schema 1: a reader that does not know them ignores them.
                 "virtual_function": d.virtual_function,
                 "physical_function": d.physical_function,
                 "hw_counters": dict(d.hw_counters),
-                "verbs": asdict(d.verbs) if d.verbs else None,
-                "disagreements": [asdict(x) for x in d.disagreements],
+                "verbs": _flat(d.verbs) if d.verbs else None,
+                "disagreements": [_flat(x) for x in d.disagreements],
                 "ports": [_port_dict(p) for p in d.ports],
             }
         )
