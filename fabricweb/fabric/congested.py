@@ -16,7 +16,6 @@ congestion rule's threshold (`congestion_share`) in the last poll. Without table
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import numpy as np
 
@@ -39,12 +38,11 @@ End = tuple[str, int]  # (node GUID, port number), as the links and tables name 
 class Congested:
     """One congested port, the sending end of its link."""
 
-    port_id: int
+    port: Port  # with its device and node
     end: str  # `leaf01 port 7`, `cn001 mlx5_0/1`
     far_end: str  # the far end of its cable in words, "" where the fabric has not seen it
     share: float  # of the link's time lost in its last poll (above 1: the unit does not fit the device)
     unit: str  # `8 bytes per count on Quantum-2`, `8 bytes per count, assumed`
-    at: datetime | None  # its last poll
     root: str  # ROOT, `victim of spine01 port 3`, or ROOT_UNKNOWN
 
     @property
@@ -89,7 +87,7 @@ def top(limit: int = TOP) -> list[Congested]:
         p = by_pk[pk]
         share, unit = found[pk]
         label = port_label(p.device.node.name, p.device.name, p.number)
-        out.append(Congested(pk, label, p.peer_label, share, unit, p.last_collected_at, roots.get(pk, ROOT_UNKNOWN)))
+        out.append(Congested(p, label, p.peer_label, share, unit, roots.get(pk, ROOT_UNKNOWN)))
     return out
 
 
