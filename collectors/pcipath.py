@@ -19,18 +19,18 @@ from dataclasses import dataclass, field
 from .facts import MAX_GPUS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 from .model import Device, ReadError
 from .pcimodel import BRIDGE_PCI, Gpu, Hop, Neighbour, PciePath, is_gpu
-from .sysfs import _PCI_ADDR_RE, SysfsReader, _hex, _int, _numa, _pci_speed, _text
+from .sysfs import PCI_ADDR_RE, SysfsReader, parse_hex, parse_int, parse_numa, parse_pci_speed, parse_text
 
 _MAX_DEPTH = 32  # PCIe allows at most 256 buses; no real hierarchy nests deeper than a few switches
-_IDENTITY = {"class": _hex, "vendor": _hex}  # of every function: what tells a GPU (pcimodel.is_gpu)
+_IDENTITY = {"class": parse_hex, "vendor": parse_hex}  # of every function: what tells a GPU (pcimodel.is_gpu)
 _STATIC = {
-    "class": _hex,
-    "vendor": _hex,
-    "device": _hex,
-    "max_link_speed": _pci_speed,
-    "max_link_width": _int,
-    "numa_node": _numa,
-    "local_cpulist": _text,
+    "class": parse_hex,
+    "vendor": parse_hex,
+    "device": parse_hex,
+    "max_link_speed": parse_pci_speed,
+    "max_link_width": parse_int,
+    "numa_node": parse_numa,
+    "local_cpulist": parse_text,
 }
 
 
@@ -129,11 +129,11 @@ def _add(tree: PciTree, reader: SysfsReader, path: str) -> None:
     depth = 0
     while True:
         address = os.path.basename(path)
-        if not _PCI_ADDR_RE.match(address) or address in tree.functions:
+        if not PCI_ADDR_RE.match(address) or address in tree.functions:
             return
         parent_dir = os.path.dirname(path)
         parent = os.path.basename(parent_dir)
-        is_fn = bool(_PCI_ADDR_RE.match(parent))
+        is_fn = bool(PCI_ADDR_RE.match(parent))
         host = None
         if not is_fn:
             host = parent if parent.startswith("pci") else None
@@ -160,7 +160,7 @@ def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
     tree = PciTree(reader.root)
     bus = os.path.join(reader.root, "bus", "pci", "devices")
     for name in reader._listdir(bus):
-        if _PCI_ADDR_RE.match(name):
+        if PCI_ADDR_RE.match(name):
             path = _resolve(reader, os.path.join(bus, name))
             if path is not None:
                 _add(tree, reader, path)
@@ -202,7 +202,7 @@ def _tree_for(reader: SysfsReader, devices: list[Device]) -> PciTree:
 
 def _live(reader: SysfsReader, fn: Function) -> tuple[float | None, int | None]:
     with reader._dir(fn.path) as at:
-        return at("current_link_speed", _pci_speed), at("current_link_width", _int)
+        return at("current_link_speed", parse_pci_speed), at("current_link_width", parse_int)
 
 
 def read_paths(reader: SysfsReader, devices: list[Device]) -> tuple[PciTree | None, list[Gpu]]:

@@ -25,7 +25,7 @@ from .model import Device, Enum, PciLink, Port, ReadError
 _ENUM_RE = re.compile(r"^(\d+): ?(.*)$", re.ASCII)
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
 _GID_RE = re.compile(r"(?:[0-9a-fA-F]{4}:){7}[0-9a-fA-F]{4}")
-_PCI_ADDR_RE = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+PCI_ADDR_RE = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _PCI_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?) ?GT/s(?: PCIe)?$", re.ASCII)
 _NUMA_RE = re.compile(r"-?\d+", re.ASCII)
 _U64_MAX = (1 << 64) - 1
@@ -52,7 +52,7 @@ class DeadlinePassed(TimeoutError):
     """The read went past its deadline (a stuck driver answering slowly): the rest is not read."""
 
 
-def _int(text: str) -> int:
+def parse_int(text: str) -> int:
     # int() would also take '+5', ' 5', '5_000' and non-ASCII digits; sysfs never prints those.
     if not (text.isascii() and text.isdigit()):
         raise Unparsable(f"not a decimal number: {text[:40]!r}")
@@ -62,7 +62,7 @@ def _int(text: str) -> int:
     return value
 
 
-def _hex(text: str) -> int:
+def parse_hex(text: str) -> int:
     # int(text, 16) would take '0x_1' and any length: a 4 KiB hex number has more than
     # 4300 decimal digits, which json.dumps refuses, losing the whole snapshot.
     if _HEX_RE.fullmatch(text) is None:
@@ -83,16 +83,16 @@ def _enum(text: str) -> Enum:
     m = _ENUM_RE.match(text)
     if m is None:
         raise Unparsable(f"expected '<id>: <name>', got {text[:40]!r}")
-    return Enum(_int(m.group(1)), m.group(2))
+    return Enum(parse_int(m.group(1)), m.group(2))
 
 
 def _counter(text: str) -> int:
     if text.startswith("N/A"):
         raise Unparsable("N/A (no PMA): the device has no performance management agent for this counter")
-    return _int(text)
+    return parse_int(text)
 
 
-def _pci_speed(text: str) -> float | None:
+def parse_pci_speed(text: str) -> float | None:
     if text == "Unknown":  # virtual functions
         return None
     m = _PCI_SPEED_RE.match(text)
@@ -101,14 +101,14 @@ def _pci_speed(text: str) -> float | None:
     return float(m.group(1))
 
 
-def _numa(text: str) -> int | None:
+def parse_numa(text: str) -> int | None:
     value = int(text) if _NUMA_RE.fullmatch(text) else None
     if value is None:
         raise Unparsable(f"not a NUMA node number: {text[:40]!r}")
     return None if value < 0 else value
 
 
-def _text(text: str) -> str:
+def parse_text(text: str) -> str:
     return text
 
 
@@ -290,11 +290,11 @@ class SysfsReader:
             p.state = at("state", _enum)
             p.phys_state = at("phys_state", _enum)
             p.rate = at("rate", parse_rate)
-            p.link_layer = at("link_layer", _text)
-            p.lid = at("lid", _hex)
-            p.sm_lid = at("sm_lid", _hex)
-            p.lmc = at("lid_mask_count", _int)
-            p.cap_mask = at("cap_mask", _hex)
+            p.link_layer = at("link_layer", parse_text)
+            p.lid = at("lid", parse_hex)
+            p.sm_lid = at("sm_lid", parse_hex)
+            p.lmc = at("lid_mask_count", parse_int)
+            p.cap_mask = at("cap_mask", parse_hex)
             p.port_guid = at("gids/0", _gid_guid)
         p.counters = self.counter_dir(j(port_dir, "counters"), p.capped)
         p.counters_ext = self.counter_dir(j(port_dir, "counters_ext"), p.capped)
@@ -312,16 +312,16 @@ class SysfsReader:
             address = os.path.basename(os.readlink(link))
         except OSError:  # not a link (a copied tree)
             address = ""
-        if not _PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
+        if not PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
             address = os.path.basename(os.path.realpath(link))
         with self._dir(link) as at:
             return PciLink(
-                address=address if _PCI_ADDR_RE.match(address) else None,
-                current_gts=at("current_link_speed", _pci_speed),
-                current_width=at("current_link_width", _int),
-                max_gts=at("max_link_speed", _pci_speed),
-                max_width=at("max_link_width", _int),
-                numa_node=at("numa_node", _numa),
+                address=address if PCI_ADDR_RE.match(address) else None,
+                current_gts=at("current_link_speed", parse_pci_speed),
+                current_width=at("current_link_width", parse_int),
+                max_gts=at("max_link_speed", parse_pci_speed),
+                max_width=at("max_link_width", parse_int),
+                numa_node=at("numa_node", parse_numa),
             )
 
     def sriov(self, dev_dir: str) -> tuple[bool | None, str | None]:
@@ -343,16 +343,16 @@ class SysfsReader:
             self.errors.append(ReadError(path, gone if os.path.islink(path) else "not a link to a PCI function"))
             return None, None
         address = os.path.basename(target)
-        if not _PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
+        if not PCI_ADDR_RE.match(address):  # another layout (`..`): where it leads, resolved
             address = os.path.basename(os.path.realpath(path))
-        return True, address if _PCI_ADDR_RE.match(address) else None
+        return True, address if PCI_ADDR_RE.match(address) else None
 
     def netdevs(self, dev_dir: str, ports: list[Port]) -> None:
         """Attach each network interface of the PCI function to its IB port (dev_port is 0-based)."""
         net = os.path.join(dev_dir, "device", "net")
         by_number = {p.number: p for p in ports}
         for ifname in self._listdir(net):
-            dev_port = self.value(os.path.join(net, ifname, "dev_port"), _int)
+            dev_port = self.value(os.path.join(net, ifname, "dev_port"), parse_int)
             number = (dev_port + 1) if dev_port is not None else (ports[0].number if len(ports) == 1 else None)
             if number in by_number:
                 by_number[number].netdevs.append(ifname)
@@ -371,7 +371,7 @@ class SysfsReader:
         with self._dir(d) as at:
             dev.node_type = at("node_type", _enum)
             for attr in ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc"):
-                setattr(dev, attr, at(attr, _text))
+                setattr(dev, attr, at(attr, parse_text))
         dev.pci = self.pci(d)
         if dev.pci is None:
             dev.virtual_function = None  # no PCI function (rxe, siw): neither PF nor VF

@@ -94,19 +94,19 @@ def parse_fabric(data, now: datetime) -> FabricIn:
     named = collector if type(collector) is str and COLLECTOR_RE.fullmatch(collector) else None
     try:
         if data.get("kind") != KIND:
-            raise SnapshotRejected(f"kind {checks._show(data.get('kind'))}: not a fabric snapshot")
+            raise SnapshotRejected(f"kind {checks.shown(data.get('kind'))}: not a fabric snapshot")
         schema = data.get("schema")
         if type(schema) is not int or schema not in KNOWN_FABRIC_SCHEMAS:
             known = ", ".join(map(str, sorted(KNOWN_FABRIC_SCHEMAS)))
-            raise SnapshotRejected(f"unknown fabric schema version {checks._show(schema)} (this server reads {known})")
+            raise SnapshotRejected(f"unknown fabric schema version {checks.shown(schema)} (this server reads {known})")
         if named is None:
             raise SnapshotRejected(
-                f"collector {checks._show(collector)} is not a name (letters, digits, '-', '_', '.')"
+                f"collector {checks.shown(collector)} is not a name (letters, digits, '-', '_', '.')"
             )
         when = checks.collected_at(data.get("collected_at"), now)
         mode = data.get("mode")
         if mode not in MODES:
-            raise SnapshotRejected(f"mode {checks._show(mode)}: expected one of {', '.join(MODES)}")
+            raise SnapshotRejected(f"mode {checks.shown(mode)}: expected one of {', '.join(MODES)}")
         sweep = checks.mapping(data.get("sweep"), "sweep", optional=True)
         duration = checks.number(sweep.get("duration_s"), "sweep.duration_s", 86_400)
         queries = checks.integer(sweep.get("queries"), "sweep.queries", 0, 1 << 40)
@@ -159,11 +159,11 @@ def _mask_map(value, ours: list, where: str) -> list[int] | None:
     if value == ours:
         return None
     if type(value) is not list or not value or len(value) > 16 or len(set(map(repr, value))) != len(value):
-        raise SnapshotRejected(f"{where}: expected the list the masks' bits stand for, got {checks._show(value)}")
+        raise SnapshotRejected(f"{where}: expected the list the masks' bits stand for, got {checks.shown(value)}")
     bits = []
     for item in value:
         if item not in ours:
-            raise SnapshotRejected(f"{where}: {checks._show(item)} is not one this server knows ({ours})")
+            raise SnapshotRejected(f"{where}: {checks.shown(item)} is not one this server knows ({ours})")
         bits.append(1 << ours.index(item))
     table = []
     for mask in range(1 << len(bits)):
@@ -192,7 +192,7 @@ def _rows(section: dict, where: str, limit: int) -> list:
 
 
 def _bad(where: str, index: int, column: str, expected: str, value) -> SnapshotRejected:
-    return SnapshotRejected(f"{where} row {index}, {column}: expected {expected}, got {checks._show(value)}")
+    return SnapshotRejected(f"{where} row {index}, {column}: expected {expected}, got {checks.shown(value)}")
 
 
 def _text(value, limit: int) -> bool:

@@ -35,7 +35,7 @@ class SnapshotRejected(ValueError):
         return f"{who} rejected: {self.reason}"
 
 
-def _show(value) -> str:
+def shown(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"an integer of {value.bit_length()} bits"
     try:
@@ -45,8 +45,8 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _fail(where: str, expected: str, value) -> SnapshotRejected:
-    return SnapshotRejected(f"{where}: expected {expected}, got {_show(value)}")
+def mismatch(where: str, expected: str, value) -> SnapshotRejected:
+    return SnapshotRejected(f"{where}: expected {expected}, got {shown(value)}")
 
 
 def storable(s: str) -> bool:
@@ -66,7 +66,7 @@ def text(value, where: str, limit: int = TEXT_MAX, *, optional: bool = True) -> 
     if value is None and optional:
         return None
     if type(value) is not str or len(value) > limit or not storable(value):
-        raise _fail(where, f"text of at most {limit} characters", value)
+        raise mismatch(where, f"text of at most {limit} characters", value)
     return value
 
 
@@ -74,7 +74,7 @@ def integer(value, where: str, low: int, high: int, *, optional: bool = True) ->
     if value is None and optional:
         return None
     if type(value) is not int or not low <= value <= high:
-        raise _fail(where, f"an integer from {low} to {high}", value)
+        raise mismatch(where, f"an integer from {low} to {high}", value)
     return value
 
 
@@ -82,7 +82,7 @@ def number(value, where: str, high: float, *, optional: bool = True) -> float | 
     if value is None and optional:
         return None
     if type(value) not in (int, float) or not (0 <= value <= high) or not math.isfinite(value):
-        raise _fail(where, f"a number from 0 to {high:g}", value)
+        raise mismatch(where, f"a number from 0 to {high:g}", value)
     return float(value)
 
 
@@ -94,7 +94,7 @@ def guid(value, where: str, *, optional: bool = True) -> str | None:
     if value is None and optional:
         return None
     if type(value) is not str or not GUID_RE.fullmatch(value):
-        raise _fail(where, "a GUID such as 0x0c42a10300a1b2c1", value)
+        raise mismatch(where, "a GUID such as 0x0c42a10300a1b2c1", value)
     return value
 
 
@@ -102,7 +102,7 @@ def mapping(value, where: str, *, optional: bool = False) -> dict:
     if value is None and optional:
         return {}
     if type(value) is not dict:
-        raise _fail(where, "an object", value)
+        raise mismatch(where, "an object", value)
     return value
 
 
@@ -110,7 +110,7 @@ def sequence(value, where: str, limit: int, *, optional: bool = True) -> list:
     if value is None and optional:
         return []
     if type(value) is not list or len(value) > limit:
-        raise _fail(where, f"a list of at most {limit} items", value)
+        raise mismatch(where, f"a list of at most {limit} items", value)
     return value
 
 
@@ -129,15 +129,15 @@ GOOD_NAMES: set[str] = set()
 def counters(value, where: str) -> dict[str, int | None]:
     d = mapping(value, where, optional=True)
     if len(d) > MAX_COUNTERS:
-        raise _fail(where, f"at most {MAX_COUNTERS} counters", f"{len(d)} counters")
+        raise mismatch(where, f"at most {MAX_COUNTERS} counters", f"{len(d)} counters")
     for name, v in d.items():
         if name not in GOOD_NAMES:
             if type(name) is not str or len(name) > NAME_MAX or not _COUNTER_RE.fullmatch(name):
-                raise _fail(where, "counter file names", name)
+                raise mismatch(where, "counter file names", name)
             if len(GOOD_NAMES) < 4096:
                 GOOD_NAMES.add(name)
         if v is not None and (type(v) is not int or not 0 <= v <= MAX_COUNTER):
-            raise _fail(f"{where}[{name!r}]", "null or a counter value from 0 to 4·(2^64-1)", v)
+            raise mismatch(f"{where}[{name!r}]", "null or a counter value from 0 to 4·(2^64-1)", v)
     return d
 
 
@@ -147,7 +147,7 @@ def scalars(value, where: str) -> dict | None:
         return None
     d = mapping(value, where)
     if len(d) > MAX_LIST:
-        raise _fail(where, f"at most {MAX_LIST} fields", f"{len(d)} fields")
+        raise mismatch(where, f"at most {MAX_LIST} fields", f"{len(d)} fields")
     for key, v in d.items():
         text(key, f"{where} key", NAME_MAX, optional=False)
         _scalar(v, f"{where}[{key!r}]")
@@ -161,7 +161,7 @@ def _scalar(v, where: str) -> None:
         integer(v, where, -(1 << 63), (1 << 63) - 1)
     elif type(v) is float:
         if not math.isfinite(v):
-            raise _fail(where, "a finite number", v)
+            raise mismatch(where, "a finite number", v)
     else:
         text(v, where)
 
@@ -191,13 +191,13 @@ def collected_at(value, now: datetime) -> datetime:
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        raise _fail("collected_at", "an ISO 8601 time such as 2026-01-31T12:00:00.000000Z", value) from None
+        raise mismatch("collected_at", "an ISO 8601 time such as 2026-01-31T12:00:00.000000Z", value) from None
     if when.tzinfo is None:
-        raise _fail("collected_at", "a time with a zone (Z or +00:00)", value)
+        raise mismatch("collected_at", "a time with a zone (Z or +00:00)", value)
     try:
         when = when.astimezone(UTC)
     except OverflowError:  # a year-1 or year-9999 time shifted out of range by its offset
-        raise _fail("collected_at", "a time between the years 2000 and 9999", value) from None
+        raise mismatch("collected_at", "a time between the years 2000 and 9999", value) from None
     if when < EPOCH_FLOOR:
         raise SnapshotRejected(f"collected_at {value} is not a plausible time (before {EPOCH_FLOOR:%Y})")
     if when > now + FUTURE_TOLERANCE:

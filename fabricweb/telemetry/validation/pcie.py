@@ -17,7 +17,7 @@ from collectors.facts import MAX_GPUS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 from collectors.pcitopo import RELATIONS
 from fabricweb.inventory.models import NAME_MAX
 
-from .checks import SnapshotRejected, _fail, _show
+from .checks import SnapshotRejected, mismatch, shown
 from .typed import DEVICE_RE, MAX_DEVICES
 
 # Past them a snapshot is broken or hostile: the agent never sends more (collectors.facts).
@@ -36,7 +36,7 @@ _WIDTHS = ("current_width", "max_width")  # lanes
 def _address(value, where: str) -> str:
     if type(value) is str and PCI_ADDRESS_RE.fullmatch(value):
         return value
-    raise _fail(where, "a PCI address such as 0000:40:01.1", value)
+    raise mismatch(where, "a PCI address such as 0000:40:01.1", value)
 
 
 def _function(value, where: str, index: int) -> dict:
@@ -84,32 +84,32 @@ def _function(value, where: str, index: int) -> dict:
 
 def _function_worded(value, where: str) -> dict:
     if type(value) is not dict:
-        raise _fail(where, "an object", value)
+        raise mismatch(where, "an object", value)
     out: dict[str, object] = {"address": _address(value.get("address"), f"{where}.address")}
     for key in _IDS:
         v = value.get(key)
         if v is not None and (type(v) is not int or not 0 <= v <= 0xFFFF):
-            raise _fail(f"{where}.{key}", "null or an integer from 0 to 65535", v)
+            raise mismatch(f"{where}.{key}", "null or an integer from 0 to 65535", v)
         out[key] = v
     for speed, width in zip(_SPEEDS, _WIDTHS, strict=True):
         v = value.get(speed)
         if v is not None:
             # NaN fails the range test; infinities are past 1024.
             if type(v) not in (int, float) or not 0 <= v <= 1024:
-                raise _fail(f"{where}.{speed}", "null or a number of GT/s from 0 to 1024", v)
+                raise mismatch(f"{where}.{speed}", "null or a number of GT/s from 0 to 1024", v)
             v = float(v)
         out[speed] = v
         v = value.get(width)
         if v is not None and (type(v) is not int or not 0 <= v <= 64):
-            raise _fail(f"{where}.{width}", "null or a number of lanes from 0 to 64", v)
+            raise mismatch(f"{where}.{width}", "null or a number of lanes from 0 to 64", v)
         out[width] = v
     v = value.get("numa_node")
     if v is not None and (type(v) is not int or not 0 <= v <= 4095):
-        raise _fail(f"{where}.numa_node", "null or an integer from 0 to 4095", v)
+        raise mismatch(f"{where}.numa_node", "null or an integer from 0 to 4095", v)
     out["numa_node"] = v
     v = value.get("local_cpulist")
     if v is not None and (type(v) is not str or len(v) > CPULIST_MAX or not CPULIST_RE.fullmatch(v)):
-        raise _fail(f"{where}.local_cpulist", f"null or a CPU list such as 0-15,64-79 (at most {CPULIST_MAX})", v)
+        raise mismatch(f"{where}.local_cpulist", f"null or a CPU list such as 0-15,64-79 (at most {CPULIST_MAX})", v)
     out["local_cpulist"] = v
     return out
 
@@ -119,13 +119,13 @@ def pcie_path(value, where: str) -> dict | None:
     if value is None:
         return None
     if type(value) is not dict:
-        raise _fail(where, "an object or null", value)
+        raise mismatch(where, "an object or null", value)
     host_bridge = value.get("host_bridge")
     if host_bridge is not None and (type(host_bridge) is not str or not HOST_BRIDGE_RE.fullmatch(host_bridge)):
-        raise _fail(f"{where}.host_bridge", "null or a host bridge such as pci0000:40", host_bridge)
+        raise mismatch(f"{where}.host_bridge", "null or a host bridge such as pci0000:40", host_bridge)
     items = value.get("hops")
     if type(items) is not list:
-        raise _fail(f"{where}.hops", "a list of bridges", items)
+        raise mismatch(f"{where}.hops", "a list of bridges", items)
     if not 1 <= len(items) <= MAX_HOPS:
         raise SnapshotRejected(f"{where}.hops: {len(items)} bridges, expected 1 to {MAX_HOPS}")
     hops = []
@@ -134,7 +134,7 @@ def pcie_path(value, where: str) -> dict | None:
         hop = _function(item, f"{where}.hops", i)
         kind = item.get("kind")
         if type(kind) is not str or kind not in HOP_KINDS or (kind == "root port" and i != last):
-            raise _fail(f"{where}.hops[{i}].kind", f"one of {', '.join(HOP_KINDS)} (a root port last)", kind)
+            raise mismatch(f"{where}.hops[{i}].kind", f"one of {', '.join(HOP_KINDS)} (a root port last)", kind)
         hop["kind"] = kind
         hops.append(hop)
     on_path = {h["address"] for h in hops}
@@ -142,7 +142,7 @@ def pcie_path(value, where: str) -> dict | None:
         raise SnapshotRejected(f"{where}.hops: a bridge appears twice")
     items = value.get("neighbours")
     if items is not None and (type(items) is not list or len(items) > MAX_NEIGHBOURS):
-        raise _fail(f"{where}.neighbours", f"null or a list of at most {MAX_NEIGHBOURS} functions", items)
+        raise mismatch(f"{where}.neighbours", f"null or a list of at most {MAX_NEIGHBOURS} functions", items)
     return {
         "host_bridge": host_bridge,
         "hops": hops,
@@ -170,17 +170,17 @@ def _neighbour(value, path: str, index: int, on_path: set[str]) -> dict:
 
 def _neighbour_worded(value, where: str, on_path: set[str]) -> dict:
     if type(value) is not dict:
-        raise _fail(where, "an object", value)
+        raise mismatch(where, "an object", value)
     address = _address(value.get("address"), f"{where}.address")
     kind, name, via = value.get("kind"), value.get("name"), value.get("via")
     if type(kind) is not str or kind not in NEIGHBOUR_KINDS:
-        raise _fail(f"{where}.kind", "gpu or rdma", kind)
+        raise mismatch(f"{where}.kind", "gpu or rdma", kind)
     if kind == "gpu" and name is not None:
-        raise _fail(f"{where}.name", "null for a GPU", name)
+        raise mismatch(f"{where}.name", "null for a GPU", name)
     if kind == "rdma" and (type(name) is not str or len(name) > NAME_MAX or not DEVICE_RE.fullmatch(name)):
-        raise _fail(f"{where}.name", "an RDMA device's name such as mlx5_1", name)
+        raise mismatch(f"{where}.name", "an RDMA device's name such as mlx5_1", name)
     if type(via) is not str or via not in on_path:
-        raise _fail(f"{where}.via", "the address of one of this path's bridges", via)
+        raise mismatch(f"{where}.via", "the address of one of this path's bridges", via)
     return {"address": address, "kind": kind, "name": name, "via": via}
 
 
@@ -190,7 +190,7 @@ def gpus(value, devices: set[str]) -> list[dict]:
     if value is None:
         return []
     if type(value) is not list or len(value) > MAX_GPUS:
-        raise _fail("gpus", f"null or a list of at most {MAX_GPUS} GPUs", value)
+        raise mismatch("gpus", f"null or a list of at most {MAX_GPUS} GPUs", value)
     out = []
     for i, item in enumerate(value):
         gpu = _function(item, "gpus", i)
@@ -199,12 +199,12 @@ def gpus(value, devices: set[str]) -> list[dict]:
         if nics is None:
             nics = {}
         elif type(nics) is not dict or len(nics) > MAX_DEVICES:
-            raise _fail(f"{where}.nics", f"an object of at most {MAX_DEVICES} devices", nics)
+            raise mismatch(f"{where}.nics", f"an object of at most {MAX_DEVICES} devices", nics)
         for name, relation in nics.items():
             if name not in devices:
-                raise SnapshotRejected(f"{where}.nics names {_show(name)}, which is not a device of this snapshot")
+                raise SnapshotRejected(f"{where}.nics names {shown(name)}, which is not a device of this snapshot")
             if type(relation) is not str or relation not in RELATIONS:
-                raise _fail(f"{where}.nics[{name!r}]", f"one of {', '.join(RELATIONS)}", relation)
+                raise mismatch(f"{where}.nics[{name!r}]", f"one of {', '.join(RELATIONS)}", relation)
         gpu["nics"] = dict(nics)
         out.append(gpu)
     if len({g["address"] for g in out}) != len(out):

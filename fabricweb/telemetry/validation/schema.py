@@ -54,7 +54,7 @@ def parse_worded(data, now: datetime) -> SnapshotIn:
     schema = data.get("schema")
     if type(schema) is not int or schema not in KNOWN_SCHEMAS:
         known = ", ".join(map(str, sorted(KNOWN_SCHEMAS)))
-        raise SnapshotRejected(f"unknown schema version {checks._show(schema)} (this server reads {known})", named)
+        raise SnapshotRejected(f"unknown schema version {checks.shown(schema)} (this server reads {known})", named)
     if named is None:
         checks.text(host, "host", NAME_MAX, optional=False)
         raise SnapshotRejected(f"host {host!r} is not a host name (letters, digits, '-', '_', '.')")
@@ -77,7 +77,7 @@ def parse_worded(data, now: datetime) -> SnapshotIn:
         src = {k: checks.text(source.get(k), f"source.{k}") for k in ("sysfs_root", "pyverbs")}
         gpus_same = data.get("gpus_same")
         if gpus_same is not None and gpus_same is not True:
-            raise checks._fail("gpus_same", "true or nothing", gpus_same)
+            raise checks.mismatch("gpus_same", "true or nothing", gpus_same)
         gpus = pcie.gpus(data.get("gpus"), seen) if tree and not gpus_same else None
     except SnapshotRejected as e:
         e.host = host
@@ -101,7 +101,7 @@ def _device(value, where: str, tree: bool) -> DeviceIn:
     where = f"device {name}"
     same = d.get("same")
     if same is not None and same is not True:
-        raise checks._fail(f"{where}.same", "true or nothing", same)
+        raise checks.mismatch(f"{where}.same", "true or nothing", same)
     if same:  # its attributes as last sent (the wire form): only its per-poll fields
         hw = checks.counters(d.get("hw_counters"), f"{where}.hw_counters")
         return DeviceIn(name, {"hw_counters": hw}, _ports(d, where), same=True)
@@ -123,7 +123,7 @@ def _device(value, where: str, tree: bool) -> DeviceIn:
     attrs["disagreements"] = checks.disagreements(d.get("disagreements"), f"{where}.disagreements")
     virtual_function = d.get("virtual_function")
     if virtual_function is not None and type(virtual_function) is not bool:
-        raise checks._fail(f"{where}.virtual_function", "true, false or null", virtual_function)
+        raise checks.mismatch(f"{where}.virtual_function", "true, false or null", virtual_function)
     physical_function = checks.text(d.get("physical_function"), f"{where}.physical_function")
     return DeviceIn(name, attrs, _ports(d, where), virtual_function, physical_function)
 
@@ -150,10 +150,10 @@ def _port(value, device: str, index: int) -> PortIn:
         gbps = checks.number(rate.get("gbps"), f"{where}.rate.gbps", 100_000, optional=False)
         lanes = rate.get("lanes")
         if lanes is not None and (type(lanes) is not int or lanes not in WIDTHS):
-            raise checks._fail(f"{where}.rate.lanes", f"null or one of {WIDTHS}", lanes)
+            raise checks.mismatch(f"{where}.rate.lanes", f"null or one of {WIDTHS}", lanes)
         speed = rate.get("speed")
         if speed is not None and (type(speed) is not str or speed not in SPEED_BY_NAME):
-            raise checks._fail(f"{where}.rate.speed", f"null or one of {', '.join(SPEED_BY_NAME)}", speed)
+            raise checks.mismatch(f"{where}.rate.speed", f"null or one of {', '.join(SPEED_BY_NAME)}", speed)
     counters = checks.counters(d.get("counters"), f"{where}.counters")
     counters_ext = checks.counters(d.get("counters_ext"), f"{where}.counters_ext")
     capped = checks.names(d.get("capped"), f"{where}.capped", checks.MAX_COUNTERS)
