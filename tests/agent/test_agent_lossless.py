@@ -1,5 +1,5 @@
-"""A RoCE port's lossless counters are read at every poll of the agent, though the rest of hw_counters/ is read
-every Nth poll and repeated between (fabricweb/agent/poll.py, issue 40)."""
+"""Covers fabricweb/agent/poll.py: a RoCE port's lossless counters are read at every poll of the agent, though the
+rest of hw_counters/ is read every Nth poll and repeated between (issue 40)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The ethtool statistics reader (collectors/ethtool.py): a recorded mlx5 `ethtool -S`, the SIOCETHTOOL requests'
-bytes as the kernel fills them in, its refusals, and this machine's kernel."""
+"""Covers collectors/ethtool.py: the ethtool statistics reader on a recorded mlx5 `ethtool -S`, the SIOCETHTOOL
+requests' bytes as the kernel fills them in, its refusals, and this machine's kernel."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A RoCE port's lossless counters in the snapshot (collectors/roce.py): read every poll, typed, each failure
-costing only its values with the reason in the snapshot's errors; and on the wire (collectors/wire.py)."""
+"""Covers collectors/roce.py, collectors/snapshot.py, collectors/text.py and collectors/sim/roce.py (the recording):
+a RoCE port's lossless counters in the snapshot, read every poll, typed, each failure costing only its values with
+the reason in the snapshot's errors; and on the wire (collectors/wire.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collectors import read_host, roce, to_dict
 from collectors.sim import Fabric
 from collectors.sysfs import SysfsReader
 from collectors.wire import decode, encode
+from tests.collectors.ethtool_support import FakeKernel
 
 RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "ethtool" / "mlx5-connectx6dx-roce.txt"
 
@@ -105,11 +107,9 @@ def test_the_lossless_counters_travel_in_the_wire_form_and_come_back_the_same(ro
 
 
 def test_through_the_kernel_a_port_without_device_net_finds_its_netdev_in_gid_attrs(roce_node, monkeypatch):
-    """The kernel path end to end, with the kernel's replies made by test_ethtool's FakeKernel: mlx5_0's
+    """The kernel path end to end, with the kernel's replies made by ethtool_support's FakeKernel: mlx5_0's
     interface is named by its GID table (ports/1/gid_attrs/ndevs/0, as on a bonded or SR-IOV port) once
     device/net is gone; mlx5_1 has neither, which is an error of its own."""
-
-    from test_ethtool import FakeKernel
 
     for device in ("mlx5_0", "mlx5_1"):
         shutil.rmtree(_recording(roce_node, device).parents[1])

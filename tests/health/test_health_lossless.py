@@ -1,5 +1,6 @@
-"""The lossless Ethernet rules (fabricweb/health/rules/lossless.py) on views: each threshold, the direction a pause
-points at, and what each says in an Ethernet engineer's words."""
+"""Covers fabricweb/health/rules/lossless.py, fabricweb/health/quiet.py and fabricweb/health/critical.py: the
+lossless Ethernet rules on views: each threshold, the direction a pause points at, and what each says in an
+Ethernet engineer's words."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""A simulated RoCE node's lossless Ethernet through real ingest, on both databases (issue 40): a pause storm and
+"""Covers fabricweb/health/rules/lossless.py, fabricweb/telemetry/storage/apply.py and collectors/sim/roce.py: a
+simulated RoCE node's lossless Ethernet through real ingest, on both databases (issue 40): a pause storm and
 a CNP storm each open exactly their own finding, in an Ethernet engineer's words; a clean RoCE node opens none."""
 
 from __future__ import annotations
 
-from health_db_fabric import SimFabric, open_events
-
 from fabricweb.health.models import Event
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Port
+from tests.health_db.health_db_fabric import SimFabric, open_events
 
 ROCE_PORT = "cn006/mlx5_0/1"
 LOSSLESS_KINDS = ("pfc_pause_received", "pfc_pause_sent", "pause_storm", "cnp_storm", "roce_packet_loss", "rx_discards")
