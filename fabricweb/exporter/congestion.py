@@ -46,8 +46,8 @@ class Congestion:
 
     def add(self, labels: dict[str, str], row: tuple, device_row: tuple) -> None:
         wait = row[WAIT]
-        if not wait or wait[0] is None:
-            return
+        if not wait or not wait[0]:
+            return  # unknown, or no count: no sample (FLOOR), and most ports' JSON is not read
         fields = orjson.loads(row[_HEALTH])
         if not fields[_HAS_LINK]:
             return
