@@ -1,1 +1,1 @@
-from alerts_support import alertmanager, http_receiver, smtp_server  # noqa: F401 - fixtures
+from tests.alerts.alerts_support import alertmanager, http_receiver, smtp_server  # noqa: F401 - fixtures

@@ -8,7 +8,6 @@ import json
 import time
 
 import pytest
-from alerts_support import Fabric, channel, env
 from django.test import Client
 from django.utils import timezone
 
@@ -18,6 +17,7 @@ from fabricweb.alerts.models import Channel, Delivery
 from fabricweb.alerts.routing import make_test_delivery, route
 from fabricweb.alerts.status import channel_problems
 from harness import wait_for
+from tests.alerts.alerts_support import Fabric, channel, env
 
 SCRIPT = "<script>alert(1)</script>"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from alerts_support import Fabric, channel, event, later
 from django.db import transaction
 from django.utils import timezone
 
@@ -15,6 +14,7 @@ from fabricweb.alerts.models import Delivery, Outbox, Thread
 from fabricweb.alerts.routing import route
 from fabricweb.health.models import Acknowledgement, Event, Silence
 from fabricweb.health.staleness import check_stale
+from tests.alerts.alerts_support import Fabric, channel, event, later
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ own secrets (issue 24: an email channel sent FABRIC_NODE_KEY_SECRET to its SMTP 
 from __future__ import annotations
 
 import pytest
-from alerts_support import channel, env
 from django.core.exceptions import ValidationError
 
 from fabricweb.alerts.channelfile import ChannelFileError, import_channels
@@ -13,6 +12,7 @@ from fabricweb.alerts.delivery import deliver_all
 from fabricweb.alerts.models import Channel, Delivery
 from fabricweb.alerts.routing import make_test_delivery
 from fabricweb.alerts.secrets import secret_env_problem
+from tests.alerts.alerts_support import channel, env
 
 NODE_SECRET = "node-signing-secret-" + "k" * 40
 OWN = [

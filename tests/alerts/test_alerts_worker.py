@@ -13,11 +13,11 @@ import time
 from collections import Counter
 
 import pytest
-from alerts_support import Fabric, channel
 from django.utils import timezone
 
 from fabricweb.alerts.models import Delivery
 from harness import wait_for
+from tests.alerts.alerts_support import Fabric, channel
 from tests.e2e.e2e_harness import SECRET, Process, clean_env, leased_redis_db
 
 needs_postgres = pytest.mark.skipif(

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from api_support import Api
 from django.contrib.auth import get_user_model
 
 from fabricweb.api.models import ApiToken
+from tests.api.api_support import Api
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ import io
 from datetime import timedelta
 
 import pytest
-from api_support import Api
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from fabricweb.api.models import ApiToken, hash_token
+from tests.api.api_support import Api
 
 NODES = "/api/v1/nodes"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from api_support import T0, SimFabric, event, port, snapshot, without_engine_events
 
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.api.api_support import T0, SimFabric, event, port, snapshot, without_engine_events
 
 H = timedelta(hours=1)
 

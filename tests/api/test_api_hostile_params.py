@@ -5,9 +5,10 @@ from __future__ import annotations
 import base64
 
 import pytest
-from api_support import store_fixture_node
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.api.api_support import store_fixture_node
 
 PORT = "/api/v1/ports/cn001/mlx4_0/1"
 ENDPOINTS = {

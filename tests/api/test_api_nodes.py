@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from api_support import (
+from django.utils import timezone
+
+from fabricweb.inventory import portfacts
+from fabricweb.inventory.models import Device
+from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.api.api_support import (
     NODE_EXPORTER,
     T0,
     event,
@@ -16,11 +21,6 @@ from api_support import (
     store_fixture_node,
     without_engine_events,
 )
-from django.utils import timezone
-
-from fabricweb.inventory import portfacts
-from fabricweb.inventory.models import Device
-from fabricweb.telemetry.ingest import ingest_snapshot
 
 
 def test_nodes_list_counts_ports_and_open_events_per_node(each_db, api):
@@ -85,7 +85,7 @@ def test_a_port_never_up_counts_as_not_connected_not_down(each_db, api):
 
 
 def test_node_detail_lists_devices_with_attributes_pcie_and_ports(each_db, api, tmp_path):
-    from api_support import SimFabric
+    from tests.api.api_support import SimFabric
 
     fab = SimFabric(tmp_path, 2)
     fab.poll()

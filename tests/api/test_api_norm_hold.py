@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from api_support import store_fixture_node
 from django.utils import timezone
 
 from fabricweb.health.actions import accept_norm
 from fabricweb.inventory.models import Node
+from tests.api.api_support import store_fixture_node
 
 
 def test_the_node_api_says_why_a_node_is_held_out_of_the_norm_and_who_accepted_it(each_db, api):

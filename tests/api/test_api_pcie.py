@@ -4,10 +4,10 @@ rows ingest stored (tests/pcie_nodes.py). Null is unknown, never an empty list."
 from __future__ import annotations
 
 import pytest
-from api_support import snapshot
 
 from fabricweb.inventory.models import Device, Node
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.api.api_support import snapshot
 from tests.pcie_nodes import GPU_ADDRESSES, GPU_NUMA, MLX5_0_HOPS, store_dgx
 from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS
 

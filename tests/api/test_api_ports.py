@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from api_support import (
+
+from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.api.api_support import (
     NODE_EXPORTER,
     T0,
     SimFabric,
@@ -16,8 +18,6 @@ from api_support import (
     store_fixture_node,
     without_engine_events,
 )
-
-from fabricweb.telemetry.ingest import ingest_snapshot
 
 
 def names(body: dict) -> list[str]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from api_support import T0, SimFabric, event
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fabricweb.inventory.models import Port
+from tests.api.api_support import T0, SimFabric, event
 
 PATHS = (
     "/api/v1/nodes",

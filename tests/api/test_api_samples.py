@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from api_support import T0, later, snapshot
 
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.api.api_support import T0, later, snapshot
 
 URL = "/api/v1/ports/cn001/mlx5_0/1/samples"
 SINCE = "2026-03-01T11:00:00Z"

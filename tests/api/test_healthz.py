@@ -7,13 +7,13 @@ import time
 from datetime import timedelta
 
 import pytest
-from api_support import later, snapshot
 from django.db import connections
 from django.utils import timezone
 
 from fabricweb.telemetry.ingest import ingest_snapshot
 from harness import free_port
 from tests import loopback
+from tests.api.api_support import later, snapshot
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from sysfs_fixtures import FIXTURES
 
 from harness import free_port, listens, wait_for
+from tests.collectors.sysfs_fixtures import FIXTURES
 
 NE_TREE = FIXTURES / "node-exporter" / "sys"
 

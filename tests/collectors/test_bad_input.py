@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from sysfs_fixtures import FIXTURES
 
 from collectors import read_host
 from collectors.link import Rate
+from tests.collectors.sysfs_fixtures import FIXTURES
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from sysfs_fixtures import NODE_EXPORTER, PROCFS
 
 from collectors import read_host, to_dict
 from collectors.link import Rate
 from collectors.model import Enum
+from tests.collectors.sysfs_fixtures import NODE_EXPORTER, PROCFS
 
 ACTIVE = Enum(4, "ACTIVE")
 LINK_UP = Enum(5, "LinkUp")

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
+from tests.collectors.sysfs_fixtures import FIXTURES, flat
 
 U64_MAX = (1 << 64) - 1
 PAGE = 4096  # the reader reads one page, the most a sysfs attribute holds

@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from sysfs_fixtures import FIXTURES, flat
 
 from collectors import read_host, to_dict
 from tests.collectors.node_exporter_support import (
@@ -33,6 +32,7 @@ from tests.collectors.node_exporter_support import (
     collector_success,
     ne_samples,
 )
+from tests.collectors.sysfs_fixtures import FIXTURES, flat
 
 GOLDEN = FIXTURES / "node-exporter" / "expected-node_exporter.prom"
 

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from sysfs_fixtures import NODE_EXPORTER, PROCFS
 
 from collectors import read_host, to_dict
 from collectors.__main__ import main as cli
 from collectors.text import render_text
+from tests.collectors.sysfs_fixtures import NODE_EXPORTER, PROCFS
 
 PF = "0000:41:00.0"
 VFS = ["0000:41:00.1", "0000:41:00.2", "0000:41:00.3", "0000:41:00.4"]

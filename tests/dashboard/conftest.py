@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from dashboard_support import Browser, create_roles, make_user
 from django.utils import timezone
 
 from tests.api.api_support import SimFabric
+from tests.dashboard.dashboard_support import Browser, create_roles, make_user
 
 
 @pytest.fixture(autouse=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dashboard_support import Browser
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
 from fabricweb.health.models import Acknowledgement, Event, LinkPolicy, Silence
+from tests.dashboard.dashboard_support import Browser
 
 
 def _open(kind: str) -> Event:
@@ -76,7 +76,7 @@ def test_a_viewer_sees_no_action_and_is_refused_every_action(viewer, faulty):
 
 
 def test_actions_need_a_post_with_a_csrf_token(each_db, faulty):
-    from dashboard_support import make_user
+    from tests.dashboard.dashboard_support import make_user
 
     strict = Browser(make_user("olga", "operator"), enforce_csrf_checks=True)
     event = _open("down")

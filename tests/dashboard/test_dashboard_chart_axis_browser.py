@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.utils import timezone
-from webserver_support import log_in, make_superuser, served_copy, watched_page
 
 from tests.api.api_support import SimFabric
+from tests.dashboard.webserver_support import log_in, make_superuser, served_copy, watched_page
 from tests.e2e.e2e_harness import chromium_browser
 
 pytestmark = pytest.mark.django_db(transaction=True)  # committed rows: the file copy must hold them

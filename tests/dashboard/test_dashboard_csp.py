@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from dashboard_support import Browser
 from django.contrib.auth import get_user_model
 
 from fabricweb.csp import POLICY
+from tests.dashboard.dashboard_support import Browser
 from tests.fabric.fabric_support import polled_worlds
 
 PAGES = [

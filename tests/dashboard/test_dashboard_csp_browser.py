@@ -10,10 +10,10 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from webserver_support import PASSWORD, make_superuser, served_copy
 
 from fabricweb.inventory.models import Port
 from tests.api.api_support import SimFabric
+from tests.dashboard.webserver_support import PASSWORD, make_superuser, served_copy
 from tests.e2e.e2e_harness import chromium_browser
 
 pytestmark = pytest.mark.django_db(transaction=True)  # committed rows: the file copy must hold them

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from dashboard_support import Browser
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
 from fabricweb.inventory.models import Node, Port
+from tests.dashboard.dashboard_support import Browser
 from tests.fabric.fabric_support import polled_worlds
 
 EVIL = '<script>alert(1)</script><img src=x onerror="alert(2)">'

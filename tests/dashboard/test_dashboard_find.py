@@ -9,13 +9,13 @@ import io
 from datetime import timedelta
 
 import pytest
-from dashboard_support import Browser
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node, Port
+from tests.dashboard.dashboard_support import Browser
 from tests.fabric.fabric_support import polled_worlds
 
 HOSTILE = '<img src=x onerror="alert(1)">'

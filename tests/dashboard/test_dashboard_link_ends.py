@@ -81,3 +81,21 @@ def test_it_says_every_switch_link_is_up_when_none_has_a_problem(viewer, world):
     world()
     html = viewer.text("/fabric/")
     assert "None: every switch-to-switch link is up." in html and ">12</b> healthy (up) links not listed" in html
+
+
+def test_it_marks_the_host_port_cabled_to_a_switch_port_with_symbol_errors(viewer, world):
+    w = world()
+    w.builder.add("leaf01", 4, "symbol_error", 40)  # counted on the switch's end of the cable
+    w.poll()
+    assert Event.objects.filter(kind="symbol_errors", resolved_at__isnull=True, node__name="leaf01").exists()
+    host = Port.objects.select_related("peer__device__node").get(device__node__name="leaf01", number=4).peer
+    node, device = host.device.node.name, host.device.name
+    href = f'href="/ports/{node}/{device}/{host.number}/"'
+    overview = viewer.get("/")
+    cell = rf'<a class="c erroring" {href} title="[^"]*symbol errors[^"]*">!</a>'
+    assert re.search(cell, str(overview.context["grid"]))
+    assert overview.context["counts"].erroring == 1
+    port_page = viewer.text(f"/ports/{node}/{device}/{host.number}/")
+    assert '<span class="c erroring">!</span>' in port_page
+    wall = viewer.text("/wall/")
+    assert f'<div class="tile erroring"><span class="tn">{node}</span>' in wall

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dashboard_support import Browser, make_user
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
 from fabricweb.inventory.models import Node
+from tests.dashboard.dashboard_support import Browser, make_user
 
 REASON = "reported 512 ports on 4 HCAs (MT4123), had 2 ports on 2 HCAs (MT4123)"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-from dashboard_support import Browser, make_user
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -15,6 +14,7 @@ from fabricweb.health import context
 from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.inventory.models import Node
 from tests.api.api_support import event, port
+from tests.dashboard.dashboard_support import Browser, make_user
 
 
 def grid(browser: Browser, query: dict | None = None, html: str | None = None) -> str:

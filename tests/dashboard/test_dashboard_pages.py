@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from dashboard_support import Browser
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -14,6 +13,7 @@ from django.utils.html import escape
 from fabricweb.api.serializers import pcie_link
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node
+from tests.dashboard.dashboard_support import Browser
 
 PAGES = ["/", "/nodes/cn001/", "/ports/cn001/mlx5_0/1/", "/ports/cn001/mlx5_0/1/series", "/events/", "/wall/"]
 

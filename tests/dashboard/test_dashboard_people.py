@@ -6,13 +6,13 @@ import re
 from io import StringIO
 
 import pytest
-from dashboard_support import Browser, make_user
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from django.test import Client
 
 from fabricweb.dashboard.models import WallLink
+from tests.dashboard.dashboard_support import Browser, make_user
 
 
 def test_the_roles_exist_with_their_rights(each_db):

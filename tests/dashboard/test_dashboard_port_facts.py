@@ -10,7 +10,6 @@ import re
 from datetime import timedelta
 
 import pytest
-from dashboard_support import Browser, make_user
 from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
@@ -24,6 +23,7 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.ingest import ingest_snapshot
 from tests.api.api_support import Api, event, expect
+from tests.dashboard.dashboard_support import Browser, make_user
 from tests.fixture_trees import NODE_EXPORTER, T0, later, snapshot
 
 DOWN_POLLING = {"state": {"id": 1, "name": "DOWN"}, "phys_state": {"id": 2, "name": "Polling"}}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 
-from dashboard_support import Browser
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
 from fabricweb.api.errors import permission_denied
 from fabricweb.dashboard.models import WallLink
+from tests.dashboard.dashboard_support import Browser
 
 
 def wall_link(operator: Browser) -> str:

@@ -14,10 +14,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.utils import timezone
-from webserver_support import log_in, make_superuser, served_copy, server_password, watched_page
 
 from fabricweb.dashboard.models import WallLink
 from tests.api.api_support import SimFabric
+from tests.dashboard.webserver_support import log_in, make_superuser, served_copy, server_password, watched_page
 from tests.e2e.e2e_harness import chromium_browser
 
 # So that pytest-django sets up the test database, which the module's server copies (its tests touch none).

@@ -13,7 +13,8 @@ import urllib.parse
 import urllib.request
 
 import pytest
-from webserver_support import PASSWORD, make_superuser, served_copy
+
+from tests.dashboard.webserver_support import PASSWORD, make_superuser, served_copy
 
 pytestmark = pytest.mark.django_db(transaction=True)  # committed rows: the file copy must hold them
 LOGINS = 6

@@ -11,11 +11,11 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
-from webserver_support import log_in, make_superuser, served_copy, watched_page
 
 from fabricweb.dashboard import newness
 from fabricweb.inventory.models import Port
 from tests.api.api_support import SimFabric, event
+from tests.dashboard.webserver_support import log_in, make_superuser, served_copy, watched_page
 from tests.e2e.e2e_harness import chromium_browser
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from dashboard_support import Browser, make_user
 from django.utils import timezone
 
 from fabricweb.alerts.payload import event_item
@@ -24,6 +23,7 @@ from fabricweb.dashboard.grafana import DASHBOARD_UID, PORT_PANEL, port_panel_ur
 from fabricweb.health.critical import critical_reason
 from fabricweb.health.models import Event, LinkPolicy
 from tests.api.api_support import Api, SimFabric
+from tests.dashboard.dashboard_support import Browser, make_user
 
 ROCE = "/ports/cn006/mlx5_0/1/"
 ROCE_TRAINED = "100GbE trained at 40GbE"

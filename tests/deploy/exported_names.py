@@ -7,7 +7,6 @@ switch unreachable), and the recording rules' names with the labels of what they
 from __future__ import annotations
 
 import re
-import sys
 import tempfile
 from pathlib import Path
 
@@ -22,15 +21,13 @@ NAME = re.compile(r"\b([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^}]*\})?")
 def exported() -> dict[str, set[str]]:
     """sample name -> its label names, from a simulated fabric with switches (needs the database): the
     default scrape's, what the shipped rules and dashboard may read (the other sets are opt-in)."""
-    if str(TESTS / "fabric") not in sys.path:
-        sys.path.insert(0, str(TESTS / "fabric"))
-    from fabric_support import FabricWorld
     from prometheus_client.exposition import choose_encoder
 
     from fabricweb.exporter.brokerseries import broker_memory
     from fabricweb.exporter.collector import FabricCollector
     from fabricweb.exporter.encoder import encode_chunks
     from fabricweb.exporter.selection import Selection
+    from tests.fabric.fabric_support import FabricWorld
 
     with tempfile.TemporaryDirectory(prefix="exported-") as out:
         world = FabricWorld(

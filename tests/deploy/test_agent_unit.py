@@ -7,9 +7,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from systemd_support import verify
-
 from fabricweb.agent.config import AgentConfig
+from tests.deploy.systemd_support import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy" / "systemd"

@@ -6,9 +6,8 @@ import configparser
 import re
 from pathlib import Path
 
-from systemd_support import verify
-
 from fabricweb.fabricagent.config import FabricAgentConfig
+from tests.deploy.systemd_support import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "fabricweb-fabric.service"

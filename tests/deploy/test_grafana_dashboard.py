@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from exported_names import exported, grouping_labels, recorded, selectors
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard
+
+from tests.deploy.exported_names import exported, grouping_labels, recorded, selectors
 
 GRAFANA = Path(__file__).resolve().parents[2] / "deploy" / "grafana"
 JSON = GRAFANA / "dashboards" / "fabricweb.json"

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 from django.conf import settings
-from exported_names import exported, grouping_labels, recorded, selectors
 
 from fabricweb.exporter import prometheus_rules as builder
 from fabricweb.health.rules import COUNTER_RULES
 from fabricweb.thresholds import DEFAULT, Thresholds
+from tests.deploy.exported_names import exported, grouping_labels, recorded, selectors
 
 PROMETHEUS = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = sorted((PROMETHEUS / "rules").glob("*.yml"))

@@ -11,7 +11,8 @@ Every wait has a deadline, and teardown stops every process (SIGKILL as a last r
 from __future__ import annotations
 
 import pytest
-from e2e_harness import NODES, RunningFabric, database_alias, fresh_database, leased_redis_db
+
+from tests.e2e.e2e_harness import NODES, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

@@ -11,9 +11,9 @@ import urllib.request
 from pathlib import Path
 
 import yaml
-from e2e_harness import REPO, Process, clean_env
 
 from harness import free_port, wait_for
+from tests.e2e.e2e_harness import REPO, Process, clean_env
 
 RULES = REPO / "deploy" / "prometheus" / "rules"
 DASHBOARD = REPO / "deploy" / "grafana" / "dashboards" / "fabricweb.json"

@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import pytest
-from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 from fabricweb.alerts.models import Channel
 from fabricweb.inventory.models import Node
 from tests.alerts import alerts_support
 from tests.alerts.alerts_support import Alertmanager, HttpReceiver
+from tests.e2e.e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 NODES = 3
 BASE = "https://fabric.example.org"

@@ -11,7 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_harness import (
+
+from fabricweb.health.models import Event
+from harness import free_port
+from tests.e2e.e2e_harness import (
     REPO,
     RunningFabric,
     chromium_browser,
@@ -20,9 +23,6 @@ from e2e_harness import (
     fresh_database,
     leased_redis_db,
 )
-
-from fabricweb.health.models import Event
-from harness import free_port
 
 EVIL = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 WAIT_MS = 30_000

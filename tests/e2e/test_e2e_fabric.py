@@ -19,7 +19,6 @@ from datetime import datetime, timedelta
 import pytest
 from celery import Celery
 from django.utils import timezone
-from e2e_harness import INTERVAL, NODE_KEY_SECRET, NODES, STARTUP_S
 from e2e_probe import PROBE
 
 from collectors import read_host, to_dict
@@ -29,6 +28,7 @@ from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
 from fabricweb.telemetry.history.samples import between, of_port
+from tests.e2e.e2e_harness import INTERVAL, NODE_KEY_SECRET, NODES, STARTUP_S
 
 SIM_NODES = [f"cn{i:03d}" for i in range(1, NODES + 1)]
 NEWCOMER = "cn901"

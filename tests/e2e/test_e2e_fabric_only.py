@@ -9,11 +9,11 @@ where both ends support QDR: its degraded link's event names both ends.
 from __future__ import annotations
 
 import pytest
-from e2e_harness import STARTUP_S, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 from fabricweb.fabric.models import Sweep
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
+from tests.e2e.e2e_harness import STARTUP_S, RunningFabric, database_alias, fresh_database, leased_redis_db
 from tests.ibsim_support import needs_ibsim
 
 pytestmark = needs_ibsim

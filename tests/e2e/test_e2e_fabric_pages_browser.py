@@ -15,7 +15,9 @@ import subprocess
 import sys
 
 import pytest
-from e2e_harness import (
+
+from harness import free_port
+from tests.e2e.e2e_harness import (
     REPO,
     RunningFabric,
     chromium_browser,
@@ -24,8 +26,6 @@ from e2e_harness import (
     fresh_database,
     leased_redis_db,
 )
-
-from harness import free_port
 
 # What a switch may say of itself, within NodeDescription's 64 bytes; its name still comes from `leaf02`.
 EVIL_DESC = "MF0;leaf02:<svg onload=__pwned=1><script>__pwned=2</script>"

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 from django.db import connections
 from django.db.models import Min
 from django.utils import timezone
-from e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history.samples import between
 from harness import free_port, start_redis
+from tests.e2e.e2e_harness import INTERVAL, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 NODES = 3
 OUTAGE_S = 12.0  # ends before the consumer's retry at 1 + 2 + 4 + 8 s: it catches up at that retry

@@ -16,7 +16,12 @@ import sys
 import time
 
 import pytest
-from e2e_harness import (
+
+from fabricweb.fabric.models import Link
+from fabricweb.health.models import Event
+from fabricweb.jobs.models import Job
+from harness import free_port
+from tests.e2e.e2e_harness import (
     INTERVAL,
     REPO,
     STARTUP_S,
@@ -27,11 +32,6 @@ from e2e_harness import (
     fresh_database,
     leased_redis_db,
 )
-
-from fabricweb.fabric.models import Link
-from fabricweb.health.models import Event
-from fabricweb.jobs.models import Job
-from harness import free_port
 from tests.ibsim_support import needs_ibsim
 from tests.slurm_support import needs_slurm
 

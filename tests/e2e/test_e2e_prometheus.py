@@ -15,11 +15,9 @@ import subprocess
 import sys
 import time
 
-from e2e_harness import STARTUP_S, RunningFabric, fresh_database, leased_redis_db
-from prometheus_support import Prometheus, free_port
-
 from collectors.sim import Fabric
-from tests.e2e.prometheus_support import panel_queries, variable_queries, with_variables
+from tests.e2e.e2e_harness import STARTUP_S, RunningFabric, fresh_database, leased_redis_db
+from tests.e2e.prometheus_support import Prometheus, free_port, panel_queries, variable_queries, with_variables
 
 NODES = 7
 # The simulator's layout for 7 nodes (checked below): ConnectX-6 cn001, cn003, cn005, cn007; RoCE cn002;

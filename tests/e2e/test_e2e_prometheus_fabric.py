@@ -14,10 +14,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from e2e_harness import STARTUP_S, RunningFabric, fresh_database, leased_redis_db
-from prometheus_support import Prometheus, free_port
-
-from tests.e2e.prometheus_support import SWITCH_ROW, panel_queries, variable_queries, with_variables
+from tests.e2e.e2e_harness import STARTUP_S, RunningFabric, fresh_database, leased_redis_db
+from tests.e2e.prometheus_support import (
+    SWITCH_ROW,
+    Prometheus,
+    free_port,
+    panel_queries,
+    variable_queries,
+    with_variables,
+)
 from tests.ibsim_support import needs_ibsim
 
 pytestmark = needs_ibsim

@@ -9,11 +9,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from e2e_harness import RunningFabric, database_alias, fresh_database
-
 from collectors.sim import Fabric
 from fabricweb.telemetry.history.samples import between
 from harness import free_port
+from tests.e2e.e2e_harness import RunningFabric, database_alias, fresh_database
 from tests.slurm_support import needs_slurm
 
 

@@ -19,11 +19,11 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from e2e_harness import INTERVAL, STARTUP_S, RunningFabric, database_alias, fresh_database, leased_redis_db
 
 from collectors.fabric import netfile
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
+from tests.e2e.e2e_harness import INTERVAL, STARTUP_S, RunningFabric, database_alias, fresh_database, leased_redis_db
 from tests.ibsim_support import needs_ibsim
 
 pytestmark = needs_ibsim

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from django.test import Client
 from django.utils import timezone
-from fabric_support import FabricWorld
-from health_db_fabric import STEP, SimFabric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,6 +20,8 @@ from fabricweb.exporter.series import Families
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.fabric.fabric_support import FabricWorld
+from tests.health_db.health_db_fabric import STEP, SimFabric
 
 # Every fault kind of the simulator, each on a port (or node, device) of its own.
 EVERY_FAULT = (

@@ -9,11 +9,11 @@ counts per lane); share = lost bytes / (link bytes/s x seconds). 4X QDR is 40 Gb
 from __future__ import annotations
 
 import pytest
-from exporter_support import LiveWorld, by_name, port, scrape, switch_port
 
 from fabricweb.health import context
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
+from tests.exporter.exporter_support import LiveWorld, by_name, port, scrape, switch_port
 
 QUANTUM, SWITCH_IB_2 = 0xD2F0, 0xCF08
 # (switch, port, lanes, counts per 10 s poll, share): leaf01 is a Quantum (8 bytes of port time a count),

@@ -9,7 +9,6 @@ import math
 
 import pytest
 from django.utils import timezone
-from exporter_support import EVERY_FAULT, LiveSim
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.exposition import choose_encoder
@@ -20,7 +19,15 @@ from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.series import COUNTER, GAUGE, Families
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, NodeReadings, Port
-from tests.exporter.exporter_support import ACCEPTS, Registry, assert_same_bytes, assert_scrapes_match, ingest_tree
+from tests.exporter.exporter_support import (
+    ACCEPTS,
+    EVERY_FAULT,
+    LiveSim,
+    Registry,
+    assert_same_bytes,
+    assert_scrapes_match,
+    ingest_tree,
+)
 from tests.fixture_trees import NODE_EXPORTER, PROCFS
 
 HOSTILE = (

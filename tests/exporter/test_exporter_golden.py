@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from health_db_fabric import SimFabric
 from prometheus_client.exposition import generate_latest
 
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.selection import Selection
+from tests.health_db.health_db_fabric import SimFabric
 
 GOLDEN = Path(__file__).parent / "golden" / "small-fabric.prom"
 # The one line that varies between runs: how long this scrape took.

@@ -6,7 +6,6 @@ the memos stay bounded; and the fast rendering of counts is floatToGoString's.""
 from __future__ import annotations
 
 import pytest
-from exporter_support import by_name, port, scrape
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client.utils import floatToGoString
@@ -14,7 +13,7 @@ from prometheus_client.utils import floatToGoString
 from fabricweb.exporter import encoder, grouped, hostports
 from fabricweb.exporter.selection import Selection
 from fabricweb.inventory.models import Device, Node, Port
-from tests.exporter.exporter_support import assert_scrapes_match, small_fabric
+from tests.exporter.exporter_support import assert_scrapes_match, by_name, port, scrape, small_fabric
 
 
 def test_a_port_whose_link_changes_between_scrapes_shows_the_new_values(client, each_db):

@@ -10,9 +10,9 @@ import subprocess
 import pytest
 from django.test import override_settings
 from django.utils import timezone
-from exporter_support import EVERY_FAULT, LiveSim, by_name, port, samples, scrape
 
 from fabricweb.health.staleness import check_stale
+from tests.exporter.exporter_support import EVERY_FAULT, LiveSim, by_name, port, samples, scrape
 
 COUNTER_NAMES = ("infiniband_port_data_received_bytes_total", "infiniband_symbol_error_total")
 

@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from exporter_support import samples, scrape
 
 from collectors.facts import LINK_UP, is_up
 from collectors.sim import Fabric
@@ -25,7 +24,7 @@ from tests.collectors.node_exporter_support import (
     collector_success,
     ne_samples,
 )
-from tests.exporter.exporter_support import ingest_tree
+from tests.exporter.exporter_support import ingest_tree, samples, scrape
 
 Key = tuple[str, str, str]  # node_exporter's metric name, device, port
 # All-ones for each PMA counter width, and its bytes for the data counters (kept in octets / 4).

@@ -14,11 +14,11 @@ import os
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from exporter_support import LiveWorld, by_name, port, scrape
 
 from fabricweb.exporter import nodeblocks, tables
 from fabricweb.exporter.selection import Selection
 from fabricweb.inventory.models import Device, Node, Port
+from tests.exporter.exporter_support import LiveWorld, by_name, port, scrape
 
 pytestmark = [
     pytest.mark.skipif(

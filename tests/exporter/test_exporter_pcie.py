@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
-from exporter_support import by_name, samples, scrape
 
 from collectors.pcie import usable_gbps
 from fabricweb.inventory.models import Device, Node
+from tests.exporter.exporter_support import by_name, samples, scrape
 
 GEN4 = 16.0
 

@@ -11,11 +11,9 @@ count over the switch ports, against the same budget.
 
 from __future__ import annotations
 
-from exporter_support import LiveWorld, samples, scrape
-
 from fabricweb.exporter.selection import SERIES_PER_PORT_BUDGET
 from tests.collectors.node_exporter_support import NE_TREE, PROCFS_TREE
-from tests.exporter.exporter_support import ingest_tree
+from tests.exporter.exporter_support import LiveWorld, ingest_tree, samples, scrape
 
 SELF = ("fabricweb_exporter_", "fabricweb_broker_")  # the deployment's own series (the exporter's, the broker's)
 OPT_IN = {

@@ -4,12 +4,11 @@ only the series of its shards at start-up, answers their scrapes, and refuses ev
 from __future__ import annotations
 
 import pytest
-from exporter_support import by_name, scrape
 
 from fabricweb.exporter import encoder, hostports
 from fabricweb.exporter.selection import SelectionError, served_shards, shard_of
 from fabricweb.exporter.views import warm_up
-from tests.exporter.exporter_support import small_fabric
+from tests.exporter.exporter_support import by_name, scrape, small_fabric
 
 NODES = [f"cn{i:03d}" for i in range(8)]  # small_fabric(8)'s, two ports each
 

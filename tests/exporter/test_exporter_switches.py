@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 from django.utils import timezone
-from exporter_support import LiveWorld, by_name, port, samples, scrape, switch_port
 
 from collectors.fabric.pma import COUNTER_NAMES
 from fabricweb.exporter.collector import FabricCollector
@@ -18,7 +17,7 @@ from fabricweb.exporter.selection import Selection
 from fabricweb.fabric.models import FabricNode
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.storage.deltas import all_ones
-from tests.exporter.exporter_support import assert_same_bytes
+from tests.exporter.exporter_support import LiveWorld, assert_same_bytes, by_name, port, samples, scrape, switch_port
 
 SWITCHES = ("leaf01", "leaf02", "spine01")
 PORTS = 12  # per switch

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import logging
 
-from exporter_support import by_name
-
 from fabricweb.exporter import encoder, hostports
 from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.views import PROMETHEUS_ACCEPT, warm_up
-from tests.exporter.exporter_support import assert_scrapes_match, small_fabric
+from tests.exporter.exporter_support import assert_scrapes_match, by_name, small_fabric
 
 
 def test_a_warmed_worker_serves_its_first_health_scrape_from_the_rows_it_kept(client, each_db, monkeypatch):

@@ -12,13 +12,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from fabric_support import FabricWorld
 
 from fabricweb.api.healthz import check_refused
 from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.fabric.models import Sweep
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
+from tests.fabric.fabric_support import FabricWorld
 
 
 @pytest.fixture

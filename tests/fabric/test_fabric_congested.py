@@ -5,10 +5,10 @@ congested port is the root and which are its victims (issue 40)."""
 from __future__ import annotations
 
 import pytest
-from fabric_support import FabricWorld
 
 from fabricweb.fabric import congested
 from fabricweb.fabric.paths import LinkRow, RouteGraph
+from tests.fabric.fabric_support import FabricWorld
 
 QUANTUM, SWITCH_IB_2 = 0xD2F0, 0xCF08
 

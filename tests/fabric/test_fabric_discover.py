@@ -6,10 +6,9 @@ ibsim answers every query well; these are the replies it cannot be made to send.
 
 from __future__ import annotations
 
-from libibmad import Buffer
-
 from collectors.fabric import mad
 from collectors.fabric.sweep import Sweeper, SweepSettings
+from tests.fabric.libibmad import Buffer
 
 CA_A, SWITCH, CA_B = 0x0C42A10300000010, 0xB8599F0300000100, 0x0C42A10300000020
 # guid -> (node type, ports, description, {port: (peer guid, peer port)})

@@ -6,10 +6,10 @@ naming both. The events resolve once the claims are one again."""
 from __future__ import annotations
 
 import pytest
-from fabric_support import FabricWorld
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Port
+from tests.fabric.fabric_support import FabricWorld
 
 VICTIM, THIEF = ("cn001", "mlx5_0", 1), ("cn003", "mlx5_0", 1)
 

@@ -8,11 +8,11 @@ is gone; a clean fabric opens none.
 from __future__ import annotations
 
 import pytest
-from fabric_support import FabricWorld
 
 from fabricweb.fabric.models import FabricNode, Link, Sweep, TopologyChange
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
+from tests.fabric.fabric_support import FabricWorld
 
 
 def alarms() -> dict[str, Event]:

@@ -7,9 +7,9 @@ laid out by libibmad's own field table (the one smpquery and iblinkinfo decode w
 from __future__ import annotations
 
 import pytest
-from libibmad import Buffer
 
 from collectors.fabric import mad
+from tests.fabric.libibmad import Buffer
 
 CAP_EXT_SPEEDS = 1 << 14
 

@@ -8,7 +8,6 @@ rdma-core 50: those three fields are placed by the bit offsets rdma-core's libib
 from __future__ import annotations
 
 import pytest
-from libibmad import Buffer
 
 from collectors.fabric import mad
 from collectors.fabric.portspeed import (
@@ -18,6 +17,7 @@ from collectors.fabric.portspeed import (
     link_speeds,
     speed_fields,
 )
+from tests.fabric.libibmad import Buffer
 
 EXT_SPEEDS, HAS_CAP_MASK2, EXT_SPEEDS_2 = 1 << 14, 1 << 15, 1 << 11
 EXT2_FIELDS = {"active": (449, 2), "supported": (451, 2), "enabled": (453, 3)}  # rdma-core libibmad/fields.c

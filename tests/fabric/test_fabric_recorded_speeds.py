@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from recorded import RecordedFabric
 
 from collectors.fabric import mad, netfile
 from collectors.fabric.model import FabricSweep
@@ -21,6 +20,7 @@ from collectors.fabric.snapshot import to_dict
 from collectors.fabric.text import could_be, render_text
 from collectors.link import SPEED_RANK, best_common
 from fabricweb.health.models import Event
+from tests.fabric.recorded import RecordedFabric
 from tests.ibsim_support import parse_iblinkinfo, short
 
 FABRICS = ("xdr", "fdr10")

@@ -9,11 +9,11 @@ import copy
 from datetime import UTC, datetime
 
 import pytest
-from fabric_support import SweepBuilder
 
 from collectors.fabric import netfile
 from fabricweb.fabric import schema
 from fabricweb.fabric.schema import SnapshotRejected, parse_fabric
+from tests.fabric.fabric_support import SweepBuilder
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 NET = """

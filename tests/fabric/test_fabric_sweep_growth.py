@@ -13,14 +13,14 @@ import time
 from datetime import timedelta
 
 import pytest
-from fabric_support import FabricWorld
-from growth_support import with_new_switches
 
 from fabricweb.api.healthz import check_held
 from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.fabric.models import FabricNode, Sweep
 from fabricweb.health.actions import accept_norm
 from fabricweb.inventory.models import Node, Port
+from tests.fabric.fabric_support import FabricWorld
+from tests.fabric.growth_support import with_new_switches
 
 HELD_WITHIN_S = 2.0  # on the project's 2-core machine; the same sweep applied took ~9 s before
 

@@ -10,10 +10,10 @@ warning naming both; a switch describing itself as a host already known gets its
 from __future__ import annotations
 
 import pytest
-from fabric_support import FabricWorld
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
+from tests.fabric.fabric_support import FabricWorld
 
 
 @pytest.fixture

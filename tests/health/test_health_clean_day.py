@@ -5,11 +5,10 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from health_factory import NOW, ZERO, port_view
-
 from fabricweb.health.findings import Severity
 from fabricweb.health.lifecycle import Op, OpenEvent, step
 from fabricweb.health.rules import judge_port
+from tests.health.health_factory import NOW, ZERO, port_view
 
 POLLS = 8640  # a day at 10 s
 # 32-bit data counters of an old PMA stop at all-ones within seconds at 100 Gb/s.

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from health_factory import EDR, HDR, NOW, history, kinds, messages, port_view
 
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
 from fabricweb.health.view import PortView
 from fabricweb.thresholds import Thresholds
+from tests.health.health_factory import EDR, HDR, NOW, history, kinds, messages, port_view
 
 
 def only(judgement, kind):

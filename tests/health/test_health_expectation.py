@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from health_factory import EDR, HDR, QDR
 
 from collectors.link import Rate, make_rate
 from fabricweb.health.expectation import (
@@ -16,6 +15,7 @@ from fabricweb.health.expectation import (
     match_policy,
     remember_best,
 )
+from tests.health.health_factory import EDR, HDR, QDR
 
 
 def test_policy_beats_history_and_fabric():

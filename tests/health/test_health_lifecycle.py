@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from health_factory import NOW, port_view
-
 from fabricweb.health.findings import Finding, Kind, Severity
 from fabricweb.health.lifecycle import Op, OpenEvent, step
 from fabricweb.health.rules import judge_port
+from tests.health.health_factory import NOW, port_view
 
 KEY = "down:cn042/mlx5_0/1"
 DOWN = Finding(Kind.DOWN, Severity.CRITICAL, KEY, "cn042 mlx5_0/1: port down (DOWN, physical state Polling: ...)")

@@ -122,17 +122,29 @@ def test_nonsense_deltas_and_intervals_never_raise():
     assert judge_lossless(view(interval=0.0, tx_pause_storm_error_events=3), DEFAULT) == []
 
 
-def test_a_roce_port_whose_pause_or_cnps_move_is_not_quiet_and_an_infiniband_port_never_looks_them_up():
+def test_a_roce_port_pausing_a_little_stays_quiet_and_one_over_a_threshold_is_judged_in_full():
     from fabricweb.health import quiet
 
     calm = PortView("cn006", "mlx5_0", 1, ts=1000.0, interval_s=10.0, state_id=4, link_layer="Ethernet",
                     ever_up=True, deltas=dict(QUIET))  # fmt: skip
-    assert quiet.inputs(calm, DEFAULT) is not None
-    for counter in (roce.wire(roce.STORM_WARNING), roce.CNP_HANDLED, roce.wire(roce.pause_duration("rx", 3))):
-        moving = PortView(**{**{f: getattr(calm, f) for f in calm.__dataclass_fields__}, "deltas": {counter: 1}})
-        assert quiet.inputs(moving, DEFAULT) is None, counter
-    assert set(quiet.STILL_ROCE) - set(quiet.STILL) == {c for cs in KIND_COUNTERS.values() for c in cs}
+
+    def moved(**deltas) -> PortView:
+        return PortView(**{**{f: getattr(calm, f) for f in calm.__dataclass_fields__}, "deltas": deltas})
+
+    key = quiet.inputs(calm, DEFAULT)
+    assert key is not None
+    # Under every threshold (1% paused, a few CNPs): the same judgement, so the same key.
+    assert quiet.inputs(moved(**{**QUIET, roce.wire(roce.pause_duration("rx", 3)): 100_000, roce.CNP_SENT: 30}),
+                        DEFAULT) == key  # fmt: skip
+    for counter, over in ((roce.wire(roce.STORM_WARNING), 1), (roce.CNP_HANDLED, 200_000),
+                          (roce.wire(roce.pause_duration("tx", 3)), 5_000_000)):  # fmt: skip
+        assert quiet.inputs(moved(**{**QUIET, counter: over}), DEFAULT) is None, counter
+    # A lossless counter unknown at this poll holds its kind: another key, the same as judge_port's unknown.
+    held = moved(**{**QUIET, roce.CNP_SENT: None})
+    assert quiet.inputs(held, DEFAULT) not in (None, key)
+    assert "cnp_storm:cn006/mlx5_0/1" in judge_port(held).unknown
     assert not set(quiet.STILL) & {c for cs in KIND_COUNTERS.values() for c in cs}
+    assert set(quiet.STILL_ROCE) - set(quiet.STILL) == {c for cs in KIND_COUNTERS.values() for c in cs}
 
 
 def test_a_critical_pause_storm_says_why_it_is_critical():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from health_factory import EDR, HDR, kinds, messages, port_view
 
 from collectors import pcie
 from collectors.link import make_rate
@@ -12,6 +11,7 @@ from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_node, judge_port, judge_ports
 from fabricweb.health.view import PcieView
 from fabricweb.thresholds import Thresholds
+from tests.health.health_factory import EDR, HDR, kinds, messages, port_view
 
 NDR = make_rate("NDR", 4)
 

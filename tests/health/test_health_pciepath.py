@@ -4,7 +4,6 @@ and read back as the node agent sends them."""
 from __future__ import annotations
 
 import pytest
-from health_factory import EDR, HDR, port_view
 
 from collectors.link import make_rate
 from fabricweb.health.context import Policies
@@ -13,6 +12,7 @@ from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
 from fabricweb.health.rules.pciepath import gpu_view, hops_of, judge_host, known_numa, neighbours_of
 from fabricweb.health.view import CardView, HostView, PcieView
+from tests.health.health_factory import EDR, HDR, port_view
 from tests.pcie_dgx_h100 import dgx_h100
 from tests.pcie_layouts import GEN4, GEN5, hgx, misbuilt, snapshot, sockets
 from tests.pcie_trees import dgx_a100

@@ -5,13 +5,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from health_factory import EDR, HDR, QDR, kinds, messages, port_view
 
 from collectors.link import SPEED_RANK, SPEEDS, WIDTHS, make_rate
 from fabricweb.health.expectation import LinkPolicy, Majority
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
 from fabricweb.thresholds import Thresholds
+from tests.health.health_factory import EDR, HDR, QDR, kinds, messages, port_view
 
 ALL_LINKS = [make_rate(s.name, w) for s, w in itertools.product(SPEEDS, WIDTHS)]
 

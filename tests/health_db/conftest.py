@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from health_db_fabric import SimFabric
 
 from fabricweb.health import context
+from tests.health_db.health_db_fabric import SimFabric
 
 
 @pytest.fixture(autouse=True)

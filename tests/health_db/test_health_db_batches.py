@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from health_db_fabric import SimFabric
-
 from fabricweb.health import context
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
+from tests.health_db.health_db_fabric import SimFabric
 
 SCRIPT = {  # poll -> faults added (+) or removed (-)
     2: ("+cn001/mlx5_0/1:down", "+cn002/mlx4_0/2:vanish"),

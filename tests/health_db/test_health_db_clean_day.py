@@ -17,12 +17,12 @@ import gzip
 import json
 
 import pytest
-from health_db_fabric import SimFabric
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch
+from tests.health_db.health_db_fabric import SimFabric
 
 POLLS = 8640  # a day at 10 s
 BATCH = 30  # polls per ingest_batch: five minutes

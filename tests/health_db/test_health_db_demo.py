@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 import shlex
 
-from health_db_fabric import open_events
-
 from fabricweb.health import policyfile
 from fabricweb.inventory.models import Device, Node
 from tests.demo_support import ROOT, demo_layout, make_variable
 from tests.fabric.fabric_support import FabricWorld
+from tests.health_db.health_db_fabric import open_events
 
 START_ONLY = ("speed", "width", "miscable")  # built into fabric.net: ibsim cannot change them while it runs
 

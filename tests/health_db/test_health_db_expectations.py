@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from health_db_fabric import open_events
 
 from fabricweb.health.actions import BaselineError, accept_baseline
 from fabricweb.health.models import LinkPolicy
 from fabricweb.inventory.models import Device, Node, Port
+from tests.health_db.health_db_fabric import open_events
 
 
 def port(name: str) -> Port:
@@ -33,7 +33,7 @@ def test_every_port_stores_what_it_should_run_at_and_who_says_so(each_db, fabric
 
 
 def test_a_port_slow_from_its_first_poll_is_caught_by_the_fabric_majority(each_db, sim_dir):
-    from health_db_fabric import SimFabric
+    from tests.health_db.health_db_fabric import SimFabric
 
     # Nodes vote, not ports: nine nodes make six ConnectX-6 ones, four of them up before cn005 (fabric_min_ports).
     fabric = SimFabric(sim_dir, 9)
@@ -57,7 +57,7 @@ def test_a_port_slow_from_its_first_poll_is_caught_by_the_fabric_majority(each_d
 
 
 def test_at_bring_up_one_batch_of_the_whole_fabric_already_knows_the_majority(each_db, sim_dir):
-    from health_db_fabric import SimFabric
+    from tests.health_db.health_db_fabric import SimFabric
 
     fab = SimFabric(sim_dir, 6, faults=("cn003/mlx5_1/1:width=2X",))
     fab.poll(batch=True)

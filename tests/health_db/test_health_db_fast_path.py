@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from health_db_fabric import SimFabric
-
 from fabricweb.health import context, memo
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_batch
+from tests.health_db.health_db_fabric import SimFabric
 
 SCRIPT = {  # poll -> faults added (+) or removed (-)
     1: ("+cn005/mlx5_0/1:saturate",),  # 10% of its first 10 s lost: congested at once, then its 32-bit counter caps

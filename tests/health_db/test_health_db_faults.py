@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from health_db_fabric import SimFabric, open_events
 
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Port
+from tests.health_db.health_db_fabric import SimFabric, open_events
 
 RESOLVE_AFTER = 3  # FABRIC_RESOLVE_AFTER's default
 

@@ -7,13 +7,12 @@ import copy
 import time
 from datetime import timedelta
 
-from health_db_fabric import STEP, open_events
-
 from fabricweb.health.models import Event
 from fabricweb.health.retire import retire_vanished
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.ingest import ingest_batch
 from fabricweb.telemetry.results import REFUSED, STORED
+from tests.health_db.health_db_fabric import STEP, open_events
 
 ROGUE = "cn004"
 

@@ -7,13 +7,13 @@ import copy
 from collections.abc import Callable
 
 import pytest
-from health_db_fabric import SimFabric, open_events
 
 from collectors.link import make_rate
 from fabricweb.health import context
 from fabricweb.health.actions import NormHoldError, accept_norm
 from fabricweb.health.expectation import Majority
 from fabricweb.inventory.models import Node
+from tests.health_db.health_db_fabric import SimFabric, open_events
 
 HDR, NDR = make_rate("HDR", 4), make_rate("NDR", 4)
 ROGUE = "cn001"  # ConnectX-6 (MT4123), two ports at 4X HDR like its peers

@@ -10,12 +10,12 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from health_db_fabric import T0, SimFabric, open_events
 
 from fabricweb.health import context, engine
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.health_db.health_db_fabric import T0, SimFabric, open_events
 from tests.pcie_layouts import snapshot, sockets
 
 KINDS = ("pcie_path", "pcie_shared", "gpu_affinity", "pcie_numa")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from health_db_fabric import open_events
 
 from fabricweb.health.models import Event
 from fabricweb.health.staleness import check_stale
 from fabricweb.inventory.models import Node
+from tests.health_db.health_db_fabric import open_events
 
 BEAT_LAG = timedelta(seconds=1)  # beat runs the check a moment after the polls land
 

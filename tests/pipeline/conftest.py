@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import redis
-from pipeline_support import Broker
 
 from fabricweb.celery import app
 from fabricweb.health import context
 from fabricweb.telemetry.storage import rowcache
 from tests.e2e.e2e_harness import leased_redis_db
+from tests.pipeline.pipeline_support import Broker
 
 
 @pytest.fixture

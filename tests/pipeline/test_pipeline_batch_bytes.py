@@ -18,7 +18,6 @@ import time
 import pytest
 import redis
 from django.core.management import call_command
-from pipeline_support import needs_postgres, on_the_wire, padded_message
 
 from fabricweb.brokeracl import node_password
 from fabricweb.celery import SNAPSHOT_QUEUE, app
@@ -30,7 +29,7 @@ from fabricweb.telemetry.intake.redisread import BatchReader
 from tests.e2e.e2e_harness import REPO, SECRET, clean_env
 from tests.fixture_trees import snapshot
 from tests.loopback import redis_with_acl
-from tests.pipeline.pipeline_support import send
+from tests.pipeline.pipeline_support import needs_postgres, on_the_wire, padded_message, send
 
 NODE_SECRET = "site-secret-for-batch-bytes-" + "b" * 40
 CAP_SIZED = MAX_ENVELOPE_BYTES - 1  # the largest message a node's snapshot queue still reads

@@ -25,7 +25,6 @@ import psycopg
 import pytest
 import redis
 from django.db import IntegrityError, OperationalError, connections
-from pipeline_support import Broker, needs_postgres, on_the_wire
 
 from fabricweb.celery import SNAPSHOT_QUEUE, app
 from fabricweb.inventory.models import Node
@@ -41,7 +40,16 @@ from harness import RedisServer, free_port, start_redis
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import snapshot
 from tests.loopback import silent_server
-from tests.pipeline.pipeline_support import PORTS, consume, polls, postgres_only, stored
+from tests.pipeline.pipeline_support import (
+    PORTS,
+    Broker,
+    consume,
+    needs_postgres,
+    on_the_wire,
+    polls,
+    postgres_only,
+    stored,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from pipeline_support import on_the_wire
 
 from collectors.fabric import netfile
 from fabricweb import nodeauth
@@ -19,7 +18,7 @@ from fabricweb.inventory.models import Node
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from tests.fabric.fabric_support import SweepBuilder
 from tests.fixture_trees import snapshot
-from tests.pipeline.pipeline_support import consume
+from tests.pipeline.pipeline_support import consume, on_the_wire
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "site-secret-for-tests-" + "k" * 40

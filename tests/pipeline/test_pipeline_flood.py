@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 import pytest
 import redis
 from django.core.management import call_command
-from pipeline_support import needs_postgres, on_the_wire
 
 from fabricweb import nodeauth
 from fabricweb.brokeracl import node_password
@@ -34,6 +33,7 @@ from fabricweb.names import BROKER_FULL, INGEST_SNAPSHOT
 from tests.e2e.e2e_harness import REPO, SECRET, clean_env
 from tests.fixture_trees import snapshot
 from tests.loopback import redis_with_acl
+from tests.pipeline.pipeline_support import needs_postgres, on_the_wire
 
 NODE_SECRET = "site-secret-for-the-flood-" + "f" * 40
 MAXMEMORY = 48 * 1024 * 1024

@@ -6,12 +6,11 @@ import logging
 
 import pytest
 from django.core.management import call_command
-from pipeline_support import on_the_wire
 
 from fabricweb import nodeauth
 from fabricweb.telemetry.intake.messages import ONE
 from tests.fixture_trees import snapshot
-from tests.pipeline.pipeline_support import PORTS, consume, stored
+from tests.pipeline.pipeline_support import PORTS, consume, on_the_wire, stored
 
 # As the consumer's own tests: data committed for real, acks after commits.
 pytestmark = pytest.mark.django_db(transaction=True)

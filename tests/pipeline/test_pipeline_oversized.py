@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import redis
-from pipeline_support import needs_postgres, padded_message
 
 from fabricweb.cappedredis import Oversized, capped_parser
 from fabricweb.celery import INGEST_QUEUE, SNAPSHOT_QUEUE, app
@@ -27,6 +26,7 @@ from fabricweb.names import INGEST_SNAPSHOT, ROLLUP
 from fabricweb.telemetry.history import samples
 from tests.e2e.e2e_harness import REPO, SECRET, Process, clean_env
 from tests.fixture_trees import snapshot
+from tests.pipeline.pipeline_support import needs_postgres, padded_message
 
 HUGE = 143_000_000
 MAX_GROWTH_KIB = 100 * 1024

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import redis
-from pipeline_support import needs_postgres, on_the_wire
 
 from fabricweb.agent.config import AgentConfig
 from fabricweb.celery import app
@@ -27,7 +26,7 @@ from fabricweb.telemetry.intake.redisread import TAKERS_KEY, BatchReader, taken_
 from fabricweb.telemetry.intake.shards import CONSUMERS_KEY, ShardCountMismatch, ShardLeases, unacked_keys
 from tests.e2e.e2e_harness import SECRET, Process, clean_env
 from tests.fixture_trees import later, snapshot
-from tests.pipeline.pipeline_support import postgres_only, stored
+from tests.pipeline.pipeline_support import needs_postgres, on_the_wire, postgres_only, stored
 
 PORTS = 4
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from health_factory import EDR, HDR
 
 from collectors.link import make_rate
 from fabricweb.health.expectation import Majority, node_majority
 from fabricweb.telemetry.storage.normhold import jump
+from tests.health.health_factory import EDR, HDR
 
 NDR = make_rate("NDR", 4)
 

@@ -10,13 +10,13 @@ from unittest import mock
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from pcie_support import UPLINK, Dgx, device, hop
-from tests.telemetry.telemetry_support import T0, later
 
 from fabricweb.inventory.models import Device, Node
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.results import STORED
 from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS
+from tests.telemetry.pcie_support import UPLINK, Dgx, device, hop
+from tests.telemetry.telemetry_support import T0, later
 
 
 @pytest.fixture

@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pcie_support import UPLINK, Dgx, device, hop
 
 from fabricweb.telemetry.validation import pcie
 from fabricweb.telemetry.validation.quickparse import parse_common
 from fabricweb.telemetry.validation.schema import SnapshotRejected, parse_snapshot, parse_worded
 from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS
+from tests.telemetry.pcie_support import UPLINK, Dgx, device, hop
 from tests.telemetry.telemetry_support import JSONISH, _apply, _paths
 
 NOW = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
