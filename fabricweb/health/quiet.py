@@ -20,7 +20,7 @@ from __future__ import annotations
 from fabricweb.thresholds import Thresholds
 
 from .findings import Finding, Kind, port_key
-from .rules import ARMED, INIT, KIND_COUNTERS, ROCE_COUNTERS, Judgement, congestion, ethernet, expect_up
+from .rules import ARMED, INIT, KIND_COUNTERS, ROCE_COUNTERS, Judgement, congestion, ethernet, expect_up, lossless_quiet
 from .view import LINK_UP, PortView
 from .window import Windows, known_delta
 
@@ -28,7 +28,8 @@ WAIT = "port_xmit_wait"
 _PCIE_KINDS = (Kind.PCIE, Kind.PCIE_PATH)
 # Counters that must be still for a port to be quiet: every one a rule reads, but the wait.
 STILL: tuple[str, ...] = tuple(sorted({c for names in KIND_COUNTERS.values() for c in names} - {WAIT} - ROCE_COUNTERS))
-# On a RoCE port its lossless counters too (rules/lossless.py): not looked up on the InfiniBand ports, which have none.
+# With a RoCE port's lossless counters (rules/lossless.py): what the fast path compares (memo.raw_inputs). quiet.inputs
+# asks the lossless rules instead, which judge one poll's deltas: a RoCE port pausing a little is quiet.
 STILL_ROCE: tuple[str, ...] = STILL + tuple(sorted(ROCE_COUNTERS))
 
 
@@ -38,9 +39,13 @@ def inputs(view: PortView, t: Thresholds) -> tuple | None:
         return None
     if not view.is_active and not _unused(view):
         return None
+    roce = view.link_layer != "InfiniBand" and ethernet(view)  # (the common case told at once)
+    lossless = lossless_quiet(view, t) if roce else frozenset()
+    if lossless is None:
+        return None  # a lossless finding at this poll: judged in full
     deltas = view.deltas
     unknown = []
-    for c in STILL if view.link_layer == "InfiniBand" or not ethernet(view) else STILL_ROCE:
+    for c in STILL:
         value = deltas.get(c)
         if value is None:
             unknown.append(c)
@@ -77,6 +82,7 @@ def inputs(view: PortView, t: Thresholds) -> tuple | None:
         view.link_owner,
         tuple(unknown),
         known_delta(deltas.get(WAIT)) is None,
+        lossless,
     )
 
 

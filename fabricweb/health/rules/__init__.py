@@ -39,8 +39,10 @@ from .port import judge_port, judge_ports
 
 # The counters each port kind is judged on, every rule module's: those that must be still for a port to be quiet.
 KIND_COUNTERS = {**counters.KIND_COUNTERS, **lossless.KIND_COUNTERS}
-# Of them, a RoCE port's lossless counters: an InfiniBand port has none (quiet.py checks them on RoCE ports only).
+# Of them, a RoCE port's lossless counters: an InfiniBand port has none; on a RoCE port quiet.py asks the lossless
+# rules themselves (lossless_quiet), since they judge one poll's deltas and a busy RoCE port's move at every poll.
 ROCE_COUNTERS = frozenset(c for names in lossless.KIND_COUNTERS.values() for c in names)
+lossless_quiet = lossless.quiet_key
 
 __all__ = [
     "ARMED",
@@ -69,5 +71,6 @@ __all__ = [
     "judge_pcie",
     "judge_port",
     "judge_ports",
+    "lossless_quiet",
     "path_key",
 ]

@@ -87,6 +87,15 @@ def unknown_keys(view: PortView) -> set[str]:
     }
 
 
+def quiet_key(view: PortView, t: Thresholds) -> frozenset[str] | None:
+    """For the quiet-port path (health/quiet.py): None when a lossless rule finds something at this poll, else the
+    kinds it cannot judge. The rules read this poll's deltas alone, so two polls with the same key judge alike,
+    however the counters moved below their thresholds: a RoCE port that pauses a little stays quiet."""
+    if judge_lossless(view, t):
+        return None
+    return frozenset(unknown_keys(view))
+
+
 def _n(d, name: str) -> int:
     return known_delta(d.get(name)) or 0
 
