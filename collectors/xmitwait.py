@@ -72,6 +72,7 @@ XMIT_WAIT_UNITS: dict[int, XmitWaitUnit] = {
 DEFAULT_BYTES_PER_COUNT = 8
 
 
+@lru_cache(maxsize=1024)  # asked per port and poll (the rule, /metrics): the assumed one is built once per id
 def xmit_wait_unit(device_id: int | None) -> XmitWaitUnit:
     unit = XMIT_WAIT_UNITS.get(device_id) if device_id is not None else None
     if unit is not None:
@@ -120,6 +121,13 @@ _SWITCH_BOARD = re.compile(r"vendor 0x[0-9a-f]{6} device 0x([0-9a-f]{4})", re.AS
 # mlx4 and mlx5 print hca_type as `MT` and the PCI device id in decimal (mlx5 main.c hca_type_show:
 # "MT%d", pdev->device): MT4123 is 0x101b, a ConnectX-6, and NodeInfo.DeviceID is the same number.
 _HCA_TYPE = re.compile(r"MT(\d{1,5})", re.ASCII)
+MELLANOX = 0x02C9  # NodeInfo.VendorID of Mellanox (NVIDIA) adapters
+
+
+def hca_type(vendor_id: int | None, device_id: int | None) -> str | None:
+    """A swept channel adapter's hca_type as mlx4/mlx5 would print it on its host (`MT4123`), read back by
+    `device_id`; None for another vendor's, whose driver prints something else or nothing."""
+    return f"MT{device_id}" if vendor_id == MELLANOX and device_id is not None else None
 
 
 @lru_cache(maxsize=4096)  # asked per port at every poll; a fabric has a few kinds of device

@@ -14,9 +14,12 @@ set does not read.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import orjson
 
 from collectors import xmitwait
+from collectors.link import Rate
 from fabricweb.health import context
 
 from . import tables
@@ -48,13 +51,18 @@ class Congestion:
         wait = row[WAIT]
         if not wait or not wait[0]:
             return  # unknown, or no count: no sample (FLOOR), and most ports' JSON is not read
-        fields = orjson.loads(row[_HEALTH])
-        if not fields[_HAS_LINK]:
-            return
-        device = xmitwait.device_id(device_row[HCA_TYPE], device_row[BOARD_ID])
-        share = xmitwait.congestion_ratio(wait[0], device, context.rate(fields[_SPEED], fields[_LANES]), wait[1])
+        device, rate = _link_of(row[_HEALTH], device_row[HCA_TYPE], device_row[BOARD_ID])
+        share = xmitwait.congestion_ratio(wait[0], device, rate, wait[1])
         if share is None or share < FLOOR:
             return
         if self.family is None:
             self.family = self.out.family(self.name, self.help)
         self.family.add(labels, share + 0.0)
+
+
+@lru_cache(maxsize=1 << 17)  # a port's health text changes a few times a day: ~2 µs a port where it is read afresh
+def _link_of(health: str, hca_type: str | None, board_id: str | None) -> tuple[int | None, Rate | None]:
+    """The device id and link a port's congestion is worked out on, from its health row (None: no link)."""
+    fields = orjson.loads(health)
+    rate = context.rate(fields[_SPEED], fields[_LANES]) if fields[_HAS_LINK] else None
+    return xmitwait.device_id(hca_type, board_id), rate
