@@ -1,7 +1,9 @@
-"""The counters of every switch port, from each switch's performance management agent (PMA).
+"""The counters of every switch port, from each switch's performance management agent (PMA), and of the
+ports of the channel adapters central names (those no host agent reads: docs/fabric.md, "Channel adapters
+without an agent").
 
-Two queries per port, routed by the switch's LID (so a subnet manager must have assigned
-LIDs): PortCounters (the error counters, PortXmitWait, 32-bit data) and PortCountersExtended
+Two queries per port, routed by the switch's LID, or a channel adapter port's own LID (so a subnet manager
+must have assigned LIDs): PortCounters (the error counters, PortXmitWait, 32-bit data) and PortCountersExtended
 (64-bit data and packets, as `perfquery -x` reads). When the extended attribute answers, its
 64-bit data and packet counts replace the 32-bit ones, which stop at all-ones within seconds
 on a busy link. Queries are interleaved across switches, so one switch that does not answer
@@ -23,6 +25,7 @@ from .model import FabricNode
 SUPERSEDED = ("port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets")
 # Every counter a fabric snapshot can carry, in the order it states them.
 COUNTER_NAMES: tuple[str, ...] = (*mad.PORT_COUNTERS, *mad.PORT_COUNTERS_EXT)
+NO_LID = "no LID: counters need a subnet manager to assign LIDs"
 
 
 class Counters:
@@ -30,15 +33,23 @@ class Counters:
         self.engine = engine
         self.errors: list[ReadError] = []
 
-    def query(self, switches: list[FabricNode]) -> None:
-        per_switch = []
+    def query(self, switches: list[FabricNode], adapters: list[FabricNode] = ()) -> None:
+        """Query every port of `switches` and of the channel adapters `adapters` (each port at its own LID)."""
+        per_target = []
         for node in switches:
             lid = node.lid
             if not lid:
-                self.errors.append(ReadError(node.label, "no LID: counters need a subnet manager to assign LIDs"))
+                self.errors.append(ReadError(node.label, NO_LID))
                 continue
-            per_switch.append([(node, lid, number) for number in sorted(node.ports) if number > 0])
-        for batch in zip_longest(*per_switch):
+            per_target.append([(node, lid, number) for number in sorted(node.ports) if number > 0])
+        for node in adapters:
+            for number in sorted(node.ports):
+                lid = node.ports[number].lid
+                if lid:
+                    per_target.append([(node, lid, number)])
+                elif number > 0:
+                    self.errors.append(ReadError(f"{node.label} port {number}", NO_LID))
+        for batch in zip_longest(*per_target):
             for item in batch:
                 if item is not None:
                     self._port(*item)

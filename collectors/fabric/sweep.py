@@ -1,5 +1,5 @@
-"""One sweep of the fabric: discovery (nodes, ports, links), every switch port's counters, and the
-switches' forwarding tables when they may have changed.
+"""One sweep of the fabric: discovery (nodes, ports, links), every switch port's counters (and those of the
+channel adapters central names), and the switches' forwarding tables when they may have changed.
 
 `Sweeper` keeps the last discovery, so a counters-only poll (`mode="counters"`) queries the
 PMAs of the switches it found without walking the fabric again. A full sweep is what the
@@ -72,8 +72,13 @@ class Sweeper:
         s = self.settings
         return Engine(self.port, window=s.window, timeout_ms=s.timeout_ms, retries=s.retries)
 
-    def sweep(self, mode: str = "full", now: float | None = None, routes: bool | None = None) -> FabricSweep:
+    def sweep(
+        self, mode: str = "full", now: float | None = None, routes: bool | None = None, adapters=frozenset()
+    ) -> FabricSweep:
         """A full sweep, or with mode "counters" the counters of the switches the last full sweep found.
+
+        `adapters`: node GUIDs of the channel adapters whose ports' counters are read too (central names those
+        no host agent reads); an adapter not reached is not read.
 
         A full sweep reads the forwarding tables too when `routes` is true, or when it is None and they
         are due (routes_due); a counters-only poll never does.
@@ -103,7 +108,9 @@ class Sweeper:
                     port.counters = {}
         engine = self._engine()
         counters = Counters(engine)
-        counters.query([n for n in self.nodes if n.is_switch])
+        counters.query(
+            [n for n in self.nodes if n.is_switch], [n for n in self.nodes if not n.is_switch and n.guid in adapters]
+        )
         engine.run(deadline)
         queries += engine.stats.sent
         out.errors.extend(counters.errors)

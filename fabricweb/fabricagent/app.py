@@ -26,9 +26,10 @@ def create_app(config: FabricAgentConfig, port_factory=None) -> tuple[Celery, Fa
     agent = FabricAgent(app, config, **({"port_factory": port_factory} if port_factory else {}))
 
     @app.task(name=SWEEP)
-    def sweep(collector: str) -> dict:
-        """Sweep the fabric and send the snapshot. Beat sends it with `expires` of one interval."""
-        return agent.sweep(collector)
+    def sweep(collector: str, adapters: list[str] | None = None) -> dict:
+        """Sweep the fabric and send the snapshot. Beat sends it with `expires` of one interval, and the node GUIDs
+        of the channel adapters whose counters it reads too (`adapters`: those no host agent reads)."""
+        return agent.sweep(collector, adapters)
 
     @worker_ready.connect(weak=False)
     def started(sender, **kwargs) -> None:

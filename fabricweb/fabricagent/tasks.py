@@ -8,6 +8,7 @@ signed with the collector's own key to the snapshots queue ingest reads. No data
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 
@@ -21,6 +22,7 @@ from fabricweb.nodeauth import COLLECTOR, signed_kwargs
 from .config import FabricAgentConfig
 
 log = logging.getLogger(__name__)
+GUID = re.compile(r"0x[0-9a-f]{16}")
 
 
 class FabricAgent:
@@ -50,16 +52,18 @@ class FabricAgent:
         signed = signed_kwargs(self.config.key, snap, COLLECTOR)
         self.app.send_task(INGEST_FABRIC, kwargs=signed, queue=queue, argsrepr="()", kwargsrepr=f"{{signed {what}}}")
 
-    def sweep(self, collector: str) -> dict:
-        """Sweep and send: a full sweep every `full_every` polls, the switches' counters in between."""
+    def sweep(self, collector: str, adapters: list[str] | None = None) -> dict:
+        """Sweep and send: a full sweep every `full_every` polls, the switches' counters in between; the counters
+        of the channel adapters `adapters` (node GUIDs, 0x...: central's choice, docs/fabric.md) with them."""
         if collector != self.config.collector:
             raise ValueError(f"this collector is {self.config.collector}, not {collector}")
+        cas = frozenset(int(guid, 16) for guid in adapters or () if isinstance(guid, str) and GUID.fullmatch(guid))
         with self._lock:  # the hello and a poll must not share the port at once
             sweeper = self._ready_sweeper()
             mode = "full" if self._sweeps % self.config.full_every == 0 else "counters"
             self._sweeps += 1
             started = time.monotonic()
-            sweep = sweeper.sweep(mode)
+            sweep = sweeper.sweep(mode, adapters=cas)
         snap = to_dict(sweep)
         self.deliver(snap)
         summary = {
@@ -68,6 +72,7 @@ class FabricAgent:
             "errors": len(sweep.errors),
             "queries": sweep.queries,
             "routes": sweep.routes,
+            "adapters": len(cas),
             "seconds": round(time.monotonic() - started, 3),
         }
         if sweep.errors:
