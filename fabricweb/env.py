@@ -156,6 +156,20 @@ class Env:
             return list(default)
         return [item.strip() for item in value.split(",") if item.strip()]
 
+    def word_or_guids(self, name: str, default: str, *, words: tuple[str, ...]) -> str | tuple[str, ...]:
+        """One of `words` (as spelled there), or comma-separated node GUIDs (0x and 16 hex digits), lower-cased."""
+        value = self.str(name, default)
+        for word in words:
+            if value.lower() == word:
+                return word
+        guids = tuple(item.strip().lower() for item in value.split(",") if item.strip())
+        for guid in guids:
+            if not re.fullmatch(r"0x[0-9a-f]{16}", guid):
+                raise ImproperlyConfigured(
+                    f"{name}: {guid!r} is neither one of {', '.join(words)} nor a node GUID (0x and 16 hex digits)"
+                )
+        return guids
+
     def url(self, name: str, default: str | object = _REQUIRED, *, schemes: tuple[str, ...]) -> str:
         value = self.str(name, default)
         scheme = value.split("://", 1)[0] if "://" in value else None

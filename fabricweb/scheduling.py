@@ -29,6 +29,7 @@ from django.db import DatabaseError
 from fabricweb.celery import app
 from fabricweb.names import COLLECT, DISPATCH, EXCLUSIVE, SWEEP, collector_queue, node_queue
 from fabricweb.pollledger import PollLedger
+from fabricweb.telemetry.handed import HANDED
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,11 @@ def broker_redis(url: str) -> redis.Redis:
 
 
 def poll_of(name: str, kind: str) -> tuple[str, str] | None:
-    """(task, queue) of a node's poll: a host's collect, a fabric collector's sweep; None for a switch
-    (the collectors' sweeps read it)."""
+    """(task, queue) of a node's poll: a host's collect, a fabric collector's sweep; None for a switch or an
+    agentless adapter (the collectors' sweeps read them)."""
     if kind == "collector":
         return SWEEP, collector_queue(name)
-    if kind == "switch":
+    if kind in ("switch", "adapter"):
         return None
     return COLLECT, node_queue(name)
 
@@ -122,6 +123,14 @@ def dispatch_collect() -> dict:
     interval = settings.FABRIC_POLL_INTERVAL
     polls = _polls()
     busy = waiting([queue for _, _, queue in polls])
+    # The channel adapters whose counters the collectors read (no host agent reads them): sent only when there are
+    # some, so a collector older than the `adapters` argument goes on sweeping the switches alone.
+    try:
+        read = HANDED.adapters() if any(task == SWEEP for _, task, _ in polls) else []
+    except DatabaseError as e:
+        log.warning("dispatch: database unreachable (%s); the sweeps read the switches alone", e)
+        read = []
+    adapters = {"adapters": read} if read else {}
     ledger = PollLedger(broker_redis(app.conf.broker_url))
     ledger.dispatched(
         time.time(),
@@ -133,8 +142,8 @@ def dispatch_collect() -> dict:
         for name, task, queue in polls:
             if queue not in busy:
                 # By name: the agents' tasks are not imported (nor registered) centrally.
-                argument = "collector" if task == SWEEP else "node"
-                app.send_task(task, kwargs={argument: name}, queue=queue, expires=interval, producer=producer)
+                kwargs = {"collector": name, **adapters} if task == SWEEP else {"node": name}
+                app.send_task(task, kwargs=kwargs, queue=queue, expires=interval, producer=producer)
     late = sorted(name for name, _, queue in polls if queue in busy)
     if late:
         log.info("dispatch: %d node(s) have not taken the last poll: %s", len(late), ", ".join(late))

@@ -238,6 +238,10 @@ FABRIC_COLLECTORS = _collector_names("FABRIC_COLLECTORS")
 # a tenth of a large fabric is an expansion someone planned. A fabric's first sweep is never held.
 FABRIC_SWEEP_MAX_NEW_SWITCHES = env.int("FABRIC_SWEEP_MAX_NEW_SWITCHES", 32, minimum=0)
 FABRIC_SWEEP_MAX_NEW_SWITCHES_PERCENT = env.int("FABRIC_SWEEP_MAX_NEW_SWITCHES_PERCENT", 10, minimum=0)
+# Whose counters the fabric collectors read beside the switches' (docs/fabric.md, "Channel adapters without an
+# agent"): `agentless`, every channel adapter no host agent reports (storage servers, gateways); `none`; or node
+# GUIDs, comma-separated (each only while no agent reports it: a port never has two sources of samples).
+FABRIC_CA_COUNTERS = env.word_or_guids("FABRIC_CA_COUNTERS", "agentless", words=("agentless", "none"))
 
 
 # -- jobs (docs/jobs.md) -------------------------------------------------------

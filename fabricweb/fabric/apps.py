@@ -11,10 +11,12 @@ class FabricConfig(AppConfig):
         from fabricweb.health.context import CABLING
         from fabricweb.telemetry.handed import HANDED
 
+        from .adapters import to_read
         from .hostnames import yield_to_host
         from .ingest import ingest_fabric_batch
         from .models import ExpectedLink
 
         HANDED.store_sweeps = ingest_fabric_batch
         HANDED.yield_to_host = yield_to_host
+        HANDED.read_adapters = to_read
         CABLING.ends = ExpectedLink.ends

@@ -7,8 +7,9 @@ host, signing with its valid key, was refused for good: "cn099 is a switch in th
 - a sweep never names a switch after a node that exists (naming.switch_name: the name taken, it gets its
   fallback, `cn099-<last 4 GUID digits>`);
 - a host's snapshot naming a switch takes the name back (`yield_to_host`, from host ingest, before its rows are
-  loaded): the switch gets its fallback name, its open events' keys follow it, and everything else of it
-  (ports, samples, links, events) is attached by its row, not its name; the host is stored as any other;
+  loaded; from an agentless adapter too, when an agent comes up on its host): the switch gets its fallback
+  name, its open events' keys follow it, and everything else of it (ports, samples, links, events) is attached
+  by its row, not its name; the host is stored as any other;
 - at every full sweep (`judge_names`), each switch whose description gives the name of a host is a
   `name_conflict` warning on the switch, naming both, resolved when its description no longer does.
 
@@ -37,7 +38,8 @@ def yield_to_host(switch: Node) -> str:
     """Rename `switch`, whose name a host's snapshot gives, to its fallback name (saved); the new name."""
     name = switch.name
     guid = switch.guid or f"0x{switch.pk:016x}"
-    new = naming.switch_name(name, guid, lambda n: n == name or Node.objects.filter(name=n).exists())
+    fallback = "ca" if switch.kind == Node.Kind.ADAPTER else "sw"
+    new = naming.switch_name(name, guid, lambda n: n == name or Node.objects.filter(name=n).exists(), fallback)
     switch.name, switch.ingest_token = new, None  # every ingest process reads its rows afresh
     switch.save(update_fields=["name", "ingest_token"])
     # One open event per key, and a key names its node: the host's own events must not meet the switch's.
@@ -46,7 +48,8 @@ def yield_to_host(switch: Node) -> str:
         if target == name or target.startswith(f"{name}/"):
             event.key = f"{kind}:{new}{target[len(name) :]}"
             event.save(update_fields=["key"])
-    log.warning("fabric: the host %s reported; the switch %s, which had taken that name, is now %s", name, guid, new)
+    log.warning("fabric: the host %s reported; the %s %s, which had taken that name, is now %s", name, switch.kind,
+                guid, new)  # fmt: skip
     return new
 
 
@@ -55,7 +58,8 @@ def judge_names(known: dict[str, FabricNode], now: datetime) -> None:
     longer does (after the usual clean sweeps)."""
     claims = {}
     for fn in known.values():
-        base = naming.candidate(fn.description) if fn.node is not None else None
+        switch = fn.node is not None and fn.node.kind == Node.Kind.SWITCH  # an adapter names its own host
+        base = naming.candidate(fn.description) if switch else None
         if base is not None and base != fn.node.name:
             claims[fn.node.pk] = (fn, base)
     hosts = set()

@@ -9,6 +9,7 @@ One transaction per sweep:
    time (fabricweb.fabric.naming): nodes.py;
 3. each switch's ports as a node snapshot of one device, `switch`, applied by telemetry's own
    apply and store: deltas, resets, caps, samples, readings, exactly as a host's ports: switchports.py;
+   each agentless channel adapter whose counters the sweep carries the same way (adapters.py);
 4. the links (fabricweb.fabric.links): far end, what both ends support and which end speaks for the
    link, written to the inventory ports of both ends (a host's ports included: the next judgement
    of the host uses them); each link that appeared, went or moved is a TopologyChange: linkstore.py;
@@ -40,7 +41,7 @@ from fabricweb.telemetry.storage.apply import Changes, NodeRows, apply_snapshot
 from fabricweb.telemetry.validation.auth import unknown_collector
 from fabricweb.telemetry.validation.checks import SnapshotRejected
 
-from . import growth
+from . import adapters, growth, naming
 from .hostnames import judge_names
 from .linkstore import store_links
 from .models import Sweep
@@ -64,6 +65,7 @@ class FabricResult:
     status: str  # stored, standby, duplicate, held (fabricweb.fabric.growth), refused
     note: str = ""
     switches: int = 0
+    adapters: int = 0  # agentless channel adapters whose ports were stored
     ports: int = 0
     links: int = 0
     changes: int = 0  # topology changes recorded
@@ -138,9 +140,13 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
         return result, {}
     clear_refused(collector, now)
 
-    known = fabric_nodes(fabric, now)
+    # The adapters whose counters the sweep carries and no host agent reports (adapters.py): stored as switches are.
+    counted = {fabric.nodes[i].guid for i, _ in fabric.counters if fabric.nodes[i].node_type != NODE_TYPE_SWITCH}
+    agentless = frozenset(adapters.readable(counted)) if counted else frozenset()
+    known = fabric_nodes(fabric, now, agentless)
     switches = {i: known[n.guid] for i, n in enumerate(fabric.nodes) if n.node_type == NODE_TYPE_SWITCH}
-    rows = store.load_nodes({fn.node.name: fabric.collected_at for fn in switches.values()}, cache)
+    cas = {i: known[n.guid] for i, n in enumerate(fabric.nodes) if n.guid in agentless}
+    rows = store.load_nodes({fn.node.name: fabric.collected_at for fn in (*switches.values(), *cas.values())}, cache)
     by_node = defaultdict(list)
     for reading in fabric.ports:
         by_node[reading.node].append(reading)
@@ -150,6 +156,11 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
         node_rows = rows[fn.node.name]
         snap = switch_snapshot(fabric, index, fabric.nodes[index], fn.node.name, by_node.get(index, []), node_rows)
         results[fn.node.name] = apply_snapshot(snap, node_rows, changes, now, kind=Node.Kind.SWITCH)
+    for index, fn in cas.items():
+        n, node_rows = fabric.nodes[index], rows[fn.node.name]
+        device = naming.device_name(n.description)
+        snap = switch_snapshot(fabric, index, n, fn.node.name, by_node.get(index, []), node_rows, device)
+        results[fn.node.name] = apply_snapshot(snap, node_rows, changes, now, kind=Node.Kind.ADAPTER)
     store.write(changes)
 
     if fabric.mode == "full":
@@ -165,7 +176,7 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     if fabric.mode == "full":
         judge_absent(fabric, known, view, now)
     sweep.save()
-    result.switches = len(switches)
+    result.switches, result.adapters = len(switches), len(cas)
     result.ports = sum(r.ports_ingested for r in results.values())
     result.samples_written = sum(r.samples_written for r in results.values())
     result.links = sweep.links

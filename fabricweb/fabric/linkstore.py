@@ -16,6 +16,7 @@ from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.storage import store
 from fabricweb.telemetry.storage.apply import NodeRows
 
+from .adapters import fabric_guid
 from .links import FACT_FIELDS, EndKey, FabricView, facts_for
 from .models import FabricNode, Link, TopologyChange
 from .naming import candidate
@@ -39,10 +40,7 @@ class GuidClaim:
 
 def same_guid(sysfs: str | None, fabric: str) -> bool:
     """A device's node GUID as sysfs writes it (`0c42:a103:00bc:f003`) against the fabric's (`0x0c42a10300bcf003`)."""
-    if not sysfs:
-        return False
-    digits = sysfs.replace(":", "").lower().removeprefix("0x")
-    return digits.rjust(16, "0") == fabric.lower().removeprefix("0x")
+    return bool(sysfs) and fabric_guid(sysfs)[2:] == fabric.lower().removeprefix("0x")
 
 
 def _host_ports(fabric: FabricIn) -> tuple[dict[str, Port], list[GuidClaim]]:
@@ -97,6 +95,15 @@ def store_links(
             for number, port in node_rows.ports.get(SWITCH_DEVICE, {}).items():
                 switch_ports[fn.guid, number] = port
     host_ports, view_conflicts = _host_ports(fabric)
+    # An agentless adapter's ports (adapters.py), stored by this sweep, are ends as a host's are: where no host
+    # claims their port GUIDs.
+    own = {node_rows.node.pk for node_rows in rows.values()}
+    for fn in known.values():
+        node_rows = rows.get(fn.node.name) if fn.node is not None and fn.node.kind == Node.Kind.ADAPTER else None
+        for ports in node_rows.ports.values() if node_rows is not None else ():
+            for port in ports.values():
+                if port.port_guid:
+                    host_ports.setdefault(port.port_guid, port)
     view = FabricView(fabric, names, host_ports, switch_ports)
     view.claims = view_conflicts
     dirty_switch, dirty_host = [], []
@@ -107,7 +114,8 @@ def store_links(
         if facts is None or not facts.differs(end.port):
             continue
         facts.set_on(end.port)
-        (dirty_switch if end.switch is not None else dirty_host).append(end.port)
+        # Ports of this sweep's own nodes (switches, adapters) are in its rows; a host's are not.
+        (dirty_switch if end.port.device.node_id in own else dirty_host).append(end.port)
     if dirty_switch or dirty_host:
         store.update_rows(Port, dirty_switch + dirty_host, FACT_FIELDS)
     if dirty_host:

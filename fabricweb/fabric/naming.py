@@ -1,4 +1,5 @@
-"""A switch's name in the inventory, from its NodeDescription, stable once given.
+"""A switch's name in the inventory, from its NodeDescription, stable once given; an agentless channel
+adapter's (fabricweb.fabric.adapters) the same way, with its device's name from the description.
 
 Switches name themselves in their NodeDescription, which anyone managing the switch sets:
 untrusted text. NVIDIA's switches write `MF0;leaf07:MQM8790-HS2F/U1` (the host name between
@@ -33,8 +34,9 @@ def candidate(description: str | None) -> str | None:
     return text if text and _NAME_RE.fullmatch(text) else None
 
 
-def switch_name(description: str | None, guid: str, taken: Callable[[str], bool]) -> str:
-    """A free name for the switch `guid` (0x + 16 hex digits): from its description when that gives one."""
+def switch_name(description: str | None, guid: str, taken: Callable[[str], bool], fallback: str = "sw") -> str:
+    """A free name for the switch `guid` (0x + 16 hex digits): from its description when that gives one
+    (`fallback` "ca": an adapter's, `ca-<GUID>` when it gives none)."""
     suffix = guid[-4:]
     base = candidate(description)
     if base is not None:
@@ -43,7 +45,18 @@ def switch_name(description: str | None, guid: str, taken: Callable[[str], bool]
         with_guid = f"{base[: _MAX - 5]}-{suffix}"
         if not taken(with_guid):
             return with_guid
-    return f"sw-{guid[2:]}"
+    return f"{fallback}-{guid[2:]}"
+
+
+# rdma-core writes a channel adapter's description as `<host name> <device>` (`nfs01 mlx5_0`): a kernel device name.
+_DEVICE = re.compile(r"[a-z][a-z0-9_]{0,30}[0-9]", re.ASCII)
+
+
+def device_name(description: str | None) -> str:
+    """The device an agentless adapter's ports are stored under: the description's second word when it is a
+    kernel device name (`mlx5_0`), else `ca`."""
+    words = (description or "").split()
+    return words[1] if len(words) > 1 and _DEVICE.fullmatch(words[1]) else "ca"
 
 
 _GUID = re.compile(r"0[xX][0-9a-fA-F]{16}")

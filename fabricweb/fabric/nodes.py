@@ -1,5 +1,6 @@
 """A sweep's nodes: every FabricNode reached, brought up to date (or missing since this sweep), and each
-switch seen for the first time given an inventory Node of kind `switch` (fabricweb.fabric.naming)."""
+switch seen for the first time given an inventory Node of kind `switch` (fabricweb.fabric.naming), each
+agentless adapter read for the first time one of kind `adapter` (fabricweb.fabric.adapters)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ log = logging.getLogger("fabricweb.fabric.ingest")  # fabric ingest's log: these
 NODE_TYPE_SWITCH = 2
 
 
-def fabric_nodes(fabric: FabricIn, now: datetime) -> dict[str, FabricNode]:
-    """Every FabricNode, those of this sweep created or brought up to date, each switch with its Node."""
+def fabric_nodes(fabric: FabricIn, now: datetime, adapters: frozenset[str] = frozenset()) -> dict[str, FabricNode]:
+    """Every FabricNode, those of this sweep created or brought up to date, each switch with its Node, and each
+    adapter of `adapters` (node GUIDs: those whose counters are stored) with its own."""
     known = {fn.guid: fn for fn in FabricNode.objects.select_related("node")}
     # A switch's LID is its port 0's (a CA has one per port); a counters-only sweep says nothing of LIDs.
     lids = {fabric.nodes[r.node].guid: r.lid for r in fabric.ports if r.number == 0}
@@ -46,7 +48,8 @@ def fabric_nodes(fabric: FabricIn, now: datetime) -> dict[str, FabricNode]:
             if fn.guid not in reached and fn.missing_since is None:
                 fn.missing_since = fabric.collected_at
                 dirty.append(fn)
-    _name_switches([fn for fn in known.values() if fn.node_type == NODE_TYPE_SWITCH and fn.node is None])
+    unnamed = [fn for fn in known.values() if fn.node is None]
+    _name_switches([fn for fn in unnamed if fn.node_type == NODE_TYPE_SWITCH or fn.guid in adapters])
     if new:
         FabricNode.objects.bulk_create(new)
     if dirty:
@@ -70,7 +73,7 @@ def _node_values(n: FabricNodeIn) -> dict[str, object]:
 
 
 def _name_switches(unnamed: list[FabricNode]) -> None:
-    """Give each switch seen for the first time an inventory Node, named from its description."""
+    """Give each switch (or adapter) seen for the first time an inventory Node, named from its description."""
     if not unnamed:
         return
     taken = set(Node.objects.values_list("name", flat=True))
@@ -78,10 +81,12 @@ def _name_switches(unnamed: list[FabricNode]) -> None:
     for fn in sorted(unnamed, key=lambda f: (f.description, f.guid)):
         node = by_guid.get(fn.guid)
         if node is None:
-            name = naming.switch_name(fn.description, fn.guid, taken.__contains__)
+            switch = fn.node_type == NODE_TYPE_SWITCH
+            kind, fallback = (Node.Kind.SWITCH, "sw") if switch else (Node.Kind.ADAPTER, "ca")
+            name = naming.switch_name(fn.description, fn.guid, taken.__contains__, fallback)
             taken.add(name)
-            node = Node.objects.create(name=name, kind=Node.Kind.SWITCH, guid=fn.guid, first_seen_at=fn.first_seen_at)
-            log.info("fabric: new switch %s (%s, %r)", name, fn.guid, fn.description)
+            node = Node.objects.create(name=name, kind=kind, guid=fn.guid, first_seen_at=fn.first_seen_at)
+            log.info("fabric: new %s %s (%s, %r)", kind, name, fn.guid, fn.description)
         fn.node = node
         if fn.pk is not None:
             FabricNode.objects.filter(pk=fn.pk).update(node=node)

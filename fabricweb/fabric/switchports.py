@@ -1,13 +1,15 @@
 """A switch's ports as a node snapshot of one device, `switch`, for telemetry's own apply and store: deltas,
 resets, caps, samples and readings exactly as a host's ports. A counters-only sweep carries no port rows:
-the ports' link state is what the last full sweep left on them."""
+the ports' link state is what the last full sweep left on them. An agentless channel adapter's ports
+(fabricweb.fabric.adapters) go the same way, under the device its description names, with their port GUIDs
+and LIDs."""
 
 from __future__ import annotations
 
 from collectors.fabric.pma import COUNTER_NAMES
 from collectors.facts import PHYS_STATES, PORT_STATES, SWITCH_DEVICE
 from collectors.link import make_rate
-from collectors.xmitwait import switch_board_id
+from collectors.xmitwait import hca_type, switch_board_id
 from fabricweb.telemetry.storage.apply import NodeRows
 from fabricweb.telemetry.storage.deltas import all_ones
 from fabricweb.telemetry.validation.typed import DeviceIn, PortIn, SnapshotIn
@@ -20,8 +22,12 @@ LINK_UP = 5
 _COLUMNS = [(name, name.endswith("_64"), all_ones(name)) for name in COUNTER_NAMES]
 
 
-def switch_snapshot(fabric: FabricIn, index: int, n: FabricNodeIn, name: str, readings, rows: NodeRows) -> SnapshotIn:
-    stored = rows.ports.get(SWITCH_DEVICE, {})
+def switch_snapshot(
+    fabric: FabricIn, index: int, n: FabricNodeIn, name: str, readings, rows: NodeRows, device: str = SWITCH_DEVICE
+) -> SnapshotIn:
+    """The node snapshot of a switch, or with `device` the adapter's device name, of an agentless adapter."""
+    adapter = device != SWITCH_DEVICE
+    stored = rows.ports.get(device, {})
     ports = []
     if fabric.mode == "full":
         for r in readings:
@@ -34,20 +40,24 @@ def switch_snapshot(fabric: FabricIn, index: int, n: FabricNodeIn, name: str, re
                 r.state, PORT_STATES.get(r.state), r.phys_state, PHYS_STATES.get(r.phys_state), "InfiniBand",
                 gbps, r.lanes if gbps else None, r.speed if gbps else None,
             )  # fmt: skip
-            ports.append(_port_in(r.number, link, fabric.counters.get((index, r.number))))
+            ids = (r.port_guid, r.lid) if adapter else (None, None)
+            ports.append(_port_in(r.number, link, fabric.counters.get((index, r.number)), *ids))
     else:
         numbers = sorted({number for (i, number) in fabric.counters if i == index and number > 0} | set(stored))
         for number in numbers:
             port = stored.get(number)
             link = tuple(getattr(port, f) for f in _LINK_STATE) if port is not None else (None,) * 8
-            ports.append(_port_in(number, link, fabric.counters.get((index, number))))
+            ids = (port.port_guid, port.lid) if adapter and port is not None else (None, None)
+            ports.append(_port_in(number, link, fabric.counters.get((index, number)), *ids))
     attrs = {
         "node_type_id": n.node_type,
-        "node_type_name": "switch",
+        "node_type_name": "CA" if adapter else "switch",
         "node_guid": n.guid,
         "sys_image_guid": n.system_guid,
         "fw_ver": None,
-        "hca_type": None,  # no fabric majority for switch ports: both ends' capabilities set their norm
+        # No fabric majority for switch ports: both ends' capabilities set their norm. An adapter's model is as its
+        # host's driver would say it: its ports join the majority of their HCA model's ports.
+        "hca_type": hca_type(n.vendor_id, n.device_id) if adapter else None,
         # NodeInfo's VendorID and DeviceID: the device id says what one PortXmitWait count is (collectors.xmitwait).
         "board_id": switch_board_id(n.vendor_id, n.device_id),
         "hw_rev": None if n.revision is None else f"0x{n.revision:x}",
@@ -65,7 +75,7 @@ def switch_snapshot(fabric: FabricIn, index: int, n: FabricNodeIn, name: str, re
     errors = [e for e in fabric.errors if e["path"].startswith((f"{n.description} ({n.guid})", n.guid))]
     source = {"sysfs_root": None, "pyverbs": f"fabric collector {fabric.collector}"}
     return SnapshotIn(
-        fabric.schema, name, fabric.collected_at, fabric.ts, [DeviceIn(SWITCH_DEVICE, attrs, ports)], errors, source
+        fabric.schema, name, fabric.collected_at, fabric.ts, [DeviceIn(device, attrs, ports)], errors, source
     )
 
 
@@ -74,7 +84,7 @@ _LINK_STATE = (
 )  # fmt: skip
 
 
-def _port_in(number: int, link: tuple, values: list[int | None] | None) -> PortIn:
+def _port_in(number: int, link: tuple, values: list[int | None] | None, guid: str | None, lid: int | None) -> PortIn:
     counters: dict[str, int | None] = {}
     counters_ext: dict[str, int | None] = {}
     capped: list[str] = []
@@ -96,11 +106,11 @@ def _port_in(number: int, link: tuple, values: list[int | None] | None) -> PortI
         rate_gbps=gbps,
         lanes=lanes,
         speed=speed,
-        lid=None,
+        lid=lid,
         sm_lid=None,
         lmc=None,
         cap_mask=None,
-        port_guid=None,  # a switch's ports share its GUID (Node.guid): only a CA port's GUID names a port
+        port_guid=guid,  # a switch's ports share its GUID (Node.guid): only a CA port's GUID names a port
         netdevs=[],
         counters=counters,
         counters_ext=counters_ext,

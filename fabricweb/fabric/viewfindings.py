@@ -18,6 +18,7 @@ from . import judge
 from .expected import EndSpec
 from .links import FabricView
 from .models import ExpectedLink, FabricNode, Link
+from .nodes import NODE_TYPE_SWITCH
 from .schema import FabricIn
 
 
@@ -62,7 +63,8 @@ def _resolve(spec: EndSpec, switch_guid: dict, guid_switch: dict, host_guid: dic
 def judge_absent(fabric: FabricIn, known: dict[str, FabricNode], view: FabricView, now: datetime) -> None:
     """Open, keep or update the `unreachable` event of every switch this full sweep did not reach."""
     reached = {n.guid for n in fabric.nodes}
-    absent = [fn for fn in known.values() if fn.node is not None and fn.guid not in reached]
+    switches = (fn for fn in known.values() if fn.node_type == NODE_TYPE_SWITCH)
+    absent = [fn for fn in switches if fn.node is not None and fn.guid not in reached]
     if not absent:
         return
     neighbours: dict[str, list[judge.Neighbour]] = defaultdict(list)

@@ -36,18 +36,24 @@ def _polled(name: str, default: Callable[[], object], doc: str | None = None) ->
 
 class Node(models.Model):
     """Something in the fabric that is reported on: a host (its node agent sends its snapshots; created by
-    its first one), a switch (seen by a fabric collector's sweeps, named from its NodeDescription) or a
-    fabric collector itself (which, like a host, is polled and goes stale when it stops answering)."""
+    its first one), a switch (seen by a fabric collector's sweeps, named from its NodeDescription), a channel
+    adapter no agent reports (a storage server's or gateway's: its counters read by the sweeps, named as a
+    switch is) or a fabric collector itself (which, like a host, is polled and goes stale when it stops
+    answering)."""
 
     class Kind(models.TextChoices):
         HOST = "host"
         SWITCH = "switch"
+        ADAPTER = "adapter"
         COLLECTOR = "collector"
 
     name = models.CharField(max_length=NAME_MAX, unique=True)
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.HOST, db_index=True)
     guid = models.CharField(
-        max_length=18, null=True, unique=True, help_text="A switch's node GUID (0x...), what the fabric knows it by."
+        max_length=18,
+        null=True,
+        unique=True,
+        help_text="A switch's or agentless adapter's node GUID (0x...), what the fabric knows it by.",
     )
     first_seen_at = models.DateTimeField()
     last_collected_at = models.DateTimeField(

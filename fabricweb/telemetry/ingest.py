@@ -116,8 +116,8 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
         # Before any row lock: creating an hour's partition of samples may wait for other writers' commits.
         partitions.SAMPLES.ensure(snap.collected_at for i, snap in ordered if i not in refused)
         rows = store.load_nodes(first_seen, cache)
-        taken = [name for name, r in rows.items() if r.node.kind == Node.Kind.SWITCH]
-        if taken:  # a switch named itself so first: the host takes its name back (fabricweb.fabric.hostnames)
+        taken = [name for name, r in rows.items() if r.node.kind in (Node.Kind.SWITCH, Node.Kind.ADAPTER)]
+        if taken:  # a switch (or adapter) took it first: the host takes its name back (fabricweb.fabric.hostnames)
             for name in taken:
                 HANDED.yield_to_host(rows[name].node)
             rows.update(store.load_nodes({name: first_seen[name] for name in taken}, cache))

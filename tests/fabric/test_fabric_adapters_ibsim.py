@@ -1,4 +1,10 @@
-"""Every port's counters (issue 40), on ibsim + opensm + the fabric collector: the channel adapters no host agent
+"""Covers fabricweb/fabric/adapters.py, fabricweb/fabric/ingest.py, fabricweb/inventory/readings.py,
+fabricweb/telemetry/storage/packing.py, fabricweb/dashboard/views/port.py; through them fabricweb/fabric/growth.py,
+fabricweb/fabric/hostnames.py, fabricweb/fabric/judge.py, fabricweb/fabric/links.py, fabricweb/fabric/linkstore.py,
+fabricweb/fabric/nodes.py, fabricweb/fabric/refusals.py, fabricweb/fabric/routestore.py,
+fabricweb/fabric/switchports.py, fabricweb/fabric/viewfindings.py.
+
+Every port's counters (issue 40), on ibsim + opensm + the fabric collector: the channel adapters no host agent
 reports are read by the collector's PMA queries, as central names them, and stored as nodes of their own whose
 ports have counters, samples and findings like a host's; a host whose agent reports its adapters is never read by
 the collector too."""

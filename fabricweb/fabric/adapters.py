@@ -1,0 +1,59 @@
+"""Channel adapters no host agent reports (storage servers, gateways): which of them the fabric collectors read
+the counters of, so their ports have counters, samples and findings like a host's (issue 40).
+
+Which: `FABRIC_CA_COUNTERS` (settings.py), by default every adapter the sweeps reach that no agent reports;
+`none`, or a list of node GUIDs (each still only while no agent reports it). An adapter an agent reports is one
+whose node GUID is a present device of a host: it is never read by the collector too, so a port has one source
+of samples.
+
+Central decides, and tells the collector with each sweep's poll (`to_read`, sent by fabricweb.scheduling as the
+sweep task's `adapters`): the collector cannot know which hosts run an agent, and reading every adapter to keep
+the agentless ones at ingest would query each host's HCA twice (the collector's PMA queries beside its own
+agent's reads) and grow every sweep by every host port of the fabric, where the agentless are a few. Ingest
+checks again (`readable`): a host whose agent came up after the poll was sent is not read twice in the meantime.
+
+Each adapter read is an inventory Node of kind `adapter`, named from its NodeDescription as a switch is
+(fabricweb.fabric.naming: `nfs01 mlx5_0` gives the node nfs01 and its device mlx5_0; `ca-<GUID>` when it gives
+no name), whose ports come from the sweeps through the same apply a switch's go through (switchports.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from fabricweb.inventory.models import Device, Node
+
+from .models import FabricNode
+
+NODE_TYPE_CA = 1
+AGENTLESS, NONE = "agentless", "none"
+
+
+def fabric_guid(sysfs: str) -> str:
+    """A node GUID as sysfs writes it (`0c42:a103:00bc:f003`) in the fabric's form (`0x0c42a10300bcf003`)."""
+    return "0x" + sysfs.replace(":", "").lower().removeprefix("0x").rjust(16, "0")
+
+
+def with_agent() -> set[str]:
+    """The node GUIDs (fabric form) of the adapters hosts' agents report: present devices of host nodes."""
+    rows = Device.objects.filter(node__kind=Node.Kind.HOST, vanished_at__isnull=True, node_guid__isnull=False)
+    return {fabric_guid(guid) for guid in rows.values_list("node_guid", flat=True) if guid}
+
+
+def readable(guids: Iterable[str]) -> set[str]:
+    """Of these adapters' node GUIDs, those whose counters the fabric collector reads."""
+    choice = settings.FABRIC_CA_COUNTERS
+    if choice == NONE:
+        return set()
+    wanted = set(guids) if choice == AGENTLESS else set(guids).intersection(choice)
+    return wanted - with_agent() if wanted else set()
+
+
+def to_read() -> list[str]:
+    """The node GUIDs of the adapters the collectors read at their next sweep: those the last full sweeps reached."""
+    if settings.FABRIC_CA_COUNTERS == NONE:
+        return []
+    reached = FabricNode.objects.filter(node_type=NODE_TYPE_CA, missing_since__isnull=True)
+    return sorted(readable(reached.values_list("guid", flat=True)))
