@@ -1,4 +1,6 @@
-"""No import cycles among the project's modules (fabricweb/ and collectors/), and imports that only point down the
+"""Covers fabricweb/, collectors/.
+
+No import cycles among the project's modules (fabricweb/ and collectors/), and imports that only point down the
 layers (LAYERS, docs/architecture.md).
 
 The graph is read from the source with `ast`, as Python would import it: an edge from a module to each

@@ -1,4 +1,6 @@
-"""Every model change ships with its migration."""
+"""Covers fabricweb/inventory/migrations/, fabricweb/telemetry/migrations/, fabricweb/health/migrations/.
+
+Every model change ships with its migration."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Every derived port fact has one home (the package fabricweb/inventory/portfacts/, up in its statuses.py,
+"""Covers collectors/facts.py, fabricweb/inventory/portfacts/.
+
+Every derived port fact has one home (the package fabricweb/inventory/portfacts/, up in its statuses.py,
 and collectors/facts.py for the state alone): its SQL and its Python agree on every kind of port, on
 SQLite and PostgreSQL, and no other module of fabricweb/ or collectors/ states "up" again (the surfaces'
 agreement: tests/dashboard/test_dashboard_port_facts.py)."""

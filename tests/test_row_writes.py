@@ -1,4 +1,6 @@
-"""Port and device rows are written outside ingest only through fabricweb/inventory/rowwrites.py, which tells
+"""Covers fabricweb/inventory/rowwrites.py, fabricweb/.
+
+Port and device rows are written outside ingest only through fabricweb/inventory/rowwrites.py, which tells
 every ingest process (an update() sends no signal: the rows an ingest process held were written back).
 
 Read from the source with `ast`: a call of `.update(...)` or `.bulk_update(...)` whose receiver starts at

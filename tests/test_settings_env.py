@@ -1,4 +1,6 @@
-"""Settings come from the environment through strict helpers: bad values stop start-up, naming the variable."""
+"""Covers fabricweb/env.py, fabricweb/dashboard/views/node.py.
+
+Settings come from the environment through strict helpers: bad values stop start-up, naming the variable."""
 
 from __future__ import annotations
 

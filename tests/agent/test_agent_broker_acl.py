@@ -1,4 +1,7 @@
-"""Per-node Redis ACL users (fabricweb/brokeracl.py), tried on a real redis-server: the agent works as its node's
+"""Covers fabricweb/nodeauth.py, fabricweb/brokeracl.py, fabricweb/identity/management/commands/broker_acl.py,
+fabricweb/agent/__main__.py; through them fabricweb/identity/management/nodeargs.py.
+
+Per-node Redis ACL users (fabricweb/brokeracl.py), tried on a real redis-server: the agent works as its node's
 user, and that user can do nothing else: no other node's polls, no central queue, no snapshot taken, no control."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""A node's credentials: the key that signs its snapshots, the CA its broker's certificate is checked against."""
+"""Covers fabricweb/nodeauth.py, fabricweb/agent/config.py, fabricweb/agent/tasks.py, fabricweb/brokertls.py,
+fabricweb/agent/__main__.py; through them fabricweb/agent/events.py.
+
+A node's credentials: the key that signs its snapshots, the CA its broker's certificate is checked against."""
 
 from __future__ import annotations
 

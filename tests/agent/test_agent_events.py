@@ -1,4 +1,6 @@
-"""Port events (fake pyverbs) make the agent send a snapshot at once, and a flapping link at most one a second.
+"""Covers fabricweb/agent/config.py, fabricweb/agent/tasks.py; through them fabricweb/agent/events.py.
+
+Port events (fake pyverbs) make the agent send a snapshot at once, and a flapping link at most one a second.
 
 The snapshots go through a real Celery app to the `snapshots` queue of a leased test Redis
 database, as the agent sends them; the fake pyverbs stands in for the HCA.

@@ -1,4 +1,6 @@
-"""A poll of the agent: abandoned past its deadline, hw_counters read every Nth poll and repeated between."""
+"""Covers collectors/sysfs.py, fabricweb/agent/config.py, fabricweb/agent/poll.py, fabricweb/agent/tasks.py.
+
+A poll of the agent: abandoned past its deadline, hw_counters read every Nth poll and repeated between."""
 
 from __future__ import annotations
 

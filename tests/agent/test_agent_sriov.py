@@ -1,4 +1,6 @@
-"""The agent and SR-IOV virtual functions: left out of its snapshots unless FABRIC_INCLUDE_VIRTUAL_FUNCTIONS asks."""
+"""Covers fabricweb/agent/config.py, fabricweb/agent/poll.py.
+
+The agent and SR-IOV virtual functions: left out of its snapshots unless FABRIC_INCLUDE_VIRTUAL_FUNCTIONS asks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The agent's Redis transport: the same messages, one client per channel, and an event loop that sleeps."""
+"""Covers fabricweb/agent/app.py, fabricweb/agent/transport.py, fabricweb/agent/__main__.py.
+
+The agent's Redis transport: the same messages, one client per channel, and an event loop that sleeps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Every transport against a real receiver, the delivery loop's retries and failures, secrets,
+"""Covers fabricweb/alerts/channelfile.py, fabricweb/alerts/delivery.py, fabricweb/alerts/routing.py,
+fabricweb/alerts/status.py, fabricweb/api/healthz.py; through them fabricweb/alerts/transports/apprise.py,
+fabricweb/alerts/transports/email.py, fabricweb/alerts/transports/slack.py, fabricweb/alerts/transports/webhook.py,
+fabricweb/brokermemory.py, fabricweb/yamlfile.py.
+
+Every transport against a real receiver, the delivery loop's retries and failures, secrets,
 /healthz. Deliveries are sent from the test's thread (deliver_all) so the test database is used;
 the Celery worker is tested in test_alerts_worker.py."""
 

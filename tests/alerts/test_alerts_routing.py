@@ -1,4 +1,6 @@
-"""Routing on both databases: the outbox written with the event change, `for`, grouping, flap damping,
+"""Covers fabricweb/alerts/routing.py, fabricweb/health/staleness.py, fabricweb/alerts/outbox.py.
+
+Routing on both databases: the outbox written with the event change, `for`, grouping, flap damping,
 silences, acknowledgements and repeats. Events change through EventBook, as ingest changes them;
 routing runs at chosen times (route(now=...))."""
 

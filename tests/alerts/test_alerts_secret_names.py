@@ -1,4 +1,9 @@
-"""A channel's secret_env may name only FABRIC_ALERT_... variables: refused when a channel is saved (model,
+"""Covers fabricweb/alerts/channelfile.py, fabricweb/alerts/delivery.py, fabricweb/alerts/routing.py,
+fabricweb/alerts/secrets.py; through them fabricweb/alerts/transports/apprise.py,
+fabricweb/alerts/transports/email.py, fabricweb/alerts/transports/slack.py, fabricweb/alerts/transports/webhook.py,
+fabricweb/yamlfile.py.
+
+A channel's secret_env may name only FABRIC_ALERT_... variables: refused when a channel is saved (model,
 admin form, channel file) and when it is used, so a channel stored before the rule cannot send this server's
 own secrets (issue 24: an email channel sent FABRIC_NODE_KEY_SECRET to its SMTP server as the password)."""
 

@@ -1,4 +1,6 @@
-"""The alerts worker as it runs: a real Celery worker on queue `alerts` and beat, on a leased Redis
+"""Covers fabricweb/alerts/models.py.
+
+The alerts worker as it runs: a real Celery worker on queue `alerts` and beat, on a leased Redis
 database and the PostgreSQL test database (committed data: other processes read it). Events change
 in the test process through EventBook, as ingest changes them; the worker is driven by beat's tick
 and its own (the test process's ingest-side kicks go to the test broker, not the leased one)."""

@@ -1,4 +1,7 @@
-"""Who may read the API: a bearer token or a session; read-only; JSON errors only."""
+"""Covers fabricweb/api/management/commands/create_api_token.py, fabricweb/api/views/nodes.py, fabricweb/api/errors.py;
+through them fabricweb/api/auth.py, fabricweb/api/http.py, fabricweb/api/pagination.py, fabricweb/api/params.py.
+
+Who may read the API: a bearer token or a session; read-only; JSON errors only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Errors raised outside the API views still answer /api/ and /healthz in JSON, and the rest in HTML."""
+"""Covers fabricweb/api/errors.py, fabricweb/api/views/nodes.py, fabricweb/api/views/ports.py; through them
+fabricweb/api/auth.py, fabricweb/api/http.py, fabricweb/api/pagination.py, fabricweb/api/params.py.
+
+Errors raised outside the API views still answer /api/ and /healthz in JSON, and the rest in HTML."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""GET /api/v1/events and /api/v1/events/<id>: open and resolved, filters, newest first, cursor pages."""
+"""Covers fabricweb/api/views/events.py, fabricweb/api/views/ports.py, fabricweb/api/errors.py.
+
+GET /api/v1/events and /api/v1/events/<id>: open and resolved, filters, newest first, cursor pages."""
 
 from __future__ import annotations
 

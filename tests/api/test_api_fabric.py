@@ -1,4 +1,7 @@
-"""/api/v1/switches, /api/v1/links, /api/v1/topology-changes and the ports' far ends, on SQLite and PostgreSQL:
+"""Covers fabricweb/fabric/models.py, fabricweb/inventory/models.py, fabricweb/api/views/fabric.py,
+fabricweb/api/views/ports.py, fabricweb/api/views/nodes.py.
+
+/api/v1/switches, /api/v1/links, /api/v1/topology-changes and the ports' far ends, on SQLite and PostgreSQL:
 a simulated fabric (hosts and their switches) stored through the real host and fabric ingest."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Hostile query parameters on every endpoint answer 4xx with a message, never a 500."""
+"""Covers fabricweb/api/views/ports.py, fabricweb/api/views/nodes.py, fabricweb/api/views/events.py.
+
+Hostile query parameters on every endpoint answer 4xx with a message, never a 500."""
 
 from __future__ import annotations
 

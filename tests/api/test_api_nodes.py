@@ -1,4 +1,9 @@
-"""GET /api/v1/nodes and /api/v1/nodes/<name> on ingested snapshots."""
+"""Covers fabricweb/inventory/portfacts/, fabricweb/health/staleness.py, fabricweb/api/views/nodes.py,
+fabricweb/api/views/ports.py; through them fabricweb/inventory/portfacts/cables.py,
+fabricweb/inventory/portfacts/links.py, fabricweb/inventory/portfacts/pcie.py,
+fabricweb/inventory/portfacts/statuses.py.
+
+GET /api/v1/nodes and /api/v1/nodes/<name> on ingested snapshots."""
 
 from __future__ import annotations
 

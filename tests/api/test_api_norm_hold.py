@@ -1,4 +1,6 @@
-"""A node held out of the fabric norm, as GET /api/v1/nodes and /api/v1/nodes/<name> say it."""
+"""Covers fabricweb/health/actions.py, fabricweb/api/views/nodes.py; through them fabricweb/inventory/rowwrites.py.
+
+A node held out of the fabric norm, as GET /api/v1/nodes and /api/v1/nodes/<name> say it."""
 
 from __future__ import annotations
 

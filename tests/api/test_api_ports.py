@@ -1,4 +1,6 @@
-"""GET /api/v1/ports (filters, pages) and /api/v1/ports/<node>/<device>/<port>."""
+"""Covers fabricweb/api/views/ports.py.
+
+GET /api/v1/ports (filters, pages) and /api/v1/ports/<node>/<device>/<port>."""
 
 from __future__ import annotations
 

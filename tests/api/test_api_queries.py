@@ -1,4 +1,7 @@
-"""The number of queries per request stays the same however many nodes, ports and events there are."""
+"""Covers fabricweb/inventory/models.py, fabricweb/api/views/nodes.py, fabricweb/api/views/ports.py,
+fabricweb/api/views/samples.py, fabricweb/api/views/events.py.
+
+The number of queries per request stays the same however many nodes, ports and events there are."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""GET /api/v1/ports/<node>/<device>/<port>/samples: deltas per poll, rates, windows and pages."""
+"""Covers fabricweb/api/views/samples.py.
+
+GET /api/v1/ports/<node>/<device>/<port>/samples: deltas per poll, rates, windows and pages."""
 
 from __future__ import annotations
 

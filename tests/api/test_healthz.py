@@ -1,4 +1,6 @@
-"""GET /healthz: database, broker (Redis) and last-ingest age, with real services and real failures."""
+"""Covers fabricweb/api/healthz.py; through them fabricweb/brokermemory.py, fabricweb/health/freshness.py.
+
+GET /healthz: database, broker (Redis) and last-ingest age, with real services and real failures."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Bad input costs exactly the bad value: every other value of the device and host is still reported."""
+"""Covers collectors/link.py.
+
+Bad input costs exactly the bad value: every other value of the device and host is still reported."""
 
 from __future__ import annotations
 

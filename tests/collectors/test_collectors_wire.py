@@ -1,4 +1,7 @@
-"""The snapshot's wire form (collectors/wire.py): what an agent sends reads back into exactly the snapshot it
+"""Covers collectors/wire.py, collectors/__main__.py; through them collectors/fabric/routes.py,
+collectors/fabric/umad.py, collectors/simulate.py.
+
+The snapshot's wire form (collectors/wire.py): what an agent sends reads back into exactly the snapshot it
 encodes, smaller, and a wire snapshot that cannot be read back is refused with the reason."""
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""Each InfiniBand fact has one home (collectors/facts.py): every user imports it, nobody writes it again."""
+"""Covers collectors/facts.py, collectors/model.py, fabricweb/health/view.py, fabricweb/inventory/portfacts/,
+collectors/counters.py, fabricweb/telemetry/storage/columns.py, fabricweb/telemetry/validation/schema.py; through
+them fabricweb/inventory/portfacts/cables.py, fabricweb/inventory/portfacts/links.py,
+fabricweb/inventory/portfacts/pcie.py, fabricweb/inventory/portfacts/statuses.py.
+
+Each InfiniBand fact has one home (collectors/facts.py): every user imports it, nobody writes it again."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Every real sysfs tree in tests/fixtures, read and asserted value by value."""
+"""Covers collectors/link.py, collectors/model.py.
+
+Every real sysfs tree in tests/fixtures, read and asserted value by value."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Arbitrary bytes into every kind of file the sysfs reader reads.
+"""Covers collectors/.
+
+Arbitrary bytes into every kind of file the sysfs reader reads.
 
 For each file kind, one file of a complete tree (real fixture files plus every
 optional attribute, a PCI function and its netdevs) is overwritten per example and

@@ -1,4 +1,6 @@
-"""PCIe link, network interfaces, local findings and the ibstat-like text, on a host-shaped tree."""
+"""Covers collectors/pcie.py, collectors/local.py, collectors/model.py, collectors/text.py.
+
+PCIe link, network interfaces, local findings and the ibstat-like text, on a host-shaped tree."""
 
 from __future__ import annotations
 

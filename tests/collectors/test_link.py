@@ -1,4 +1,6 @@
-"""The rate parser and the history-free link judgement, table-tested."""
+"""Covers collectors/link.py.
+
+The rate parser and the history-free link judgement, table-tested."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Our sysfs reader against node_exporter's infiniband collector, on the same real trees.
+"""Covers collectors/.
+
+Our sysfs reader against node_exporter's infiniband collector, on the same real trees.
 
 Parity: every counter, state id, physical state id, rate and info label node_exporter
 prints for a tree is what our reader reports for it (after mapping its metric names to

@@ -1,4 +1,7 @@
-"""The PCIe path of each RDMA device and the GPU x NIC relations, on trees laid out as real machines (issue 26)."""
+"""Covers collectors/pcitopo.py, collectors/text.py, collectors/facts.py, fabricweb/telemetry/validation/schema.py;
+through them collectors/pcimodel.py.
+
+The PCIe path of each RDMA device and the GPU x NIC relations, on trees laid out as real machines (issue 26)."""
 
 from __future__ import annotations
 

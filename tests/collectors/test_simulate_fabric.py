@@ -1,4 +1,9 @@
-"""`simulate --fabric`: the switch fabric as ibsim's net file, coherent with the host trees (no ibsim run here)."""
+"""Covers collectors/__main__.py, collectors/fabric/netfile.py, collectors/link.py, collectors/sim/,
+collectors/sim/cabling.py, collectors/sim/console.py, collectors/sim/layout.py; through them
+collectors/sim/rendering.py, collectors/sim/roce.py, collectors/sim/simstate.py, collectors/sim/sriov.py,
+collectors/sim/switchside.py, collectors/sim/traffic.py.
+
+`simulate --fabric`: the switch fabric as ibsim's net file, coherent with the host trees (no ibsim run here)."""
 
 from __future__ import annotations
 

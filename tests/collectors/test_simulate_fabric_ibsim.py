@@ -1,4 +1,6 @@
-"""`simulate --fabric` against a real ibsim: what ibsim trains and reports is what the host trees say,
+"""Covers collectors/sim/, collectors/__main__.py.
+
+`simulate --fabric` against a real ibsim: what ibsim trains and reports is what the host trees say,
 and the faults given to a simulator reach ibsim through its console FIFO.
 
 Each test runs its own ibsim (its own IBSIM_SOCKNAME) on a small fabric: 6 nodes, 2 leaves, 1 spine.

@@ -1,4 +1,6 @@
-"""The simulator's SR-IOV virtual functions (`NODE[/DEVICE]:vfs=N`): written as the kernel shows them, removed
+"""Covers collectors/__main__.py, collectors/sim/.
+
+The simulator's SR-IOV virtual functions (`NODE[/DEVICE]:vfs=N`): written as the kernel shows them, removed
 when the fault goes, and read back marked by the collector."""
 
 from __future__ import annotations

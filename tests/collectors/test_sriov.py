@@ -1,4 +1,6 @@
-"""SR-IOV virtual functions read from sysfs: a VF's PCI function has `physfn`, a link to its physical function."""
+"""Covers collectors/__main__.py, collectors/text.py.
+
+SR-IOV virtual functions read from sysfs: a VF's PCI function has `physfn`, a link to its physical function."""
 
 from __future__ import annotations
 

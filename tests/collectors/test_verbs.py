@@ -1,4 +1,7 @@
-"""pyverbs reader: encodings, failures that cost only what failed, and the merge with sysfs.
+"""Covers collectors/model.py, collectors/snapshot.py, collectors/sysfs.py, collectors/verbs.py; through them
+collectors/pcipath.py.
+
+pyverbs reader: encodings, failures that cost only what failed, and the merge with sysfs.
 
 The fake pyverbs (tests/fakes/pyverbs) stands in at the import boundary; the last
 tests run the distribution's pyverbs on this machine and check the fake against it.

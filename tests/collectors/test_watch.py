@@ -1,4 +1,6 @@
-"""Async-event port watcher: callbacks on up/down/LID change within a second, clean stop, loud failures.
+"""Covers collectors/model.py, collectors/watch.py.
+
+Async-event port watcher: callbacks on up/down/LID change within a second, clean stop, loud failures.
 
 Runs against the fake pyverbs, whose Context opens a real event descriptor that is
 readable exactly when an event is queued, so the watcher's poll() path is the one

@@ -1,4 +1,6 @@
-"""PortXmitWait as lost bandwidth: bytes per count by the switch's device id, and the share of link time lost,
+"""Covers collectors/link.py, collectors/xmitwait.py.
+
+PortXmitWait as lost bandwidth: bytes per count by the switch's device id, and the share of link time lost,
 against hand computations from NVIDIA's ibdiagnet manual (lost bytes = counter × (tick+1), × lanes where the
 ASIC counts per lane)."""
 

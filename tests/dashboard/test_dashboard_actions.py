@@ -1,4 +1,10 @@
-"""Operator actions on SQLite and PostgreSQL: POST with CSRF, 403 for a viewer, bad input as a message."""
+"""Covers fabricweb/health/models.py, fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/events.py,
+fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/wall.py; through them fabricweb/dashboard/csvexport.py,
+fabricweb/dashboard/eventrange.py, fabricweb/dashboard/forms.py, fabricweb/dashboard/rowactions.py,
+fabricweb/dashboard/series.py, fabricweb/dashboard/switches.py, fabricweb/dashboard/timerange.py,
+fabricweb/dashboard/views/common.py, fabricweb/tokens.py.
+
+Operator actions on SQLite and PostgreSQL: POST with CSRF, 403 for a viewer, bad input as a message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,11 @@
-"""Content-Security-Policy (fabricweb/csp.py) on every HTML page, on SQLite and PostgreSQL: scripts from our
+"""Covers fabricweb/csp.py, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/port.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/wall.py,
+fabricweb/api/healthz.py, fabricweb/exporter/views.py, fabricweb/api/errors.py; through them
+fabricweb/dashboard/csvexport.py, fabricweb/dashboard/eventrange.py, fabricweb/dashboard/forms.py,
+fabricweb/dashboard/linkends.py, fabricweb/dashboard/switches.py, fabricweb/dashboard/views/forbidden.py,
+fabricweb/tokens.py.
+
+Content-Security-Policy (fabricweb/csp.py) on every HTML page, on SQLite and PostgreSQL: scripts from our
 own origin only (no inline script, no eval), and no header on what no browser renders (/metrics, JSON).
 The browser side (charts draw and live refresh works under the policy) is test_dashboard_csp_browser.py."""
 

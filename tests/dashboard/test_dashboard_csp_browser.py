@@ -1,4 +1,6 @@
-"""The Content-Security-Policy in Debian's Chromium (Playwright): with scripts from our origin only, the port
+"""Covers fabricweb/inventory/models.py, fabricweb/dashboard/views/port.py.
+
+The Content-Security-Policy in Debian's Chromium (Playwright): with scripts from our origin only, the port
 page's plotly.js charts still draw, live refresh still swaps in what changed, and the browser reports no
 violation; an inline script injected into the page does not run. The server is `manage.py runserver` on a
 SQLite file copied from the test database (SQLite only: the policy is a header, the same on both)."""

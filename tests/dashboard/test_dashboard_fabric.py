@@ -1,4 +1,9 @@
-"""/fabric/, the switch pages, switch ports' pages and the overview's fabric line, on SQLite and PostgreSQL:
+"""Covers collectors/fabric/netfile.py, fabricweb/fabric/ingest.py, fabricweb/fabric/topology.py,
+fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/node.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/wall.py, fabricweb/dashboard/views/overview.py;
+through them fabricweb/dashboard/linkends.py.
+
+/fabric/, the switch pages, switch ports' pages and the overview's fabric line, on SQLite and PostgreSQL:
 a simulated fabric (hosts and their switches, collectors.sim --fabric) stored through the real host and
 fabric ingest and health engine (tests/fabric/fabric_support.py), changed between polls as a fabric would."""
 

@@ -1,4 +1,9 @@
-"""Finding things, on SQLite and PostgreSQL: the search box's answers (nodes, ports, GUIDs, switches, in any
+"""Covers fabricweb/health/models.py, fabricweb/inventory/models.py, fabricweb/dashboard/views/search.py,
+fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/events.py,
+fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/exports.py;
+through them fabricweb/dashboard/finder.py, fabricweb/dashboard/rowactions.py.
+
+Finding things, on SQLite and PostgreSQL: the search box's answers (nodes, ports, GUIDs, switches, in any
 case), the events page's state filters and time range, and the CSV exports of events and ports (escaped,
 formulas disarmed, units in the headers)."""
 

@@ -1,4 +1,6 @@
-"""Finding things in Debian's Chromium (Playwright), one `manage.py runserver` on a SQLite copy of the test
+"""Covers fabricweb/dashboard/views/search.py, fabricweb/dashboard/finder.py, static/dashboard/.
+
+Finding things in Debian's Chromium (Playwright), one `manage.py runserver` on a SQLite copy of the test
 database: `/` goes to the search box (not while typing in a field), a search lands on the port, a click on a
 column's header sorts the rows (numbers with their units as numbers, blanks last, aria-sort said), and the
 pages log no console error."""

@@ -1,4 +1,6 @@
-"""A node held out of the fabric norm, on its page, and an operator accepting it (SQLite and PostgreSQL)."""
+"""Covers fabricweb/inventory/models.py, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/actions.py.
+
+A node held out of the fabric norm, on its page, and an operator accepting it (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 

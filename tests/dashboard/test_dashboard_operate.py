@@ -1,4 +1,8 @@
-"""The problem list and the grid say the same thing (a PCIe problem marks its HCA's port cells, a flapping port
+"""Covers fabricweb/inventory/portfacts/, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/port.py,
+fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/wall.py,
+fabricweb/dashboard/views/overview.py.
+
+The problem list and the grid say the same thing (a PCIe problem marks its HCA's port cells, a flapping port
 keeps one mark, advice is apart and marks nothing), and the operator's actions on the rows: "Silence this"
 for 1 h, 4 h, 1 d or a chosen time, acknowledge once (who, when), the baseline confirmed, shown and undone,
 the events' reason column. On SQLite and PostgreSQL, through the real ingest and health engine."""

@@ -1,4 +1,6 @@
-"""The overview in Debian's Chromium (Playwright) while polls come in: a flapping port keeps one mark and the
+"""Covers fabricweb/inventory/portfacts/, fabricweb/dashboard/views/port.py.
+
+The overview in Debian's Chromium (Playwright) while polls come in: a flapping port keeps one mark and the
 counts hold across 5 polls, a PCIe problem marks its HCA's port cells, "Silence this" for 1 h from a
 problem row shows on the row, and the browser logs no error. One server (`manage.py runserver` on a
 SQLite copy of the test database); the polls are stored in that copy, between page loads, by the real

@@ -1,4 +1,7 @@
-"""The plain overview drawn again only for the hosts that changed (fabricweb/dashboard/hostgrid.py) is, byte for
+"""Covers fabricweb/dashboard/fabric.py, fabricweb/dashboard/grid.py, fabricweb/dashboard/hostgrid.py,
+fabricweb/dashboard/overviewmodel.py, fabricweb/dashboard/views/port.py.
+
+The plain overview drawn again only for the hosts that changed (fabricweb/dashboard/hostgrid.py) is, byte for
 byte, the overview built from scratch (fabric.fabric_view and grid.render), after random changes to ports,
 events and staleness written as ingest, the health engine and the staleness beat write them."""
 

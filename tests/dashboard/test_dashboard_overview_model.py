@@ -1,4 +1,6 @@
-"""The overview's counts and grid, built once per change of the data (fabricweb/dashboard/overviewmodel.py):
+"""Covers fabricweb/health/context.py, fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/overview.py.
+
+The overview's counts and grid, built once per change of the data (fabricweb/dashboard/overviewmodel.py):
 every change the page shows is there at the next request, though nothing tells the process (the changes
 below are written as another process writes them: ingest, the health engine, an operator's action)."""
 

@@ -1,4 +1,8 @@
-"""Pages on SQLite and PostgreSQL: login, what each page shows, and bad input answered with a message."""
+"""Covers fabricweb/api/serializers.py, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/port.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/wall.py, fabricweb/dashboard/views/actions.py,
+fabricweb/dashboard/views/overview.py.
+
+Pages on SQLite and PostgreSQL: login, what each page shows, and bad input answered with a message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Roles, the user command, login throttling and wall links, on SQLite and PostgreSQL."""
+"""Covers fabricweb/dashboard/management/commands/create_user.py, fabricweb/dashboard/views/events.py,
+fabricweb/dashboard/views/wall.py.
+
+Roles, the user command, login throttling and wall links, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Every surface shows a port's facts as fabricweb.inventory.portfacts states them, on SQLite and PostgreSQL:
+"""Covers fabricweb/alerts/payload.py, fabricweb/health/context.py, fabricweb/inventory/portfacts/,
+fabricweb/exporter/views.py, fabricweb/api/views/ports.py, fabricweb/dashboard/views/port.py,
+fabricweb/dashboard/views/node.py, fabricweb/api/views/nodes.py, fabricweb/dashboard/views/wall.py,
+fabricweb/dashboard/views/overview.py.
+
+Every surface shows a port's facts as fabricweb.inventory.portfacts states them, on SQLite and PostgreSQL:
 the dashboard's pages and chart data, the JSON API, /metrics and the alerts' payload, through the real ingest
 and health engine. A down port has no link (whatever its `rate` file says), a stale node's ports are
 unknown, a port never connected is not counted down, info-level advice is not listed among the problems."""

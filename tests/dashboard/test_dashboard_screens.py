@@ -1,4 +1,7 @@
-"""The wall's heat map and its refusals, and the 403 page, through the test client on SQLite and PostgreSQL."""
+"""Covers fabricweb/api/errors.py, fabricweb/dashboard/views/wall.py, fabricweb/api/views/events.py; through them
+fabricweb/dashboard/views/forbidden.py.
+
+The wall's heat map and its refusals, and the 403 page, through the test client on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

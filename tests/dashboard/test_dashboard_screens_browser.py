@@ -1,4 +1,7 @@
-"""Every screen in Debian's Chromium (Playwright), on one `manage.py runserver` for the module: a phone at 390 px
+"""Covers fabricweb/dashboard/models.py, fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/node.py,
+fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/wall.py.
+
+Every screen in Debian's Chromium (Playwright), on one `manage.py runserver` for the module: a phone at 390 px
 scrolls no page sideways, the wall fills 1920x1080 to 3840x2160 with large type, the theme follows the
 browser's preference and its toggle, a viewer refused an operator page is told why, a revoked wall link
 says so on the wall, the favicon is served, and no page logs a console error."""

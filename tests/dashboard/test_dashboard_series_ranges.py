@@ -1,4 +1,6 @@
-"""A port's chart series on SQLite and PostgreSQL: units an operator reads (Gb/s, pkt/s), the resolution each
+"""Covers fabricweb/isotime.py, fabricweb/telemetry/history/rollup.py, fabricweb/dashboard/views/port.py.
+
+A port's chart series on SQLite and PostgreSQL: units an operator reads (Gb/s, pkt/s), the resolution each
 range draws, a 24 h range that reaches now through the raw samples not yet rolled up, an old range that says
 since when the fabric is monitored, and custom from/to ranges, bad ones answered with a message."""
 

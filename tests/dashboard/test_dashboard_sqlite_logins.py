@@ -1,4 +1,6 @@
-"""Logins on SQLite while a writer holds the write lock batch after batch, as ingest does under load: with
+"""Covers fabricweb/sqlitedb/base.py.
+
+Logins on SQLite while a writer holds the write lock batch after batch, as ingest does under load: with
 fabricweb.sqlitedb (a waiting connection tries every millisecond, not SQLite's every 100 ms) every login
 gets through the gaps; before, they waited out the 20 s timeout and failed with "database is locked"."""
 

@@ -1,4 +1,8 @@
-"""Words an operator reads, on SQLite and PostgreSQL, through the simulator, the real ingest and health engine:
+"""Covers fabricweb/alerts/payload.py, fabricweb/dashboard/grafana.py, fabricweb/health/critical.py,
+fabricweb/dashboard/views/port.py, fabricweb/api/views/ports.py, fabricweb/api/views/events.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/node.py.
+
+Words an operator reads, on SQLite and PostgreSQL, through the simulator, the real ingest and health engine:
 a RoCE port's link in Ethernet words (`100GbE trained at 40GbE`) on the port page, in the API, in the event
 and the notification, while an InfiniBand port keeps ibstat's (`4X HDR`); why a critical problem is critical
 (the link policy, or the rule) on the problem and event rows; the port's Grafana panel when Grafana is set."""

@@ -1,4 +1,6 @@
-"""The node agent's systemd unit, environment example and node requirements: valid, hardened, in step with the code."""
+"""Covers fabricweb/agent/config.py.
+
+The node agent's systemd unit, environment example and node requirements: valid, hardened, in step with the code."""
 
 from __future__ import annotations
 

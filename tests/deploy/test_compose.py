@@ -1,4 +1,7 @@
-"""The shipped docker-compose.yml is valid and wires every role (no engine here: Debian's client validates)."""
+"""Covers fabricweb/telemetry/management/commands/ingest.py, fabricweb/agent/__main__.py; through them
+fabricweb/heap.py.
+
+The shipped docker-compose.yml is valid and wires every role (no engine here: Debian's client validates)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The broker as docker-compose.yml ships it: the compose file's own Redis command, run with Debian's
+"""Covers fabricweb/agent/config.py, fabricweb/brokeracl.py, fabricweb/env.py, fabricweb/nodeauth.py,
+fabricweb/scheduling.py, fabricweb/identity/management/commands/broker_acl.py; through them
+fabricweb/identity/management/nodeargs.py.
+
+The broker as docker-compose.yml ships it: the compose file's own Redis command, run with Debian's
 redis-server and the ACL file made the way the compose file's header says (`manage.py broker_acl --central`,
 with the central services' own environment), on a private loopback port. No client without a user gets
 anything; a node's user takes its own polls and pushes snapshots, nothing else; the central user does what

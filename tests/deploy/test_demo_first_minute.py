@@ -1,4 +1,7 @@
-"""The demo's first minute: the README's commands work as written, its example fault is one the demo has not
+"""Covers fabricweb/runfabric/children.py, fabricweb/runfabric/ready.py; through them fabricweb/runfabric/ibsim.py,
+fabricweb/runfabric/start.py.
+
+The demo's first minute: the README's commands work as written, its example fault is one the demo has not
 applied, and runfabric's last lines (once the dashboard answers) are the URL, the login and its password."""
 
 from __future__ import annotations

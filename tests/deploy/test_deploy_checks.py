@@ -1,4 +1,6 @@
-"""`manage.py check --deploy` warns about a site whose nodes need not sign (fabricweb.W001) or whose broker has no
+"""Covers fabricweb/deploychecks.py.
+
+`manage.py check --deploy` warns about a site whose nodes need not sign (fabricweb.W001) or whose broker has no
 ACL users (fabricweb.W002: the broker URL names no user), and says nothing of either on a site that has both."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The fabric collector's systemd unit, environment example and udev rule: valid, unprivileged, in step."""
+"""Covers fabricweb/fabricagent/config.py.
+
+The fabric collector's systemd unit, environment example and udev rule: valid, unprivileged, in step."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The compose profile `monitoring`: Prometheus, Alertmanager and Grafana provisioned from deploy/."""
+"""Covers docker-compose.yml, deploy/prometheus/, deploy/grafana/.
+
+The compose profile `monitoring`: Prometheus, Alertmanager and Grafana provisioned from deploy/."""
 
 from __future__ import annotations
 

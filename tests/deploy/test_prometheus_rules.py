@@ -1,4 +1,10 @@
-"""The shipped Prometheus config and rules: promtool finds them clean, every alert has a unit test
+"""Covers fabricweb/exporter/prometheus_rules/, fabricweb/health/rules/, fabricweb/thresholds.py; through them
+fabricweb/exporter/prometheus_rules/docs.py, fabricweb/exporter/prometheus_rules/drift.py,
+fabricweb/exporter/prometheus_rules/fabric_alerts.py, fabricweb/exporter/prometheus_rules/model.py,
+fabricweb/exporter/prometheus_rules/port_alerts.py, fabricweb/exporter/prometheus_rules/quantities.py,
+fabricweb/exporter/prometheus_rules/recording.py, fabricweb/exporter/prometheus_rules/render.py.
+
+The shipped Prometheus config and rules: promtool finds them clean, every alert has a unit test
 (deploy/prometheus/tests) in which it fires, and the rules are what fabricweb/exporter/prometheus_rules/
 makes of the health thresholds: a rule's number and the threshold it mirrors cannot drift apart."""
 

@@ -1,4 +1,6 @@
-"""Notifications end to end: runfabric (simulator, agents, ingest, the alerts worker, beat) on SQLite and a
+"""Covers fabricweb/runfabric/__main__.py, collectors/__main__.py.
+
+Notifications end to end: runfabric (simulator, agents, ingest, the alerts worker, beat) on SQLite and a
 leased Redis; a port goes down in the simulator and the on-call receivers hear it, then hear it is over:
 a local webhook receiver, Debian's prometheus-alertmanager (checked through its v2 API) and an aiosmtpd
 SMTP server."""

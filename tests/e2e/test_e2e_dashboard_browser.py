@@ -1,4 +1,8 @@
-"""The dashboard in Debian's Chromium (Playwright) against a running fabric: runfabric with the web server,
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/telemetry/history/samples.py,
+fabricweb/dashboard/management/commands/create_user.py, collectors/__main__.py, fabricweb/dashboard/views/port.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/wall.py.
+
+The dashboard in Debian's Chromium (Playwright) against a running fabric: runfabric with the web server,
 real Redis, Celery and the simulator. One fabric and one browser for the module (SQLite: the view tests
 cover both databases); screenshots of every page are left in the pytest temp directory."""
 

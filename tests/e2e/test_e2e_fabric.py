@@ -1,4 +1,7 @@
-"""A simulated fabric run as real processes (runfabric): node → ingest → rows → events, on SQLite and PostgreSQL.
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/nodeauth.py, fabricweb/telemetry/history/samples.py,
+collectors/__main__.py.
+
+A simulated fabric run as real processes (runfabric): node → ingest → rows → events, on SQLite and PostgreSQL.
 
 The tests of this module share one running fabric per backend and run in file order:
 the newcomer node is started by one test and stopped by the next.
@@ -19,7 +22,6 @@ from datetime import datetime, timedelta
 import pytest
 from celery import Celery
 from django.utils import timezone
-from e2e_probe import PROBE
 
 from collectors import read_host, to_dict
 from collectors.sim import Fabric
@@ -29,6 +31,7 @@ from fabricweb.inventory.models import Node, Port
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
 from fabricweb.telemetry.history.samples import between, of_port
 from tests.e2e.e2e_harness import INTERVAL, NODE_KEY_SECRET, NODES, STARTUP_S
+from tests.e2e.e2e_probe import PROBE
 
 SIM_NODES = [f"cn{i:03d}" for i in range(1, NODES + 1)]
 NEWCOMER = "cn901"

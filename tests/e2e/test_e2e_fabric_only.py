@@ -1,4 +1,7 @@
-"""A fabric whose hosts run no agent: `runfabric --no-sim --ibsim-net FILE` with an empty DIR runs the fabric
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/fabric/models.py, fabricweb/health/models.py,
+fabricweb/inventory/models.py.
+
+A fabric whose hosts run no agent: `runfabric --no-sim --ibsim-net FILE` with an empty DIR runs the fabric
 collector alone (storage, gateways, a site that starts with the fabric side), and judges the fabric.
 
 Real processes: ibsim on the file, opensm, the fabric collector, ingest, health and beat. The fabric: two

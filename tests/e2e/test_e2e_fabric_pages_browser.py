@@ -1,4 +1,7 @@
-"""/fabric/, a switch page and a host port's far end in Debian's Chromium (Playwright), against runfabric
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/dashboard/management/commands/create_user.py,
+collectors/__main__.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/port.py.
+
+/fabric/, a switch page and a host port's far end in Debian's Chromium (Playwright), against runfabric
 --fabric: the simulator's hosts and switches, ibsim and opensm simulating the switch fabric, the fabric
 collector sweeping it over management datagrams, real Redis, Celery, ingest and the web server.
 

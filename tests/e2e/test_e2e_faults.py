@@ -1,4 +1,6 @@
-"""Faults a monitor must survive, on a whole fabric of real processes: the broker restarted mid-run,
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/telemetry/history/samples.py.
+
+Faults a monitor must survive, on a whole fabric of real processes: the broker restarted mid-run,
 the database away for 30 s."""
 
 from __future__ import annotations

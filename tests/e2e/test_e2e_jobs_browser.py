@@ -1,4 +1,7 @@
-"""Which jobs a bad link hurts, end to end on the demo's kind of fabric: `runfabric --fabric --slurm` (ibsim and
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/health/management/commands/import_policies.py,
+fabricweb/dashboard/management/commands/create_user.py, collectors/__main__.py.
+
+Which jobs a bad link hurts, end to end on the demo's kind of fabric: `runfabric --fabric --slurm` (ibsim and
 opensm under the simulated hosts, a fabric collector reading the forwarding tables, a private Slurm with a slurmd
 per host and jobs across the leaves, every central process real), the demo's link policy, and Debian's Chromium.
 

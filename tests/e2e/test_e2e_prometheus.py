@@ -1,4 +1,6 @@
-"""A real Prometheus scraping a running fabric: every panel query of the shipped Grafana dashboard
+"""Covers fabricweb/runfabric/__main__.py, collectors/__main__.py.
+
+A real Prometheus scraping a running fabric: every panel query of the shipped Grafana dashboard
 returns data, and every shipped alert rule is silent on a clean fabric and fires for its fault.
 
 The fabric is runfabric (simulator, node agent, Redis, ingest, Celery, web) polled every second;

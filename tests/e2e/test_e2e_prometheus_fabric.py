@@ -1,4 +1,6 @@
-"""A real Prometheus scraping a running fabric with switches: the dashboard's Switches row has data, and the
+"""Covers fabricweb/runfabric/__main__.py, collectors/__main__.py.
+
+A real Prometheus scraping a running fabric with switches: the dashboard's Switches row has data, and the
 switch side's alert rules fire for their faults, naming both ends, and for nothing else.
 
 The fabric is `runfabric --fabric` (the simulator's hosts under two leaves and a spine, ibsim and opensm

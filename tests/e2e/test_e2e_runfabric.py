@@ -1,4 +1,6 @@
-"""runfabric itself: trees written by someone else, a private Redis, the web server, and no process left behind."""
+"""Covers fabricweb/runfabric/__main__.py, fabricweb/telemetry/history/samples.py.
+
+runfabric itself: trees written by someone else, a private Redis, the web server, and no process left behind."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The switch side end to end: `runfabric --fabric` runs ibsim (a leaf/spine fabric under the simulated hosts),
+"""Covers fabricweb/runfabric/__main__.py, collectors/fabric/netfile.py,
+fabricweb/fabric/management/commands/import_topology.py, collectors/__main__.py.
+
+The switch side end to end: `runfabric --fabric` runs ibsim (a leaf/spine fabric under the simulated hosts),
 opensm, a fabric collector sweeping over management datagrams, the node agents, ingest, health and beat,
 all real processes.
 

@@ -1,4 +1,9 @@
-"""The broker's memory on /metrics (fabricweb/exporter/brokerseries.py, added by the view to the health set):
+"""Covers fabricweb/exporter/brokerseries.py, fabricweb/exporter/collector.py, fabricweb/exporter/encoder.py,
+fabricweb/exporter/selection.py; through them fabricweb/exporter/congestion.py, fabricweb/exporter/counters.py,
+fabricweb/exporter/jobseries.py, fabricweb/exporter/links.py, fabricweb/exporter/specs.py,
+fabricweb/exporter/switchports.py, fabricweb/exporter/texts.py.
+
+The broker's memory on /metrics (fabricweb/exporter/brokerseries.py, added by the view to the health set):
 what FabricwebBrokerMemoryHigh reads."""
 
 from __future__ import annotations

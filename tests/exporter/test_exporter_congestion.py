@@ -1,4 +1,6 @@
-"""Congestion as lost bandwidth, end to end (issue 40): PortXmitWait set on switch ports of two ASICs at two link
+"""Covers fabricweb/health/context.py.
+
+Congestion as lost bandwidth, end to end (issue 40): PortXmitWait set on switch ports of two ASICs at two link
 rates, and a saturated host port, swept and ingested through the real paths. The share of link time lost is the
 hand computation, and the congestion rule's finding and /metrics say that same number.
 

@@ -1,4 +1,10 @@
-"""The fast encoder gives prometheus_client's bytes: fabricweb/exporter/encoder.py against
+"""Covers fabricweb/exporter/collector.py, fabricweb/exporter/encoder.py, fabricweb/exporter/selection.py,
+fabricweb/exporter/series.py, fabricweb/inventory/readings.py, fabricweb/exporter/views.py; through them
+fabricweb/exporter/auth.py, fabricweb/exporter/congestion.py, fabricweb/exporter/counters.py,
+fabricweb/exporter/jobseries.py, fabricweb/exporter/links.py, fabricweb/exporter/specs.py,
+fabricweb/exporter/switchports.py, fabricweb/exporter/texts.py.
+
+The fast encoder gives prometheus_client's bytes: fabricweb/exporter/encoder.py against
 generate_latest (text and OpenMetrics, every escaping prometheus_client negotiates) on the
 fixture trees, on a simulated fabric with every fault, on hostile device strings, and on
 hypothesis-made families; and its label cache never serves a label set that changed."""

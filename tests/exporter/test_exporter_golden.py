@@ -1,4 +1,6 @@
-"""The exposition of a small fixed fabric, pinned byte for byte (names, labels, help, order, values).
+"""Covers fabricweb/exporter/collector.py, fabricweb/exporter/selection.py.
+
+The exposition of a small fixed fabric, pinned byte for byte (names, labels, help, order, values).
 
 Regenerate after an intended change with `UPDATE_GOLDEN=1 pytest tests/exporter/test_exporter_golden.py`
 and read the diff before committing it.

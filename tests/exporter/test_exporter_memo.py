@@ -1,4 +1,7 @@
-"""The health series kept across scrapes (fabricweb/exporter/grouped.py, encoder.py's kept lines)
+"""Covers fabricweb/exporter/encoder.py, fabricweb/exporter/grouped.py, fabricweb/exporter/hostports.py,
+fabricweb/exporter/selection.py, fabricweb/exporter/views.py; through them fabricweb/exporter/auth.py.
+
+The health series kept across scrapes (fabricweb/exporter/grouped.py, encoder.py's kept lines)
 never serve a stale line: a port whose link, state or expectation changed, a renamed node and a
 re-flashed device show their new values in the next scrape, the same bytes as prometheus_client;
 the memos stay bounded; and the fast rendering of counts is floatToGoString's."""

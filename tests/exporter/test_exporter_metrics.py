@@ -1,4 +1,7 @@
-"""/metrics on a simulated fabric ingested through the real path: every fault kind, stale nodes,
+"""Covers fabricweb/health/staleness.py, fabricweb/exporter/encoder.py, fabricweb/exporter/collector.py,
+fabricweb/exporter/selection.py, fabricweb/exporter/views.py.
+
+/metrics on a simulated fabric ingested through the real path: every fault kind, stale nodes,
 scrape splitting, content negotiation, credentials, and promtool's lint."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""A scrape runs with the cyclic garbage collector paused (views.py): whatever it builds must be freed by
+"""Covers fabricweb/exporter/collector.py, fabricweb/exporter/encoder.py, fabricweb/exporter/selection.py,
+fabricweb/exporter/views.py.
+
+A scrape runs with the cyclic garbage collector paused (views.py): whatever it builds must be freed by
 reference counting alone when it ends, or each scrape would leave its rows behind (at 20,000 ports ~30 MB a
 scrape) until the collector happens to run."""
 

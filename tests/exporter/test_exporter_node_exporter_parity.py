@@ -1,4 +1,6 @@
-"""Same numbers as node_exporter: Debian's prometheus-node-exporter and our /metrics on the same trees.
+"""Covers collectors/facts.py.
+
+Same numbers as node_exporter: Debian's prometheus-node-exporter and our /metrics on the same trees.
 
 node_exporter reads each tree directly; we read it as a node agent does (collectors.read_host,
 the JSON snapshot), ingest the snapshot through the real ingest path and scrape /metrics. Every

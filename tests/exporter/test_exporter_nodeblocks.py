@@ -1,4 +1,6 @@
-"""`?set=health` on PostgreSQL keeps each node's health rows across scrapes and reads again only the nodes
+"""Covers fabricweb/exporter/nodeblocks.py, fabricweb/exporter/tables.py, fabricweb/exporter/selection.py.
+
+`?set=health` on PostgreSQL keeps each node's health rows across scrapes and reads again only the nodes
 whose rows changed (fabricweb/exporter/nodeblocks.py). Whatever changes, by ingest or by hand, the next
 scrape says what the row-by-row path says, sample for sample; and a scrape with nothing changed reads no
 port row at all.

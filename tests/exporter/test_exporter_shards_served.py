@@ -1,4 +1,7 @@
-"""fabricweb.exporter.views and selection.served_shards: a web process given FABRIC_METRICS_SHARDS renders and keeps
+"""Covers fabricweb/exporter/encoder.py, fabricweb/exporter/hostports.py, fabricweb/exporter/selection.py,
+fabricweb/exporter/views.py.
+
+fabricweb.exporter.views and selection.served_shards: a web process given FABRIC_METRICS_SHARDS renders and keeps
 only the series of its shards at start-up, answers their scrapes, and refuses every other scrape (421) in words."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""/metrics on a fabric with switches (tests/fabric's FabricWorld: hosts and a fabric sweep ingested through
+"""Covers collectors/fabric/pma.py, fabricweb/exporter/collector.py, fabricweb/exporter/names.py,
+fabricweb/exporter/selection.py, fabricweb/telemetry/storage/deltas.py.
+
+/metrics on a fabric with switches (tests/fabric's FabricWorld: hosts and a fabric sweep ingested through
 the real paths): switch ports in families of their own, link series naming both ends, a down port and an
 unreachable switch kept, the sets, shards and node globs over switches, and prometheus_client's bytes."""
 

@@ -1,4 +1,7 @@
-"""A web worker renders /metrics' health series once as it starts (gunicorn.conf.py, views.warm_up): its first
+"""Covers fabricweb/exporter/encoder.py, fabricweb/exporter/hostports.py, fabricweb/exporter/selection.py,
+fabricweb/exporter/views.py.
+
+A web worker renders /metrics' health series once as it starts (gunicorn.conf.py, views.warm_up): its first
 scrape then serves the lines kept, the same bytes as prometheus_client, and a worker whose database cannot
 be read still starts."""
 

@@ -1,4 +1,8 @@
-"""The fabric collector as it runs on an IB host: `python -m fabricweb.fabricagent` under ibsim-run, as its own
+"""Covers fabricweb/nodeauth.py, fabricweb/brokeracl.py, fabricweb/fabricagent/config.py,
+fabricweb/identity/management/commands/broker_acl.py, fabricweb/fabricagent/__main__.py; through them
+fabricweb/fabricagent/app.py, fabricweb/fabricagent/tasks.py, fabricweb/heap.py.
+
+The fabric collector as it runs on an IB host: `python -m fabricweb.fabricagent` under ibsim-run, as its own
 Redis ACL user on a real redis-server, signing with its own key. It registers with a first sweep, sweeps on
 central's dispatch, and its user can do nothing but take its sweeps and push its snapshots."""
 

@@ -1,4 +1,6 @@
-"""The fabric's most congested links (fabricweb/fabric/congested.py): the share each port lost in its last poll, as
+"""Covers fabricweb/fabric/congested.py, fabricweb/fabric/paths.py.
+
+The fabric's most congested links (fabricweb/fabric/congested.py): the share each port lost in its last poll, as
 /metrics and the rule compute it, named by both ends of its link; and where the switches' tables are stored, which
 congested port is the root and which are its victims (issue 40)."""
 

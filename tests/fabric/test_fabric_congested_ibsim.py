@@ -1,4 +1,6 @@
-"""Where congestion starts, on ibsim + opensm + the fabric collector (issue 40): PortXmitWait set through ibsim's
+"""Covers fabricweb/fabric/congested.py, fabricweb/fabric/ingest.py, fabricweb/inventory/readings.py.
+
+Where congestion starts, on ibsim + opensm + the fabric collector (issue 40): PortXmitWait set through ibsim's
 console (PerformanceSet) on the spine's ports down to one leaf and on the other leaf's uplinks to that spine, swept
 with the forwarding tables opensm programmed and ingested: the spine's ports are the roots, the uplinks feeding
 them (their traffic to that leaf's hosts goes on through them) their victims."""

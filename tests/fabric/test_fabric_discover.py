@@ -1,4 +1,6 @@
-"""Discovery and counters on a small fabric answered in-process, replies laid out by libibmad: a bad reply
+"""Covers collectors/fabric/mad.py, collectors/fabric/sweep.py.
+
+Discovery and counters on a small fabric answered in-process, replies laid out by libibmad: a bad reply
 (an error status, a reply for another port) costs its own value and an error naming it, never the sweep.
 
 ibsim answers every query well; these are the replies it cannot be made to send.

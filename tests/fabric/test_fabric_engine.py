@@ -1,4 +1,6 @@
-"""The MAD engine: many queries in flight, replies matched by TID, timeouts retried, a silent target cut short.
+"""Covers collectors/fabric/mad.py, collectors/fabric/engine.py.
+
+The MAD engine: many queries in flight, replies matched by TID, timeouts retried, a silent target cut short.
 
 A scripted port stands in for libibumad here (the engine's only I/O is its send and recv); the real
 port and the real fabric are tested against ibsim (test_fabric_ibsim.py).

@@ -1,4 +1,6 @@
-"""The fabric collector against a real fabric stack: ibsim, opensm, and infiniband-diags as the reference.
+"""Covers collectors/__main__.py.
+
+The fabric collector against a real fabric stack: ibsim, opensm, and infiniband-diags as the reference.
 
 Every switch port's state, width, speed and far end must read as `iblinkinfo` reads them, and its
 counters as `perfquery` and `perfquery -x` read them. A switch that stops answering costs its own

@@ -1,4 +1,6 @@
-"""Fabric ingest and judgement from both ends, on both databases: a simulated fabric (hosts and their
+"""Covers fabricweb/fabric/ingest.py, fabricweb/fabric/topology.py.
+
+Fabric ingest and judgement from both ends, on both databases: a simulated fabric (hosts and their
 switches, collectors.sim --fabric) ingested poll by poll, host snapshots and fabric sweeps together.
 
 Each fault opens exactly its own problem, naming both ends, within one sweep, and resolves once it

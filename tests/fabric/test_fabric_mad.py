@@ -1,4 +1,6 @@
-"""The collector's MAD codec against rdma-core's libibmad: what libibmad writes, the collector reads the same.
+"""Covers collectors/fabric/mad.py.
+
+The collector's MAD codec against rdma-core's libibmad: what libibmad writes, the collector reads the same.
 
 ibsim simulates SDR, DDR and QDR links only: HDR, NDR and 2X links are tested here, on replies
 laid out by libibmad's own field table (the one smpquery and iblinkinfo decode with).

@@ -1,4 +1,6 @@
-"""Routed paths centrally, from the forwarding tables a sweep stored, against `ibtracert` on ibsim + opensm.
+"""Covers fabricweb/fabric/ingest.py, fabricweb/fabric/paths.py.
+
+Routed paths centrally, from the forwarding tables a sweep stored, against `ibtracert` on ibsim + opensm.
 
 The fabric collector's sweep (with its tables) is ingested into each database; the links the route
 graph walks between two hosts must be exactly the ones `ibtracert` walks between every port LID of

@@ -1,4 +1,6 @@
-"""Which PortInfo fields say a port's speed, and FDR10, against rdma-core's layouts.
+"""Covers collectors/fabric/mad.py, collectors/fabric/portspeed.py.
+
+Which PortInfo fields say a port's speed, and FDR10, against rdma-core's layouts.
 
 The local libibmad (rdma-core 44) lays out every field here but LinkSpeedExt2, which came with XDR in
 rdma-core 50: those three fields are placed by the bit offsets rdma-core's libibmad/fields.c gives them

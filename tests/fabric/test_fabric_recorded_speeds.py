@@ -1,4 +1,7 @@
-"""Today's speeds on recorded fabrics: XDR (LinkSpeedExt2) and FDR10 (Mellanox's ExtendedPortInfo).
+"""Covers collectors/fabric/mad.py, collectors/fabric/netfile.py, collectors/fabric/model.py,
+collectors/fabric/snapshot.py, collectors/fabric/text.py, collectors/link.py, fabricweb/fabric/ingest.py.
+
+Today's speeds on recorded fabrics: XDR (LinkSpeedExt2) and FDR10 (Mellanox's ExtendedPortInfo).
 
 ibsim cannot make either, so each fixture (tests/fixtures/fabric/xdr, fdr10; README there) holds what the
 tools printed for one small fabric: `smpdump` of every query the collector sends, `iblinkinfo -l` and

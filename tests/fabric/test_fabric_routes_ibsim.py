@@ -1,4 +1,6 @@
-"""The switches' forwarding tables as the fabric collector reads them, against `ibroute` on ibsim + opensm.
+"""Covers collectors/__main__.py.
+
+The switches' forwarding tables as the fabric collector reads them, against `ibroute` on ibsim + opensm.
 
 opensm programs every switch's linear forwarding table; `ibroute LID` reads one switch's table with
 infiniband-diags. `python -m collectors fabric --routes` must print the same, byte for byte, and its

@@ -1,4 +1,6 @@
-"""Bad fabric snapshots get a clear error naming what was wrong, and nothing is stored.
+"""Covers collectors/fabric/netfile.py, fabricweb/fabric/schema.py.
+
+Bad fabric snapshots get a clear error naming what was wrong, and nothing is stored.
 
 A good snapshot here is one the collector's own to_dict makes (of a builder's sweep); each case breaks one thing.
 """

@@ -1,4 +1,6 @@
-"""Topology files: ibnetdiscover's output (recorded from an HDR/NDR fabric, which ibsim cannot simulate) and
+"""Covers collectors/fabric/netfile.py, fabricweb/fabric/expected.py, fabricweb/fabric/naming.py.
+
+Topology files: ibnetdiscover's output (recorded from an HDR/NDR fabric, which ibsim cannot simulate) and
 fabricweb's YAML, read strictly; switch names from NodeDescriptions."""
 
 from __future__ import annotations

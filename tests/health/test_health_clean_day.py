@@ -1,4 +1,8 @@
-"""A day of a healthy port on an old HCA must not raise a single warning or critical finding."""
+"""Covers fabricweb/health/findings.py, fabricweb/health/lifecycle.py, fabricweb/health/rules/; through them
+fabricweb/health/rules/common.py, fabricweb/health/rules/counters.py, fabricweb/health/rules/link.py,
+fabricweb/health/rules/node.py, fabricweb/health/rules/pcie.py, fabricweb/health/rules/port.py.
+
+A day of a healthy port on an old HCA must not raise a single warning or critical finding."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""A node's clock off by minutes is flagged (info), in whole minutes, ahead and behind told apart."""
+"""Covers fabricweb/health/findings.py, fabricweb/health/rules/, fabricweb/thresholds.py; through them
+fabricweb/health/rules/common.py, fabricweb/health/rules/counters.py, fabricweb/health/rules/link.py,
+fabricweb/health/rules/node.py, fabricweb/health/rules/pcie.py, fabricweb/health/rules/port.py.
+
+A node's clock off by minutes is flagged (info), in whole minutes, ahead and behind told apart."""
 
 from __future__ import annotations
 

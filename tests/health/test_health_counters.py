@@ -1,4 +1,6 @@
-"""Error counters, flapping, congestion and capped counters."""
+"""Covers fabricweb/health/findings.py, fabricweb/health/rules/, fabricweb/health/view.py, fabricweb/thresholds.py.
+
+Error counters, flapping, congestion and capped counters."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""EventBook.open_for: the open events about a snapshot's targets, found among its node's alone."""
+"""Covers fabricweb/health/events.py, fabricweb/health/findings.py, fabricweb/health/lifecycle.py; through them
+fabricweb/health/signals.py.
+
+EventBook.open_for: the open events about a snapshot's targets, found among its node's alone."""
 
 from __future__ import annotations
 

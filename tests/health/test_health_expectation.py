@@ -1,4 +1,6 @@
-"""Where a port's expected link comes from: policy, its own history, or its peers."""
+"""Covers collectors/link.py, fabricweb/health/expectation.py.
+
+Where a port's expected link comes from: policy, its own history, or its peers."""
 
 from __future__ import annotations
 

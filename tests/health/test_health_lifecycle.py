@@ -1,4 +1,6 @@
-"""Events from findings: open, update, hysteresis, one event per flapping episode."""
+"""Covers fabricweb/health/findings.py, fabricweb/health/lifecycle.py, fabricweb/health/rules/.
+
+Events from findings: open, update, hysteresis, one event per flapping episode."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The HCA's PCIe link, nodes that stopped reporting, and devices or ports that vanished."""
+"""Covers collectors/pcie.py, collectors/link.py, fabricweb/health/expectation.py, fabricweb/health/findings.py,
+fabricweb/health/rules/, fabricweb/health/view.py, fabricweb/thresholds.py.
+
+The HCA's PCIe link, nodes that stopped reporting, and devices or ports that vanished."""
 
 from __future__ import annotations
 

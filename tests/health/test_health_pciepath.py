@@ -1,4 +1,8 @@
-"""The PCIe path above a card and the host's PCIe layout (issue 26), judged on trees laid out as real machines
+"""Covers collectors/link.py, fabricweb/health/context.py, fabricweb/health/expectation.py,
+fabricweb/health/findings.py, fabricweb/health/rules/, fabricweb/health/rules/pciepath.py, fabricweb/health/view.py,
+fabricweb/dashboard/marks.py.
+
+The PCIe path above a card and the host's PCIe layout (issue 26), judged on trees laid out as real machines
 and read back as the node agent sends them."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Arbitrary inputs never make the rules raise, and the judgement layer stays free of Django."""
+"""Covers fabricweb/health/expectation.py, fabricweb/health/findings.py, fabricweb/health/lifecycle.py,
+fabricweb/health/rules/.
+
+Arbitrary inputs never make the rules raise, and the judgement layer stays free of Django."""
 
 from __future__ import annotations
 

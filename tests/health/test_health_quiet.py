@@ -1,4 +1,7 @@
-"""The engine's quiet-port shortcut never changes a judgement (fabricweb.health.quiet)."""
+"""Covers collectors/link.py, fabricweb/health/quiet.py, fabricweb/health/expectation.py, fabricweb/health/rules/,
+fabricweb/health/view.py, fabricweb/thresholds.py.
+
+The engine's quiet-port shortcut never changes a judgement (fabricweb.health.quiet)."""
 
 from __future__ import annotations
 

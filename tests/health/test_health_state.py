@@ -1,4 +1,7 @@
-"""Down, unused, no subnet manager, and degraded links: messages as operators read them."""
+"""Covers collectors/link.py, fabricweb/health/expectation.py, fabricweb/health/findings.py, fabricweb/health/rules/,
+fabricweb/thresholds.py.
+
+Down, unused, no subnet manager, and degraded links: messages as operators read them."""
 
 from __future__ import annotations
 

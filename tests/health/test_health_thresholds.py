@@ -1,4 +1,6 @@
-"""Thresholds: documented defaults with units, loadable from settings, loud on mistakes."""
+"""Covers fabricweb/thresholds.py.
+
+Thresholds: documented defaults with units, loadable from settings, loud on mistakes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The congestion window of the engine's fast path: the same count as Windows, and bounds that hold it."""
+"""Covers fabricweb/health/view.py, fabricweb/health/waitlog.py, fabricweb/health/window.py,
+fabricweb/telemetry/storage/ring.py.
+
+The congestion window of the engine's fast path: the same count as Windows, and bounds that hold it."""
 
 from __future__ import annotations
 

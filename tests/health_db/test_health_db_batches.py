@@ -1,4 +1,7 @@
-"""Snapshots that arrive together (a relay's batch, a backfill) are judged as if they had come one by one."""
+"""Covers fabricweb/health/context.py, fabricweb/health/engine.py, fabricweb/telemetry/history/samples.py; through them
+fabricweb/health/eventbudget.py, fabricweb/health/pciehost.py.
+
+Snapshots that arrive together (a relay's batch, a backfill) are judged as if they had come one by one."""
 
 from __future__ import annotations
 

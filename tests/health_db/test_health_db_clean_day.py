@@ -1,4 +1,6 @@
-"""A healthy day, accelerated: 8640 simulated 10-s polls through ingest and health, and not one alarm.
+"""Covers fabricweb/telemetry/history/samples.py.
+
+A healthy day, accelerated: 8640 simulated 10-s polls through ingest and health, and not one alarm.
 
 The fabric is two nodes, a ConnectX-6 (two HCAs) and a ConnectX-3 whose 32-bit data
 counters stop at all-ones within seconds. The day has reboots (counter resets, the

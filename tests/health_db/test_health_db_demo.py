@@ -1,4 +1,6 @@
-"""`make demo`'s faults, as its Makefile names them, each show their problem on the fabric the demo runs:
+"""Covers fabricweb/health/policyfile.py.
+
+`make demo`'s faults, as its Makefile names them, each show their problem on the fabric the demo runs:
 its hosts and the switch fabric under them (runfabric --fabric), each sweep showing what ibsim would."""
 
 from __future__ import annotations

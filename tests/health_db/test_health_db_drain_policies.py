@@ -1,4 +1,7 @@
-"""Drain policies from YAML (manage.py import_drain_policies): checked whole before anything is stored, and
+"""Covers fabricweb/jobs/drain.py, fabricweb/health/management/commands/import_drain_policies.py; through them
+fabricweb/health/drainpolicyfile.py.
+
+Drain policies from YAML (manage.py import_drain_policies): checked whole before anything is stored, and
 what they say decides which findings drain (fabricweb.jobs.drain._policy_for)."""
 
 from __future__ import annotations

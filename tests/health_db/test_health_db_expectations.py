@@ -1,4 +1,6 @@
-"""What a port should run at: its history, the fabric majority, operator policies, an accepted baseline."""
+"""Covers fabricweb/health/actions.py.
+
+What a port should run at: its history, the fabric majority, operator policies, an accepted baseline."""
 
 from __future__ import annotations
 

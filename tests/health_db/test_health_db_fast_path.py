@@ -1,4 +1,6 @@
-"""Quiet ports judged without a view (health/memo.py) open, update and resolve exactly what the full rules do."""
+"""Covers fabricweb/health/context.py, fabricweb/health/memo.py.
+
+Quiet ports judged without a view (health/memo.py) open, update and resolve exactly what the full rules do."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Every simulator fault kind, ingested poll by poll: the right event opens, lasts, and resolves once clean."""
+"""Covers fabricweb/health/models.py, fabricweb/inventory/models.py.
+
+Every simulator fault kind, ingested poll by poll: the right event opens, lasts, and resolves once clean."""
 
 from __future__ import annotations
 

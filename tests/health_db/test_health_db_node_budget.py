@@ -1,4 +1,7 @@
-"""One rogue host, with its own valid key, cannot stall ingest or flood the events: its cost is bounded
+"""Covers fabricweb/health/retire.py, fabricweb/telemetry/results.py, fabricweb/telemetry/storage/budget.py,
+fabricweb/telemetry/storage/apply.py.
+
+One rogue host, with its own valid key, cannot stall ingest or flood the events: its cost is bounded
 (fabricweb/telemetry/storage/budget.py), vanished ports are judged once, and they retire."""
 
 from __future__ import annotations

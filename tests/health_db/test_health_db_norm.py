@@ -1,4 +1,7 @@
-"""The fabric norm counts nodes, not ports: one node reporting 512 ports cannot set what every other node is
+"""Covers collectors/link.py, fabricweb/health/context.py, fabricweb/health/actions.py,
+fabricweb/health/expectation.py, fabricweb/health/staleness.py.
+
+The fabric norm counts nodes, not ports: one node reporting 512 ports cannot set what every other node is
 judged against, a stale node does not vote, and a node whose hardware jumps is held out until accepted."""
 
 from __future__ import annotations

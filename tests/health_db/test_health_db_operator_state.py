@@ -1,4 +1,6 @@
-"""Acknowledgements and silences: stored, matched by glob, in force only between their times."""
+"""Covers fabricweb/health/models.py, fabricweb/inventory/models.py.
+
+Acknowledgements and silences: stored, matched by glob, in force only between their times."""
 
 from __future__ import annotations
 

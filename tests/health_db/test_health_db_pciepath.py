@@ -1,4 +1,8 @@
-"""The PCIe path rules through the real ingest (issue 26): the simulator's PCIe layouts and faults, and small
+"""Covers fabricweb/health/context.py, fabricweb/health/engine.py,
+fabricweb/health/management/commands/import_policies.py; through them fabricweb/health/eventbudget.py,
+fabricweb/health/pciehost.py.
+
+The PCIe path rules through the real ingest (issue 26): the simulator's PCIe layouts and faults, and small
 trees laid out as two-socket hosts, stored by ingest and judged by the engine into events."""
 
 from __future__ import annotations

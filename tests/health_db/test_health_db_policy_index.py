@@ -1,4 +1,6 @@
-"""The policy index the engine matches with (context.Policies) picks what expectation.match_policy picks."""
+"""Covers collectors/link.py, fabricweb/health/context.py, fabricweb/health/expectation.py.
+
+The policy index the engine matches with (context.Policies) picks what expectation.match_policy picks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Link policies from and to YAML (manage.py import_policies / export_policies): all of a file or none of it."""
+"""Covers fabricweb/health/management/commands/import_policies.py,
+fabricweb/health/management/commands/export_policies.py.
+
+Link policies from and to YAML (manage.py import_policies / export_policies): all of a file or none of it."""
 
 from __future__ import annotations
 

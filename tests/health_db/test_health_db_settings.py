@@ -1,4 +1,6 @@
-"""FABRIC_THRESHOLDS and FABRIC_RESOLVE_AFTER: read at start-up, a bad value stops it naming the variable."""
+"""Covers fabricweb/env.py, fabricweb/health/context.py.
+
+FABRIC_THRESHOLDS and FABRIC_RESOLVE_AFTER: read at start-up, a bad value stops it naming the variable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Nodes that stop taking their polls: stale after three missed polls, resolved once they report again."""
+"""Covers fabricweb/health/staleness.py.
+
+Nodes that stop taking their polls: stale after three missed polls, resolved once they report again."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Draining in a real Slurm, safely: host links pulled and an uplink pulled in ibsim's fabric (its console),
+"""Covers fabricweb/fabric/ingest.py, fabricweb/jobs/drain.py, fabricweb/jobs/sources/slurm.py,
+fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/node.py; through them fabricweb/jobs/report.py,
+fabricweb/jobs/sources/hostlist.py.
+
+Draining in a real Slurm, safely: host links pulled and an uplink pulled in ibsim's fabric (its console),
 the sweeps ingested and judged, then fabricweb.jobs.drain run against the Slurm whose nodes are the hosts."""
 
 from __future__ import annotations

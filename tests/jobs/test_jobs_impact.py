@@ -1,4 +1,11 @@
-"""Which jobs a bad link hurts, on every surface: a real Slurm's jobs on a fabric simulated by ibsim, a fault
+"""Covers fabricweb/alerts/payload.py, fabricweb/alerts/transports/alertmanager.py, fabricweb/fabric/ingest.py,
+fabricweb/jobs/impact.py, fabricweb/jobs/refresh.py, fabricweb/jobs/sources/slurm.py, fabricweb/api/views/jobs.py,
+fabricweb/api/views/events.py, fabricweb/api/views/fabric.py, fabricweb/dashboard/views/jobs.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/port.py,
+fabricweb/exporter/views.py; through them fabricweb/alerts/transports/base.py, fabricweb/alerts/transports/http.py,
+fabricweb/jobs/names.py, fabricweb/jobs/report.py, fabricweb/jobs/sources/hostlist.py.
+
+Which jobs a bad link hurts, on every surface: a real Slurm's jobs on a fabric simulated by ibsim, a fault
 put on an inter-switch link through ibsim's console, the sweeps ingested and judged."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""Which links a running job crosses: a real Slurm's jobs (sbatch -w) on a fabric simulated by ibsim and routed
+"""Covers fabricweb/jobs/refresh.py, fabricweb/jobs/sources/slurm.py, fabricweb/api/views/jobs.py,
+fabricweb/dashboard/views/jobs.py; through them fabricweb/jobs/names.py.
+
+Which links a running job crosses: a real Slurm's jobs (sbatch -w) on a fabric simulated by ibsim and routed
 by opensm, its sweep and forwarding tables ingested; `ibtracert` is the reference for every path."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The Slurm harness against real daemons: what a job and a drained node look like to the tools we read."""
+"""Covers tests/slurm_support.py, fabricweb/runfabric/slurm.py.
+
+The Slurm harness against real daemons: what a job and a drained node look like to the tools we read."""
 
 from __future__ import annotations
 

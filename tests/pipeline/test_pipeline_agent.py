@@ -1,4 +1,6 @@
-"""The node agent: which nodes it serves, what it reads, how it starts, and that it loads no Django."""
+"""Covers fabricweb/agent/__main__.py, fabricweb/agent/app.py, fabricweb/agent/config.py, fabricweb/agent/poll.py.
+
+The node agent: which nodes it serves, what it reads, how it starts, and that it loads no Django."""
 
 from __future__ import annotations
 

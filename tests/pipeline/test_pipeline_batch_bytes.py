@@ -1,4 +1,8 @@
-"""What one batch of the ingest consumer may read from the broker, in bytes (telemetry/intake/redisread.py).
+"""Covers fabricweb/brokeracl.py, fabricweb/telemetry/intake/messages.py, fabricweb/telemetry/intake/readers.py,
+fabricweb/telemetry/intake/redisread.py, fabricweb/cappedredis.py,
+fabricweb/identity/management/commands/broker_acl.py.
+
+What one batch of the ingest consumer may read from the broker, in bytes (telemetry/intake/redisread.py).
 
 The attack (issue 36, finding 1): a node's ACL user pushes, in one MULTI, messages just under the cap of
 the queue onto `snapshots`; the consumer read them all in one take and its RSS grew by gigabytes. Now a

@@ -1,4 +1,9 @@
-"""The batch consumer of the snapshots queue (`manage.py ingest`), on a real Redis and real databases.
+"""Covers fabricweb/telemetry/history/samples.py, fabricweb/telemetry/intake/batchstore.py,
+fabricweb/telemetry/intake/broker.py, fabricweb/telemetry/intake/consumer.py,
+fabricweb/telemetry/intake/messages.py, fabricweb/telemetry/intake/redisread.py, fabricweb/telemetry/signals.py,
+fabricweb/telemetry/management/commands/ingest.py; through them fabricweb/telemetry/intake/spend.py.
+
+The batch consumer of the snapshots queue (`manage.py ingest`), on a real Redis and real databases.
 
 Every test leases a Redis database of the test Redis (as the e2e tests do), or starts a
 redis-server of its own, so parallel runs never share the `snapshots` queue. The data is committed for real

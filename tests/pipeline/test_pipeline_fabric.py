@@ -1,4 +1,7 @@
-"""Fabric collectors' sweeps through the broker and the ingest consumer: signed with the collector's own key
+"""Covers collectors/fabric/netfile.py, fabricweb/nodeauth.py, fabricweb/health/staleness.py,
+fabricweb/telemetry/intake/messages.py, fabricweb/fabric/ingest.py.
+
+Fabric collectors' sweeps through the broker and the ingest consumer: signed with the collector's own key
 (never a node's), stored in a transaction of their own between node snapshots; collectors polled and judged
 stale like hosts, switches never."""
 

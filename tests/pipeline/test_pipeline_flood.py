@@ -1,4 +1,6 @@
-"""One node's broker user floods the snapshot queue; the broker's memory stays bounded and the other nodes'
+"""Covers fabricweb/nodeauth.py, fabricweb/brokeracl.py, fabricweb/identity/management/commands/broker_acl.py.
+
+One node's broker user floods the snapshot queue; the broker's memory stays bounded and the other nodes'
 polls stay fresh (issue 36, finding 2).
 
 The attack: as node cn001's ACL user, validly signed snapshots pushed as fast as the broker takes them

@@ -1,4 +1,7 @@
-"""A host sending more bytes a minute than FABRIC_NODE_MAX_BYTES_PER_MINUTE: its messages past the budget are
+"""Covers fabricweb/telemetry/intake/consumer.py, fabricweb/telemetry/intake/messages.py; through them
+fabricweb/telemetry/intake/spend.py.
+
+A host sending more bytes a minute than FABRIC_NODE_MAX_BYTES_PER_MINUTE: its messages past the budget are
 dropped by the real consumer before they are stored, counted and named on the node; the others' are stored."""
 
 from __future__ import annotations

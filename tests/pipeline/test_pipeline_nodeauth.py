@@ -1,4 +1,7 @@
-"""A snapshot is stored only from the node it names: per-node keys, signatures checked by the consumer."""
+"""Covers fabricweb/nodeauth.py, fabricweb/telemetry/intake/messages.py,
+fabricweb/identity/management/commands/node_key.py.
+
+A snapshot is stored only from the node it names: per-node keys, signatures checked by the consumer."""
 
 from __future__ import annotations
 

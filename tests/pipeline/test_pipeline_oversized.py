@@ -1,4 +1,6 @@
-"""Oversized messages on the central queues are drained unread and dropped (fabricweb/cappedredis.py).
+"""Covers fabricweb/cappedredis.py, fabricweb/telemetry/history/samples.py.
+
+Oversized messages on the central queues are drained unread and dropped (fabricweb/cappedredis.py).
 
 Any node can push to `snapshots` and `ingest`. A 143 MB message is dropped by the process reading the
 queue without ever being held: its peak RSS (VmHWM, read from /proc by the reading process itself, a

@@ -1,4 +1,6 @@
-"""Central scheduling: the beat schedule, the fan-out of polls and the lock of long jobs, on a real Redis."""
+"""Covers fabricweb/beat.py, fabricweb/scheduling.py, fabricweb/health/tasks.py, fabricweb/telemetry/tasks.py.
+
+Central scheduling: the beat schedule, the fan-out of polls and the lock of long jobs, on a real Redis."""
 
 from __future__ import annotations
 

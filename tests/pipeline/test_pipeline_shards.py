@@ -1,4 +1,8 @@
-"""Several ingest consumers: snapshots routed by node to K queues, leases shared out, a dead consumer's taken over.
+"""Covers fabricweb/agent/config.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/intake/readers.py,
+fabricweb/telemetry/intake/redisread.py, fabricweb/telemetry/intake/shards.py,
+fabricweb/telemetry/management/commands/ingest.py.
+
+Several ingest consumers: snapshots routed by node to K queues, leases shared out, a dead consumer's taken over.
 
 Leases are tested against the real test Redis (a leased database), with short leases; the
 takeover end to end with two `manage.py ingest` processes on PostgreSQL, one of them killed.

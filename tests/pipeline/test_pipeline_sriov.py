@@ -1,4 +1,7 @@
-"""SR-IOV virtual functions centrally: the snapshot schema takes their mark as an optional device field, and a
+"""Covers collectors/snapshot.py, fabricweb/agent/config.py, fabricweb/agent/poll.py, fabricweb/telemetry/ingest.py,
+fabricweb/telemetry/validation/quickparse.py, fabricweb/telemetry/validation/schema.py.
+
+SR-IOV virtual functions centrally: the snapshot schema takes their mark as an optional device field, and a
 host whose VFs come and go between polls (the agent leaving them out, by default) opens no "vanished" event."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""One staleness: a node is stale after missing polls it was sent, never by the clock alone.
+"""Covers fabricweb/scheduling.py, fabricweb/health/tasks.py, fabricweb/pollledger.py.
+
+One staleness: a node is stale after missing polls it was sent, never by the clock alone.
 
 The real dispatch task sends the polls to the test Redis and the real check-stale task judges
 them. The node agents and ingest are played at their queues: a node that answers takes its poll

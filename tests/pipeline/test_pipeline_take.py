@@ -1,4 +1,7 @@
-"""How `manage.py ingest` takes snapshot messages on plain Redis (telemetry/intake/redisread.py), on the test Redis.
+"""Covers fabricweb/telemetry/intake/readers.py, fabricweb/telemetry/intake/redisread.py,
+fabricweb/telemetry/intake/shards.py.
+
+How `manage.py ingest` takes snapshot messages on plain Redis (telemetry/intake/redisread.py), on the test Redis.
 
 Messages are moved, not copied, from their queue to a list of the reader's own, and leave it
 only at the ack (trimmed after the commit) or when given back to the head of their queue:

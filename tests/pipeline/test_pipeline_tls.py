@@ -1,4 +1,6 @@
-"""rediss:// checks the broker's certificate, against a real redis-server speaking TLS with a throwaway CA."""
+"""Covers fabricweb/brokertls.py.
+
+rediss:// checks the broker's certificate, against a real redis-server speaking TLS with a throwaway CA."""
 
 from __future__ import annotations
 

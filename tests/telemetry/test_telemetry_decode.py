@@ -1,4 +1,7 @@
-"""The consumer decodes message bodies (and redisread their envelopes) with orjson only where it reads exactly what
+"""Covers fabricweb/telemetry/intake/envelopes.py, fabricweb/telemetry/intake/jsonread.py,
+fabricweb/telemetry/intake/messages.py.
+
+The consumer decodes message bodies (and redisread their envelopes) with orjson only where it reads exactly what
 kombu (json) reads."""
 
 from __future__ import annotations
@@ -11,11 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kombu.exceptions import DecodeError
 from kombu.message import Message
-from tests.telemetry.telemetry_support import T0, snapshot
 
 from fabricweb.telemetry.intake import envelopes
 from fabricweb.telemetry.intake.jsonread import NotExact, exact_loads
 from fabricweb.telemetry.intake.messages import decode_body
+from tests.telemetry.telemetry_support import T0, snapshot
 
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 

@@ -1,4 +1,6 @@
-"""Counter arithmetic: resets, caps, gaps, values near 2^64, clocks going backwards."""
+"""Covers fabricweb/telemetry/storage/columns.py, fabricweb/telemetry/storage/deltas.py.
+
+Counter arithmetic: resets, caps, gaps, values near 2^64, clocks going backwards."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The ingest process's garbage collector (fabricweb/heap.py): set for a large long-lived heap, still on."""
+"""Covers fabricweb/heap.py.
+
+The ingest process's garbage collector (fabricweb/heap.py): set for a large long-lived heap, still on."""
 
 from __future__ import annotations
 

@@ -1,15 +1,19 @@
-"""The hook through which ingest hands each poll to the health rules (signals.snapshots_ingested)."""
+"""Covers fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py, fabricweb/telemetry/signals.py;
+through them fabricweb/telemetry/handed.py, fabricweb/telemetry/storage/apply.py,
+fabricweb/telemetry/storage/budget.py, fabricweb/telemetry/storage/store.py.
+
+The hook through which ingest hands each poll to the health rules (signals.snapshots_ingested)."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError, connection
-from tests.telemetry.telemetry_support import later, snapshot
 
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.signals import snapshots_ingested
+from tests.telemetry.telemetry_support import later, snapshot
 
 
 @pytest.fixture

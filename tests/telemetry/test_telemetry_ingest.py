@@ -1,17 +1,22 @@
-"""Ingest of real fixture snapshots, on SQLite and PostgreSQL (the each_db fixture)."""
+"""Covers fabricweb/inventory/readings.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
+fabricweb/telemetry/results.py, fabricweb/inventory/portfacts/, fabricweb/telemetry/storage/apply.py,
+fabricweb/telemetry/storage/store.py; through them fabricweb/telemetry/handed.py,
+fabricweb/telemetry/storage/budget.py.
+
+Ingest of real fixture snapshots, on SQLite and PostgreSQL (the each_db fixture)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from tests.telemetry.telemetry_support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.history.samples import Sample, between, of_port
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.results import DUPLICATE, STALE, STORED
+from tests.telemetry.telemetry_support import NODE_EXPORTER, PROCFS, T0, later, port_of, snapshot
 
 U32 = (1 << 32) - 1
 

@@ -1,4 +1,6 @@
-"""The fabric norm's votes (one per node, HCA model and link) and when a node's hardware jumps."""
+"""Covers collectors/link.py, fabricweb/health/expectation.py, fabricweb/telemetry/storage/normhold.py.
+
+The fabric norm's votes (one per node, HCA model and link) and when a node's hardware jumps."""
 
 from __future__ import annotations
 

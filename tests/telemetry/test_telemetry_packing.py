@@ -1,4 +1,6 @@
-"""Packing a node-poll's samples into bytes and back (fabricweb/telemetry/storage/packing.py): no database."""
+"""Covers collectors/link.py, fabricweb/telemetry/storage/columns.py, fabricweb/telemetry/storage/packing.py.
+
+Packing a node-poll's samples into bytes and back (fabricweb/telemetry/storage/packing.py): no database."""
 
 from __future__ import annotations
 

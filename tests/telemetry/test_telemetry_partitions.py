@@ -1,4 +1,7 @@
-"""Samples and rollups in time partitions on PostgreSQL (plain tables on SQLite), and the migrations that moved them."""
+"""Covers fabricweb/telemetry/history/samples.py, fabricweb/telemetry/history/rollup.py, fabricweb/telemetry/ingest.py,
+fabricweb/telemetry/storage/partitions.py.
+
+Samples and rollups in time partitions on PostgreSQL (plain tables on SQLite), and the migrations that moved them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The quick path of parse_snapshot accepts only what the worded checks accept, and returns the same values."""
+"""Covers fabricweb/telemetry/validation/quickparse.py, fabricweb/telemetry/validation/schema.py; through them
+fabricweb/telemetry/validation/typed.py.
+
+The quick path of parse_snapshot accepts only what the worded checks accept, and returns the same values."""
 
 from __future__ import annotations
 

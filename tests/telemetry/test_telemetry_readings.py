@@ -1,4 +1,6 @@
-"""Per-poll readings (raw counters, ring, state_polls) live in NodeReadings, not in the port rows.
+"""Covers fabricweb/inventory/readings.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py.
+
+Per-poll readings (raw counters, ring, state_polls) live in NodeReadings, not in the port rows.
 
 Ingest keeps them in memory between batches (rowcache) and writes them once per node-poll; a
 process that starts empty, or takes a node over from another, continues from what is stored.
@@ -10,12 +12,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from tests.telemetry.telemetry_support import PROCFS, T0, later, port_of, snapshot
 
 from fabricweb.inventory import readings
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
+from tests.telemetry.telemetry_support import PROCFS, T0, later, port_of, snapshot
 
 # Each ingest commits: the row cache is in play.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_cache")]

@@ -1,4 +1,6 @@
-"""inventory.0006 moves the per-poll readings out of the port rows without losing a baseline.
+"""Covers fabricweb/inventory/readings.py.
+
+inventory.0006 moves the per-poll readings out of the port rows without losing a baseline.
 
 Slow for a unit test (~10 s: three `manage.py` runs on a fresh PostgreSQL database), as the
 partition migration's test is: the upgrade of a running fabric is what it checks.

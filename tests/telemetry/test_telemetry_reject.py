@@ -1,4 +1,7 @@
-"""Malformed snapshots are rejected with a reason, and nothing of them is stored."""
+"""Covers fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
+fabricweb/telemetry/validation/schema.py.
+
+Malformed snapshots are rejected with a reason, and nothing of them is stored."""
 
 from __future__ import annotations
 
@@ -8,12 +11,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.telemetry.telemetry_support import NODE_EXPORTER, later, port_of, snapshot
 
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.validation.schema import SnapshotRejected
+from tests.telemetry.telemetry_support import NODE_EXPORTER, later, port_of, snapshot
 
 
 def stored() -> tuple[int, int, int, int]:

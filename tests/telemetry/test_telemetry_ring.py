@@ -1,4 +1,6 @@
-"""The `recent` ring: clean polls merged, the window kept, and readable by the health rules' windows."""
+"""Covers fabricweb/health/view.py, fabricweb/health/window.py, fabricweb/telemetry/storage/ring.py.
+
+The `recent` ring: clean polls merged, the window kept, and readable by the health rules' windows."""
 
 from __future__ import annotations
 

@@ -1,16 +1,18 @@
-"""Rollups into 5-minute and hourly buckets, and retention, on SQLite and PostgreSQL."""
+"""Covers fabricweb/telemetry/history/samples.py, fabricweb/telemetry/history/retention.py,
+fabricweb/telemetry/history/rollup.py, fabricweb/telemetry/ingest.py.
+
+Rollups into 5-minute and hourly buckets, and retention, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-
-from tests.telemetry.telemetry_support import T0, later, snapshot
 
 from fabricweb.telemetry.history import samples as raw
 from fabricweb.telemetry.history.retention import prune
 from fabricweb.telemetry.history.rollup import rollup
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.models import PortRollup
+from tests.telemetry.telemetry_support import T0, later, snapshot
 
 FIVE, HOUR = PortRollup.FIVE_MINUTES, PortRollup.HOUR
 QDR = {"gbps": 40.0, "lanes": 4, "speed": "QDR"}

@@ -1,4 +1,7 @@
-"""Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/storage/rowcache.py).
+"""Covers fabricweb/health/actions.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
+fabricweb/telemetry/signals.py, fabricweb/telemetry/storage/rowcache.py.
+
+Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/storage/rowcache.py).
 
 These tests commit for real (transaction=True): the cache only keeps rows after a commit.
 """
@@ -7,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 from django.db import DatabaseError
-from tests.telemetry.telemetry_support import PROCFS, T0, later, snapshot
 
 from fabricweb.health.actions import accept_baseline, undo_baseline
 from fabricweb.inventory.models import Node, Port
@@ -15,6 +17,7 @@ from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.signals import snapshots_ingested
 from fabricweb.telemetry.storage import rowcache
+from tests.telemetry.telemetry_support import PROCFS, T0, later, snapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_cache")]
 STEP = {"port_xmit_data": 4000, "symbol_error": 0}

@@ -1,16 +1,17 @@
-"""Reading packed samples back (fabricweb/telemetry/history/samples.py), on SQLite and PostgreSQL."""
+"""Covers fabricweb/telemetry/history/samples.py, fabricweb/telemetry/history/rollup.py, fabricweb/telemetry/ingest.py.
+
+Reading packed samples back (fabricweb/telemetry/history/samples.py), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 from datetime import timedelta
-
-from tests.telemetry.telemetry_support import T0, later, snapshot
 
 from fabricweb.inventory.models import Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.history.rollup import rollup
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.models import NodePoll, PortRollup
+from tests.telemetry.telemetry_support import T0, later, snapshot
 
 
 def port(device: str, number: int = 1) -> Port:

@@ -1,4 +1,6 @@
-"""Ingest of snapshots read from the simulator's node trees, faults included, on SQLite and PostgreSQL."""
+"""Covers fabricweb/inventory/readings.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py.
+
+Ingest of snapshots read from the simulator's node trees, faults included, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

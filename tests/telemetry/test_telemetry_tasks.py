@@ -1,4 +1,6 @@
-"""The Celery app (JSON only, routes) and how a snapshot travels: a task message by name, as JSON."""
+"""Covers fabricweb/telemetry/tasks.py.
+
+The Celery app (JSON only, routes) and how a snapshot travels: a task message by name, as JSON."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ import uuid
 import pytest
 from kombu.exceptions import ContentDisallowed
 from kombu.serialization import loads
-from tests.telemetry.telemetry_support import snapshot
 
 from fabricweb.celery import app, node_queue
 from fabricweb.names import INGEST_SNAPSHOT
 from fabricweb.telemetry import tasks
+from tests.telemetry.telemetry_support import snapshot
 
 
 def route(name: str, **kwargs) -> str:

@@ -1,4 +1,8 @@
-"""Snapshots in their wire form (collectors/wire.py) through ingest: a device's attributes left out ("as last
+"""Covers collectors/wire.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
+fabricweb/telemetry/intake/messages.py, fabricweb/telemetry/validation/quickparse.py,
+fabricweb/telemetry/validation/schema.py.
+
+Snapshots in their wire form (collectors/wire.py) through ingest: a device's attributes left out ("as last
 sent") keep what ingest stored of them, and what changes is stored at once (telemetry/storage/apply.py,
 telemetry/storage/normhold.py, the validation paths)."""
 
@@ -6,8 +10,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-
-from tests.telemetry.telemetry_support import T0
 
 from collectors import read_host, to_dict, wire
 from collectors.sim import Fabric
@@ -17,6 +19,7 @@ from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.intake.messages import from_wire
 from fabricweb.telemetry.validation.quickparse import parse_common
 from fabricweb.telemetry.validation.schema import parse_worded
+from tests.telemetry.telemetry_support import T0
 
 ATTRIBUTES = ("fw_ver", "hca_type", "board_id", "node_guid", "pci_current_width", "pci_address")
 
