@@ -17,7 +17,7 @@ from datetime import datetime
 from operator import itemgetter
 from typing import NamedTuple
 
-from django.db.models import Case, Count, IntegerField, Max, Value, When
+from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 
 from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.models import Event, Silence, silencing
@@ -30,6 +30,18 @@ from .marks import ERRORING, FLAPPING, HEALTHS, QUIET, kind_words
 # Link kinds show as the port's colour already; the others make an up port "erroring".
 LINK_KINDS = (Kind.DOWN, Kind.DEGRADED, Kind.VANISHED, Kind.NO_SM)
 ADVICE = Severity.INFO.value  # open events of this severity are advice, not problems
+# A link's own faults, judged on one end, that mark the far end of its cable too (linkends.py: the switch page).
+BOTH_ENDS = frozenset(
+    k.value
+    for k in (
+        Kind.FLAPPING,
+        Kind.SYMBOL_ERRORS,
+        Kind.RCV_ERRORS,
+        Kind.REMOTE_PHYSICAL_ERRORS,
+        Kind.LINK_INTEGRITY,
+        Kind.BUFFER_OVERRUN,
+    )
+)
 SEVERITY_ORDER = Case(
     When(severity="critical", then=Value(0)),
     When(severity="warning", then=Value(1)),
@@ -86,17 +98,29 @@ def port_health(status: str, kinds=()) -> str:
 
 def problem_kinds(**where) -> dict[int, frozenset[str]]:
     """Port id -> the kinds of the open problems (not advice) that mark it: those on the port other than its
-    own link state (down, degraded...: its status says them), and those on its device as a whole (a PCIe
-    link too slow for the port marks each port of the HCA). `where`: Event filters (node=..., node__kind=...)."""
+    own link state (down, degraded...: its status says them), those on its device as a whole (a PCIe link too
+    slow for the port marks each port of the HCA), and the link's problems judged at the far end of its cable
+    (BOTH_ENDS: a switch port's symbol errors mark the host port cabled to it, and the other way round).
+    `where`: Event filters (node=..., node__kind=...); the far ends' events are read in the same query."""
+    rows = Event.objects.filter(resolved_at__isnull=True, device__isnull=False)
+    if where:  # its own events, or those whose port's far end is its
+        own = Q(**where)
+        far = Q(kind__in=BOTH_ENDS, **{f"port__peer__device__{k}": v for k, v in where.items()})
+        rows = rows.filter(own | far).annotate(own=Case(When(own, then=Value(True)), default=Value(False)))
+    else:
+        rows = rows.annotate(own=Value(True))
     rows = (
-        Event.objects.filter(resolved_at__isnull=True, device__isnull=False, **where)
-        .exclude(severity=ADVICE)
+        rows.exclude(severity=ADVICE)
         .exclude(kind__in=LINK_KINDS)
-        .values_list("port_id", "device_id", "kind")
+        .values_list("port_id", "device_id", "kind", "own", "port__peer_id")
     )
     kinds: dict[int, set[str]] = {}
     on_devices: dict[int, set[str]] = {}
-    for port_id, device_id, kind in rows:
+    for port_id, device_id, kind, is_own, peer_id in rows:
+        if kind in BOTH_ENDS and peer_id is not None:
+            kinds.setdefault(peer_id, set()).add(kind)
+        if not is_own:
+            continue
         if port_id is None:
             on_devices.setdefault(device_id, set()).add(kind)
         else:

@@ -16,22 +16,12 @@ from .marks import ERRORING, FLAPPING, HEALTHS
 
 ADVICE = Event.Severity.INFO.value
 # A far end's problem kind -> the health it gives this end of the cable.
+# fabric.BOTH_ENDS: the link's errors (not one end's transmit discards or congestion, which are that port's).
 LINK_HEALTH = {
-    Kind.DOWN: "down",
-    Kind.FLAPPING: FLAPPING,
-    Kind.DEGRADED: "degraded",
-    **dict.fromkeys(
-        (
-            Kind.SYMBOL_ERRORS,
-            Kind.RCV_ERRORS,
-            Kind.REMOTE_PHYSICAL_ERRORS,
-            Kind.XMIT_DISCARDS,
-            Kind.LINK_INTEGRITY,
-            Kind.BUFFER_OVERRUN,
-            Kind.CONGESTION,
-        ),
-        ERRORING,
-    ),
+    Kind.DOWN.value: "down",
+    Kind.DEGRADED.value: "degraded",
+    **{kind: ERRORING for kind in fabric.BOTH_ENDS},
+    Kind.FLAPPING.value: FLAPPING,
 }
 RANK = {h: i for i, h in enumerate(HEALTHS)}
 
