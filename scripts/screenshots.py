@@ -17,7 +17,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -29,6 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from harness import free_port, wait_for  # noqa: E402
+
 PY = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else sys.executable
 CHROMIUM = "/usr/bin/chromium"  # Debian's, as the browser tests
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
@@ -47,12 +49,6 @@ def demo_faults() -> list[str]:
     if found is None:
         raise SystemExit("no DEMO_FAULTS in the Makefile")
     return found[1].split()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_fabric(scratch: Path, web: str) -> tuple[subprocess.Popen, str]:
@@ -166,12 +162,15 @@ def take(base: str, password: str, out: Path, since: str, settle_until: float) -
             print(f"  {name}.png: {path}", flush=True)
 
         desk = tab(viewport={"width": 1400, "height": 900})
-        deadline = time.monotonic() + 600
-        while not all(n in " ".join(desk.locator(".problems").all_inner_texts()) for n in WAIT_FOR):
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the overview did not list {', '.join(WAIT_FOR)} in 10 minutes")
-            time.sleep(5)
+
+        def listed() -> bool:
+            """Whether the overview lists every fault yet; if not, the page is reloaded for the next look."""
+            if all(n in " ".join(desk.locator(".problems").all_inner_texts()) for n in WAIT_FOR):
+                return True
             desk.reload()
+            return False
+
+        wait_for(f"the overview listing {', '.join(WAIT_FOR)}", listed, 600, 5)
         time.sleep(max(0.0, settle_until - time.monotonic()))
         charts = "() => [...document.querySelectorAll('.js-plotly-plot')].every(c => c.data && c.data.length)"
         shot(desk, "/", "overview")
