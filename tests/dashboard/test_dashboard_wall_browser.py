@@ -166,3 +166,19 @@ def test_it_lists_every_problem_on_the_overview_newest_first_and_its_counts_sum_
     assert [rows.nth(i).locator(".new").count() for i in range(NEW + 1)] == [1] * NEW + [0]
     page.context.close()
     assert errors == []
+
+
+def test_it_counts_the_rows_again_when_the_screen_changes_size(browser, served):
+    base, order = served
+    errors: list[str] = []
+    page = _page(browser, base, SIZES[2], errors)
+    page.goto(f"{base}/wall/")
+    big = page.evaluate(WALL_STATE)
+    page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
+    drawn = "n => document.querySelectorAll('.wall-problems li[data-event]:not([style*=none])').length < n"
+    page.wait_for_function(drawn, arg=len(big["shown"]))
+    small = page.evaluate(WALL_STATE)
+    assert len(small["shown"]) + small["more"] == PROBLEMS and small["cut"] == 0
+    assert small["shown"] == order[: len(small["shown"])]
+    page.context.close()
+    assert errors == []
