@@ -64,10 +64,12 @@ HEAVY_SCOPES = {
     "tests/alerts/test_alerts_worker.py": 70,
     "tests/health_db/test_health_db_faults.py": 37,
     "tests/dashboard/test_dashboard_screens_browser.py": 34,
+    "tests/dashboard/test_dashboard_wall_browser.py": 30,  # 30 problems, the wall and overview at three sizes
     "tests/telemetry/test_telemetry_partitions.py": 29,
     "tests/dashboard/test_dashboard_fabric.py": 27,
     "tests/pipeline/test_pipeline_staleness.py": 26,
     "tests/exporter/test_exporter_switches.py": 21,
+    "tests/dashboard/test_dashboard_chart_axis_browser.py": 20,  # a server and Chromium per range
     "tests/jobs/test_jobs_drain.py": 21,  # a real Slurm and ibsim per test, on both databases
     "tests/jobs/test_jobs_routes.py": 18,
 }
