@@ -7,10 +7,10 @@ import os
 
 from ..roce import RECORDED
 from .layout import SimDevice, SimNode, SimPort
-from .pcitree import bus_link, fn_files, trained
+from .pcitree import bus_link, trained
 from .roce import ethtool_text
 from .sriov import VfOutput
-from .tree import device_files, pci_files, port_files
+from .tree import device_files, pci_files, port_files, write_function
 
 
 class TreeOutput(VfOutput):
@@ -65,9 +65,7 @@ class TreeOutput(VfOutput):
     def _write_pci(self, node: SimNode, root: str) -> None:
         """The node's bridges and GPUs (pcitree), their links as trained now: a switch uplink at what
         `uplink=` asks, the downstream port above an HCA at the card's own link."""
-        j, w = os.path.join, self.writer
-        bus = j(root, "bus", "pci", "devices")
-        w.dir(bus)
+        self.writer.dir(os.path.join(root, "bus", "pci", "devices"))  # the HCAs link there too, after these
         effects = [self._effects[dev.ports[0].key] for dev in node.devices]
         uplinks = trained(node.pci, [eff.uplink for eff in effects])
         for fn in node.pci.functions:
@@ -77,11 +75,7 @@ class TreeOutput(VfOutput):
             elif fn.slot is not None:
                 dev, (gts, width) = node.devices[fn.slot], effects[fn.slot].pcie
                 current = (gts or dev.model.pcie_gts, width or dev.model.pcie_width)
-            d = j(root, fn.rel)
-            w.dir(d)
-            for name, text in fn_files(fn, current).items():
-                w.file(f"{d}/{name}", text)
-            w.link(j(bus, fn.address), bus_link(fn.rel))
+            write_function(self.writer, root, fn, current)
 
     def _write_port(self, dev: SimDevice, port: SimPort, pci: str, pdir: str) -> None:
         j, w = os.path.join, self.writer

@@ -100,7 +100,8 @@ def _read(path: str) -> str | None:
 
 def write_function(w: TreeWriter, root: str, fn: PciFn, current: tuple[float | None, int | None]) -> str:
     """A bridge's or GPU's directory below the node's `root` (pcitree.fn_files, its link as trained: `current`) and
-    its bus/pci/devices link; its directory. The tests write published machines' trees with it (tests/pcie_trees.py)."""
+    its bus/pci/devices link; its directory. Every simulated node's tree is written with it (rendering.TreeOutput), and
+    the tests' trees of published machines (tests/pcie_trees.py)."""
     d = os.path.join(root, fn.rel)
     w.dir(d)
     for name, text in fn_files(fn, current).items():
