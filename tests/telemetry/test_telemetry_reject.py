@@ -16,7 +16,7 @@ from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from fabricweb.telemetry.validation.schema import SnapshotRejected
-from tests.telemetry.telemetry_support import NODE_EXPORTER, later, port_of, snapshot
+from tests.telemetry.telemetry_support import NODE_EXPORTER, _paths, later, port_of, snapshot
 
 
 def stored() -> tuple[int, int, int, int]:
@@ -126,16 +126,6 @@ def test_a_rejected_snapshot_in_a_batch_does_not_stop_the_others(each_db):
 # -- random mutations of a valid snapshot -------------------------------------------------
 
 BASE = snapshot(NODE_EXPORTER, host="cn002")
-
-
-def _paths(value, prefix=()):
-    yield prefix
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _paths(item, (*prefix, i))
 
 
 PATHS = [p for p in _paths(BASE) if p]
