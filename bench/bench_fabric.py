@@ -21,7 +21,9 @@ Everything the bench starts is stopped at the end, whatever happens; nothing is 
    seconds of the sweeping process and of ibsim in each, what other processes used meanwhile (Others),
    and peak RSS (the collector's VmHWM from /proc; the tools' ru_maxrss from wait4). The collector runs with
    the fabric agent's garbage-collector settings (fabricweb/heap.py); --gc-compare adds a second collector
-   process with Python's defaults, alternated.
+   process with Python's defaults, alternated. Each run also sweeps and polls reading every channel
+   adapter's counters too (issue 40: as if no host ran an agent), and what that adds per CA port (wall and
+   CPU time, MADs, bytes) is set against what a switch port costs in the counters-only poll.
 4. The snapshots' size: the JSON text as signed and sent (nodeauth.signed_kwargs), and as Redis holds the
    message (the fabric agent's own Celery app and FabricAgent.deliver, to a private redis-server).
 5. In a child process on a throwaway PostgreSQL database (created, migrated with Django's migrate,
@@ -81,7 +83,7 @@ MOVING = (
 
 SERIES = (
     "full", "counters", "ibnetdiscover", "ibqueryerrors", "ibnetdiscover@1", "ibqueryerrors@1",
-    "full+defaultgc", "counters+defaultgc",
+    "full+defaultgc", "counters+defaultgc", "full+cas", "counters+cas",
 )  # fmt: skip
 # ONE_CPU. The tools are synchronous: each MAD waits for ibsim's answer before the next. On a virtual
 # machine whose CPUs halt when idle (KVM's haltpoll), every such round trip from one CPU to the other pays
@@ -333,20 +335,25 @@ def sweeper_child(scratch: str, settle_gc: bool = False) -> int:
     emit({"ready": True})
     texts: dict[str, str] = {}
     for line in sys.stdin:
-        mode = line.strip()
+        command = line.strip()
+        # `full+cas`, `counters+cas`: every channel adapter's counters too, as if no host ran an agent (the most
+        # central can name: FABRIC_CA_COUNTERS=agentless on a fabric of agentless hosts).
+        mode, _, cas = command.partition("+")
         if mode == "quit":
             for name, text in texts.items() if settle_gc else ():
                 Path(scratch, f"{name}.json").write_text(text)
             emit({"hwm_kb": proc_kb("VmHWM"), "rss_kb": proc_kb("VmRSS")})
             return 0
         cpu, start = time.process_time(), time.perf_counter()
-        sweep = sweeper.sweep(mode)
+        adapters = frozenset(n.guid for n in sweeper.nodes if not n.is_switch) if cas else frozenset()
+        sweep = sweeper.sweep(mode, adapters=adapters)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         start = time.perf_counter()
         text = signed_kwargs("00" * 32, to_dict(sweep), ROLE)["snapshot"]  # the text as sent
         snapshot_s = time.perf_counter() - start
-        texts[mode] = text
+        texts[command] = text
         switches = [n for n in sweep.nodes if n.is_switch]
+        ca_ports = sum(1 for n in sweep.nodes if not n.is_switch for p in n.ports.values() if p.counters)
         emit(
             {
                 "mode": sweep.mode,
@@ -359,6 +366,7 @@ def sweeper_child(scratch: str, settle_gc: bool = False) -> int:
                 "nodes": len(sweep.nodes),
                 "switches": len(switches),
                 "switch_ports": sum(1 for n in switches for p in n.ports if p > 0),
+                "ca_ports": ca_ports,
                 "bytes": len(text.encode()),
             }
         )
@@ -398,12 +406,16 @@ def measure_sweeps(sim: Simulated, runs: int, gc_compare: bool = False) -> dict:
             timed("ibnetdiscover@1", lambda: sim.timed_tool("ibnetdiscover", cpu=one_cpu))
             timed("ibqueryerrors@1", lambda: sim.timed_tool("ibqueryerrors", "--data", cpu=one_cpu))
 
+        def ours_with_cas() -> None:  # every channel adapter's counters too (issue 40)
+            timed("full+cas", lambda: collector.ask("full+cas"))
+            timed("counters+cas", lambda: collector.ask("counters+cas"))
+
         def ours_default_gc() -> None:
             timed("full+defaultgc", lambda: default_gc.ask("full"))
             timed("counters+defaultgc", lambda: default_gc.ask("counters"))
 
         for run in range(runs):
-            steps = (ours, theirs, theirs_one_cpu) + ((ours_default_gc,) if default_gc else ())
+            steps = (ours, ours_with_cas, theirs, theirs_one_cpu) + ((ours_default_gc,) if default_gc else ())
             for step in steps if run % 2 == 0 else steps[::-1]:
                 step()
     finally:
@@ -732,6 +744,39 @@ def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str) -> dict:
 
 
 # -- report --------------------------------------------------------------------------------------
+def per_port(sweeps: dict) -> None:
+    """What a channel adapter's counters cost per port (issue 40), against a switch port's: a switch port's is its
+    counters-only poll over its ports (wall and CPU seconds, MADs, bytes as sent); a CA port's, what reading every
+    CA's counters too added to the same run's poll (or full sweep), over the CA ports read."""
+    switch = sweeps["counters"][0]["switch_ports"]
+    cas = sweeps["counters+cas"][0]["ca_ports"]
+    if not cas:
+        print("  CA counters: no CA port answered")
+        return
+
+    def each(values: list[float], ports: int) -> float:
+        return statistics.median(values) / ports * 1e6
+
+    rows = []
+    for key in ("seconds", "cpu_s", "queries", "bytes"):
+        plain = [v[key] for v in sweeps["counters"]]
+        extra = {
+            base: [c[key] - b[key] for b, c in zip(sweeps[base], sweeps[base + "+cas"], strict=True)]
+            for base in ("counters", "full")
+        }
+        scale = 1e-6 if key in ("queries", "bytes") else 1.0  # counts and bytes per port, not per million
+        rows.append((key, each(plain, switch) * scale, each(extra["counters"], cas) * scale,
+                     each(extra["full"], cas) * scale))  # fmt: skip
+    print(f"  per port, {switch:,} switch ports against {cas:,} CA ports (medians):")
+    units = {"seconds": "µs wall", "cpu_s": "µs CPU", "queries": "MADs", "bytes": "bytes sent"}
+    for key, a, b, c in rows:
+        verdict = "met" if max(b, c) <= a * 1.05 else "MISSED"  # 5%: the medians' noise on a loaded machine
+        print(
+            f"    {units[key]:<11} a switch port {a:8.2f}   a CA port: {b:8.2f} (added to a counters-only poll), "
+            f"{c:8.2f} (to a full sweep)   CA <= switch: {verdict}"
+        )
+
+
 def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest: dict | None, args) -> None:
     print(f"machine: {machine()}")
     print(
@@ -753,6 +798,8 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
             ("ibnetdiscover, 1 CPU", sweeps["ibnetdiscover@1"], None),
             ("ibqueryerrors --data, 1 CPU", sweeps["ibqueryerrors@1"], None),
         ]
+        rows.insert(2, ("full, every CA's counters too", sweeps["full+cas"], GOAL_FULL_S))
+        rows.insert(3, ("counters, every CA's too", sweeps["counters+cas"], GOAL_COUNTERS_S))
         if sweeps["full+defaultgc"]:
             rows.insert(2, ("full, Python's default GC", sweeps["full+defaultgc"], GOAL_FULL_S))
             rows.insert(3, ("counters, default GC", sweeps["counters+defaultgc"], GOAL_COUNTERS_S))
@@ -792,6 +839,7 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
             f"{spread([v['snapshot_s'] for v in sweeps['full']])} s (full), "
             f"{spread([v['snapshot_s'] for v in sweeps['counters']])} s (counters)"
         )
+        per_port(sweeps)
         tools = {
             k: max(v["maxrss_kb"] for v in sweeps[k] + sweeps[k + "@1"]) for k in ("ibnetdiscover", "ibqueryerrors")
         }
