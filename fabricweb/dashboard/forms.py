@@ -47,8 +47,14 @@ class PortFilter(forms.Form):
         choices=(("", "most severe first"), ("newest", "newest first")),
         required=False,
     )
+    # The pagers of the problem list and of the advice: set by those lists' page links, not in the filter bar.
     page = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
     advice = forms.IntegerField(min_value=1, max_value=1_000_000, required=False)
+    PAGERS = frozenset({"page", "advice"})
+
+    def filters(self) -> list:
+        """The fields the filter bar shows: every one but the pagers."""
+        return [field for field in self if field.name not in self.PAGERS]
 
 
 EVENT_STATUS = (

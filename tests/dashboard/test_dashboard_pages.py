@@ -66,6 +66,15 @@ def test_overview_filters_narrow_the_grid(viewer, faulty):
     assert shown(node="nomatch*") == []
 
 
+def test_it_shows_filters_and_no_pager_in_the_overview_filter_bar(viewer, faulty):
+    html = viewer.text("/", {"advice": "1", "page": "1"})
+    bar = html.split('<form class="filters"')[1].split("</form>")[0]
+    names = re.findall(r'name="([a-z]+)"', bar)
+    assert names == ["node", "device", "state", "speed", "width", "hca", "layer", "problems", "sort"]
+    assert ">advice <" not in bar and ">page <" not in bar
+    assert "Advice (" in html  # the advice is still listed, and ?advice= still pages it
+
+
 def test_a_bad_filter_is_a_message_not_a_server_error(viewer, faulty):
     for query, words in (
         ({"node": "cn0';--"}, "node: use letters, digits"),
