@@ -88,3 +88,23 @@ def test_dispatch_tells_each_collector_the_adapters_to_read_and_polls_no_adapter
         assert client.llen(node_queue(adapter)) == 0
     finally:
         client.delete(*queues, *(f"_kombu.binding.{q}" for q in queues))
+
+
+def test_the_collector_reads_the_adapters_its_poll_names_by_guid_and_drops_anything_else():
+    from collectors.fabric.model import FabricSweep
+    from fabricweb.fabricagent.config import FabricAgentConfig
+    from fabricweb.fabricagent.tasks import FabricAgent
+
+    asked = []
+
+    class Sweeper:
+        def sweep(self, mode: str, adapters: frozenset[int]) -> FabricSweep:
+            asked.append(adapters)
+            return FabricSweep("fabric-a", 0.0, mode=mode)
+
+    agent = FabricAgent(None, FabricAgentConfig(broker_url="redis://localhost", collector="fabric-a"))
+    agent._sweeper, agent.deliver = Sweeper(), lambda snap: None
+    assert agent.sweep("fabric-a", [STORAGE, "nfs01", 7, None, GATEWAY])["adapters"] == 2
+    assert asked == [frozenset({0x0C42A10300BCF00B, 0x0C42A10300BCF013})]
+    assert agent.sweep("fabric-a")["adapters"] == 0  # a poll naming none: the switches alone
+    assert asked[-1] == frozenset()
