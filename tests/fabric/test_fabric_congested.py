@@ -23,7 +23,8 @@ def world(tmp_path, each_db):
 def test_the_most_congested_ports_come_first_with_both_ends_and_no_root_without_tables(world):
     b = world.builder
     b.nodes["leaf02"].device_id = SWITCH_IB_2  # 32 bytes of each lane's time a count; leaf01 a Quantum, 8 of the port's
-    world.poll()  # the counters' baseline
+    world.poll()  # the counters' baseline: no poll before it, no share
+    assert congested.top() == []
     # 12X QDR uplinks (1.5e10 B/s): 10 s is 1.5e11 B of link time.
     b.add("leaf01", 7, "port_xmit_wait", 1_875_000_000)  # x 8 B = 1.5e10 B: 10%
     b.add("leaf02", 7, "port_xmit_wait", 78_125_000)  # x 32 B x 12 lanes = 3e10 B: 20%
