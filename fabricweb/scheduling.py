@@ -95,9 +95,16 @@ def missed_polls(client: redis.Redis) -> dict[str, int]:
     return missed
 
 
-# The polls of the last dispatch that could read the nodes: polls go on while the database is away, and
-# their snapshots wait on the broker until ingest can store them.
-_known_polls: list[tuple[str, str, str]] = []
+class KnownPolls:
+    """The polls of the last dispatch that could read the nodes: polls go on while the database is away, and
+    their snapshots wait on the broker until ingest can store them. Owner: this module (beat's process);
+    replaced at every dispatch that read the nodes (docs/architecture.md, "What processes keep in memory")."""
+
+    def __init__(self) -> None:
+        self.polls: list[tuple[str, str, str]] = []
+
+
+KNOWN = KnownPolls()
 
 
 def _polls() -> list[tuple[str, str, str]]:
@@ -107,12 +114,12 @@ def _polls() -> list[tuple[str, str, str]]:
     try:
         nodes = list(Node.objects.exclude(kind=Node.Kind.SWITCH).values_list("name", "kind"))
     except DatabaseError as e:
-        if not _known_polls:
+        if not KNOWN.polls:
             raise
-        log.warning("dispatch: database unreachable (%s); polling the %d node(s) known before", e, len(_known_polls))
-        return list(_known_polls)
+        log.warning("dispatch: database unreachable (%s); polling the %d node(s) known before", e, len(KNOWN.polls))
+        return list(KNOWN.polls)
     polls = [(name, *poll) for name, kind in nodes if (poll := poll_of(name, kind)) is not None]
-    _known_polls[:] = polls
+    KNOWN.polls = list(polls)
     return polls
 
 

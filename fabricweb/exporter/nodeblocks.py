@@ -50,13 +50,24 @@ class Block:
     ports: dict[int, tuple]  # collector._ports' entries of its ports
 
 
-# Node id -> its block, shared by the threads of a web process; and the nodes' names and kinds they were
-# built under (a renamed far end is in another node's port rows: any change of names starts afresh).
-_blocks: dict[int, Block] = {}
-_built_under: list[tuple] = [()]
-# The tables' row versions (tables.row_versions) when the nodes' (tables.node_versions) were last read, and
-# those: while no device or port row was written since, each node's are what they were.
-_versions: list[tuple] = [(), {}]
+class KeptBlocks:
+    """This process's node blocks (docs/architecture.md, "What processes keep in memory"), shared by the threads of
+    a web process. Owner: this module; cleared by `forget()`, and whenever the nodes' names or kinds change."""
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        self.blocks: dict[int, Block] = {}  # node id -> its block: only the nodes this process serves
+        # The nodes' names and kinds the blocks were built under (a renamed far end is in another node's port rows).
+        self.built_under: tuple = ()
+        # The tables' row versions (tables.row_versions) when the nodes' (tables.node_versions) were last read, and
+        # those: while no device or port row was written since, each node's are what they were.
+        self.tables_at: tuple = ()
+        self.node_versions: dict[int, tuple] = {}
+
+
+KEPT = KeptBlocks()
 
 
 def serves(selection: Selection) -> bool:
@@ -66,9 +77,7 @@ def serves(selection: Selection) -> bool:
 
 def forget() -> None:
     """Drop every kept block (the next scrape reads every row)."""
-    _blocks.clear()
-    _built_under[0] = ()
-    _versions[:] = [(), {}]
+    KEPT.forget()
 
 
 class NodeBlocks:
@@ -81,9 +90,9 @@ class NodeBlocks:
         """Fill `out` with the health rows of `nodes` (collector._nodes': in name order) as collector._devices
         and _ports would; returns their devices and ports entries. None, having filled nothing, inside a
         transaction that has written (tests; never a scrape): the caller reads every row."""
-        if self.collector.names != _built_under[0]:
+        if self.collector.names != KEPT.built_under:
             forget()
-            _built_under[0] = self.collector.names
+            KEPT.built_under = self.collector.names
         versions = _node_versions()
         if versions is None:
             return None
@@ -97,7 +106,7 @@ class NodeBlocks:
         ports: dict[int, tuple] = {}
         # The row-by-row path's order: devices by node name then device name, ports in their devices' order.
         order = sorted(nodes, key=lambda node_id: nodes[node_id][0])
-        blocks = [(node_id, _blocks[node_id]) for node_id in order]
+        blocks = [(node_id, KEPT.blocks[node_id]) for node_id in order]
         for node_id, block in blocks:
             _extend(groupeds, block, "devices", built.get(node_id))
             devices.update(block.devices)
@@ -136,7 +145,7 @@ class NodeBlocks:
             built[node_id] = {
                 kind: dict(grouped.groups) for kind, grouped in collector.grouped.items() if grouped is not None
             }
-            _blocks[node_id] = Block(wanted[node_id], parts, devices, ports)
+            KEPT.blocks[node_id] = Block(wanted[node_id], parts, devices, ports)
         return built
 
 
@@ -147,13 +156,13 @@ def _node_versions() -> dict[int, tuple] | None:
     tables_now = tables.row_versions()
     if tables_now is None:
         return None
-    if tables_now != _versions[0]:
-        _versions[:] = [tables_now, tables.node_versions()]
-    return _versions[1]
+    if tables_now != KEPT.tables_at:
+        KEPT.tables_at, KEPT.node_versions = tables_now, tables.node_versions()
+    return KEPT.node_versions
 
 
 def _version_of(node_id: int) -> tuple | None:
-    block = _blocks.get(node_id)
+    block = KEPT.blocks.get(node_id)
     return None if block is None else block.version
 
 

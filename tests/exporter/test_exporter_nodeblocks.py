@@ -56,10 +56,10 @@ def row_by_row(client, monkeypatch) -> list[str]:
 
 def read_again(scrape_once) -> set[str]:
     """The nodes whose rows a scrape read (the others: appended as kept)."""
-    kept = dict(nodeblocks._blocks)
+    kept = dict(nodeblocks.KEPT.blocks)
     scrape_once()
     names = dict(Node.objects.values_list("id", "name"))
-    return {names[node_id] for node_id, block in nodeblocks._blocks.items() if kept.get(node_id) is not block}
+    return {names[node_id] for node_id, block in nodeblocks.KEPT.blocks.items() if kept.get(node_id) is not block}
 
 
 def test_it_serves_a_kept_fabric_as_the_row_by_row_path_does_and_reads_no_port_row(client, world, monkeypatch):
