@@ -1,21 +1,25 @@
 """What the search box finds: a node or switch by name, a port by its label (`cn042 mlx5_0/1`,
-`cn042/mlx5_0/1`, `leaf01 port 5`), a port, HCA or switch by its GUID (0x and 16 hex digits, with or
-without 0x, any case, or sysfs' `0c42:a103:00a1:b2c1`).
+`cn042/mlx5_0/1`, `leaf01 port 5`) or its LID (`lid 17`, or the number alone, as ibstat's `Base lid`), an HCA
+by its name (`cn042 mlx5_0`) or its model (`MT4123`, or its name `ConnectX-6`: every HCA of that model), a port,
+HCA or switch by its GUID (0x and 16 hex digits, with or without 0x, any case, or sysfs' `0c42:a103:00a1:b2c1`).
 
 Bounded at every size: a port is only ever looked up through an index (its GUID; its node, then device
-and number); a name is matched, case-insensitively, in the node table only (a node per 4 ports or so);
-an HCA's node GUID is one equality test on the device table. At most RESULTS hits.
+and number) or one equality test on the port table (its LID); a name is matched, case-insensitively, in the
+node table only (a node per 4 ports or so); an HCA by its node GUID or its model is one equality test on the
+device table. At most RESULTS hits.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.db.models import Q
 from django.urls import reverse
 
 from collectors.facts import IBSTAT_STATES, NODE_NAME_PATTERN
+from collectors.hcamodels import hca_types, model_name
 from fabricweb.inventory.models import Device, Node, Port
 
 RESULTS = 50
@@ -24,6 +28,8 @@ _GUID = re.compile(r"(?:0x)?([0-9a-f]{16})|([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]
 _NAME = NODE_NAME_PATTERN  # a device name has the same shape
 # cn042 mlx5_0/1, cn042/mlx5_0/1, cn042 mlx5_0 1, leaf01 port 5 (iblinkinfo's words), leaf01/5.
 _PORT = re.compile(rf"(?P<node>{_NAME})[ /](?:(?P<device>{_NAME})[ /])?(?P<number>\d{{1,3}})")
+_DEVICE = re.compile(rf"(?P<node>{_NAME})[ /](?P<device>{_NAME})")  # cn042 mlx5_0, cn042/mlx5_0
+_LID = re.compile(r"(?:lid ?)?(\d{1,5})", re.IGNORECASE)  # lid 17, LID 17, 17
 KIND_WORDS = {Node.Kind.HOST: "host", Node.Kind.SWITCH: "switch", Node.Kind.COLLECTOR: "fabric collector"}
 
 
@@ -48,7 +54,14 @@ def find(query: str) -> tuple[list[Hit], bool]:
     port = _PORT.fullmatch(text)
     if port:
         hits += _ports(port["node"], port["device"], int(port["number"]))
-    if not guid and not port:
+    device = _DEVICE.fullmatch(text)
+    if device:
+        hits += _devices(device["node"], device["device"])
+    lid = _LID.fullmatch(text)
+    if lid:
+        hits += [_port_hit(p, exact=True) for p in _port_rows().filter(lid=int(lid[1])).order_by()[: RESULTS + 1]]
+    hits += _models(text)
+    if not guid and not port and not device:
         hits += _nodes(text)
     seen: set[str] = set()
     unique = [h for h in hits if not (h.url in seen or seen.add(h.url))]
@@ -61,9 +74,30 @@ def _by_guid(digits: str) -> list[Hit]:
     hits = [_port_hit(p, exact=True) for p in _port_rows().filter(port_guid=guid)[: RESULTS + 1]]
     hits += [_node_hit(n, exact=True) for n in Node.objects.filter(guid=guid)]
     hcas = Device.objects.filter(node_guid__in=[sysfs, guid]).exclude(node__kind=Node.Kind.SWITCH)
-    for d in hcas.select_related("node").order_by("node__name", "name")[: RESULTS + 1]:
-        url = reverse("dashboard:node", args=[d.node.name])
-        hits.append(Hit("HCA", f"{d.node.name} {d.name}", url, f"node GUID {d.node_guid}", True))
+    return hits + _hca_hits(hcas, exact=True)
+
+
+def _devices(node: str, device: str) -> list[Hit]:
+    return _hca_hits(Device.objects.filter(node__in=_named(node), name__iexact=device), exact=True)
+
+
+def _models(text: str) -> list[Hit]:
+    """Every HCA of the model the query names: a list, even of one (the query names a model, not that HCA)."""
+    types = hca_types(text)
+    return _hca_hits(Device.objects.filter(hca_type__in=types), exact=False) if types else []
+
+
+def _hca_hits(devices, exact: bool) -> list[Hit]:
+    hits = []
+    for d in (
+        devices.exclude(node__kind=Node.Kind.SWITCH)
+        .select_related("node")
+        .order_by("node__name", "name")[: RESULTS + 1]
+    ):
+        url = f"{reverse('dashboard:node', args=[d.node.name])}#hca-{quote(d.name)}"
+        name = model_name(d.hca_type)
+        model = f"{name} ({d.hca_type})" if name else d.hca_type or "model unknown"
+        hits.append(Hit("HCA", f"{d.node.name} {d.name}", url, f"{model}, node GUID {d.node_guid}", exact))
     return hits
 
 
@@ -106,5 +140,6 @@ def _port_hit(port: Port, exact: bool) -> Hit:
     switch = node.kind == Node.Kind.SWITCH
     label = f"{node.name} port {port.number}" if switch else f"{node.name} {device.name}/{port.number}"
     state = IBSTAT_STATES.get(port.state_id, port.state_name) or "state unknown"
-    detail = f"{state}, port GUID {port.port_guid}" if port.port_guid else state
+    lid = f", LID {port.lid}" if port.lid else ""
+    detail = f"{state}{lid}, port GUID {port.port_guid}" if port.port_guid else state + lid
     return Hit("port", label, reverse("dashboard:port", args=[node.name, device.name, port.number]), detail, exact)

@@ -58,8 +58,44 @@ def test_search_finds_a_port_and_an_hca_by_their_guids(viewer, faulty):
     node_guid = port.device.node_guid  # sysfs' form, 0c42:a103:00a1:b2c0
     assert ":" in node_guid
     for query in (node_guid, "0x" + node_guid.replace(":", "").upper()):
-        assert redirect_of(viewer, query) == "/nodes/cn002/", query
+        assert redirect_of(viewer, query) == "/nodes/cn002/#hca-mlx4_0", query
     assert "Nothing found for “0x0000000000000000”" in viewer.text("/search/", {"q": "0x0000000000000000"})
+
+
+def test_it_finds_an_hca_by_its_node_and_device_name(viewer, faulty):
+    for query in ("cn002 mlx4_0", "CN002/MLX4_0", " cn002  mlx4_0 "):
+        assert redirect_of(viewer, query) == "/nodes/cn002/#hca-mlx4_0", query
+    assert '<h2 id="hca-mlx4_0">mlx4_0 <span class="muted">ConnectX-3 (MT4099)</span>' in viewer.text("/nodes/cn002/")
+    assert "Nothing found for “cn002 mlx5_9”" in viewer.text("/search/", {"q": "cn002 mlx5_9"})
+
+
+def test_it_lists_every_hca_of_a_model_named_by_its_hca_type_or_its_name(viewer, faulty):
+    for query in ("MT4125", "mt4125", "ConnectX-6 Dx", "connectx-6  dx"):
+        html = viewer.text("/search/", {"q": query})
+        assert "2 matches for" in html, query
+        for device in ("mlx5_0", "mlx5_1"):
+            link = f'<a href="/nodes/cn003/#hca-{device}">cn003 {device}</a>'
+            row = f"<td>HCA</td><td>{link}</td><td>ConnectX-6 Dx (MT4125), "
+            assert row in html, (query, device)
+    html = viewer.text("/search/", {"q": "ConnectX-6"})  # the model, not its Dx sibling
+    assert "cn001 mlx5_0" in html and "cn003" not in html
+    html = viewer.text("/search/", {"q": "MT4099"})  # one HCA of that model: listed, the query names a model
+    assert "1 match for" in html and "cn002 mlx4_0" in html and "ConnectX-3 (MT4099)" in html
+    assert "Nothing found for “ConnectX-9”" in viewer.text("/search/", {"q": "ConnectX-9"})
+
+
+def test_it_finds_a_port_by_its_lid(viewer, faulty):
+    port = Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1)
+    assert port.lid and Port.objects.filter(lid=port.lid).count() == 1
+    for query in (f"lid {port.lid}", f"LID {port.lid}", f"lid{port.lid}"):
+        assert redirect_of(viewer, query) == "/ports/cn001/mlx5_0/1/", query
+    alone = viewer.get("/search/", {"q": str(port.lid)}, status=None)  # the number alone, as ibstat's Base lid
+    if alone.status_code == 302:
+        assert alone["Location"] == "/ports/cn001/mlx5_0/1/"
+    else:
+        assert f"Active, LID {port.lid}, port GUID" in alone.content.decode()
+    free = max(Port.objects.exclude(lid=None).values_list("lid", flat=True)) + 1
+    assert f"Nothing found for “lid {free}”" in viewer.text("/search/", {"q": f"lid {free}"})
 
 
 def test_search_says_when_nothing_matches_and_what_it_looks_for(viewer, faulty):
@@ -80,7 +116,7 @@ def test_search_escapes_a_hostile_node_name_and_query(viewer, faulty):
 
 
 def test_search_takes_a_bounded_number_of_queries(viewer, faulty):
-    for query in ("cn0", "cn003 mlx5_1/1", "0x0000000000000001", "nosuch"):
+    for query in ("cn0", "cn003 mlx5_1/1", "0x0000000000000001", "nosuch", "cn002 mlx4_0", "MT4123", "lid 1"):
         with CaptureQueriesContext(connection) as queries:
             viewer.get("/search/", {"q": query}, status=None)
         assert len(queries) <= 10, (query, [q["sql"] for q in queries])
