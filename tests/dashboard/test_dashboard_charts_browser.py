@@ -1,4 +1,6 @@
-"""The port page's charts in Debian's Chromium (Playwright), on one `manage.py runserver` over a SQLite copy of
+"""Covers fabricweb/dashboard/views/port.py, fabricweb/dashboard/series.py.
+
+The port page's charts in Debian's Chromium (Playwright), on one `manage.py runserver` over a SQLite copy of
 the test database: throughput in Gb/s with the link's capacity only while it is up, the error counters in
 grouped small charts, the congestion axis title, each chart's range and resolution caption, an old range's
 message instead of an empty year-2000 axis, a range dragged on a chart or picked from/to that lands in the
@@ -12,9 +14,9 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from django.utils import timezone
-from webserver_support import log_in, make_superuser, served_copy, watched_page
 
 from tests.api.api_support import SimFabric
+from tests.dashboard.webserver_support import log_in, make_superuser, served_copy, watched_page
 from tests.e2e.e2e_harness import chromium_browser
 
 pytestmark = pytest.mark.django_db(transaction=True)  # committed rows: the file copy must hold them
