@@ -46,3 +46,9 @@ def hca_types(words: str) -> list[str]:
         return [f"MT{int(m[1])}"]
     found = _BY_NAME.get(text.lower())
     return [found] if found else []
+
+
+def model_words(hca_type: str | None) -> str | None:
+    """The model as the pages write it: `ConnectX-6 (MT4123)`, or what the driver printed when not named here."""
+    name = model_name(hca_type)
+    return f"{name} ({hca_type})" if name else hca_type

@@ -19,7 +19,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from collectors.facts import IBSTAT_STATES, NODE_NAME_PATTERN
-from collectors.hcamodels import hca_types, model_name
+from collectors.hcamodels import hca_types, model_words
 from fabricweb.inventory.models import Device, Node, Port
 
 RESULTS = 50
@@ -95,8 +95,7 @@ def _hca_hits(devices, exact: bool) -> list[Hit]:
         .order_by("node__name", "name")[: RESULTS + 1]
     ):
         url = f"{reverse('dashboard:node', args=[d.node.name])}#hca-{quote(d.name)}"
-        name = model_name(d.hca_type)
-        model = f"{name} ({d.hca_type})" if name else d.hca_type or "model unknown"
+        model = model_words(d.hca_type) or "model unknown"
         hits.append(Hit("HCA", f"{d.node.name} {d.name}", url, f"{model}, node GUID {d.node_guid}", exact))
     return hits
 

@@ -4,7 +4,7 @@ An HCA's model by its name: the name of the model sysfs' hca_type prints, and th
 
 from __future__ import annotations
 
-from collectors.hcamodels import hca_types, model_name
+from collectors.hcamodels import hca_types, model_name, model_words
 
 
 def test_it_names_the_model_mlx5_and_mlx4_print():
@@ -26,3 +26,9 @@ def test_it_reads_the_hca_type_a_query_names_by_model_or_name_in_any_case():
     assert hca_types("MT04123") == ["MT4123"]
     for words in ("ConnectX", "cn001", "ConnectX-6 Dx extra", "MT"):
         assert hca_types(words) == [], words
+
+
+def test_it_writes_a_model_by_its_name_and_what_the_driver_printed():
+    assert model_words("MT4123") == "ConnectX-6 (MT4123)"
+    assert model_words("QLE7342") == "QLE7342"
+    assert model_words(None) is None

@@ -224,3 +224,38 @@ def test_ports_export_as_csv_with_the_overview_filters(viewer, faulty):
     response = viewer.get("/ports.csv", {"state": "sideways"}, status=400)
     assert b"The filter was not applied: state: Select a valid choice" in response.content
     assert 'href="/ports.csv?state=down"' in viewer.text("/", {"state": "down"})
+
+
+def test_it_writes_a_roce_ports_link_and_speed_in_ethernet_words_in_the_ports_csv(viewer, faulty):
+    faulty.fabric.add_fault("cn003/mlx5_0/1:speed=QDR")  # mlx5 reports a 40GbE link as 4X QDR
+    faulty.poll()
+    rows = csv_rows(viewer.get("/ports.csv", {"layer": "Ethernet"}))
+    cols = [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+    by_port = {(c["node"], c["device"], c["port"]): c for c in cols}
+    slow = by_port["cn003", "mlx5_0", "1"]
+    assert (slow["link"], slow["speed"], slow["expected link"]) == ("100GbE trained at 40GbE", "40GbE", "100GbE")
+    assert slow["HCA model"] == "ConnectX-6 Dx (MT4125)"
+    html = viewer.text("/ports/cn003/mlx5_0/1/")
+    assert "100GbE trained at 40GbE" in html  # the page's words
+    speeds = {c["speed"] for c in cols}
+    assert not speeds & {"SDR", "DDR", "QDR", "FDR", "EDR", "HDR", "NDR"}, speeds
+
+
+def test_it_writes_the_far_end_as_the_pages_name_it_in_the_ports_csv(viewer, switches):
+    rows = csv_rows(viewer.get("/ports.csv"))
+    cols = [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+    cabled = Port.objects.select_related("device__node").exclude(peer_label="").filter(device__node__kind="host")
+    assert cabled.exists()
+    for port in cabled:
+        node, device = port.device.node.name, port.device.name
+        row = next(c for c in cols if (c["node"], c["device"], c["port"]) == (node, device, str(port.number)))
+        assert row["far end"] == port.peer_label and port.peer_label.startswith("leaf0")
+        far_end = viewer.text(f"/ports/{node}/{device}/{port.number}/").split('<dd class="far-end">')[1]
+        assert f">{port.peer_label}</a>" in far_end.split("</dd>")[0]
+    assert all(
+        c["far end"] == ""
+        for c in cols
+        if not Port.objects.filter(device__node__name=c["node"], device__name=c["device"], number=c["port"])
+        .exclude(peer_label="")
+        .exists()
+    )

@@ -1,5 +1,6 @@
 """`/ports.csv`: the hosts' ports the overview's filters select (the same PortFilter, the same health as
-its grid), one row each, in ibstat's words, for a spreadsheet (fabricweb.dashboard.csvexport)."""
+its grid), one row each, in the pages' words (ibstat's; a RoCE port's link and speed in Ethernet's, the far
+end of its cable as the sweeps name it), for a spreadsheet (fabricweb.dashboard.csvexport)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
+from collectors.hcamodels import model_words
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
@@ -17,7 +19,7 @@ from ..marks import HEALTH_WORDS
 
 HEADER = [
     "node", "device", "port", "health", "state", "physical state", "link", "rate (Gb/s)", "width (lanes)",
-    "speed", "expected link", "LID", "SM LID", "port GUID", "link layer", "HCA model", "node stale",
+    "speed", "expected link", "far end", "LID", "SM LID", "port GUID", "link layer", "HCA model", "node stale",
 ]  # fmt: skip
 
 
@@ -44,6 +46,7 @@ def _rows(cells):
             c.node, c.device, c.port, HEALTH_WORDS[c.health],
             IBSTAT_STATES.get(p.state_id, p.state_name), PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
             link.name if link else "no link", link.gbps if link else None, link.lanes if link else None,
-            link.speed if link else None, expected.name if expected else None, p.lid, p.sm_lid, p.port_guid,
-            p.link_layer, p.device.hca_type, c.stale,
+            link.speed_words if link else None, expected.name if expected else None, p.peer_label or None,
+            p.lid, p.sm_lid, p.port_guid,
+            p.link_layer, model_words(p.device.hca_type), c.stale,
         ]  # fmt: skip

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
-from collectors.hcamodels import model_name
+from collectors.hcamodels import model_words
 from fabricweb.health.models import Event
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
@@ -64,7 +64,7 @@ def node_page(request, name: str):
         devices.append(
             {
                 "device": d,
-                "model": model_name(d.hca_type),
+                "model": model_words(d.hca_type),
                 "pcie": portfacts.pcie_link(d),
                 "path": portfacts.pcie_path(d),
                 "path_absent": portfacts.absent_reason(node, d),

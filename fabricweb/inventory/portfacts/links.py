@@ -32,6 +32,13 @@ class Link:
     lanes: int | None
     speed: str | None
     name: str | None
+    ethernet: bool = False
+
+    @property
+    def speed_words(self) -> str | None:
+        """Its speed as operators say it: InfiniBand's per-lane one (`EDR`); on Ethernet the link's own rate
+        (`40GbE`), never the InfiniBand speed mlx5 reports a RoCE port's link in (`QDR`)."""
+        return ethernet_name(self.gbps) if self.ethernet else self.speed
 
     @property
     def bytes_per_second(self) -> float | None:
@@ -70,7 +77,7 @@ def named_link(
         name = f"{lanes}X {speed}"
     else:
         name = None
-    return Link(gbps, lanes, speed, name)
+    return Link(gbps, lanes, speed, name, facts.is_ethernet(link_layer))
 
 
 def link(port: Port) -> Link | None:
