@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import io
 import logging
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
@@ -42,6 +41,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+from .kepttext import KEPT
 from .series import Family, KeyedFamily
 from .texts import EXACT_INTS, LEGACY_NAME, Values, escape_value, go_int_texts
 
@@ -57,17 +57,6 @@ LINES_PER_WRITE = 50_000
 CHUNK_BYTES = 1 << 20  # what encode_chunks gathers before handing it on (a socket write, in a server)
 # Rows' lines kept per KeyedFamily and format (grouped.MAX_MEMO_ROWS rows): past it, afresh.
 MAX_KEPT_ROWS = 200_000
-
-# A label set's items -> its text in each format, by the format's slot (_slots): one key for
-# every format, and one string where the formats render it alike (they do, but for names
-# outside the legacy charset): a process serving text and OpenMetrics keeps each once.
-_label_texts: dict[tuple, list[str | None]] = {}
-_slots: dict[tuple, int] = {}  # Exposition.key -> its index in _label_texts' lists
-_slots_lock = threading.Lock()
-_family_parts: dict[tuple, tuple[str, str]] = {}
-# Per format and KeyedFamily: the serial of a row's key (grouped.Memo) -> its lines; lines
-# equal to another format's for the same row are that format's string (_keep).
-_row_lines: dict[tuple, dict[int, str]] = {}
 
 
 class _Registry:
@@ -165,13 +154,13 @@ class Exposition:
     def family_parts(self, family: Family) -> tuple[str, str]:
         """(HELP/TYPE lines, sample name as rendered) of `family`."""
         key = (self.key, family.name, family.help, family.type, family.sample_name)
-        parts = _family_parts.get(key)
+        parts = KEPT.family_parts.get(key)
         if parts is None:
             metric = Metric(family.name, family.help, family.type)
             header = self.header(metric)
             metric.samples = [Sample(family.sample_name, {}, 0.0)]
             (line,) = self.sample_lines(metric)
-            parts = _family_parts[key] = (header, line.removesuffix(ZERO + "\n"))
+            parts = KEPT.family_parts[key] = (header, line.removesuffix(ZERO + "\n"))
         return parts
 
 
@@ -191,8 +180,8 @@ class _Scrape:
         self.columns: dict[int, list[str]] = {}  # id of a labels column -> its label texts
         self.alive: list[object] = []
         self.memo = Values()
-        with _slots_lock:  # two threads must not give two formats one slot
-            self.slot = _slots.setdefault(exposition.key, len(_slots))
+        with KEPT.slots_lock:  # two threads must not give two formats one slot
+            self.slot = KEPT.slots.setdefault(exposition.key, len(KEPT.slots))
         self.unkept: dict[int, tuple[tuple, str]] = {}  # rendered by learn(keep=False): id -> key, text
 
     def learn(self, label_sets: Iterable[dict[str, str]], keep: bool = True) -> None:
@@ -210,7 +199,7 @@ class _Scrape:
                 continue
             self.alive.append(labels)
             key = keys[ident] = tuple(labels.items())
-            texts = _label_texts.get(key)
+            texts = KEPT.label_texts.get(key)
             text = texts[slot] if texts is not None and slot < len(texts) else None
             if text is None:
                 missing[ident] = labels
@@ -230,13 +219,13 @@ class _Scrape:
     def _cache(self, key: tuple, text: str) -> str:
         """Keep `text` as this format's for the label set `key`; returns it, or the equal string
         another format keeps (one copy for both)."""
-        texts = _label_texts.get(key)
+        texts = KEPT.label_texts.get(key)
         if texts is None:
-            if len(_label_texts) >= MAX_CACHED_LABEL_SETS:
-                _label_texts.clear()
-            texts = _label_texts[key] = [None] * len(_slots)
-        elif len(texts) < len(_slots):
-            texts.extend([None] * (len(_slots) - len(texts)))
+            if len(KEPT.label_texts) >= MAX_CACHED_LABEL_SETS:
+                KEPT.label_texts.clear()
+            texts = KEPT.label_texts[key] = [None] * len(KEPT.slots)
+        elif len(texts) < len(KEPT.slots):
+            texts.extend([None] * (len(KEPT.slots) - len(texts)))
         texts[self.slot] = next((t for t in texts if t == text), text)
         return texts[self.slot]
 
@@ -303,7 +292,7 @@ class _Scrape:
     def keyed_text(self, family: KeyedFamily, name: str) -> str:
         """The sample lines of `family`: its rows' kept lines, those not kept yet rendered by text()."""
         identity = (family.name, family.help, family.type, family.extra)
-        kept = _row_lines.setdefault((self.exposition.key, *identity), {})
+        kept = KEPT.row_lines.setdefault((self.exposition.key, *identity), {})
         keys = family.keys
         try:
             return "".join(map(kept.__getitem__, keys))
@@ -314,7 +303,7 @@ class _Scrape:
         missing = [key for key, lines in found.items() if lines is None]
         if len(kept) + len(missing) > MAX_KEPT_ROWS:
             kept.clear()
-        twins = [lines for k, lines in _row_lines.items() if k[1:] == identity and lines is not kept]
+        twins = [lines for k, lines in KEPT.row_lines.items() if k[1:] == identity and lines is not kept]
         plain = family.expand(missing)
         # Their label texts are not cached for later scrapes (port_info's alone were ~20 MB a format at 20,000
         # ports): the lines are; the label sets the counter families reuse are cached when they meet them.

@@ -26,7 +26,7 @@ def _shard_with_nodes(shards: int) -> int:
 def fresh_process(monkeypatch):
     for memo in (hostports.port_memo, hostports.device_memo):
         monkeypatch.setattr(memo, "entries", {})
-    monkeypatch.setattr(encoder, "_row_lines", {})
+    monkeypatch.setattr(encoder.KEPT, "row_lines", {})
 
 
 def test_it_warms_up_only_the_shards_it_serves(settings, each_db, fresh_process):

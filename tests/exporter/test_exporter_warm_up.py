@@ -18,11 +18,11 @@ from tests.exporter.exporter_support import assert_scrapes_match, by_name, small
 def test_a_warmed_worker_serves_its_first_health_scrape_from_the_rows_it_kept(client, each_db, monkeypatch):
     for memo in (hostports.port_memo, hostports.device_memo):
         monkeypatch.setattr(memo, "entries", {})  # a fresh process's
-    monkeypatch.setattr(encoder, "_row_lines", {})
+    monkeypatch.setattr(encoder.KEPT, "row_lines", {})
     small_fabric()  # 2 nodes, 4 ports
     warm_up()
     assert len(hostports.port_memo) == 4 and len(hostports.device_memo) == 2
-    kept = {family[1]: lines for family, lines in encoder._row_lines.items()}
+    kept = {family[1]: lines for family, lines in encoder.KEPT.row_lines.items()}
     assert len(kept["infiniband_port_up"]) == 4  # Prometheus's format: the first scrape's lines are there
 
     built = []
