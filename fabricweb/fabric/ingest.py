@@ -77,8 +77,9 @@ class FabricResult:
         head = f"fabric sweep of {self.collector} at {self.collected_at:%Y-%m-%dT%H:%M:%S}Z"
         if self.status != STORED:
             return f"{head}: {self.status}" + (f" ({self.note})" if self.note else "")
+        adapters = f", {self.adapters} agentless adapters" if self.adapters else ""
         return (
-            f"{head}: {self.switches} switches, {self.ports} switch ports, {self.links} links, "
+            f"{head}: {self.switches} switches{adapters}, {self.ports} ports, {self.links} links, "
             f"{self.changes} topology changes"
         )
 

@@ -98,7 +98,9 @@ def test_an_agentless_adapters_counters_reach_its_port_page_metrics_and_rules_an
     last = sweep(sim, adapters.to_read())
     assert counted(last) & cn001 == set()  # cn001's agent reads its ports: the collector never queries them
     assert counted(last) >= cn002
-    ingest_fabric(last)
+    result = ingest_fabric(last)
+    assert (result.switches, result.adapters) == (3, 3)
+    assert "3 switches, 3 agentless adapters, " in result.summary()
 
     ca = Node.objects.get(guid=min(cn002, key=lambda g: int(g, 16)))  # "cn002 mlx5_0": the lower GUID here
     assert (ca.name, ca.kind) == ("cn002", Node.Kind.ADAPTER)
@@ -106,8 +108,8 @@ def test_an_agentless_adapters_counters_reach_its_port_page_metrics_and_rules_an
     assert p.counters["symbol_error"] == 500
     assert p.port_guid is not None and p.peer_label == "leaf01 port 3"
     assert samples(ca, p) == 2
-    event = Event.objects.get(port=p, resolved_at__isnull=True)
-    assert event.kind == "symbol_errors"
+    event = Event.objects.get(node=ca, resolved_at__isnull=True)  # its one finding: no PCIe, agent or norm noise
+    assert (event.kind, event.port_id) == ("symbol_errors", p.pk)
     assert "cn002 mlx5_0/1" in event.message and "500 symbol errors" in event.message, event.message
     assert "leaf01 port 3" in event.message
 
@@ -115,6 +117,7 @@ def test_an_agentless_adapters_counters_reach_its_port_page_metrics_and_rules_an
     page = Browser(make_user("victor", "viewer")).text("/ports/cn002/mlx5_0/1/")
     assert "<th>symbol_error</th><td>500</td>" in page
     assert "500 symbol errors" in page
+    assert "/ports/cn002/mlx5_0/1/" in Browser(make_user("nina", "viewer")).text("/nodes/cn002/")
     text = scrape(Client())
     assert by_name(text, "infiniband_symbol_error_total")[port("cn002", "mlx5_0", 1)] == 500
 
