@@ -8,6 +8,8 @@ the dashboard and the exporter all import these names rather than writing them a
 
 from __future__ import annotations
 
+import re
+
 # The version of the JSON snapshot a node sends (collectors.snapshot.to_dict); ingest reads these.
 # 2 adds the PCIe tree (a device's `pcie_path`, the host's `gpus`: docs/pcie.md); 1, without it, is still read.
 SCHEMA_VERSION = 2
@@ -78,3 +80,23 @@ XMIT_WAIT = "port_xmit_wait"
 # Data (octets / 4 in the PMA) and packet counters, and their 64-bit twins in the legacy counters_ext/.
 TRAFFIC_COUNTERS: tuple[str, ...] = ("port_rcv_data", "port_xmit_data", "port_rcv_packets", "port_xmit_packets")
 EXT_SUFFIX = "_64"
+
+
+# A GUID in the forms people paste: 0x and 16 hex digits (ibstat, iblinkinfo), the 16 digits alone, or sysfs'
+# node_guid and sys_image_guid `0c42:a103:00a1:b2c1`; any case.
+_GUID = re.compile(
+    r"(?:0x)?([0-9a-f]{16})|([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4})", re.ASCII | re.IGNORECASE
+)
+
+
+def parse_guid(text: str | None) -> str | None:
+    """The GUID `text` names, as ibstat and iblinkinfo print it: `0x` and 16 lower-case hex digits
+    (`0x0c42a10300a1b2c1`); None when it names none."""
+    found = _GUID.fullmatch(text) if text else None
+    return "0x" + "".join(part for part in found.groups() if part).lower() if found else None
+
+
+def guid_words(text: str | None) -> str | None:
+    """A stored GUID as the pages write it (parse_guid's form, whichever form it was stored in); other text is
+    no GUID and is given back as it is."""
+    return parse_guid(text) or text

@@ -18,13 +18,12 @@ from urllib.parse import quote
 from django.db.models import Q
 from django.urls import reverse
 
-from collectors.facts import IBSTAT_STATES, NODE_NAME_PATTERN
+from collectors.facts import IBSTAT_STATES, NODE_NAME_PATTERN, guid_words, parse_guid
 from collectors.hcamodels import hca_types, model_words
 from fabricweb.inventory.models import Device, Node, Port
 
 RESULTS = 50
 QUERY_MAX = 100
-_GUID = re.compile(r"(?:0x)?([0-9a-f]{16})|([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4}):([0-9a-f]{4})", re.I)
 _NAME = NODE_NAME_PATTERN  # a device name has the same shape
 # cn042 mlx5_0/1, cn042/mlx5_0/1, cn042 mlx5_0 1, leaf01 port 5 (iblinkinfo's words), leaf01/5.
 _PORT = re.compile(rf"(?P<node>{_NAME})[ /](?:(?P<device>{_NAME})[ /])?(?P<number>\d{{1,3}})")
@@ -48,9 +47,9 @@ def find(query: str) -> tuple[list[Hit], bool]:
     if not text:
         return [], False
     hits: list[Hit] = []
-    guid = _GUID.fullmatch(text)
+    guid = parse_guid(text)
     if guid:
-        hits += _by_guid("".join(g for g in guid.groups() if g).lower())
+        hits += _by_guid(guid[2:])
     port = _PORT.fullmatch(text)
     if port:
         hits += _ports(port["node"], port["device"], int(port["number"]))
@@ -96,7 +95,7 @@ def _hca_hits(devices, exact: bool) -> list[Hit]:
     ):
         url = f"{reverse('dashboard:node', args=[d.node.name])}#hca-{quote(d.name)}"
         model = model_words(d.hca_type) or "model unknown"
-        hits.append(Hit("HCA", f"{d.node.name} {d.name}", url, f"{model}, node GUID {d.node_guid}", exact))
+        hits.append(Hit("HCA", f"{d.node.name} {d.name}", url, f"{model}, node GUID {guid_words(d.node_guid)}", exact))
     return hits
 
 
@@ -127,7 +126,8 @@ def _port_rows():
 
 def _node_hit(node: Node, exact: bool) -> Hit:
     if node.kind == Node.Kind.SWITCH:
-        return Hit("switch", node.name, reverse("dashboard:switch", args=[node.name]), f"GUID {node.guid}", exact)
+        url = reverse("dashboard:switch", args=[node.name])
+        return Hit("switch", node.name, url, f"GUID {guid_words(node.guid)}", exact)
     seen = f"last snapshot {node.last_ingested_at:%Y-%m-%d %H:%M} UTC" if node.last_ingested_at else "no snapshot yet"
     return Hit(
         KIND_WORDS.get(node.kind, node.kind), node.name, reverse("dashboard:node", args=[node.name]), seen, exact
@@ -140,5 +140,5 @@ def _port_hit(port: Port, exact: bool) -> Hit:
     label = f"{node.name} port {port.number}" if switch else f"{node.name} {device.name}/{port.number}"
     state = IBSTAT_STATES.get(port.state_id, port.state_name) or "state unknown"
     lid = f", LID {port.lid}" if port.lid else ""
-    detail = f"{state}{lid}, port GUID {port.port_guid}" if port.port_guid else state + lid
+    detail = f"{state}{lid}, port GUID {guid_words(port.port_guid)}" if port.port_guid else state + lid
     return Hit("port", label, reverse("dashboard:port", args=[node.name, device.name, port.number]), detail, exact)

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.utils import timezone
 
-from collectors.facts import IBSTAT_STATES, PHYS_STATES
+from collectors.facts import IBSTAT_STATES, PHYS_STATES, guid_words
 from collectors.hcamodels import model_words
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
@@ -47,6 +47,6 @@ def _rows(cells):
             IBSTAT_STATES.get(p.state_id, p.state_name), PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
             link.name if link else "no link", link.gbps if link else None, link.lanes if link else None,
             link.speed_words if link else None, expected.name if expected else None, p.peer_label or None,
-            p.lid, p.sm_lid, p.port_guid,
+            p.lid, p.sm_lid, guid_words(p.port_guid),
             p.link_layer, model_words(p.device.hca_type), c.stale,
         ]  # fmt: skip
