@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -29,7 +30,7 @@ AGENT, STORAGE, GATEWAY, GONE = "0x0c42a10300bcf003", "0x0c42a10300bcf00b", "0x0
 def fabric(each_db):
     """Four adapters the sweeps reached: cn042's (its agent reports it), a storage server's, a gateway's, and one
     the last full sweep no longer reached."""
-    now = timezone.now()
+    now = timezone.now() - timedelta(hours=1)  # reached by the sweeps for an hour
     for guid, description in ((AGENT, "cn042 mlx5_0"), (STORAGE, "nfs01 mlx5_0"), (GATEWAY, "gw01 mlx5_1")):
         FabricNode.objects.create(guid=guid, node_type=1, num_ports=1, description=description, first_seen_at=now)
     FabricNode.objects.create(guid=GONE, node_type=1, num_ports=1, first_seen_at=now, missing_since=now)
@@ -39,6 +40,14 @@ def fabric(each_db):
 
 def test_by_default_every_reached_adapter_no_agent_reports_is_read(fabric):
     assert adapters.to_read() == [STORAGE, GATEWAY]
+
+
+def test_an_adapter_first_reached_within_three_polls_waits_for_its_agent(fabric, settings):
+    new = "0x0c42a10300bcf023"
+    FabricNode.objects.create(guid=new, node_type=1, num_ports=1, first_seen_at=timezone.now())
+    assert adapters.to_read() == [STORAGE, GATEWAY]
+    later = timezone.now() + timedelta(seconds=3 * settings.FABRIC_POLL_INTERVAL + 1)
+    assert adapters.to_read(later) == [STORAGE, GATEWAY, new]
 
 
 def test_none_reads_no_adapter_and_a_list_reads_those_of_it_no_agent_reports(fabric, settings):
