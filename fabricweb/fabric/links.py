@@ -8,8 +8,9 @@ From one full sweep (schema.FabricIn) and the inventory's ports:
 - every link is a pair of Ends, and what both ends support is the fastest speed and widest width
   common to both (iblinkinfo's "Could be"): the expected link, after operator policy, before history;
 - one end speaks for the link's own state (down, degraded, flapping), so a link is one problem, not
-  one per end: a host's port whose agent reports it, else the switch port; of two switch ports, the
-  one first by name and number. The other end's counters (symbol errors, discards...) are its own.
+  one per end: a host's port whose agent reports it, else the switch port (an agentless adapter's is read
+  by the sweeps, which say nothing of it once they no longer reach it); of two switch ports, the one first
+  by name and number. The other end's counters (symbol errors, discards...) are its own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEEDS, WIDTHS, Rate, best_common
 from fabricweb.health.findings import port_label
-from fabricweb.inventory.models import Port
+from fabricweb.inventory.models import Node, Port
 
 from .schema import FabricIn, FabricPortIn
 
@@ -46,6 +47,11 @@ class End:
     reading: FabricPortIn
 
     @property
+    def agent(self) -> bool:
+        """A host's port, its agent reporting it (not an agentless adapter's: fabricweb.fabric.adapters)."""
+        return self.switch is None and self.port is not None and self.port.device.node.kind == Node.Kind.HOST
+
+    @property
     def link_up(self) -> bool:
         return self.reading.phys_state == LINK_UP
 
@@ -68,9 +74,9 @@ class LinkSeen:
     @property
     def owner(self) -> End:
         """The end that reports the link's own state."""
-        if self.a.switch is None and self.a.port is not None:
+        if self.a.agent:
             return self.a
-        if self.b.switch is None and self.b.port is not None:
+        if self.b.agent:
             return self.b
         if self.a.switch is not None and self.b.switch is not None:
             return min((self.a, self.b), key=lambda e: (e.switch, e.key[1]))

@@ -155,3 +155,18 @@ def test_a_host_whose_agent_comes_up_is_no_longer_read_and_takes_its_name_back(s
     host = Node.objects.get(name="cn003")
     assert host.kind == Node.Kind.HOST
     assert samples(host) == 2
+
+
+def test_an_agentless_adapter_unplugged_is_one_link_down_said_by_its_switch_port(sim, each_db):
+    ingest_fabric(sweep(sim, []))
+    ingest_fabric(sweep(sim, to_read()))
+    ca = Node.objects.get(name="cn002", kind=Node.Kind.ADAPTER)
+    switch_port = Port.objects.get(device__node__name="leaf01", number=3)
+    assert switch_port.link_owner  # no agent reports the adapter: its switch port speaks for the link
+    os.write(sim.holder, b'Unlink "leaf01"[3]\n')  # cn002 mlx5_0's cable
+    for _ in range(2):
+        ingest_fabric(sweep(sim, to_read()))  # the adapter, no longer reached, is not read
+    down = Event.objects.get(kind="down", resolved_at__isnull=True)
+    assert down.port_id == switch_port.pk
+    assert down.message.startswith("leaf01 port 3 ↔ cn002 mlx5_0/1: "), down.message
+    assert not Event.objects.filter(node=ca, resolved_at__isnull=True).exists()
