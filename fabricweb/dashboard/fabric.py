@@ -2,10 +2,11 @@
 
 A port's health is its status (fabricweb/inventory/portfacts/: down, no subnet manager, degraded,
 vanished, unknown, up, not connected), "flapping" while a flapping problem is open on it (down at this
-poll or up: one mark for the episode), and "erroring": a port that is up and at its expected link but
-has an open problem of another kind on it or on its device (symbol errors, congestion, a PCIe link too
-slow for it...). Open events of severity info (a capped counter, a PCIe link that could be faster) are
-advice, listed apart from the problems and marking no port: the grid says what the problem list says.
+poll or up: one mark for the episode), "erroring": a port that is up and at its expected link but
+has an open problem of another kind on it or on its device (symbol errors, congestion...), and "PCIe-limited"
+when those problems are all its card's PCIe (a PCIe link too slow for it...: marks.PCIE_KINDS). Open events
+of severity info (a capped counter, a PCIe link that could be faster) are advice, listed apart from the
+problems and marking no port: the grid says what the problem list says.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
 from .forms import glob_filter
-from .marks import ERRORING, FLAPPING, HEALTHS, QUIET, kind_words
+from .marks import ERRORING, FLAPPING, HEALTHS, PCIE_KINDS, PCIE_LIMITED, QUIET, kind_words
 
 # Link kinds show as the port's colour already; the others make an up port "erroring".
 LINK_KINDS = (Kind.DOWN, Kind.DEGRADED, Kind.VANISHED, Kind.NO_SM)
@@ -67,9 +68,9 @@ class Counts:
 
     @property
     def ports_up(self) -> int:
-        """Ports up (portfacts.UP_STATUSES), at their expected link or not, erroring or not."""
+        """Ports up (portfacts.UP_STATUSES), at their expected link or not, erroring, PCIe-limited or not."""
         h = self.by_health
-        return h[ERRORING] + sum(h[s] for s in portfacts.UP_STATUSES)
+        return h[ERRORING] + h[PCIE_LIMITED] + sum(h[s] for s in portfacts.UP_STATUSES)
 
 
 class Cell(NamedTuple):  # a tuple: built 20,000 times a page, 3x cheaper than a frozen dataclass
@@ -89,11 +90,14 @@ FLAPPABLE = frozenset(
 
 
 def port_health(status: str, kinds=()) -> str:
-    """The port's status; "flapping" while a flapping problem is open on it; "erroring" for a port up at its
-    expected link with an open problem of another kind (`kinds`: problem_kinds()'s for this port)."""
+    """The port's status; "flapping" while a flapping problem is open on it; for a port up at its expected link
+    with open problems of other kinds (`kinds`: problem_kinds()'s for this port), "PCIe-limited" when they are
+    all its card's PCIe (PCIE_KINDS), else "erroring"."""
     if kinds and FLAPPING in kinds and status in FLAPPABLE:
         return FLAPPING
-    return ERRORING if kinds and status == _UP else str(status)
+    if kinds and status == _UP:
+        return PCIE_LIMITED if PCIE_KINDS.issuperset(kinds) else ERRORING
+    return str(status)
 
 
 def problem_kinds(**where) -> dict[int, frozenset[str]]:

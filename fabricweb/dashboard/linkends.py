@@ -12,7 +12,7 @@ from fabricweb.health.findings import Kind
 from fabricweb.health.models import Event
 
 from . import fabric
-from .marks import ERRORING, FLAPPING, HEALTHS
+from .marks import ERRORING, FLAPPING, HEALTHS, PCIE_LIMITED
 
 ADVICE = Event.Severity.INFO.value
 # A far end's problem kind -> the health it gives this end of the cable.
@@ -71,7 +71,7 @@ def worse(health: str, far: list) -> str:
         return health
     kinds = {getattr(problem, "kind", problem) for problem in far}
     if FLAPPING in kinds:
-        return FLAPPING if health in fabric.FLAPPABLE or health == ERRORING else health
+        return FLAPPING if health in fabric.FLAPPABLE or health in (ERRORING, PCIE_LIMITED) else health
     for kind in kinds:
         marked = LINK_HEALTH[kind]
         if RANK[marked] < RANK[health]:

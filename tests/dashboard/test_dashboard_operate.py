@@ -41,7 +41,7 @@ def _open(kind: str) -> Event:
     return Event.objects.get(kind=kind, resolved_at__isnull=True)
 
 
-def test_a_pcie_problem_marks_the_port_cells_of_its_hca(operator, faulty):
+def test_it_marks_the_port_cells_of_an_hca_with_a_pcie_problem_pcie_limited_not_erroring(operator, faulty):
     faulty.fabric.add_fault("cn001/mlx5_0:pcie=GEN3x8")
     faulty.poll()
     pcie = _open("pcie")
@@ -52,13 +52,36 @@ def test_a_pcie_problem_marks_the_port_cells_of_its_hca(operator, faulty):
     ports = Port.objects.filter(device__node__name="cn001", device__name="mlx5_0").count()
     assert len(cells) == ports > 0
     for health, title, mark in cells.values():
-        assert (health, mark) == ("erroring", "!")
-        assert "errors (PCIe link too slow for the port)" in title
+        assert (health, mark) == ("pcie_limited", "⇣")
+        assert "PCIe-limited, no errors (PCIe link too slow for the port)" in title
     assert [e.kind for e in response.context["problems"]] == ["degraded", "down", "pcie"]
-    assert response.context["counts"].erroring == ports
+    counts = response.context["counts"]
+    assert (counts.pcie_limited, counts.erroring) == (ports, 0)
+    assert f'<b id="count-pcie-limited">{ports}</b> ⇣ PCIe-limited' in html
+    assert '<span class="c pcie_limited">⇣</span> PCIe-limited' in html  # the legend
     assert "cn001 mlx5_0: PCIe Gen3 x8" in html
-    # The node page's port table says it too.
-    assert operator.text("/nodes/cn001/").count('class="c erroring"') >= ports
+    assert sum(counts.by_health.values()) == counts.ports  # the tiles still partition the ports
+    # The node page's port table, the port page, the state filter, the CSV and the wall say it too.
+    node = operator.text("/nodes/cn001/")
+    assert node.count('class="c pcie_limited"') >= ports and 'class="c erroring"' not in node
+    assert '<span class="health">PCIe-limited</span>' in operator.text("/ports/cn001/mlx5_0/1/")
+    filtered = str(operator.get("/", {"state": "pcie_limited"}).context["grid"])
+    assert set(_cells(filtered, "cn001", "mlx5_0")) == set(cells) and "cn002" not in filtered
+    csv = b"".join(operator.get("/ports.csv", {"node": "cn001", "device": "mlx5_0"}).streaming_content).decode()
+    assert csv.count(",PCIe-limited,") == ports
+    wall = operator.text("/wall/")
+    assert '<span class="tile pcie_limited">⇣</span> PCIe-limited' in wall and "⇣ PCIe-limited</div>" in wall
+
+
+def test_it_marks_a_port_erroring_when_it_has_errors_besides_its_pcie_problem(operator, faulty):
+    faulty.fabric.add_fault("cn001/mlx5_0:pcie=GEN3x8", "cn001/mlx5_0/1:symbol-errors=50")
+    faulty.poll()
+    faulty.poll()
+    assert _open("pcie") and _open("symbol_errors").port.number == 1
+    response = operator.get("/")
+    health, title, mark = _cells(str(response.context["grid"]), "cn001", "mlx5_0")[1]
+    assert (health, mark) == ("erroring", "!")
+    assert "PCIe link too slow for the port" in title and "symbol errors" in title
 
 
 def test_a_flapping_port_keeps_one_mark_and_the_counts_hold_at_every_poll(operator, faulty):

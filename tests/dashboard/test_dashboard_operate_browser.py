@@ -87,7 +87,7 @@ def test_the_grid_holds_its_marks_across_polls_and_a_problem_row_silences_for_an
         cells = page.locator(PCIE)
         assert cells.count() >= 1
         for i in range(cells.count()):
-            assert cells.nth(i).get_attribute("class") == "c erroring"
+            assert cells.nth(i).get_attribute("class") == "c pcie_limited"
             assert "PCIe link too slow for the port" in cells.nth(i).get_attribute("title")
         row = page.locator("#live-problems li", has_text="cn001 mlx5_0: PCIe")
         assert row.count() == 1

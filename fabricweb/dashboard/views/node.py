@@ -20,14 +20,12 @@ from fabricweb.jobs.models import Drain, DrainAction
 from fabricweb.jobs.report import node_jobs
 
 from .. import fabric
+from ..marks import PCIE_KINDS
 from .common import can_operate, freshness, mark_page
 
 RECENT_DRAIN_ACTIONS = 10
 RECENT_EVENTS = 20
 READ_ERRORS_SHOWN = 100  # a snapshot may carry thousands; the API pages the rest
-# The health rules' PCIe findings (fabricweb/health/findings.py Kind), by value: the card's own link, its path,
-# an uplink shared with GPUs, a GPU far from every card, a card's NUMA node unknown.
-PCIE_KINDS = ("pcie", "pcie_path", "pcie_shared", "gpu_affinity", "pcie_numa")
 
 
 @login_required
@@ -44,7 +42,7 @@ def node_page(request, name: str):
         by_device[p.device_id].append(p)
     problems = fabric.problem_kinds(node=node)
     pcie_open = list(
-        Event.objects.filter(node=node, kind__in=PCIE_KINDS, resolved_at__isnull=True).order_by("kind", "key")
+        Event.objects.filter(node=node, kind__in=sorted(PCIE_KINDS), resolved_at__isnull=True).order_by("kind", "key")
     )
     devices = []
     for d in node.devices.order_by("name"):
