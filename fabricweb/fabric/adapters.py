@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from collectors.facts import parse_guid
 from fabricweb.inventory.models import Device, Node
 
 from .models import FabricNode
@@ -35,15 +36,11 @@ GRACE_POLLS = 3  # a host's agent registers with its first snapshot: within a po
 AGENTLESS, NONE = "agentless", "none"
 
 
-def fabric_guid(sysfs: str) -> str:
-    """A node GUID as sysfs writes it (`0c42:a103:00bc:f003`) in the fabric's form (`0x0c42a10300bcf003`)."""
-    return "0x" + sysfs.replace(":", "").lower().removeprefix("0x").rjust(16, "0")
-
-
 def with_agent() -> set[str]:
-    """The node GUIDs (fabric form) of the adapters hosts' agents report: present devices of host nodes."""
+    """The node GUIDs (0x form: sysfs writes `0c42:a103:00bc:f003`) of the adapters hosts' agents report: present
+    devices of host nodes."""
     rows = Device.objects.filter(node__kind=Node.Kind.HOST, vanished_at__isnull=True, node_guid__isnull=False)
-    return {fabric_guid(guid) for guid in rows.values_list("node_guid", flat=True) if guid}
+    return {parse_guid(guid) for guid in rows.values_list("node_guid", flat=True)} - {None}
 
 
 def readable(guids: Iterable[str]) -> set[str]:

@@ -10,13 +10,12 @@ from datetime import datetime
 
 from django.db.models import F
 
-from collectors.facts import SWITCH_DEVICE
+from collectors.facts import SWITCH_DEVICE, parse_guid
 from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.storage import store
 from fabricweb.telemetry.storage.apply import NodeRows
 
-from .adapters import fabric_guid
 from .links import FACT_FIELDS, EndKey, FabricView, facts_for
 from .models import FabricNode, Link, TopologyChange
 from .naming import candidate
@@ -40,7 +39,8 @@ class GuidClaim:
 
 def same_guid(sysfs: str | None, fabric: str) -> bool:
     """A device's node GUID as sysfs writes it (`0c42:a103:00bc:f003`) against the fabric's (`0x0c42a10300bcf003`)."""
-    return bool(sysfs) and fabric_guid(sysfs)[2:] == fabric.lower().removeprefix("0x")
+    guid = parse_guid(sysfs)
+    return guid is not None and guid == parse_guid(fabric)
 
 
 def _host_ports(fabric: FabricIn) -> tuple[dict[str, Port], list[GuidClaim]]:

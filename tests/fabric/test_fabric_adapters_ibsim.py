@@ -1,5 +1,6 @@
-"""Covers fabricweb/fabric/adapters.py, fabricweb/fabric/ingest.py, fabricweb/inventory/readings.py,
-fabricweb/telemetry/storage/packing.py, fabricweb/dashboard/views/port.py; through them fabricweb/fabric/growth.py,
+"""Covers collectors/fabric/pma.py, collectors/fabric/sweep.py, fabricweb/fabric/adapters.py,
+fabricweb/fabric/ingest.py, fabricweb/inventory/readings.py, fabricweb/telemetry/storage/packing.py,
+fabricweb/dashboard/views/port.py; through them fabricweb/fabric/growth.py,
 fabricweb/fabric/hostnames.py, fabricweb/fabric/judge.py, fabricweb/fabric/links.py, fabricweb/fabric/linkstore.py,
 fabricweb/fabric/nodes.py, fabricweb/fabric/refusals.py, fabricweb/fabric/routestore.py,
 fabricweb/fabric/switchports.py, fabricweb/fabric/viewfindings.py.
