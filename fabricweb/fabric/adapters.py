@@ -3,9 +3,9 @@ the counters of, so their ports have counters, samples and findings like a host'
 
 Which: `FABRIC_CA_COUNTERS` (settings.py), by default every adapter the sweeps reach that no agent reports;
 `none`, or a list of node GUIDs (each still only while no agent reports it); an adapter first reached less
-than GRACE_POLLS poll intervals ago waits, so that a host whose agent is starting is not taken for agentless.
-An adapter an agent reports is one whose node GUID is a present device of a host: it is never read by the
-collector too, so a port has one source of samples.
+than GRACE_POLLS poll intervals (a minute at least) ago waits, so that a host whose agent is starting is not
+taken for agentless. An adapter an agent reports is one whose node GUID is a present device of a host: it is
+never read by the collector too, so a port has one source of samples.
 
 Central decides, and tells the collector with each sweep's poll (`to_read`, sent by fabricweb.scheduling as the
 sweep task's `adapters`): the collector cannot know which hosts run an agent, and reading every adapter to keep
@@ -32,7 +32,8 @@ from fabricweb.inventory.models import Device, Node
 from .models import FabricNode
 
 NODE_TYPE_CA = 1
-GRACE_POLLS = 3  # a host's agent registers with its first snapshot: within a poll of the agent's start
+# A host's agent registers with its first snapshot: within a poll of its start, and of its worker's start-up.
+GRACE_POLLS, GRACE_MIN_S = 3, 60.0
 AGENTLESS, NONE = "agentless", "none"
 
 
@@ -54,11 +55,12 @@ def readable(guids: Iterable[str]) -> set[str]:
 
 def to_read(now: datetime | None = None) -> list[str]:
     """The node GUIDs of the adapters the collectors read at their next sweep: those the last full sweeps reached,
-    first reached GRACE_POLLS poll intervals ago or more."""
+    first reached GRACE_POLLS poll intervals (at least GRACE_MIN_S) ago or more."""
     if settings.FABRIC_CA_COUNTERS == NONE:
         return []
     # Not at once: where the collector starts before the agents (a new site, central moved), every host would be
     # agentless for its first poll, and its adapters made nodes that its agent's first snapshot then renames.
-    since = (now or timezone.now()) - timedelta(seconds=GRACE_POLLS * float(settings.FABRIC_POLL_INTERVAL))
+    grace = max(GRACE_POLLS * float(settings.FABRIC_POLL_INTERVAL), GRACE_MIN_S)
+    since = (now or timezone.now()) - timedelta(seconds=grace)
     reached = FabricNode.objects.filter(node_type=NODE_TYPE_CA, missing_since__isnull=True, first_seen_at__lte=since)
     return sorted(readable(reached.values_list("guid", flat=True)))
