@@ -1,4 +1,4 @@
-"""Typed values of the PCIe path from an RDMA device up to its CPU (issue 26). Missing means None.
+"""Typed values of the PCIe path from an RDMA device up to its CPU. Missing means None.
 
 A Hop is one PCI function on the path: the device's own function first, then each bridge or
 switch port above it, the root port last. Each field names the sysfs file it comes from,

@@ -1,4 +1,4 @@
-"""The PCIe path of every RDMA device, from its PCI function up to the root port (issue 26).
+"""The PCIe path of every RDMA device, from its PCI function up to the root port.
 
 The shape of the PCI hierarchy (which function sits below which bridge, classes, maximum links,
 NUMA nodes) does not change while a host runs; it is read once per sysfs root and again when an

@@ -1,4 +1,4 @@
-"""GPU x RDMA device relations in `nvidia-smi topo -m` words (issue 26).
+"""GPU x RDMA device relations in `nvidia-smi topo -m` words.
 
 nvidia-smi's legend, which this implements:
   PIX  = Connection traversing at most a single PCIe bridge

@@ -135,7 +135,7 @@ MESSAGE_SETTINGS = {
 }
 # kombu's Redis transport options of every app that sends: message bodies as they are, not in base64.
 # A body is JSON text, which kombu's JSON envelope carries as a string: a snapshot queues in 16% fewer
-# bytes and the consumer decodes no base64 (BENCHMARKS.md, issue 11). Read by the body_encoding each
+# bytes and the consumer decodes no base64 (BENCHMARKS.md). Read by the body_encoding each
 # message names, so consumers and workers read messages sent either way (older agents: base64).
 PLAIN_BODIES = {"body_encoding": None}
 # Redis's refusal of a command that would grow it past its maxmemory (docker-compose.yml sets one): the

@@ -83,7 +83,7 @@ class Thresholds:
     @property
     def xmit_wait_tick_ns(self) -> float:
         """The old single tick, read only by the port charts (fabricweb/dashboard/series.py) until they draw
-        collectors.xmitwait.congestion_ratio as the rule does (issue 40): not a threshold, not settable."""
+        collectors.xmitwait.congestion_ratio as the rule does: not a threshold, not settable."""
         return 4.0
 
     def __post_init__(self) -> None:

@@ -184,7 +184,7 @@ def take(base: str, password: str, out: Path, since: str, settle_until: float) -
         shot(desk, "/jobs/", "jobs")
         wall = tab(viewport={"width": 2560, "height": 1440})
         shot(wall, "/wall/", "wall")
-        # 3840x2160: more rows of the same size, not the 2560 wall scaled up (issue 38)
+        # 3840x2160: more rows of the same size, not the 2560 wall scaled up
         shot(tab(viewport={"width": 3840, "height": 2160}), "/wall/", "wall-4k")
         phone = tab(viewport={"width": 390, "height": 844}, device_scale_factor=2, color_scheme="dark", is_mobile=True)
         # The counts and 3 problems (the list's first item is its column heads)

@@ -1,4 +1,4 @@
-"""The PCIe hierarchy of each simulated host (issue 26): host bridges, root ports, PCIe switches and
+"""The PCIe hierarchy of each simulated host: host bridges, root ports, PCIe switches and
 GPUs above and beside its HCAs, laid out as the kernel shows them (a function's directory nested in
 its bridge's under devices/pci0000:NN/, bus/pci/devices/<address> linking to each), so that
 collectors.pcipath reads each HCA's path up to its root port. Pure: layout.build plans a node's
@@ -12,7 +12,7 @@ Node shapes (layout faults, given when the fabric is created):
   two host bridges per socket, two sockets, every link Gen4 x16 (as a DGX A100);
 - `misbuilt`: the first HCA below the switch of two GPUs, the three behind one uplink wired x4 (a switch
   built for slower cards) at the card's generation, Gen4 at most: narrower than any simulated port, so
-  the GPUs share a hop that cannot carry the card (issue 38: GPUs below an uplink that carries the card's
+  the GPUs share a hop that cannot carry the card (GPUs below an uplink that carries the card's
   port are no finding, their traffic to the card turns inside the switch).
 
 A link has two ends and sysfs shows it at both: the root port and the switch upstream port below it

@@ -1,7 +1,7 @@
 """`field__glob`: a shell glob (`*`, `?`) matched by the database in linear time, never by a backtracking regex.
 
 The dashboard's filters took globs as `__regex`, which SQLite runs with Python's `re` for every row: a
-glob of 40 `*` and an `x` held a web worker for its whole timeout (issue 36). Here SQLite runs its own
+glob of 40 `*` and an `x` held a web worker for its whole timeout. Here SQLite runs its own
 GLOB operator (its matcher gives up early on patterns that cannot match, no backtracking blow-up), and
 PostgreSQL runs LIKE with the glob translated (`*` -> `%`, `?` -> `_`, the others escaped). Runs of `*`
 are one `*` before either sees them. The pattern's characters are the forms' (letters, digits, `- _ .`):

@@ -6,8 +6,9 @@ import threading
 
 
 class KeptText:
-    """Text rendered once and reused across scrapes (docs/architecture.md, "What processes keep in memory"); each
-    dict starts afresh past its bound (encoder.MAX_CACHED_LABEL_SETS, MAX_KEPT_ROWS): keyed by what the text is made of."""
+    """Text rendered once and reused across scrapes (docs/architecture.md, "What processes keep in memory"). Each
+    dict starts afresh past its bound (encoder.MAX_CACHED_LABEL_SETS, MAX_KEPT_ROWS); keys are what the text is
+    made of, so nothing in it goes stale."""
 
     def __init__(self) -> None:
         # A label set's items -> its text per format, by the format's slot: one string where formats agree.

@@ -1,5 +1,5 @@
 """Channel adapters no host agent reports (storage servers, gateways): which of them the fabric collectors read
-the counters of, so their ports have counters, samples and findings like a host's (issue 40).
+the counters of, so their ports have counters, samples and findings like a host's.
 
 Which: `FABRIC_CA_COUNTERS` (settings.py), by default every adapter the sweeps reach that no agent reports;
 `none`, or a list of node GUIDs (each still only while no agent reports it); an adapter first reached less

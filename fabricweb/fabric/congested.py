@@ -1,4 +1,4 @@
-"""The most congested links of the fabric now, for the fabric page (issue 40), and where each one's congestion starts.
+"""The most congested links of the fabric now, for the fabric page, and where each one's congestion starts.
 
 A port's congestion is its last poll's share of the link's time lost waiting for credits: port_xmit_wait in the
 bytes one count is on its device (collectors.xmitwait.congestion_ratio of inventory.readings.last_wait), the number

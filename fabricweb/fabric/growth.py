@@ -1,4 +1,4 @@
-"""A sweep that adds more switches than a stated share is held for an operator (issue 36), as a host whose
+"""A sweep that adds more switches than a stated share is held for an operator, as a host whose
 hardware jumps is held out of the fabric norm (fabricweb.telemetry.storage.normhold).
 
 Each new switch is an inventory node with its ports, samples and judgement: from the leader, one sweep of

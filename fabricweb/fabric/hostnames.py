@@ -1,4 +1,4 @@
-"""A switch never keeps a name a host holds (issue 36): a name conflict is a finding, not a lock-out.
+"""A switch never keeps a name a host holds: a name conflict is a finding, not a lock-out.
 
 A switch is named from its NodeDescription (naming.py), which anyone managing the switch sets. One fake switch
 describing itself as `cn099` once took that name before the host cn099 had reported, and from then on the real

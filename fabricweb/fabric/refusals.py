@@ -1,4 +1,4 @@
-"""A fabric collector whose sweeps keep being refused is stale, and says why (issue 36).
+"""A fabric collector whose sweeps keep being refused is stale, and says why.
 
 Sweeps are refused when they are dated at or before the last one applied (and not after that one's arrival:
 ingest._not_applied): its clock stepped back, or the sweeps are replayed. The switches are then not read,

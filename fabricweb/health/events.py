@@ -32,7 +32,7 @@ CHANGED_FIELDS = ["severity", "message", "reason", "updated_at", "resolved_at", 
 def open_events(node_ids: list[int], kind: str | None = None) -> list[Event]:
     """The open events of these nodes. Raw SQL: this runs once per ingested batch, and compiling the
     ORM query cost several times what running it does (~0.3 ms against ~0.05 ms on SQLite); on
-    PostgreSQL a list of 100 placeholders cost ~0.4 ms more than one array (BENCHMARKS.md, issue 11)."""
+    PostgreSQL a list of 100 placeholders cost ~0.4 ms more than one array (BENCHMARKS.md)."""
     if not node_ids:
         return []
     qn = connection.ops.quote_name

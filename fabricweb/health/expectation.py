@@ -53,7 +53,7 @@ class LinkPolicy:
     lanes: int | None = None  # 4; None: learn it
     expect_up: bool = True
     order: int = DEFAULT_ORDER
-    # How a PCIe switch uplink shared by cards and GPUs is reported for ports it matches (issue 26):
+    # How a PCIe switch uplink shared by cards and GPUs is reported for ports it matches:
     # "warning" or "info"; None: it does not say (the next policy that does, else info).
     pcie_shared: str | None = None
 

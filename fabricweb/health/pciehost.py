@@ -1,4 +1,4 @@
-"""The engine's side of the PCIe path rules (rules/pciepath.py, issue 26): views from the rows ingest holds.
+"""The engine's side of the PCIe path rules (rules/pciepath.py): views from the rows ingest holds.
 
 No query: a device's pcie_path and numa_node come with its row, the node's GPUs (Node.gpus) with the node
 row ingest attached to the ports. A device's PcieView (its link and the bridges above it) is built once per

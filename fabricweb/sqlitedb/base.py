@@ -4,7 +4,7 @@ SQLite has one writer at a time. A connection that finds the lock taken waits in
 handler, which tries at 1, 2, 5, 10 ... ms and then only every 100 ms. Ingest holds the lock for a
 batch and takes it again a few milliseconds after its commit, so a login trying every 100 ms
 almost never lands in that gap: under load it waited out the whole timeout and failed with
-"database is locked" (issue 24), while ingest went on. Here SQLite waits 1 ms and this loop tries
+"database is locked", while ingest went on. Here SQLite waits 1 ms and this loop tries
 again every millisecond until OPTIONS["timeout"] (seconds) has passed, so a waiting request
 takes the lock in the first gap.
 

@@ -45,7 +45,7 @@ def fabric_page(request):
         pages = form.cleaned_data
     counts = switches.link_counts(now)
     blocks, tally = switches.switch_grid()
-    # Problem links only unless asked: 100 healthy rows hid the few that matter (issue 38).
+    # Problem links only unless asked: 100 healthy rows hid the few that matter.
     show_healthy = bool(pages.get("healthy"))
     links = switches.inter_switch_links()
     links_page = Paginator(links if show_healthy else links.exclude(state="up"), LINKS_PER_PAGE).get_page(

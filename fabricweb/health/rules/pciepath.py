@@ -1,4 +1,4 @@
-"""The PCIe path above an HCA, and the host's PCIe layout (issue 26). Pure: views in, findings out.
+"""The PCIe path above an HCA, and the host's PCIe layout. Pure: views in, findings out.
 
 - `judge_path` (per port, one finding per device, Kind.PCIE_PATH): the narrowest bridge above the card
   limits its port, or a bridge trained below what it and its link partner support. The bridge right

@@ -38,7 +38,7 @@ def _json(entries):
 
 def compress_with_lz4(apps, schema_editor):
     """PostgreSQL built with lz4: the readings, rewritten with every poll, compress in less than half of
-    pglz's time (BENCHMARKS.md, issue 11). Elsewhere the default stays."""
+    pglz's time (BENCHMARKS.md). Elsewhere the default stays."""
     if schema_editor.connection.vendor != "postgresql":
         return
     with schema_editor.connection.cursor() as cursor:

@@ -1,4 +1,4 @@
-"""An RDMA device's PCIe path and a node's GPUs in operator words, for the node page and the API (issue 26).
+"""An RDMA device's PCIe path and a node's GPUs in operator words, for the node page and the API.
 
 Reads what ingest stored (Device.pcie_path, Node.gpus: the snapshot's schema-2 shapes, docs/pcie.md) and
 the device's own link (Device.pci_*). Everything here came from the node: untrusted, so a value of the

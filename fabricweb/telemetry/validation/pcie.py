@@ -1,4 +1,4 @@
-"""Checks of a snapshot's PCIe tree (schema 2, issue 26): a device's `pcie_path` and the host's `gpus`.
+"""Checks of a snapshot's PCIe tree (schema 2): a device's `pcie_path` and the host's `gpus`.
 
 Both the worded checks (schema.py) and the quick path (quickparse.py) call these as they are, so the
 two cannot differ. Inside, a function's or neighbour's common case is one expression and anything else

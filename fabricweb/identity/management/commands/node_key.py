@@ -6,8 +6,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from fabricweb.nodeauth import collector_key, node_key
 from fabricweb.identity.management.nodeargs import site_secret_and_nodes
+from fabricweb.nodeauth import collector_key, node_key
 
 
 class Command(BaseCommand):
