@@ -1,5 +1,6 @@
-"""Covers fabricweb/exporter/encoder.py, fabricweb/exporter/grouped.py, fabricweb/exporter/hostports.py,
-fabricweb/exporter/selection.py, fabricweb/exporter/views.py; through them fabricweb/exporter/auth.py.
+"""Covers fabricweb/exporter/encoder.py, fabricweb/exporter/kepttext.py, fabricweb/exporter/grouped.py,
+fabricweb/exporter/hostports.py, fabricweb/exporter/selection.py, fabricweb/exporter/views.py; through them
+fabricweb/exporter/auth.py.
 
 The health series kept across scrapes (fabricweb/exporter/grouped.py, encoder.py's kept lines)
 never serve a stale line: a port whose link, state or expectation changed, a renamed node and a
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from prometheus_client.utils import floatToGoString
 
 from fabricweb.exporter import encoder, grouped, hostports
+from fabricweb.exporter.kepttext import KEPT
 from fabricweb.exporter.selection import Selection
 from fabricweb.inventory.models import Device, Node, Port
 from tests.exporter.exporter_support import assert_scrapes_match, by_name, port, scrape, small_fabric
@@ -68,7 +70,7 @@ def test_a_renamed_node_and_reflashed_firmware_show_in_the_next_scrape(client, e
 def test_the_memos_stay_bounded_and_right_when_they_overflow(client, each_db, monkeypatch):
     monkeypatch.setattr(grouped, "MAX_MEMO_ROWS", 3)
     monkeypatch.setattr(encoder, "MAX_KEPT_ROWS", 3)
-    monkeypatch.setattr(encoder.KEPT, "row_lines", {})  # not the earlier tests' families
+    monkeypatch.setattr(KEPT, "row_lines", {})  # not the earlier tests' families
     small_fabric(nodes=3)  # 6 ports, 3 devices: more rows than either memo keeps
     for speed, rate in (("HDR", 200.0), ("EDR", 100.0), ("FDR", 56.0), ("EDR", 100.0)):
         Port.objects.update(speed=speed, rate_gbps=rate)
@@ -79,7 +81,7 @@ def test_the_memos_stay_bounded_and_right_when_they_overflow(client, each_db, mo
         assert len(hostports.port_detail_memo) <= 3
         assert len(hostports.device_memo) <= 3
         # The kept lines: at most one scrape's rows (6 ports) once past the bound.
-        assert max(len(kept) for kept in encoder.KEPT.row_lines.values()) <= 6
+        assert max(len(kept) for kept in KEPT.row_lines.values()) <= 6
         assert_scrapes_match(Selection("health"))
 
 
@@ -98,8 +100,8 @@ def test_any_counts_below_two_to_the_53_render_as_float_to_go_string_does(values
 def test_text_and_openmetrics_scrapes_keep_one_copy_of_what_they_render_alike(client, each_db, monkeypatch):
     # A Prometheus (OpenMetrics) and a curl (text) scraping one web process: the health lines
     # and label texts both formats render alike are kept once, and each format's bytes stay its own.
-    monkeypatch.setattr(encoder.KEPT, "row_lines", {})
-    monkeypatch.setattr(encoder.KEPT, "label_texts", {})
+    monkeypatch.setattr(KEPT, "row_lines", {})
+    monkeypatch.setattr(KEPT, "label_texts", {})
     small_fabric()
     text = scrape(client)
     openmetrics = client.get("/metrics", HTTP_ACCEPT="application/openmetrics-text;version=1.0.0").getvalue().decode()
@@ -107,7 +109,7 @@ def test_text_and_openmetrics_scrapes_keep_one_copy_of_what_they_render_alike(cl
     assert by_name(openmetrics, "infiniband_port_up") == by_name(text, "infiniband_port_up")
 
     kept: dict[tuple, list[dict[int, str]]] = {}
-    for (_, *family), lines in encoder.KEPT.row_lines.items():
+    for (_, *family), lines in KEPT.row_lines.items():
         kept.setdefault(tuple(family), []).append(lines)
     port_up = next(lines for family, lines in kept.items() if family[0] == "infiniband_port_up")
     assert len(port_up) == 2 and len(port_up[0]) == 4  # two formats, four ports
@@ -117,9 +119,9 @@ def test_text_and_openmetrics_scrapes_keep_one_copy_of_what_they_render_alike(cl
         assert first.keys() == second.keys()
         assert all(first[key] is second[key] for key in first)  # one string, not two equal ones
 
-    cached = list(encoder.KEPT.label_texts.values())
+    cached = list(KEPT.label_texts.values())
     assert cached and all(sum(t is not None for t in texts) == 2 for texts in cached)  # both formats
     assert all(len({id(t) for t in texts if t is not None}) == 1 for texts in cached)  # one string
     # Only the label sets the counters share (a port's, a device's) are cached, not port_info's.
-    assert all(len(key) <= 3 for key in encoder.KEPT.label_texts)
+    assert all(len(key) <= 3 for key in KEPT.label_texts)
     assert_scrapes_match()
