@@ -59,6 +59,17 @@ class Kind(StrEnum):
     NAME_CONFLICT = "name_conflict"  # a switch describing itself by a host's name (fabricweb.fabric.hostnames)
 
 
+# One fault, one event: a finding of the first kind carries on the fault an open event of the others was opened
+# for, on the same target, which is resolved as it appears. A link flapping (a problem, not the one bounce that
+# is advice) is the fault its port's DOWN event was opened for at the first drop.
+CARRIES_ON = {Kind.FLAPPING: (Kind.DOWN,)}
+
+
+def retarget(key: str, kind: Kind) -> str:
+    """The key of `kind` on `key`'s target: down:cn042/mlx5_0/1 for flapping:cn042/mlx5_0/1."""
+    return f"{kind}:{key.partition(':')[2]}"
+
+
 # Kinds whose events another judge opens and resolves (the drain pass, the fabric view): a host's own judgement
 # of its snapshot never counts them clean, though they are about the host or its ports.
 JUDGED_ELSEWHERE = frozenset({Kind.DRAIN, Kind.GUID_CONFLICT, Kind.NAME_CONFLICT})

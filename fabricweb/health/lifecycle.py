@@ -10,7 +10,9 @@ and this poll's findings, `step` says what to do:
 - an open event without a finding: QUIET (one more clean poll) until it has
   `resolve_after` clean polls with no finding between them, then RESOLVE;
 - an open event whose key the rules could not judge (`unknown`: stale data, a
-  reset counter): nothing; an unknown poll is neither clean nor dirty.
+  reset counter): nothing; an unknown poll is neither clean nor dirty;
+- an open event whose fault a finding of another kind now carries on (findings.CARRIES_ON: a port's DOWN
+  once its link is flapping): RESOLVE at once, saying which event carries it on. One fault, one event.
 
 This hysteresis is what makes a flapping link one event: a quiet poll between
 two flaps only counts towards `resolve_after` and the next flap sets it back
@@ -27,7 +29,7 @@ from enum import StrEnum
 
 from fabricweb.thresholds import DEFAULT
 
-from .findings import Finding, Severity, merge_findings
+from .findings import CARRIES_ON, Finding, Severity, merge_findings, retarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,14 @@ def step(
     resolve_after = max(int(resolve_after), 1)
     actions: list[Action] = []
     present = merge_findings(findings)
+    carried = {
+        key: f
+        for f in present
+        if f.severity != Severity.INFO
+        for key in (retarget(f.key, kind) for kind in CARRIES_ON.get(f.kind, ()))
+        if key != f.key
+    }
+    present = [f for f in present if f.key not in carried]
     seen = set()
     for f in present:
         seen.add(f.key)
@@ -101,7 +111,16 @@ def step(
                 )
             )
     for key, event in events.items():
-        if key in seen or key in unknown:
+        if key in seen:
+            continue
+        if key in carried:
+            severity, by = _severity(event.severity), carried[key]
+            reason = f"carried on by its {by.kind.replace('_', ' ')} event: {by.message}"
+            actions.append(
+                Action(Op.RESOLVE, key, event.kind, severity, event.message, event.clean_polls, event.details, reason)
+            )
+            continue
+        if key in unknown:
             continue
         clean = max(int(event.clean_polls), 0) + 1
         severity = _severity(event.severity)

@@ -122,6 +122,54 @@ def test_a_flapping_link_is_one_event_for_the_whole_episode():
     assert last == 356 + 89 + 2
 
 
+FLAP_KEY = "flapping:cn042/mlx5_0/1"
+
+
+def test_it_resolves_a_ports_down_event_once_its_flapping_event_carries_the_fault_on():
+    store = Store()
+    store.poll([DOWN])
+    flapping = Finding(Kind.FLAPPING, Severity.CRITICAL, FLAP_KEY, "cn042 mlx5_0/1: link flapping, down now: ...")
+    actions = {a.key: a for a in store.poll([flapping], unknown={KEY})}  # down now: told by the flapping finding
+    assert actions[KEY].op is Op.RESOLVE
+    assert actions[KEY].reason == f"carried on by its flapping event: {flapping.message}"
+    assert actions[FLAP_KEY].op is Op.OPEN
+    assert list(store.open) == [FLAP_KEY]
+    # A down finding beside it opens nothing: the flapping event carries the fault.
+    assert [a.key for a in store.poll([DOWN, flapping])] == []
+
+
+def test_it_keeps_a_ports_down_event_beside_one_bounce_of_advice():
+    store = Store()
+    store.poll([DOWN])
+    bounce = Finding(Kind.FLAPPING, Severity.INFO, FLAP_KEY, "cn042 mlx5_0/1: link went down and came back once")
+    store.poll([bounce, DOWN])
+    assert set(store.open) == {KEY, FLAP_KEY} and store.resolved == []
+
+
+def test_it_opens_one_event_at_a_time_for_a_link_down_at_every_other_poll():
+    """The simulator's flap (the demo's): down at every other poll, never 3 clean polls for the DOWN event."""
+    store = Store()
+    polls, problems_open = [], []
+    for i in range(40):
+        down_now = i % 2 == 1
+        deltas = {"link_downed": 1 if down_now else 0}
+        ts = NOW + 10 * i
+        view = port_view(
+            ts=ts,
+            state_id=1 if down_now else 4,
+            phys_state_id=2 if down_now else 5,
+            deltas=deltas,
+            recent=tuple(polls[-359:]),
+        )
+        polls.append((ts, 10.0, deltas))
+        judgement = judge_port(view)
+        store.poll(judgement.findings, unknown=judgement.unknown)
+        problems_open.append(sorted(k for k, e in store.open.items() if e.severity != Severity.INFO))
+    assert store.opened == [KEY, FLAP_KEY]  # the first drop is a down; from the second on, one flapping event
+    assert all(len(open_now) <= 1 for open_now in problems_open), problems_open
+    assert problems_open[-1] == [FLAP_KEY] and store.resolved == [KEY]
+
+
 def test_events_of_kinds_not_judged_are_left_alone_when_not_passed():
     # Lifecycle only touches what it is given: a node-level check passes the node's events only.
     assert step([], []) == []

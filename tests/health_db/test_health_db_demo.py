@@ -9,6 +9,7 @@ import re
 import shlex
 
 from fabricweb.health import policyfile
+from fabricweb.health.models import Event
 from fabricweb.inventory.models import Device, Node
 from tests.demo_support import ROOT, demo_layout, make_variable
 from tests.fabric.fabric_support import FabricWorld
@@ -67,3 +68,24 @@ def test_every_demo_fault_opens_its_problem_in_the_first_polls(each_db, tmp_path
     assert len(Node.objects.get(name=dgx).gpus) == 8
     assert Device.objects.filter(node__name=dgx).count() == 8
     assert [key for key in events if f":{dgx}/" in key] == []
+
+
+def test_it_opens_one_event_for_the_demos_flapping_link_at_every_poll(each_db, tmp_path):
+    (flap,) = (f for f in shlex.split(make_variable("DEMO_FAULTS")) if f.endswith(":flap"))
+    target = flap.rsplit(":", 1)[0]  # cn006/mlx5_0/1
+    policyfile.store(policyfile.parse((ROOT / "scripts/demo-policies.yaml").read_text()))
+    nodes = int(make_variable("SIM_NODES"))
+    world = FabricWorld(tmp_path / "sim", nodes=nodes, switch_ports=40, follow=True, layout_faults=demo_layout())
+    world.polls(2)
+    world.sim.add_fault(flap)
+    problems_open = []
+    for _ in range(10):
+        world.poll()
+        on_it = {e.kind for key, e in open_events().items() if key.endswith(f":{target}") and e.severity != "info"}
+        problems_open.append(sorted(on_it))
+    assert all(len(kinds) <= 1 for kinds in problems_open), problems_open
+    assert problems_open[-1] == ["flapping"]
+    assert open_events()[f"flapping:{target}"].severity == "critical"
+    (down,) = Event.objects.filter(key=f"down:{target}")  # the first drop, then carried on by the flapping event
+    assert down.resolved_at is not None
+    assert Event.objects.filter(key=f"flapping:{target}").count() == 1
