@@ -29,6 +29,7 @@ _NAME = NODE_NAME_PATTERN  # a device name has the same shape
 _PORT = re.compile(rf"(?P<node>{_NAME})[ /](?:(?P<device>{_NAME})[ /])?(?P<number>\d{{1,3}})")
 _DEVICE = re.compile(rf"(?P<node>{_NAME})[ /](?P<device>{_NAME})")  # cn042 mlx5_0, cn042/mlx5_0
 _LID = re.compile(r"(?:lid ?)?(\d{1,5})", re.IGNORECASE)  # lid 17, LID 17, 17
+UNICAST_LIDS = range(1, 0xC000)  # 0 is no LID (a port the subnet manager has not given one); 0xC000 up multicast
 KIND_WORDS = {Node.Kind.HOST: "host", Node.Kind.SWITCH: "switch", Node.Kind.COLLECTOR: "fabric collector"}
 
 
@@ -57,7 +58,7 @@ def find(query: str) -> tuple[list[Hit], bool]:
     if device:
         hits += _devices(device["node"], device["device"])
     lid = _LID.fullmatch(text)
-    if lid:
+    if lid and int(lid[1]) in UNICAST_LIDS:
         hits += [_port_hit(p, exact=True) for p in _port_rows().filter(lid=int(lid[1])).order_by()[: RESULTS + 1]]
     hits += _models(text)
     if not guid and not port and not device:

@@ -96,6 +96,8 @@ def test_it_finds_a_port_by_its_lid(viewer, faulty):
         assert f"Active, LID {port.lid}, port GUID" in alone.content.decode()
     free = max(Port.objects.exclude(lid=None).values_list("lid", flat=True)) + 1
     assert f"Nothing found for “lid {free}”" in viewer.text("/search/", {"q": f"lid {free}"})
+    Port.objects.filter(device__node__name="cn003").update(lid=0)  # as a port without a LID reads
+    assert "Nothing found for “lid 0”" in viewer.text("/search/", {"q": "lid 0"})  # 0 is no LID
 
 
 def test_search_says_when_nothing_matches_and_what_it_looks_for(viewer, faulty):
