@@ -69,7 +69,8 @@ def product_modules(root: Path = REPO) -> dict[str, str]:
     return found
 
 
-def test_files(root: Path = REPO) -> list[Path]:
+def every_test_file(root: Path = REPO) -> list[Path]:
+    """Every test_*.py under tests/."""
     return sorted((root / "tests").rglob("test_*.py"))
 
 
@@ -111,7 +112,7 @@ def not_imported(root: Path = REPO) -> list[str]:
         for name, _ in imports(path):
             parts = name.split(".")
             reached |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
-    named = {p for path in test_files(root) for p in covered_paths(path) or ()}
+    named = {p for path in every_test_file(root) for p in covered_paths(path) or ()}
     return sorted(
         shown
         for dotted, shown in modules.items()
@@ -121,7 +122,7 @@ def not_imported(root: Path = REPO) -> list[str]:
 
 def test_every_test_file_opens_with_the_modules_it_covers():
     problems = []
-    for path in test_files():
+    for path in every_test_file():
         named = covered_paths(path)
         rel = path.relative_to(REPO)
         if not named:
