@@ -80,12 +80,6 @@ class Thresholds:
     local_ack_timeout_per_s: float = _t(1.0, "local_ack_timeout_err/s", "NVSentinel NIC health monitor: above 1/s")
     rx_discards_phy_per_s: float = _t(1.0, "rx_discards_phy/s", "our choice: a lossless priority drops nothing")
 
-    @property
-    def xmit_wait_tick_ns(self) -> float:
-        """The old single tick, read only by the port charts (fabricweb/dashboard/series.py) until they draw
-        collectors.xmitwait.congestion_ratio as the rule does: not a threshold, not settable."""
-        return 4.0
-
     def __post_init__(self) -> None:
         for name in _POSITIVE:
             if not getattr(self, name) > 0:

@@ -3,7 +3,9 @@ and past the newest rollup the finer data that is not rolled yet (the newest raw
 reaches now.
 
 Rates are per second for traffic (Gb/s, the unit a link is named in, and packets/s), per hour for error
-counters (operators count `symbol errors/h`), congestion as the share of time in port_xmit_wait.
+counters (operators count `symbol errors/h`), congestion as the share of the link's time lost waiting for credits
+(collectors.xmitwait.congestion_ratio: port_xmit_wait in the bytes one count is on the port's device, over the
+sample's link and seconds; the congestion rule and /metrics use the same).
 Unknown is None (a gap in the chart), never 0; a missing poll or bucket inserts a None
 point, so a gap shows as a gap and not as a line across it. The link and its capacity are
 fabricweb.inventory.portfacts': a port (or a poll) without a link has none, so no capacity line is drawn
@@ -16,7 +18,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from collectors import facts
+from collectors import facts, xmitwait
 from fabricweb.health import context
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
@@ -58,7 +60,8 @@ def _gbps(link: portfacts.Link | None) -> tuple[float | None, str | None]:
 
 
 class _Series:
-    def __init__(self) -> None:
+    def __init__(self, device: int | None = None) -> None:
+        self.device = device  # NodeInfo.DeviceID: what one port_xmit_wait count is (collectors.xmitwait)
         self.t: list[str] = []
         self.values: dict[str, list] = {k: [] for k in ("rx", "tx", "rx_pps", "tx_pps", "congestion_pct")}
         self.errors: dict[str, list] = {c: [] for c in ERROR_COLUMNS}
@@ -87,14 +90,20 @@ class _Series:
         self.values["tx"].append(rate("xmit_bytes"))
         self.values["rx_pps"].append(rate("rcv_packets"))
         self.values["tx_pps"].append(rate("xmit_packets"))
-        tick_s = context.thresholds().xmit_wait_tick_ns * 1e-9
-        share = rate("xmit_wait", tick_s * 100)
-        self.values["congestion_pct"].append(None if share is None else min(share, 100.0))
+        # Not capped at 100%: above it the unit does not fit the device, and the chart shows that.
+        lost = link_rate(link)
+        share = xmitwait.congestion_ratio(deltas.get("xmit_wait"), self.device, lost, seconds) if usable else None
+        self.values["congestion_pct"].append(None if share is None else share * 100)
         for column in ERROR_COLUMNS:
             self.errors[column].append(rate(column, 3600.0))
         gbps, name = _gbps(link) if deltas else (None, None)
         self.link_gbps.append(gbps)
         self.link_name.append(name)
+
+
+def link_rate(link: portfacts.Link | None):
+    """The sample's link as a Rate (collectors.link), None without one."""
+    return None if link is None else context.rate(link.speed, link.lanes)
 
 
 def _raw(out: _Series, port: Port, since: datetime, until: datetime | None, step_s: float) -> datetime | None:
@@ -180,7 +189,8 @@ def port_series(port: Port, wanted: Window | Range, now: datetime) -> dict:
     if isinstance(wanted, Range):
         wanted = Window(now - wanted.span, now, wanted, live=True)
     since, until, period = wanted.since, wanted.until, wanted.range.period_s
-    out = _Series()
+    device = xmitwait.device_id(port.device.hca_type, port.device.board_id)
+    out = _Series(device)
     # The chosen resolution, then each finer one from where the coarser ends: the newest data not yet rolled.
     levels = {None: (), PortRollup.FIVE_MINUTES: (PortRollup.FIVE_MINUTES,)}.get(
         period, (PortRollup.HOUR, PortRollup.FIVE_MINUTES)
@@ -219,6 +229,7 @@ def port_series(port: Port, wanted: Window | Range, now: datetime) -> dict:
         "rx_gbps": [None if v is None else v * GBPS for v in out.values["rx"]],
         "tx_gbps": [None if v is None else v * GBPS for v in out.values["tx"]],
         "units": {"throughput": "Gb/s", "packets": "pkt/s", "errors": "errors/h", "congestion": "%"},
+        "congestion_unit": xmitwait.xmit_wait_unit(device).short(),  # `8 bytes per count, assumed`
         "errors": out.errors,
         "error_groups": _error_groups(out.errors),
         "link_gbps": out.link_gbps,

@@ -135,8 +135,12 @@
     Plotly.react("chart-packets", [line("receive", x, s.rx_pps), line("transmit", x, s.tx_pps)],
       layout(s, "Packets", yaxis("pkt/s", packets), empty(packets)), config);
     drawErrors(s, x);
-    Plotly.react("chart-congestion", [line("time in port_xmit_wait", x, s.congestion_pct)],
-      layout(s, "Congestion", yaxis("% of time waiting for credits", [], { range: [0, 100] }), empty(s.congestion_pct)),
+    // The share of link time lost (port_xmit_wait in its device's bytes per count): above 100% the unit is wrong
+    // for the device, so the axis goes past 100 rather than hide it.
+    var lost = s.congestion_pct, most = Math.max.apply(null, finite(lost).concat([100]));
+    var unit = s.congestion_unit ? " (port_xmit_wait at " + s.congestion_unit + ")" : "";
+    Plotly.react("chart-congestion", [line("link time lost waiting for credits", x, lost)],
+      layout(s, "Congestion" + unit, yaxis("% of link time lost to congestion", [], { range: [0, most] }), empty(lost)),
       config);
     var link = [line("trained", x, s.link_gbps, { line: { shape: "hv" }, text: s.link_name, hoverinfo: "x+y+text" })];
     var expected = constant("expected" + (s.expected ? " (" + s.expected + ")" : ""), x, s.expected_gbps);

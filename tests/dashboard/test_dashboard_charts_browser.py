@@ -58,7 +58,7 @@ def test_the_port_charts_read_at_a_glance_and_their_range_shows_in_the_url(page_
     _open(page, f"{base}{UP_PORT}")
     assert page.locator("#chart-traffic .g-ytitle").text_content() == "Gb/s"
     assert page.locator("#chart-packets .g-ytitle").text_content() == "pkt/s"
-    assert page.locator("#chart-congestion .g-ytitle").text_content() == "% of time waiting for credits"
+    assert page.locator("#chart-congestion .g-ytitle").text_content() == "% of link time lost to congestion"
     assert "link capacity (4X HDR)" in page.evaluate(TRACES, "chart-traffic")
 
     # The 12 error counters: 4 small charts of at most 4, distinct colours in each, the counting one first.

@@ -1,8 +1,9 @@
-"""Covers fabricweb/health/context.py.
+"""Covers collectors/xmitwait.py, fabricweb/exporter/congestion.py, fabricweb/health/rules/counters.py,
+fabricweb/dashboard/series.py, fabricweb/health/context.py.
 
 Congestion as lost bandwidth, end to end (issue 40): PortXmitWait set on switch ports of two ASICs at two link
 rates, and a saturated host port, swept and ingested through the real paths. The share of link time lost is the
-hand computation, and the congestion rule's finding and /metrics say that same number.
+hand computation, and the congestion rule's finding, the port's chart and /metrics say that same number.
 
 The hand computations (docs/infiniband.md 3b): lost bytes = counts x bytes per count (x lanes where the ASIC
 counts per lane); share = lost bytes / (link bytes/s x seconds). 4X QDR is 40 Gb/s = 5e9 B/s, 12X QDR 1.5e10 B/s.
@@ -11,10 +12,13 @@ counts per lane); share = lost bytes / (link bytes/s x seconds). 4X QDR is 40 Gb
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
+from collectors.facts import SWITCH_DEVICE
+from fabricweb.dashboard.series import RANGES, port_series
 from fabricweb.health import context
 from fabricweb.health.models import Event
-from fabricweb.inventory.models import Node
+from fabricweb.inventory.models import Node, Port
 from tests.exporter.exporter_support import LiveWorld, by_name, port, scrape, switch_port
 
 QUANTUM, SWITCH_IB_2 = 0xD2F0, 0xCF08
@@ -59,12 +63,21 @@ def open_congestion() -> dict[tuple[str, int], Event]:
     return {(e.node.name, e.port.number): e for e in events}
 
 
-def test_the_lost_share_is_the_hand_computation_in_the_rule_and_in_metrics(client, congested):
+def chart(node: str, device: str, number: int) -> dict:
+    """The port page's chart series (its `series` JSON) over the last hour."""
+    row = Port.objects.select_related("device__node").get(device__node__name=node, device__name=device, number=number)
+    return port_series(row, RANGES["1h"], timezone.now())
+
+
+def test_the_lost_share_is_the_hand_computation_in_the_rule_the_chart_and_metrics(client, congested):
     guids = dict(Node.objects.filter(kind=Node.Kind.SWITCH).values_list("name", "guid"))
     metrics = by_name(scrape(client), "infiniband_switch_port_congestion_ratio")
     events = open_congestion()
     for switch, number, _, _, share in CASES:
         assert metrics[switch_port(switch, number, guids[switch])] == pytest.approx(share, rel=1e-9)
+        drawn = chart(switch, SWITCH_DEVICE, number)
+        assert drawn["congestion_pct"][-POLLS:] == [pytest.approx(share * 100, rel=1e-9)] * POLLS
+        assert drawn["congestion_unit"] == UNITS[switch]
         event = events.get((switch, number))
         if share <= 0.05:
             assert event is None, event.message
@@ -81,6 +94,9 @@ def test_a_host_port_is_counted_in_its_hcas_assumed_unit_and_says_so(client, con
     # cn001's ConnectX-6 (MT4123, 0x101b: no row) on 4X HDR, 25e9 B/s: 3.125e9 counts of 8 B in 10 s are 10%.
     metrics = by_name(scrape(client), "infiniband_port_congestion_ratio")
     assert metrics[port("cn001", "mlx5_0", 1)] == pytest.approx(0.1, rel=1e-9)
+    drawn = chart("cn001", "mlx5_0", 1)
+    assert drawn["congestion_pct"][-1] == pytest.approx(10.0, rel=1e-9)
+    assert drawn["congestion_unit"] == "8 bytes per count, assumed"
     event = open_congestion()["cn001", 1]
     assert event.message.endswith(
         "congested: 10% of the link's time lost waiting for credits in the last 10 s "
