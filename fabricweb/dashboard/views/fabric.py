@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEED_RANK
+from fabricweb.fabric import congested
 from fabricweb.fabric.naming import find_switch
 from fabricweb.health.freshness import is_old
 from fabricweb.health.models import Event
@@ -69,6 +70,8 @@ def fabric_page(request):
         "advice": advice,
         "collectors": switches.collectors(),
         "changes": switches.recent_changes(),
+        # The ports that lost most of their link's time to congestion in their last poll.
+        "congested": congested.top(),
         "expected": switches.expected_cabling(),
         **freshness(now, last.stored_at if last else None, known=True),
     }
