@@ -37,14 +37,14 @@ class Kind(StrEnum):
     CONGESTION = "congestion"
     CAPPED = "capped_counters"
     PCIE = "pcie"
-    # Lossless Ethernet on a RoCE port (rules/lossless.py, issue 40).
+    # Lossless Ethernet on a RoCE port (rules/lossless.py).
     PAUSE_RECEIVED = "pfc_pause_received"  # the switch pauses the port: congestion in the network
     PAUSE_SENT = "pfc_pause_sent"  # the port pauses the switch: the host or its PCIe does not keep up
     PAUSE_STORM = "pause_storm"  # the NIC's pause-storm watchdog fired
     CNP_STORM = "cnp_storm"  # ECN marks and congestion notifications far past a busy port's
     ROCE_LOSS = "roce_packet_loss"  # out-of-sequence, NAK sequence errors, ACK timeouts: loss on a lossless path
     RX_DISCARDS = "rx_discards"  # frames dropped on arrival for lack of receive buffer
-    # The PCIe path above a card and the host's layout (rules/pciepath.py, issue 26).
+    # The PCIe path above a card and the host's layout (rules/pciepath.py).
     PCIE_PATH = "pcie_path"  # a hop above the card trained low or too narrow for its port
     PCIE_SHARED = "pcie_shared"  # GPUs below a hop above a card that cannot carry the card (narrow or trained low)
     GPU_AFFINITY = "gpu_affinity"  # a GPU whose nearest IB card is across the CPU sockets
