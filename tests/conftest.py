@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -141,6 +142,17 @@ def _committed_partitions(request):
     with _postgres_as_default():
         for table in (partitions.SAMPLES, partitions.ROLLUPS_5MIN, partitions.ROLLUPS_1H):
             table.drop_before(datetime(9999, 1, 1, tzinfo=UTC))
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_congestion():
+    """Each test starts with the fabric page's congested links made afresh (fabricweb.fabric.congested.KEPT): tests
+    share a database, rolled back between them, and simulated clocks give two of them the same newest ingest,
+    which that answer is keyed by."""
+    yield
+    congested = sys.modules.get("fabricweb.fabric.congested")
+    if congested is not None:
+        congested.KEPT.forget()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.db import connection
 from django.db.models import Max
 
 from collectors import xmitwait
@@ -75,22 +76,35 @@ def shares() -> dict[int, tuple[float, str]]:
     return out
 
 
-# The last answer and what it was made from (the newest ingest of any node, the routes' read time, the limit):
-# the fabric page refreshes every few seconds, the readings change once a poll, and reading them all costs
-# what a /metrics scrape's counters do (~0.2 s at 20,000 ports).
-_kept: list = [None, None]
+class KeptTop:
+    """top()'s last answer and what it was made from (the database, the newest ingest of any node, the routes' read
+    time, the limit): the fabric page refreshes every few seconds, the readings change once a poll, and reading them
+    all costs what a /metrics scrape's counters do. Owner: this module; made again on use when any of those
+    changed, dropped by forget() (docs/architecture.md, "What processes keep in memory")."""
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        self.made_from: tuple | None = None
+        self.answer: list[Congested] = []
+
+
+KEPT = KeptTop()
 
 
 def top(limit: int = TOP) -> list[Congested]:
     """The `limit` most congested ports of the fabric, most first, each with the far end of its link and its root."""
     made_from = (
+        connection.vendor,
+        connection.settings_dict["NAME"],
         Node.objects.aggregate(newest=Max("last_ingested_at"))["newest"],
         SwitchRoutes.objects.aggregate(read=Max("read_at"))["read"],
         limit,
     )
-    if _kept[0] != made_from:
-        _kept[:] = [made_from, _top(limit)]
-    return _kept[1]
+    if KEPT.made_from != made_from:
+        KEPT.made_from, KEPT.answer = made_from, _top(limit)
+    return KEPT.answer
 
 
 def _top(limit: int) -> list[Congested]:
