@@ -98,16 +98,7 @@ def test_a_flapping_link_is_one_event_for_the_whole_episode():
     flapping_open = []
     for i in range(360 + 400):
         down_now = i < 360 and i % 4 == 0
-        deltas = {"link_downed": 1 if down_now else 0}  # link_downed counts each time it went down
-        ts = NOW + 10 * i
-        view = port_view(
-            ts=ts,
-            state_id=1 if down_now else 4,
-            phys_state_id=2 if down_now else 5,
-            deltas=deltas,
-            recent=tuple(polls[-359:]),
-        )
-        polls.append((ts, 10.0, deltas))
+        view = _flap_poll(polls, i, down_now)
         store.poll(judge_port(view).findings)
         flapping_open.append("flapping:cn042/mlx5_0/1" in store.open)
     # The first down is an honest event of its own, resolved when the link stayed up for 3 polls;
@@ -152,16 +143,7 @@ def test_it_opens_one_event_at_a_time_for_a_link_down_at_every_other_poll():
     polls, problems_open = [], []
     for i in range(40):
         down_now = i % 2 == 1
-        deltas = {"link_downed": 1 if down_now else 0}
-        ts = NOW + 10 * i
-        view = port_view(
-            ts=ts,
-            state_id=1 if down_now else 4,
-            phys_state_id=2 if down_now else 5,
-            deltas=deltas,
-            recent=tuple(polls[-359:]),
-        )
-        polls.append((ts, 10.0, deltas))
+        view = _flap_poll(polls, i, down_now)
         judgement = judge_port(view)
         store.poll(judgement.findings, unknown=judgement.unknown)
         problems_open.append(sorted(k for k, e in store.open.items() if e.severity != Severity.INFO))
@@ -178,3 +160,18 @@ def test_events_of_kinds_not_judged_are_left_alone_when_not_passed():
 def test_an_unknown_stored_severity_does_not_stop_the_poll():
     [action] = step([OpenEvent(KEY, "down", "bogus", "x")], [])
     assert action.op is Op.QUIET
+
+
+def _flap_poll(polls: list, i: int, down_now: bool):
+    """Poll i (10 s apart) of a port whose link is down now or up, its ring the polls before (appended to)."""
+    deltas = {"link_downed": 1 if down_now else 0}  # link_downed counts each time it went down
+    ts = NOW + 10 * i
+    view = port_view(
+        ts=ts,
+        state_id=1 if down_now else 4,
+        phys_state_id=2 if down_now else 5,
+        deltas=deltas,
+        recent=tuple(polls[-359:]),
+    )
+    polls.append((ts, 10.0, deltas))
+    return view
