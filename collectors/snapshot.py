@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 from datetime import UTC, datetime
 from functools import cache
 
@@ -136,8 +136,9 @@ def _field_names(cls: type) -> tuple[str, ...]:
 
 
 def _flat(value) -> dict:
-    """asdict() of a dataclass whose fields hold scalars (Enum, PciLink, the verbs views, Disagreement), without
-    asdict's recursion and deep copy of every value: to_dict runs at every poll, and asdict was its largest part."""
+    """asdict() of a dataclass whose fields hold scalars (Enum, PciLink, the verbs views, Disagreement, a PCIe hop
+    or neighbour), without asdict's recursion and deep copy of every value: to_dict runs at every poll, and asdict
+    was its largest part."""
     return {name: getattr(value, name) for name in _field_names(type(value))}
 
 
@@ -204,7 +205,7 @@ def to_dict(snap: Snapshot) -> dict:
         "errors": [{"path": e.path, "reason": e.reason} for e in snap.errors],
     }
     if snap.gpus:  # schema 2; absent: no GPU found (ingest stores [])
-        out["gpus"] = [asdict(g) for g in snap.gpus]
+        out["gpus"] = [{**_flat(g), "nics": dict(g.nics)} for g in snap.gpus]
     return out
 
 
@@ -212,6 +213,6 @@ def _path_dict(path) -> dict:
     # The hops above the function, nearest first: the function's own link is `pci` already.
     return {
         "host_bridge": path.host_bridge,
-        "hops": [asdict(h) for h in path.hops[1:]],
-        "neighbours": [asdict(n) for n in path.neighbours],
+        "hops": [_flat(h) for h in path.hops[1:]],
+        "neighbours": [_flat(n) for n in path.neighbours],
     }

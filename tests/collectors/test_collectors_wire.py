@@ -1,4 +1,4 @@
-"""Covers collectors/wire.py, collectors/__main__.py; through them collectors/fabric/routes.py,
+"""Covers collectors/wire.py, collectors/__main__.py, collectors/snapshot.py; through them collectors/fabric/routes.py,
 collectors/fabric/umad.py, collectors/simulate.py.
 
 The snapshot's wire form (collectors/wire.py): what an agent sends reads back into exactly the snapshot it
@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,20 @@ def test_it_reads_back_the_fixture_hosts_snapshot_exactly():
     snap = snapshot()
     assert round_trip(snap) == snap
     assert list(round_trip(snap)["devices"][0]["ports"][0]) == list(snap["devices"][0]["ports"][0])  # key order too
+
+
+def test_a_gpu_servers_gpus_and_pcie_paths_are_as_asdict_gives_them_and_share_nothing(tmp_path):
+    Fabric.create(str(tmp_path), 1, seed=3, hcas=8, layout_faults=("cn001:dgx",))
+    read = read_host(str(tmp_path / "cn001"), host="cn001", use_verbs=False)
+    snap = to_dict(read)
+    assert snap["gpus"] == [asdict(g) for g in read.gpus] and all(g["nics"] for g in snap["gpus"])
+    paths = [(d, s) for d, s in zip(read.devices, snap["devices"], strict=True) if "pcie_path" in s]
+    assert paths
+    for device, sent in paths:
+        assert sent["pcie_path"]["hops"] == [asdict(h) for h in device.pcie_path.hops[1:]]
+        assert sent["pcie_path"]["neighbours"] == [asdict(n) for n in device.pcie_path.neighbours]
+    snap["gpus"][0]["nics"].clear()  # what is sent is a copy: the reading stays whole
+    assert read.gpus[0].nics
 
 
 def test_a_gpu_server_of_8_hcas_reads_back_exactly_and_sends_each_counter_name_once(tmp_path):
