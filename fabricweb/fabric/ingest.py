@@ -49,7 +49,7 @@ from .nodes import NODE_TYPE_SWITCH, fabric_nodes
 from .refusals import ALREADY, clear_refused, judge_refused
 from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
-from .switchports import switch_snapshot
+from .switchports import counted_ports, switch_snapshot
 from .viewfindings import cabling_findings, judge_absent, judge_claims
 
 log = logging.getLogger(__name__)
@@ -151,16 +151,20 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     by_node = defaultdict(list)
     for reading in fabric.ports:
         by_node[reading.node].append(reading)
+    counted = counted_ports(fabric)
     changes = Changes()
     results: dict[str, IngestResult] = {}
     for index, fn in switches.items():
-        node_rows = rows[fn.node.name]
-        snap = switch_snapshot(fabric, index, fabric.nodes[index], fn.node.name, by_node.get(index, []), node_rows)
+        node_rows, n = rows[fn.node.name], fabric.nodes[index]
+        snap = switch_snapshot(
+            fabric, index, n, fn.node.name, by_node.get(index, []), node_rows, counted.get(index, [])
+        )
         results[fn.node.name] = apply_snapshot(snap, node_rows, changes, now, kind=Node.Kind.SWITCH)
     for index, fn in cas.items():
         n, node_rows = fabric.nodes[index], rows[fn.node.name]
         device = naming.device_name(n.description)
-        snap = switch_snapshot(fabric, index, n, fn.node.name, by_node.get(index, []), node_rows, device)
+        numbers = counted.get(index, [])
+        snap = switch_snapshot(fabric, index, n, fn.node.name, by_node.get(index, []), node_rows, numbers, device)
         results[fn.node.name] = apply_snapshot(snap, node_rows, changes, now, kind=Node.Kind.ADAPTER)
     store.write(changes)
 
