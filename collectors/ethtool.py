@@ -3,7 +3,8 @@
 Why the ioctl and not netlink: ethtool's netlink interface (ETHTOOL_MSG_STATS_GET, ETHTOOL_MSG_PAUSE_GET) carries
 the standard groups only (IEEE 802.3 MAC and PHY counters, RMON, link-wide pause frames); a driver's own
 statistics, where mlx5 keeps PFC pause per priority and its pause-storm events, are reachable only through
-SIOCETHTOOL, as `ethtool -S` itself reads them:
+SIOCETHTOOL, as `ethtool -S` itself reads them. (What netlink does carry of pause, the link-wide frames, is
+read there: collectors/ethnl.py.)
 
 1. ETHTOOL_GSSET_INFO: how many statistics the driver has (the ETH_SS_STATS string set);
 2. ETHTOOL_GSTRINGS: their names, ETH_GSTRING_LEN (32) bytes each, NUL-padded;
@@ -51,7 +52,11 @@ Call = Callable[[str, bytearray], None]  # (interface, request) -> the request f
 
 
 class EthtoolError(ValueError):
-    """The statistics of an interface could not be read, and why."""
+    """The statistics of an interface could not be read, and why; `code`: the kernel's errno, where it refused."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # -- the requests and the kernel's replies ---------------------------------------------------
@@ -123,7 +128,7 @@ def read_stats(ifname: str, wanted: Collection[str], call: Call) -> dict[str, in
         call(ifname, request)
         values = parse_stats(request, count)
     except OSError as e:
-        raise EthtoolError(_REASONS.get(e.errno) or e.strerror or type(e).__name__) from None
+        raise EthtoolError(_REASONS.get(e.errno) or e.strerror or type(e).__name__, e.errno) from None
     return {name: value for name, value in zip(names, values, strict=True) if name in wanted}
 
 

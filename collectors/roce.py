@@ -13,7 +13,15 @@ congestion notifications). mlx5 keeps them in two places:
   sending; `tx_prio3_pause`: sent, this port told the switch to stop), the pause-storm watchdog's events
   (`tx_pause_storm_warning_events`: the port was stalled past a watermark; `..._error_events`: past the
   timeout, and the NIC stopped sending pause, so frames may drop) and `rx_discards_phy` (frames dropped
-  on arrival for lack of receive buffer).
+  on arrival for lack of receive buffer), and the link-wide pause frames of IEEE 802.3's MAC control
+  (`rx_pause_ctrl_phy`, `tx_pause_ctrl_phy`).
+
+Through the kernel, the link-wide pause frames are asked of ethtool's netlink first (collectors/ethnl.py,
+ETHTOOL_MSG_PAUSE_GET): the standard's counters under the standard's names, the same for every driver that
+keeps them. Netlink carries nothing per priority, so PFC pause, its durations, the storm events and
+`rx_discards_phy` come from the driver's own statistics (SIOCETHTOOL, collectors/ethtool.py), which are also
+where the link-wide pair is taken from when netlink has none (a kernel before 5.10, a driver without pause
+statistics).
 
 Meanings: yuuki/rdma_exporter's README ("PFC direction", "Netdev hardware counters") and the mlx5e commits
 that added the counters (docs/health.md, "Lossless Ethernet"). On the wire an ethtool statistic travels
@@ -22,10 +30,11 @@ beside the hw_counters files as `ethtool.<name>` (docs/pipeline.md).
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field
 
-from . import ethtool
+from . import ethnl, ethtool
 from .facts import is_ethernet
 from .model import ReadError, src
 
@@ -34,6 +43,8 @@ DIRECTIONS = ("rx", "tx")  # rx: pause received (the network pushes back); tx: p
 STORM_WARNING = "tx_pause_storm_warning_events"
 STORM_ERROR = "tx_pause_storm_error_events"
 RX_DISCARDS_PHY = "rx_discards_phy"
+# Link-wide (IEEE 802.3) pause frames, by mlx5's names for them; netlink's ETHTOOL_A_PAUSE_STAT_*_FRAMES.
+LINK_PAUSE = {"rx": "rx_pause_ctrl_phy", "tx": "tx_pause_ctrl_phy"}
 # hw_counters/ files.
 CNP_SENT = "np_cnp_sent"
 CNP_HANDLED = "rp_cnp_handled"
@@ -62,6 +73,7 @@ ETHTOOL_NAMES = (
     STORM_WARNING,
     STORM_ERROR,
     RX_DISCARDS_PHY,
+    *LINK_PAUSE.values(),
 )
 _WANTED = frozenset(ETHTOOL_NAMES)
 
@@ -81,7 +93,9 @@ class Lossless:
     """One RoCE port's lossless counters at one poll. None: unknown (not reported, or its read failed)."""
 
     netdev: str | None = field(default=None, metadata=src("device/net/<if>/dev_port, else gid_attrs/ndevs/0"))
-    source: str | None = field(default=None, metadata=src("SIOCETHTOOL ETHTOOL_GSTATS, or `ethtool -S` recorded"))
+    source: str | None = field(
+        default=None, metadata=src("ethtool netlink PAUSE_GET and SIOCETHTOOL ETHTOOL_GSTATS, or `ethtool -S` recorded")
+    )
     rx_pause: tuple[int | None, ...] = field(default=_EIGHT, metadata=src("ethtool: rx_prio<N>_pause"))
     tx_pause: tuple[int | None, ...] = field(default=_EIGHT, metadata=src("ethtool: tx_prio<N>_pause"))
     rx_pause_duration: tuple[int | None, ...] = field(
@@ -93,6 +107,12 @@ class Lossless:
     pause_storm_warnings: int | None = field(default=None, metadata=src(f"ethtool: {STORM_WARNING}"))
     pause_storm_errors: int | None = field(default=None, metadata=src(f"ethtool: {STORM_ERROR}"))
     rx_discards_phy: int | None = field(default=None, metadata=src(f"ethtool: {RX_DISCARDS_PHY}"))
+    rx_link_pause: int | None = field(
+        default=None, metadata=src(f"ethtool netlink: ETHTOOL_A_PAUSE_STAT_RX_FRAMES, else {LINK_PAUSE['rx']}")
+    )
+    tx_link_pause: int | None = field(
+        default=None, metadata=src(f"ethtool netlink: ETHTOOL_A_PAUSE_STAT_TX_FRAMES, else {LINK_PAUSE['tx']}")
+    )
     cnp_sent: int | None = field(default=None, metadata=src(f"ports/<n>/hw_counters/{CNP_SENT}"))
     cnp_handled: int | None = field(default=None, metadata=src(f"ports/<n>/hw_counters/{CNP_HANDLED}"))
     ecn_marked: int | None = field(default=None, metadata=src(f"ports/<n>/hw_counters/{ECN_MARKED}"))
@@ -117,6 +137,8 @@ class Lossless:
             pause_storm_warnings=stats.get(STORM_WARNING),
             pause_storm_errors=stats.get(STORM_ERROR),
             rx_discards_phy=stats.get(RX_DISCARDS_PHY),
+            rx_link_pause=stats.get(LINK_PAUSE["rx"]),
+            tx_link_pause=stats.get(LINK_PAUSE["tx"]),
             **{attr: hw.get(name) for attr, name in _HW_FIELDS},
         )
 
@@ -132,6 +154,8 @@ class Lossless:
         out[wire(STORM_WARNING)] = self.pause_storm_warnings
         out[wire(STORM_ERROR)] = self.pause_storm_errors
         out[wire(RX_DISCARDS_PHY)] = self.rx_discards_phy
+        out[wire(LINK_PAUSE["rx"])] = self.rx_link_pause
+        out[wire(LINK_PAUSE["tx"])] = self.tx_link_pause
         for attr, name in _HW_FIELDS:
             out[name] = getattr(self, attr)
         return out
@@ -152,18 +176,20 @@ def read_ports(reader, devices, kernel: bool) -> None:
     """Set `lossless` on every RoCE port of `devices`, read through `reader` (a sysfs.SysfsReader, whose
     `errors` take each failure). `kernel`: ask the kernel (this machine's /sys); else read the recording."""
     call = ethtool.Kernel() if kernel else None
+    netlink = ethnl.Netlink() if kernel else None
     try:
         for dev in devices:
             dev_dir = os.path.join(reader.class_dir, dev.name)
             for port in dev.ports:
                 if is_ethernet(port.link_layer):
-                    port.lossless = _read_port(reader, dev_dir, port, call)
+                    port.lossless = _read_port(reader, dev_dir, port, call, netlink)
     finally:
-        if call is not None:
-            call.close()
+        for held in (call, netlink):
+            if held is not None:
+                held.close()
 
 
-def _read_port(reader, dev_dir: str, port, call: ethtool.Kernel | None) -> Lossless:
+def _read_port(reader, dev_dir: str, port, call: ethtool.Kernel | None, netlink: ethnl.Netlink | None) -> Lossless:
     port_dir = os.path.join(dev_dir, "ports", str(port.number))
     hw = {}
     for name in HW_NAMES:  # read every poll, though the rest of hw_counters/ may be read less often
@@ -181,6 +207,10 @@ def _read_port(reader, dev_dir: str, port, call: ethtool.Kernel | None) -> Lossl
         except ethtool.EthtoolError as e:
             reader.errors.append(ReadError(where, f"ethtool statistics: {e}"))
             stats = {}
+            if e.code == errno.ENODEV:  # no such interface: said once, netlink would say it again
+                return Lossless.of(stats, hw, netdev, source)
+        if netlink is not None and _link_pause(reader, netdev, netlink, stats):
+            source = "ethtool netlink PAUSE_GET, SIOCETHTOOL ETHTOOL_GSTATS"
     else:
         where = os.path.join(dev_dir, "device", "net", netdev, RECORDED)
         source = f"`ethtool -S {netdev}` recorded ({RECORDED})"
@@ -191,6 +221,21 @@ def _read_port(reader, dev_dir: str, port, call: ethtool.Kernel | None) -> Lossl
             reader.errors.append(ReadError(where, str(e)))
             stats = {}
     return Lossless.of(stats, hw, netdev, source)
+
+
+def _link_pause(reader, netdev: str, netlink: ethnl.Netlink, stats: dict[str, int]) -> bool:
+    """Put netlink's link-wide pause frames into `stats` over the driver's; whether netlink had any. A reply
+    that does not parse is an error of its own and costs these two values only (the driver's, if any, stay)."""
+    try:
+        pause = netlink.pause_stats(netdev)
+    except ethtool.EthtoolError as e:
+        reader.errors.append(ReadError(f"/sys/class/net/{netdev} (ethtool netlink)", f"pause statistics: {e}"))
+        return False
+    if pause is None:
+        return False
+    got = {LINK_PAUSE["rx"]: pause.rx_frames, LINK_PAUSE["tx"]: pause.tx_frames}
+    stats.update({name: value for name, value in got.items() if value is not None})
+    return any(value is not None for value in got.values())
 
 
 def _count(reader, path: str) -> int | None:

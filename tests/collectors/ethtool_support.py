@@ -1,13 +1,40 @@
-"""A kernel that answers SIOCETHTOOL in bytes, for the ethtool reader's tests (collectors/ethtool.py)."""
+"""A kernel that answers SIOCETHTOOL in bytes, for the ethtool reader's tests (collectors/ethtool.py), and the
+recorded netlink replies that answer ethtool's netlink requests (collectors/ethnl.py)."""
 
 from __future__ import annotations
 
 import errno
 import os
 import struct
+from pathlib import Path
 
 # <linux/ethtool.h>, written out here rather than imported, so the tests check the module's numbers.
 GSTRINGS, GSTATS, GSSET_INFO = 0x1B, 0x1D, 0x37
+NETLINK = Path(__file__).resolve().parents[1] / "fixtures" / "ethtool" / "netlink"
+
+
+def netlink_bytes(name: str) -> bytes:
+    """A netlink message kept as hex in tests/fixtures/ethtool/netlink/<name>.hex ('#' starts a note)."""
+    text = (NETLINK / f"{name}.hex").read_text()
+    return bytes.fromhex("".join(line.split("#", 1)[0] for line in text.splitlines()))
+
+
+class FakeNetlink:
+    """Answers CTRL_CMD_GETFAMILY with the recorded reply and each PAUSE_GET with `pause` (a fixture's name, or
+    bytes), its sequence number set to the request's as the kernel's would be; the names asked are kept."""
+
+    def __init__(self, pause: str | bytes) -> None:
+        self.pause = netlink_bytes(pause) if isinstance(pause, str) else pause
+        self.asked: list[str] = []
+
+    def call(self, message: bytes) -> bytes:
+        (seq,) = struct.unpack_from("<I", message, 8)
+        if struct.unpack_from("<H", message, 4)[0] == 0x10:  # the controller
+            reply = netlink_bytes("ctrl-getfamily-ethtool")
+        else:
+            self.asked.append(message[28:].split(b"\0", 1)[0].decode())  # DEV_NAME, first in the header nest
+            reply = self.pause
+        return reply[:8] + struct.pack("<I", seq) + reply[12:] if len(reply) >= 12 else reply
 
 
 class FakeKernel:

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from collectors import read_host, roce, to_dict
+from collectors import ethnl, read_host, roce, to_dict
 from collectors.sim import Fabric
 from collectors.sysfs import SysfsReader
 from collectors.wire import decode, encode
-from tests.collectors.ethtool_support import FakeKernel
+from tests.collectors.ethtool_support import FakeKernel, FakeNetlink, netlink_bytes
 
 RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "ethtool" / "mlx5-connectx6dx-roce.txt"
+NETLINK = ethnl.Netlink  # the class itself, before a test puts one answering recorded bytes in its place
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def test_the_lossless_counters_travel_in_the_wire_form_and_come_back_the_same(ro
     snap = to_dict(read_host(str(roce_node), host="cn006", use_verbs=False))
     wire = encode(snap)
     assert "ethtool.rx_prio3_pause" in wire["names"]["hw_counters"]
-    assert len(wire["names"]["hw_counters"]) < 100  # mlx5's port files and the 41 lossless names, well in the cap
+    assert len(wire["names"]["hw_counters"]) < 100  # mlx5's port files and the 43 lossless names, well in the cap
     assert decode(wire) == snap
 
 
@@ -128,15 +129,76 @@ def test_through_the_kernel_a_port_without_device_net_finds_its_netdev_in_gid_at
             pass
 
     monkeypatch.setattr(roce.ethtool, "Kernel", Kernel)
+    netlink = FakeNetlink("pause-get-eth0-eopnotsupp")  # this driver has no link-wide pause statistics
+    monkeypatch.setattr(roce.ethnl, "Netlink", lambda: NETLINK(call=netlink.call))
     reader = SysfsReader(str(roce_node))
     devices = reader.devices()
     roce.read_ports(reader, devices, kernel=True)
     first, second = (d.ports[0].lossless for d in devices)
-    assert set(seen) == {"enp59s0f0np0"}
+    assert set(seen) == set(netlink.asked) == {"enp59s0f0np0"}
     assert first.netdev == "enp59s0f0np0" and first.source == "SIOCETHTOOL ETHTOOL_GSTATS"
+    assert first.rx_link_pause is None and first.tx_link_pause is None
     assert first.rx_pause[3] == 7 and first.pause_storm_errors == 1 and first.rx_discards_phy is None
     assert second.netdev is None and second.tx_pause == (None,) * 8
     assert [e.reason for e in reader.errors] == ["no network interface found"]
+
+
+def _through_the_kernel(roce_node, monkeypatch, driver: dict[str, int], pause: str | bytes):
+    """mlx5_0 read through the kernel path, the driver's statistics from FakeKernel and netlink's replies
+    from FakeNetlink; its Lossless and the reader's errors."""
+    shutil.rmtree(_recording(roce_node, "mlx5_1").parents[1])  # one port: mlx5_1 has no interface now
+    fake = FakeKernel(driver)
+
+    class Kernel:
+        call = staticmethod(fake.call)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(roce.ethtool, "Kernel", Kernel)
+    monkeypatch.setattr(roce.ethnl, "Netlink", lambda: NETLINK(call=FakeNetlink(pause).call))
+    reader = SysfsReader(str(roce_node))
+    devices = reader.devices()
+    roce.read_ports(reader, devices, kernel=True)
+    errors = [(e.path, e.reason) for e in reader.errors if e.reason != "no network interface found"]
+    return devices[0].ports[0].lossless, errors
+
+
+PFC = {"rx_prio3_pause": 7, "tx_prio3_pause_duration": 90, "tx_pause_storm_error_events": 1}
+
+
+def test_netlink_gives_the_link_wide_pause_and_the_ioctl_the_per_priority_counters(roce_node, monkeypatch):
+    """The mlx5-like PAUSE_GET reply (built by hand from the uapi layout) over the driver's own values for
+    the same counters; PFC per priority and the storm events from the driver's statistics."""
+    driver = {**PFC, "rx_pause_ctrl_phy": 1, "tx_pause_ctrl_phy": 2}
+    lossless, errors = _through_the_kernel(roce_node, monkeypatch, driver, "pause-get-mlx5-stats")
+    assert errors == []
+    assert lossless.source == "ethtool netlink PAUSE_GET, SIOCETHTOOL ETHTOOL_GSTATS"
+    assert (lossless.rx_link_pause, lossless.tx_link_pause) == (3311907, 918234)
+    assert lossless.rx_pause[3] == 7 and lossless.tx_pause_duration[3] == 90 and lossless.pause_storm_errors == 1
+    hw = lossless.counters()
+    assert hw["ethtool.rx_pause_ctrl_phy"] == 3311907 and hw["ethtool.tx_pause_ctrl_phy"] == 918234
+
+
+def test_where_netlink_has_no_pause_statistics_the_drivers_are_read(roce_node, monkeypatch):
+    driver = {**PFC, "rx_pause_ctrl_phy": 11, "tx_pause_ctrl_phy": 12}
+    lossless, errors = _through_the_kernel(roce_node, monkeypatch, driver, "pause-get-eth0-eopnotsupp")
+    assert errors == [] and lossless.source == "SIOCETHTOOL ETHTOOL_GSTATS"
+    assert (lossless.rx_link_pause, lossless.tx_link_pause, lossless.rx_pause[3]) == (11, 12, 7)
+
+
+def test_a_malformed_netlink_reply_costs_only_the_link_wide_pause(roce_node, monkeypatch):
+    truncated = netlink_bytes("pause-get-mlx5-stats")[:100]
+    lossless, errors = _through_the_kernel(roce_node, monkeypatch, PFC, truncated)
+    assert errors == [
+        (
+            "/sys/class/net/enp59s0f0np0 (ethtool netlink)",
+            "pause statistics: ETHTOOL_MSG_PAUSE_GET: netlink message says 112 bytes, 100 received",
+        )
+    ]
+    assert lossless.rx_link_pause is None and lossless.tx_link_pause is None
+    assert lossless.rx_pause[3] == 7 and lossless.pause_storm_errors == 1 and lossless.cnp_sent is not None
+    assert lossless.source == "SIOCETHTOOL ETHTOOL_GSTATS"
 
 
 def test_the_text_summary_shows_a_roce_ports_lossless_counters(roce_node):
