@@ -8,7 +8,7 @@ A simulated fabric is ingested one snapshot per transaction (what the Celery tas
 does; `--batch N`: N nodes' snapshots per transaction, what the batch consumer does)
 for `--warm` polls, untimed: an hour of polls fills each port's `recent` ring, which
 is what judging a busy port costs most. Then `--polls` polls are timed: the engine's
-own time per batch (fabricweb.health.engine.Outcome.seconds) against the whole ingest
+own time per batch (fabricweb.health.engine.engine.Outcome.seconds) against the whole ingest
 call, and the share of port judgements reused (quiet ports), and of those reused
 without a view (the fast path). The PostgreSQL run uses a throwaway test database.
 """
@@ -35,7 +35,8 @@ def run(db: str, args) -> str:
 
     from collectors import read_host, to_dict
     from collectors.sim import Fabric
-    from fabricweb.health import context, engine
+    from fabricweb.health.engine import engine
+    from fabricweb.health.records import context
     from fabricweb.telemetry.ingest import ingest_batch
 
     if db == "postgres":

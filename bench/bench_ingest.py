@@ -348,7 +348,7 @@ def _run(
 ) -> list[dict]:
     label = _setup_django(db, scratch)
     from fabricweb import heap
-    from fabricweb.health import engine
+    from fabricweb.health.engine import engine
     from fabricweb.telemetry import ingest
     from fabricweb.telemetry.storage import rowcache
 

@@ -205,7 +205,7 @@ FABRIC_RETAIN_1H = env.seconds("FABRIC_RETAIN_1H", 365 * 86400.0)
 # refused, and its page and /healthz say why. A real host has a handful of HCA ports, SR-IOV functions left out.
 FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR = env.int("FABRIC_NODE_MAX_NEW_PORTS_PER_HOUR", 64, minimum=1)
 FABRIC_NODE_MAX_VANISHED_PORTS = env.int("FABRIC_NODE_MAX_VANISHED_PORTS", 64, minimum=1)
-# Events one node may hold open (fabricweb/health/eventbudget.py): 16 ports x every kind is well under it.
+# Events one node may hold open (fabricweb/health/records/eventbudget.py): 16 ports x every kind is well under it.
 FABRIC_NODE_MAX_OPEN_EVENTS = env.int("FABRIC_NODE_MAX_OPEN_EVENTS", 256, minimum=1)
 # A node's snapshot is 10-100 kB (a DGX with hw_counters ~200 kB) every poll: at 10 s, 4 MiB a minute is 3x that.
 FABRIC_NODE_MAX_BYTES_PER_MINUTE = env.int("FABRIC_NODE_MAX_BYTES_PER_MINUTE", 4 * 1024 * 1024, minimum=1)

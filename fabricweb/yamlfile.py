@@ -1,6 +1,6 @@
 """The shape every YAML file an operator writes for fabricweb shares: a list of named entries, read safely.
 
-`policies:` for link policies (health/policyfile.py), `channels:` for notification channels
+`policies:` for link policies (health/records/policyfile.py), `channels:` for notification channels
 (alerts/channelfile.py): the list under its one top-level key (or the bare list), every
 entry read by the caller's own function, names unique. Errors name the entry by its
 position and name, in the caller's own exception class.

@@ -31,13 +31,19 @@ Edges = dict[str, dict[str, int]]  # module -> {module it imports: line of the f
 # is in the layer of the longest prefix naming it; fabricweb's other top-level modules (names, env, celery, ...)
 # are the base. The node side (agents, the simulator's runner) sits on the base and collectors alone: it never
 # imports the central side. What a lower layer needs of a higher one is handed to it as the higher app starts
-# (fabricweb.telemetry.handed, fabricweb.health.context.CABLING: fabricweb.fabric.apps).
+# (fabricweb.telemetry.handed, fabricweb.health.records.context.CABLING: fabricweb.fabric.apps).
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("collectors",),
     ("fabricweb",),
     ("fabricweb.agent", "fabricweb.fabricagent", "fabricweb.runfabric"),
     ("fabricweb.inventory",),
     ("fabricweb.telemetry", "fabricweb.scheduling", "fabricweb.identity"),
+    # health's own three layers (fabricweb/health/__init__.py): the pure rules, then the models the database side
+    # writes, the database side, the engine that judges each poll, and last the app's wiring (apps, tasks, admin).
+    ("fabricweb.health.rules",),
+    ("fabricweb.health.models", "fabricweb.health.signals"),
+    ("fabricweb.health.records",),
+    ("fabricweb.health.engine",),
     ("fabricweb.health",),
     ("fabricweb.fabric",),
     ("fabricweb.jobs",),

@@ -28,7 +28,7 @@ SOURCES = sorted(
 HOMES = {"collectors/facts.py", "fabricweb/inventory/portfacts/statuses.py"}
 # Definitions by these names elsewhere may only hand over to the one definition (collectors.facts.is_up).
 UP_NAMES = {"is_up", "up", "is_active", "api_up", "port_up"}
-DELEGATES = {("collectors/model.py", "is_up"), ("fabricweb/health/view.py", "is_active")}
+DELEGATES = {("collectors/model.py", "is_up"), ("fabricweb/health/rules/view.py", "is_active")}
 STATE_NAMES = {"state", "state_id", "state_name", "worst_state_id"}
 UP_VALUES = {facts.ACTIVE, facts.ACTIVE_DEFER, "ACTIVE", "ACTIVE_DEFER", "4: ACTIVE", "5: ACTIVE_DEFER"}
 

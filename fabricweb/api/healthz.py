@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from fabricweb import brokermemory
-from fabricweb.health.freshness import stale_after
+from fabricweb.health.records.freshness import stale_after
 from fabricweb.inventory.models import Node
 
 from .http import READ_METHODS, json_response, method_not_allowed

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collectors.facts import IBSTAT_STATES, NODE_TYPES, PHYS_STATES, SWITCH_DEVICE
 from fabricweb.fabric.models import FabricNode, Link, TopologyChange
-from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
+from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.isotime import iso

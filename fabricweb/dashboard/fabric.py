@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 from django.db.models import Case, Count, IntegerField, Max, Q, Value, When
 
-from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.models import Event, Silence, silencing
+from fabricweb.health.rules.findings import Kind, Severity
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 

@@ -8,8 +8,8 @@ link's, not the host's (its state, its errors; not a PCIe slot or a stale node),
 
 from __future__ import annotations
 
-from fabricweb.health.findings import Kind
 from fabricweb.health.models import Event
+from fabricweb.health.rules.findings import Kind
 
 from . import fabric
 from .marks import ERRORING, FLAPPING, HEALTHS, PCIE_LIMITED

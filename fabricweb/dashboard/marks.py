@@ -11,13 +11,13 @@ so the grids read without colour too; not connected is neutral (a dash, no colou
 
 from __future__ import annotations
 
-from fabricweb.health.findings import Kind
+from fabricweb.health.rules.findings import Kind
 from fabricweb.inventory import portfacts
 
 ERRORING = "erroring"
 FLAPPING = "flapping"
 PCIE_LIMITED = "pcie_limited"
-# The health rules' PCIe findings (fabricweb/health/findings.py Kind): the card's own link, its path, an uplink
+# The health rules' PCIe findings (fabricweb/health/rules/findings.py Kind): the card's own link, its path, an uplink
 # shared with GPUs, a GPU far from every card, a card's NUMA node unknown. Findings on the HCA, not its cable.
 PCIE_KINDS = frozenset(
     k.value for k in (Kind.PCIE, Kind.PCIE_PATH, Kind.PCIE_SHARED, Kind.GPU_AFFINITY, Kind.PCIE_NUMA)

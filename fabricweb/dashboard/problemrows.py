@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from fabricweb.health.findings import Kind, port_label
+from fabricweb.health.rules.findings import Kind, port_label
 from fabricweb.inventory.models import Node
 
 from .rowactions import why

@@ -13,9 +13,9 @@ from datetime import datetime, timedelta
 from django import forms
 from django.utils import timezone
 
-from fabricweb.health import context
-from fabricweb.health.expectation import literal_glob
 from fabricweb.health.models import Event, Silence
+from fabricweb.health.records import context
+from fabricweb.health.rules.expectation import literal_glob
 
 from .forms import MAX_SILENCE
 

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from collectors import facts, xmitwait
-from fabricweb.health import context
+from fabricweb.health.records import context
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
 from fabricweb.isotime import iso

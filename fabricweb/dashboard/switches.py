@@ -17,9 +17,9 @@ from django.db.models import Count, OuterRef, Q, Subquery
 
 from collectors.facts import ERROR_COUNTERS
 from fabricweb.fabric.models import ExpectedLink, Link, Sweep, TopologyChange
-from fabricweb.health.findings import Kind
-from fabricweb.health.freshness import is_old
 from fabricweb.health.models import Event
+from fabricweb.health.records.freshness import is_old
+from fabricweb.health.rules.findings import Kind
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 

@@ -20,7 +20,7 @@ import orjson
 
 from collectors import xmitwait
 from collectors.link import Rate
-from fabricweb.health import context
+from fabricweb.health.records import context
 
 from . import tables
 from .names import PREFIX

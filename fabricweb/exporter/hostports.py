@@ -9,7 +9,7 @@ from __future__ import annotations
 import orjson
 
 from collectors.pcie import usable_gbps
-from fabricweb.health import context
+from fabricweb.health.records import context
 
 from .grouped import Memo
 from .names import PREFIX

@@ -11,8 +11,8 @@ import orjson
 
 from collectors.facts import SWITCH_DEVICE
 from collectors.link import judge_link
-from fabricweb.health import context
-from fabricweb.health.findings import port_label
+from fabricweb.health.records import context
+from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory.models import Node
 
 from .grouped import Memo

@@ -8,7 +8,7 @@ class FabricConfig(AppConfig):
     def ready(self) -> None:
         # The fabric app builds on telemetry and health: it hands them what they need of it, and neither
         # imports it (tests/test_imports.py, the layer order).
-        from fabricweb.health.context import CABLING
+        from fabricweb.health.records.context import CABLING
         from fabricweb.telemetry.handed import HANDED
 
         from .adapters import to_read

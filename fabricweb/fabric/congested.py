@@ -23,8 +23,8 @@ from django.db.models import Max
 
 from collectors import xmitwait
 from collectors.fabric.mad import NO_ROUTE
-from fabricweb.health import context
-from fabricweb.health.findings import port_label
+from fabricweb.health.records import context
+from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, NodeReadings, Port
 

@@ -23,7 +23,7 @@ from collectors.fabric import netfile
 from collectors.fabric.mad import format_guid
 from collectors.facts import NODE_NAME_PATTERN
 from fabricweb import yamlfile
-from fabricweb.health.findings import port_label
+from fabricweb.health.rules.findings import port_label
 
 _SWITCH_END = re.compile(rf"^({NODE_NAME_PATTERN}|0x[0-9a-fA-F]{{16}})\s+port\s+(\d{{1,3}})$")
 _HOST_END = re.compile(rf"^({NODE_NAME_PATTERN})\s+([A-Za-z0-9_.-]{{1,64}})/(\d{{1,3}})$")

@@ -6,7 +6,7 @@ Each new switch is an inventory node with its ports, samples and judgement: from
 anything of a sweep is stored, its switch GUIDs are compared with the switches known (one query): a sweep
 adding more than max(FABRIC_SWEEP_MAX_NEW_SWITCHES, FABRIC_SWEEP_MAX_NEW_SWITCHES_PERCENT % of the switches
 known) is recorded, not applied, and its collector held (Node.norm_hold_reason and norm_hold_since: its page,
-the API, /healthz) until an operator accepts it (health.actions.accept_norm: the dashboard's button on the
+the API, /healthz) until an operator accepts it (health.records.actions.accept_norm: the dashboard's button on the
 collector's page); the collector's next sweep is then applied whatever it adds. The first sweep of a fabric
 with no switch known is never held: there is nothing to grow from.
 

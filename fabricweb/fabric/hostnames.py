@@ -22,10 +22,10 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from fabricweb.health import context, lifecycle
-from fabricweb.health.events import EventBook, with_open
-from fabricweb.health.findings import Finding, Kind, Severity, node_key
 from fabricweb.health.models import Event
+from fabricweb.health.records import context, lifecycle
+from fabricweb.health.records.events import EventBook, with_open
+from fabricweb.health.rules.findings import Finding, Kind, Severity, node_key
 from fabricweb.inventory.models import Node
 
 from . import naming

@@ -1,5 +1,5 @@
 """What only the fabric view can say: a switch the sweeps no longer reach, and cabling against the
-expected topology. Pure: ends and links in, findings out (in fabricweb.health.findings' terms).
+expected topology. Pure: ends and links in, findings out (in fabricweb.health.rules.findings' terms).
 
 Switch ports' own findings (down, degraded below what both ends support, symbol errors, flapping,
 congestion, discards) come from the same rules as a host's (fabricweb.health.rules).
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collectors.facts import SWITCH_DEVICE
-from fabricweb.health.findings import Finding, Kind, Severity, node_key, port_key
+from fabricweb.health.rules.findings import Finding, Kind, Severity, node_key, port_key
 
 from .links import End, EndKey, FabricView
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEEDS, WIDTHS, Rate, best_common
-from fabricweb.health.findings import port_label
+from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory.models import Node, Port
 
 from .schema import FabricIn, FabricPortIn

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fabricweb.health import lifecycle
-from fabricweb.health.events import EventBook
-from fabricweb.health.findings import Finding, Kind, Severity, node_key
+from fabricweb.health.records import lifecycle
+from fabricweb.health.records.events import EventBook
+from fabricweb.health.rules.findings import Finding, Kind, Severity, node_key
 from fabricweb.inventory.models import Node
 
 from .models import Sweep

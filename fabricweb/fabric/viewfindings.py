@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from fabricweb.health import context, lifecycle
-from fabricweb.health.events import EventBook, with_open
-from fabricweb.health.findings import Finding, Kind, Severity, port_key, port_label, port_target
+from fabricweb.health.records import context, lifecycle
+from fabricweb.health.records.events import EventBook, with_open
+from fabricweb.health.rules.findings import Finding, Kind, Severity, port_key, port_label, port_target
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.results import STORED, IngestResult
 

@@ -10,7 +10,7 @@ from django.db import OperationalError
 
 from fabricweb.names import CHECK_STALE, RETIRE_VANISHED
 
-from . import retire, staleness
+from .records import retire, staleness
 
 log = logging.getLogger(__name__)
 

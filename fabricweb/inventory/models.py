@@ -94,7 +94,7 @@ class Node(models.Model):
         ),
     )
     # Held out of the fabric norm (fabricweb.telemetry.storage.normhold): set by ingest when the hardware it
-    # reports jumps, cleared only by an operator's accept (health.actions.accept_norm), who is recorded.
+    # reports jumps, cleared only by an operator's accept (health.records.actions.accept_norm), who is recorded.
     norm_hold_reason = models.TextField(
         blank=True, default="", help_text="Why its ports do not vote in the fabric norm; empty: they do."
     )

@@ -32,11 +32,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from fabricweb.fabric.paths import hosts_beyond_switch_ports
-from fabricweb.health import lifecycle
-from fabricweb.health.drainpolicyfile import DEFAULT_KINDS
-from fabricweb.health.events import EventBook, target_of
-from fabricweb.health.findings import Finding, Kind, Severity, node_key
 from fabricweb.health.models import DrainPolicy, Event
+from fabricweb.health.records import lifecycle
+from fabricweb.health.records.drainpolicyfile import DEFAULT_KINDS
+from fabricweb.health.records.events import EventBook, target_of
+from fabricweb.health.rules.findings import Finding, Kind, Severity, node_key
 from fabricweb.inventory.models import Node, Port
 
 from .models import Drain, DrainAction, Job

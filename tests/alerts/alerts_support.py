@@ -22,10 +22,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from fabricweb.alerts.models import Channel
-from fabricweb.health.events import EventBook
-from fabricweb.health.findings import Severity
-from fabricweb.health.lifecycle import Action, Op
 from fabricweb.health.models import Event
+from fabricweb.health.records.events import EventBook
+from fabricweb.health.records.lifecycle import Action, Op
+from fabricweb.health.rules.findings import Severity
 from fabricweb.inventory.models import Device, Node, Port
 from harness import free_port, stop, wait_for
 

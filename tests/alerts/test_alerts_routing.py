@@ -1,4 +1,4 @@
-"""Covers fabricweb/alerts/routing.py, fabricweb/health/staleness.py, fabricweb/alerts/outbox.py.
+"""Covers fabricweb/alerts/routing.py, fabricweb/health/records/staleness.py, fabricweb/alerts/outbox.py.
 
 Routing on both databases: the outbox written with the event change, `for`, grouping, flap damping,
 silences, acknowledgements and repeats. Events change through EventBook, as ingest changes them;
@@ -15,7 +15,7 @@ from django.utils import timezone
 from fabricweb.alerts.models import Delivery, Outbox, Thread
 from fabricweb.alerts.routing import route
 from fabricweb.health.models import Acknowledgement, Event, Silence
-from fabricweb.health.staleness import check_stale
+from fabricweb.health.records.staleness import check_stale
 from tests.alerts.alerts_support import Fabric, channel, event, later
 
 

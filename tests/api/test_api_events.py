@@ -116,7 +116,7 @@ def test_event_detail_and_404(each_db, api, history):
 
 
 def test_events_the_health_engine_opens_and_resolves_are_served_with_reasons(each_db, api, tmp_path):
-    pytest.importorskip("fabricweb.health.engine", reason="the health engine is not in this tree yet")
+    pytest.importorskip("fabricweb.health.engine.engine", reason="the health engine is not in this tree yet")
     fab = SimFabric(tmp_path, 2)
     fab.poll()
     fab.fabric.add_fault("cn002/mlx4_0/1:down")

@@ -1,4 +1,4 @@
-"""Covers fabricweb/inventory/portfacts/, fabricweb/health/staleness.py, fabricweb/api/views/nodes.py,
+"""Covers fabricweb/inventory/portfacts/, fabricweb/health/records/staleness.py, fabricweb/api/views/nodes.py,
 fabricweb/api/views/ports.py; through them fabricweb/inventory/portfacts/cables.py,
 fabricweb/inventory/portfacts/links.py, fabricweb/inventory/portfacts/pcie.py,
 fabricweb/inventory/portfacts/statuses.py.
@@ -51,7 +51,7 @@ def test_nodes_list_counts_ports_and_open_events_per_node(each_db, api):
 
 
 def test_a_node_is_stale_once_it_missed_its_polls_and_never_by_the_clock_alone(each_db, api, settings):
-    from fabricweb.health.staleness import check_stale
+    from fabricweb.health.records.staleness import check_stale
 
     settings.FABRIC_POLL_INTERVAL = 10.0
     ingest_snapshot(snapshot(host="cn001"), now=timezone.now() - timedelta(seconds=31))

@@ -1,4 +1,5 @@
-"""Covers fabricweb/health/actions.py, fabricweb/api/views/nodes.py; through them fabricweb/inventory/rowwrites.py.
+"""Covers fabricweb/health/records/actions.py, fabricweb/api/views/nodes.py; through them
+fabricweb/inventory/rowwrites.py.
 
 A node held out of the fabric norm, as GET /api/v1/nodes and /api/v1/nodes/<name> say it."""
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from fabricweb.health.actions import accept_norm
+from fabricweb.health.records.actions import accept_norm
 from fabricweb.inventory.models import Node
 from tests.api.api_support import store_fixture_node
 

@@ -1,4 +1,4 @@
-"""Covers fabricweb/api/healthz.py; through them fabricweb/brokermemory.py, fabricweb/health/freshness.py.
+"""Covers fabricweb/api/healthz.py; through them fabricweb/brokermemory.py, fabricweb/health/records/freshness.py.
 
 GET /healthz: database, broker (Redis) and last-ingest age, with real services and real failures."""
 

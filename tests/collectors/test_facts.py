@@ -1,4 +1,4 @@
-"""Covers collectors/facts.py, collectors/model.py, fabricweb/health/view.py, fabricweb/inventory/portfacts/,
+"""Covers collectors/facts.py, collectors/model.py, fabricweb/health/rules/view.py, fabricweb/inventory/portfacts/,
 collectors/counters.py, fabricweb/telemetry/storage/columns.py, fabricweb/telemetry/validation/schema.py; through
 them fabricweb/inventory/portfacts/cables.py, fabricweb/inventory/portfacts/links.py,
 fabricweb/inventory/portfacts/pcie.py, fabricweb/inventory/portfacts/statuses.py.
@@ -29,7 +29,7 @@ def test_up_means_active_or_active_defer():
 
 
 def test_every_layer_judges_up_by_the_one_definition():
-    from fabricweb.health.view import PortView
+    from fabricweb.health.rules.view import PortView
     from fabricweb.inventory import portfacts
     from fabricweb.inventory.models import Port as PortRow
 

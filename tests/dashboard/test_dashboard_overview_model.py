@@ -1,4 +1,5 @@
-"""Covers fabricweb/health/context.py, fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/overview.py.
+"""Covers fabricweb/health/records/context.py, fabricweb/dashboard/views/actions.py,
+fabricweb/dashboard/views/overview.py.
 
 The overview's counts and grid, built once per change of the data (fabricweb/dashboard/overviewmodel.py):
 every change the page shows is there at the next request, though nothing tells the process (the changes
@@ -12,8 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fabricweb.health import context
 from fabricweb.health.models import Event, LinkPolicy
+from fabricweb.health.records import context
 from fabricweb.inventory.models import Node
 from tests.api.api_support import event, port
 from tests.dashboard.dashboard_support import Browser, make_user
@@ -107,7 +108,7 @@ def test_a_link_policy_shows_with_the_poll_that_applies_it(viewer, faulty):
 
 def test_a_node_marked_stale_shows_at_once(viewer, faulty):
     assert "cn001 (stale)" not in grid(viewer)
-    Node.objects.filter(name="cn001").update(stale=True)  # health.staleness, in the beat process
+    Node.objects.filter(name="cn001").update(stale=True)  # health.records.staleness, in the beat process
     assert "cn001 (stale)" in grid(viewer)
     assert cell(viewer, "cn001/mlx5_0/1").startswith("unknown")
 

@@ -168,7 +168,7 @@ def test_device_strings_are_shown_as_text_never_markup(viewer, faulty):
 
 def test_stale_data_is_said_on_every_page(viewer, faulty):
     assert "Stale data" not in viewer.text("/")
-    # Nothing stored for 5 minutes, and every node has missed its polls (health.staleness marked them).
+    # Nothing stored for 5 minutes, and every node has missed its polls (health.records.staleness marked them).
     Node.objects.update(last_ingested_at=timezone.now() - timedelta(minutes=5), stale=True)
     for page in ("/", "/events/", "/nodes/cn001/", "/ports/cn001/mlx5_0/1/"):
         assert "Stale data: nothing stored for" in viewer.text(page), page

@@ -1,4 +1,4 @@
-"""Covers fabricweb/alerts/payload.py, fabricweb/health/context.py, fabricweb/inventory/portfacts/,
+"""Covers fabricweb/alerts/payload.py, fabricweb/health/records/context.py, fabricweb/inventory/portfacts/,
 fabricweb/exporter/views.py, fabricweb/api/views/ports.py, fabricweb/dashboard/views/port.py,
 fabricweb/dashboard/views/node.py, fabricweb/api/views/nodes.py, fabricweb/dashboard/views/wall.py,
 fabricweb/dashboard/views/overview.py.
@@ -22,8 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from fabricweb.alerts.payload import event_item
 from fabricweb.api.models import ApiToken
 from fabricweb.fabric.models import ExpectedLink
-from fabricweb.health import context
 from fabricweb.health.models import Event, LinkPolicy
+from fabricweb.health.records import context
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.ingest import ingest_snapshot
@@ -110,7 +110,7 @@ def world(each_db):
     expect(port_row("cn001", "mlx5_0", 1), "EDR", 4, "policy 'cn-edr'")
 
     ingest_snapshot(snapshot(host="cn002", at=at - timedelta(hours=1)), now=now - timedelta(hours=1))
-    Node.objects.filter(name="cn002").update(stale=True)  # as health.staleness marks it (and the clock says)
+    Node.objects.filter(name="cn002").update(stale=True)  # as health.records.staleness marks it (and the clock says)
 
     n0 = snapshot(NODE_EXPORTER, host="cn003", at=at)
     set_port(n0, "i40iw0", 1, **DOWN_POLLING, **NO_LINK_RATE)

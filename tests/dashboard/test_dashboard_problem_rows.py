@@ -1,4 +1,4 @@
-"""Covers fabricweb/dashboard/problemrows.py, fabricweb/health/findings.py, fabricweb/dashboard/views/port.py.
+"""Covers fabricweb/dashboard/problemrows.py, fabricweb/health/rules/findings.py, fabricweb/dashboard/views/port.py.
 
 Problem rows in columns (issue 38): severity, where (the port ↔ the far end of its cable, linked), what (the
 kind in two or three words), since, the actions, and the sentence as the row's detail; a far end's name (the
@@ -11,8 +11,8 @@ import re
 from django.utils.html import escape
 
 from fabricweb.dashboard.problemrows import WHAT
-from fabricweb.health.findings import Kind
 from fabricweb.health.models import Event
+from fabricweb.health.rules.findings import Kind
 from fabricweb.inventory.models import Port
 
 

@@ -1,4 +1,4 @@
-"""Covers fabricweb/alerts/payload.py, fabricweb/dashboard/grafana.py, fabricweb/health/critical.py,
+"""Covers fabricweb/alerts/payload.py, fabricweb/dashboard/grafana.py, fabricweb/health/records/critical.py,
 fabricweb/dashboard/views/port.py, fabricweb/api/views/ports.py, fabricweb/api/views/events.py,
 fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/node.py.
 
@@ -24,8 +24,8 @@ from django.utils import timezone
 from fabricweb.alerts.payload import event_item
 from fabricweb.api.models import ApiToken
 from fabricweb.dashboard.grafana import DASHBOARD_UID, PORT_PANEL, port_panel_url
-from fabricweb.health.critical import critical_reason
 from fabricweb.health.models import Event, LinkPolicy
+from fabricweb.health.records.critical import critical_reason
 from tests.api.api_support import Api, SimFabric
 from tests.dashboard.dashboard_support import Browser, make_user
 

@@ -1,5 +1,5 @@
 """Covers collectors/xmitwait.py, fabricweb/exporter/congestion.py, fabricweb/health/rules/counters.py,
-fabricweb/dashboard/series.py, fabricweb/health/context.py.
+fabricweb/dashboard/series.py, fabricweb/health/records/context.py.
 
 Congestion as lost bandwidth, end to end (issue 40): PortXmitWait set on switch ports of two ASICs at two link
 rates, and a saturated host port, swept and ingested through the real paths. The share of link time lost is the
@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from collectors.facts import SWITCH_DEVICE
 from fabricweb.dashboard.series import RANGES, port_series
-from fabricweb.health import context
 from fabricweb.health.models import Event
+from fabricweb.health.records import context
 from fabricweb.inventory.models import Node, Port
 from tests.exporter.exporter_support import LiveWorld, by_name, port, scrape, switch_port
 

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/staleness.py, fabricweb/exporter/encoder.py, fabricweb/exporter/collector.py,
+"""Covers fabricweb/health/records/staleness.py, fabricweb/exporter/encoder.py, fabricweb/exporter/collector.py,
 fabricweb/exporter/selection.py, fabricweb/exporter/views.py.
 
 /metrics on a simulated fabric ingested through the real path: every fault kind, stale nodes,
@@ -14,7 +14,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from fabricweb.health.staleness import check_stale
+from fabricweb.health.records.staleness import check_stale
 from tests.exporter.exporter_support import EVERY_FAULT, LiveSim, by_name, port, samples, scrape
 
 COUNTER_NAMES = ("infiniband_port_data_received_bytes_total", "infiniband_symbol_error_total")

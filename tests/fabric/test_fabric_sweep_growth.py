@@ -1,4 +1,4 @@
-"""Covers fabricweb/api/healthz.py, fabricweb/fabric/ingest.py, fabricweb/health/actions.py; through them
+"""Covers fabricweb/api/healthz.py, fabricweb/fabric/ingest.py, fabricweb/health/records/actions.py; through them
 fabricweb/inventory/rowwrites.py.
 
 A sweep that adds more switches than a stated share is held for an operator (issue 36), on both databases.
@@ -20,7 +20,7 @@ import pytest
 from fabricweb.api.healthz import check_held
 from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.fabric.models import FabricNode, Sweep
-from fabricweb.health.actions import accept_norm
+from fabricweb.health.records.actions import accept_norm
 from fabricweb.inventory.models import Node, Port
 from tests.fabric.fabric_support import FabricWorld
 from tests.fabric.growth_support import with_new_switches

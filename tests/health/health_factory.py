@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collectors.link import make_rate
-from fabricweb.health.view import PcieView, PortView
+from fabricweb.health.rules.view import PcieView, PortView
 
 EDR = make_rate("EDR", 4)
 HDR = make_rate("HDR", 4)

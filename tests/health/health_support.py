@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from collectors.link import SPEEDS, WIDTHS, Rate, make_rate
-from fabricweb.health.expectation import LinkPolicy, Majority
-from fabricweb.health.view import HopView, PcieView, PortView
+from fabricweb.health.rules.expectation import LinkPolicy, Majority
+from fabricweb.health.rules.view import HopView, PcieView, PortView
 
 COUNTERS = [
     "symbol_error",

@@ -1,5 +1,5 @@
-"""Covers fabricweb/health/findings.py, fabricweb/health/lifecycle.py, fabricweb/health/rules/; through them
-fabricweb/health/rules/common.py, fabricweb/health/rules/counters.py, fabricweb/health/rules/link.py,
+"""Covers fabricweb/health/rules/findings.py, fabricweb/health/records/lifecycle.py, fabricweb/health/rules/; through
+them fabricweb/health/rules/common.py, fabricweb/health/rules/counters.py, fabricweb/health/rules/link.py,
 fabricweb/health/rules/node.py, fabricweb/health/rules/pcie.py, fabricweb/health/rules/port.py.
 
 A day of a healthy port on an old HCA must not raise a single warning or critical finding."""
@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from fabricweb.health.findings import Severity
-from fabricweb.health.lifecycle import Op, OpenEvent, step
+from fabricweb.health.records.lifecycle import Op, OpenEvent, step
 from fabricweb.health.rules import judge_port
+from fabricweb.health.rules.findings import Severity
 from tests.health.health_factory import NOW, ZERO, port_view
 
 POLLS = 8640  # a day at 10 s

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/findings.py, fabricweb/health/rules/, fabricweb/thresholds.py; through them
+"""Covers fabricweb/health/rules/findings.py, fabricweb/health/rules/, fabricweb/thresholds.py; through them
 fabricweb/health/rules/common.py, fabricweb/health/rules/counters.py, fabricweb/health/rules/link.py,
 fabricweb/health/rules/node.py, fabricweb/health/rules/pcie.py, fabricweb/health/rules/port.py.
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_clock
+from fabricweb.health.rules.findings import Kind, Severity
 from fabricweb.thresholds import Thresholds
 
 

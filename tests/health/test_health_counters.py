@@ -1,4 +1,5 @@
-"""Covers fabricweb/health/findings.py, fabricweb/health/rules/, fabricweb/health/view.py, fabricweb/thresholds.py.
+"""Covers fabricweb/health/rules/findings.py, fabricweb/health/rules/, fabricweb/health/rules/view.py,
+fabricweb/thresholds.py.
 
 Error counters, flapping, congestion and capped counters."""
 
@@ -6,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
-from fabricweb.health.view import PortView
+from fabricweb.health.rules.findings import Kind, Severity
+from fabricweb.health.rules.view import PortView
 from fabricweb.thresholds import Thresholds
 from tests.health.health_factory import EDR, HDR, NOW, history, kinds, messages, port_view
 

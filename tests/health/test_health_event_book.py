@@ -1,5 +1,5 @@
-"""Covers fabricweb/health/events.py, fabricweb/health/findings.py, fabricweb/health/lifecycle.py; through them
-fabricweb/health/signals.py.
+"""Covers fabricweb/health/records/events.py, fabricweb/health/rules/findings.py,
+fabricweb/health/records/lifecycle.py; through them fabricweb/health/signals.py.
 
 EventBook.open_for: the open events about a snapshot's targets, found among its node's alone."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fabricweb.health.events import EventBook
-from fabricweb.health.findings import Severity
-from fabricweb.health.lifecycle import Action, Op
 from fabricweb.health.models import Event
+from fabricweb.health.records.events import EventBook
+from fabricweb.health.records.lifecycle import Action, Op
+from fabricweb.health.rules.findings import Severity
 from fabricweb.inventory.models import Node
 
 T0 = datetime(2026, 3, 1, 12, tzinfo=UTC)

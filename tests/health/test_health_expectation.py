@@ -1,4 +1,4 @@
-"""Covers collectors/link.py, fabricweb/health/expectation.py.
+"""Covers collectors/link.py, fabricweb/health/rules/expectation.py.
 
 Where a port's expected link comes from: policy, its own history, or its peers."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from collectors.link import Rate, make_rate
-from fabricweb.health.expectation import (
+from fabricweb.health.rules.expectation import (
     HISTORY,
     LinkPolicy,
     Majority,

@@ -1,12 +1,12 @@
-"""Covers fabricweb/health/findings.py, fabricweb/health/lifecycle.py, fabricweb/health/rules/.
+"""Covers fabricweb/health/rules/findings.py, fabricweb/health/records/lifecycle.py, fabricweb/health/rules/.
 
 Events from findings: open, update, hysteresis, one event per flapping episode."""
 
 from __future__ import annotations
 
-from fabricweb.health.findings import Finding, Kind, Severity
-from fabricweb.health.lifecycle import Op, OpenEvent, step
+from fabricweb.health.records.lifecycle import Op, OpenEvent, step
 from fabricweb.health.rules import judge_port
+from fabricweb.health.rules.findings import Finding, Kind, Severity
 from tests.health.health_factory import NOW, port_view
 
 KEY = "down:cn042/mlx5_0/1"

@@ -1,16 +1,16 @@
-"""Covers fabricweb/health/rules/lossless.py, fabricweb/health/quiet.py and fabricweb/health/critical.py: the
-lossless Ethernet rules on views: each threshold, the direction a pause points at, and what each says in an
-Ethernet engineer's words."""
+"""Covers fabricweb/health/rules/lossless.py, fabricweb/health/engine/quiet.py and
+fabricweb/health/records/critical.py: the lossless Ethernet rules on views: each threshold, the direction a pause
+points at, and what each says in an Ethernet engineer's words."""
 
 from __future__ import annotations
 
 import pytest
 
 from collectors import roce
-from fabricweb.health.findings import Kind
 from fabricweb.health.rules import judge_port
+from fabricweb.health.rules.findings import Kind
 from fabricweb.health.rules.lossless import KIND_COUNTERS, judge_lossless, unknown_keys
-from fabricweb.health.view import PortView
+from fabricweb.health.rules.view import PortView
 from fabricweb.thresholds import DEFAULT, Thresholds
 
 QUIET = dict.fromkeys(roce.WIRE_NAMES, 0)
@@ -123,7 +123,7 @@ def test_nonsense_deltas_and_intervals_never_raise():
 
 
 def test_a_roce_port_pausing_a_little_stays_quiet_and_one_over_a_threshold_is_judged_in_full():
-    from fabricweb.health import quiet
+    from fabricweb.health.engine import quiet
 
     calm = PortView("cn006", "mlx5_0", 1, ts=1000.0, interval_s=10.0, state_id=4, link_layer="Ethernet",
                     ever_up=True, deltas=dict(QUIET))  # fmt: skip
@@ -148,7 +148,7 @@ def test_a_roce_port_pausing_a_little_stays_quiet_and_one_over_a_threshold_is_ju
 
 
 def test_a_critical_pause_storm_says_why_it_is_critical():
-    from fabricweb.health.critical import critical_reason
+    from fabricweb.health.records.critical import critical_reason
 
     storm = kinds(view(tx_pause_storm_error_events=1))[Kind.PAUSE_STORM]
     assert critical_reason(storm.kind, storm.details) == (

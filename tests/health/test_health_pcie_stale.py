@@ -1,5 +1,5 @@
-"""Covers collectors/pcie.py, collectors/link.py, fabricweb/health/expectation.py, fabricweb/health/findings.py,
-fabricweb/health/rules/, fabricweb/health/view.py, fabricweb/thresholds.py.
+"""Covers collectors/pcie.py, collectors/link.py, fabricweb/health/rules/expectation.py,
+fabricweb/health/rules/findings.py, fabricweb/health/rules/, fabricweb/health/rules/view.py, fabricweb/thresholds.py.
 
 The HCA's PCIe link, nodes that stopped reporting, and devices or ports that vanished."""
 
@@ -9,10 +9,10 @@ import pytest
 
 from collectors import pcie
 from collectors.link import make_rate
-from fabricweb.health.expectation import LinkPolicy
-from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_node, judge_port, judge_ports
-from fabricweb.health.view import PcieView
+from fabricweb.health.rules.expectation import LinkPolicy
+from fabricweb.health.rules.findings import Kind, Severity
+from fabricweb.health.rules.view import PcieView
 from fabricweb.thresholds import Thresholds
 from tests.health.health_factory import EDR, HDR, kinds, messages, port_view
 

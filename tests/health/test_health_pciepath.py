@@ -1,6 +1,6 @@
-"""Covers collectors/link.py, fabricweb/health/context.py, fabricweb/health/expectation.py,
-fabricweb/health/findings.py, fabricweb/health/rules/, fabricweb/health/rules/pciepath.py, fabricweb/health/view.py,
-fabricweb/dashboard/marks.py.
+"""Covers collectors/link.py, fabricweb/health/records/context.py, fabricweb/health/rules/expectation.py,
+fabricweb/health/rules/findings.py, fabricweb/health/rules/, fabricweb/health/rules/pciepath.py,
+fabricweb/health/rules/view.py, fabricweb/dashboard/marks.py.
 
 The PCIe path above a card and the host's PCIe layout (issue 26), judged on trees laid out as real machines
 and read back as the node agent sends them."""
@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from collectors.link import make_rate
-from fabricweb.health.context import Policies
-from fabricweb.health.expectation import LinkPolicy
-from fabricweb.health.findings import Kind, Severity
+from fabricweb.health.records.context import Policies
 from fabricweb.health.rules import judge_port
+from fabricweb.health.rules.expectation import LinkPolicy
+from fabricweb.health.rules.findings import Kind, Severity
 from fabricweb.health.rules.pciepath import gpu_view, hops_of, judge_host, known_numa, neighbours_of
-from fabricweb.health.view import CardView, HostView, PcieView
+from fabricweb.health.rules.view import CardView, HostView, PcieView
 from tests.health.health_factory import EDR, HDR, port_view
 from tests.pcie_dgx_h100 import dgx_h100
 from tests.pcie_layouts import GEN4, GEN5, hgx, misbuilt, snapshot, sockets

@@ -1,5 +1,5 @@
-"""Covers fabricweb/health/expectation.py, fabricweb/health/findings.py, fabricweb/health/lifecycle.py,
-fabricweb/health/rules/.
+"""Covers fabricweb/health/rules/expectation.py, fabricweb/health/rules/findings.py,
+fabricweb/health/records/lifecycle.py, fabricweb/health/rules/.
 
 Arbitrary inputs never make the rules raise, and the judgement layer stays free of Django."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabricweb.health.expectation import fabric_majority
-from fabricweb.health.findings import Severity
-from fabricweb.health.lifecycle import OpenEvent, step
+from fabricweb.health.records.lifecycle import OpenEvent, step
 from fabricweb.health.rules import judge_node, judge_port, judge_ports
+from fabricweb.health.rules.expectation import fabric_majority
+from fabricweb.health.rules.findings import Severity
 from tests.health.health_support import links, port_views
 
 
@@ -60,7 +60,7 @@ def test_the_judgement_modules_import_no_django():
     """Health rules are pure functions (docs/design.md): none of these files may import Django, nor any of
     fabricweb but the thresholds, which are pure too."""
     package = Path(__file__).resolve().parents[2] / "fabricweb" / "health"
-    pure = ["expectation", "lifecycle", "findings", "view", "window", "../thresholds"]
+    pure = ["records/lifecycle", "../thresholds"]
     rules = [f"rules/{p.stem}" for p in sorted((package / "rules").glob("*.py"))]
     assert "rules/port" in rules
     for name in [*pure, *rules]:

@@ -1,7 +1,7 @@
-"""Covers collectors/link.py, fabricweb/health/quiet.py, fabricweb/health/expectation.py, fabricweb/health/rules/,
-fabricweb/health/view.py, fabricweb/thresholds.py.
+"""Covers collectors/link.py, fabricweb/health/engine/quiet.py, fabricweb/health/rules/expectation.py,
+fabricweb/health/rules/, fabricweb/health/rules/view.py, fabricweb/thresholds.py.
 
-The engine's quiet-port shortcut never changes a judgement (fabricweb.health.quiet)."""
+The engine's quiet-port shortcut never changes a judgement (fabricweb.health.engine.quiet)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from collectors.link import make_rate
-from fabricweb.health import quiet
-from fabricweb.health.expectation import LinkPolicy
+from fabricweb.health.engine import quiet
 from fabricweb.health.rules import judge_port
-from fabricweb.health.view import PcieView, PortView
+from fabricweb.health.rules.expectation import LinkPolicy
+from fabricweb.health.rules.view import PcieView, PortView
 from fabricweb.thresholds import DEFAULT
 from tests.health.health_support import links, majorities, numbers, pcie_views, policies, port_views
 

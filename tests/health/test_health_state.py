@@ -1,5 +1,5 @@
-"""Covers collectors/link.py, fabricweb/health/expectation.py, fabricweb/health/findings.py, fabricweb/health/rules/,
-fabricweb/thresholds.py.
+"""Covers collectors/link.py, fabricweb/health/rules/expectation.py, fabricweb/health/rules/findings.py,
+fabricweb/health/rules/, fabricweb/thresholds.py.
 
 Down, unused, no subnet manager, and degraded links: messages as operators read them."""
 
@@ -10,9 +10,9 @@ import itertools
 import pytest
 
 from collectors.link import SPEED_RANK, SPEEDS, WIDTHS, make_rate
-from fabricweb.health.expectation import LinkPolicy, Majority
-from fabricweb.health.findings import Kind, Severity
 from fabricweb.health.rules import judge_port
+from fabricweb.health.rules.expectation import LinkPolicy, Majority
+from fabricweb.health.rules.findings import Kind, Severity
 from fabricweb.thresholds import Thresholds
 from tests.health.health_factory import EDR, HDR, QDR, kinds, messages, port_view
 

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/view.py, fabricweb/health/waitlog.py, fabricweb/health/window.py,
+"""Covers fabricweb/health/rules/view.py, fabricweb/health/engine/waitlog.py, fabricweb/health/rules/window.py,
 fabricweb/telemetry/storage/ring.py.
 
 The congestion window of the engine's fast path: the same count as Windows, and bounds that hold it."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fabricweb.health.view import PortView
-from fabricweb.health.waitlog import WaitLog
-from fabricweb.health.window import Windows, trailing
+from fabricweb.health.engine.waitlog import WaitLog
+from fabricweb.health.rules.view import PortView
+from fabricweb.health.rules.window import Windows, trailing
 from fabricweb.telemetry.storage.ring import kept_deltas, push
 from tests.health.health_support import numbers
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabricweb.health import context
+from fabricweb.health.records import context
 from tests.health_db.health_db_fabric import SimFabric
 
 
@@ -35,7 +35,7 @@ def fabric(sim_dir):
 def outcomes(monkeypatch) -> list:
     """The Outcome of every batch the health engine judges during the test, in order (engine.judge_batch,
     as ingest's receiver calls it)."""
-    from fabricweb.health import engine
+    from fabricweb.health.engine import engine
 
     seen = []
     judge_batch = engine.judge_batch

@@ -1,12 +1,13 @@
-"""Covers fabricweb/health/context.py, fabricweb/health/engine.py, fabricweb/telemetry/history/samples.py; through them
-fabricweb/health/eventbudget.py, fabricweb/health/pciehost.py.
+"""Covers fabricweb/health/records/context.py, fabricweb/health/engine/engine.py,
+fabricweb/telemetry/history/samples.py; through them fabricweb/health/records/eventbudget.py,
+fabricweb/health/engine/pciehost.py.
 
 Snapshots that arrive together (a relay's batch, a backfill) are judged as if they had come one by one."""
 
 from __future__ import annotations
 
-from fabricweb.health import context
 from fabricweb.health.models import Event
+from fabricweb.health.records import context
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
 from tests.health_db.health_db_fabric import SimFabric
@@ -51,7 +52,7 @@ def test_a_batch_of_many_polls_opens_and_resolves_the_same_events_as_the_polls_o
 
 
 def test_a_failure_in_judging_never_costs_the_samples(each_db, sim_dir, monkeypatch, caplog):
-    from fabricweb.health import engine as health_engine
+    from fabricweb.health.engine import engine as health_engine
     from fabricweb.telemetry.history import samples
 
     def broken(view, t):

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/policyfile.py.
+"""Covers fabricweb/health/records/policyfile.py.
 
 `make demo`'s faults, as its Makefile names them, each show their problem on the fabric the demo runs:
 its hosts and the switch fabric under them (runfabric --fabric), each sweep showing what ibsim would."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from fabricweb.health import policyfile
 from fabricweb.health.models import Event
+from fabricweb.health.records import policyfile
 from fabricweb.inventory.models import Device, Node
 from tests.demo_support import ROOT, demo_layout, make_variable
 from tests.fabric.fabric_support import FabricWorld

@@ -1,5 +1,5 @@
 """Covers fabricweb/jobs/drain.py, fabricweb/health/management/commands/import_drain_policies.py; through them
-fabricweb/health/drainpolicyfile.py.
+fabricweb/health/records/drainpolicyfile.py.
 
 Drain policies from YAML (manage.py import_drain_policies): checked whole before anything is stored, and
 what they say decides which findings drain (fabricweb.jobs.drain._policy_for)."""

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/actions.py.
+"""Covers fabricweb/health/records/actions.py.
 
 What a port should run at: its history, the fabric majority, operator policies, an accepted baseline."""
 
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from fabricweb.health.actions import BaselineError, accept_baseline
 from fabricweb.health.models import LinkPolicy
+from fabricweb.health.records.actions import BaselineError, accept_baseline
 from fabricweb.inventory.models import Device, Node, Port
 from tests.health_db.health_db_fabric import open_events
 

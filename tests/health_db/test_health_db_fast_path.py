@@ -1,11 +1,12 @@
-"""Covers fabricweb/health/context.py, fabricweb/health/memo.py.
+"""Covers fabricweb/health/records/context.py, fabricweb/health/engine/memo.py.
 
-Quiet ports judged without a view (health/memo.py) open, update and resolve exactly what the full rules do."""
+Quiet ports judged without a view (health/engine/memo.py) open, update and resolve exactly what the full rules do."""
 
 from __future__ import annotations
 
-from fabricweb.health import context, memo
+from fabricweb.health.engine import memo
 from fabricweb.health.models import Event
+from fabricweb.health.records import context
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_batch
 from tests.health_db.health_db_fabric import SimFabric

@@ -2,7 +2,7 @@
 
 Events another judge owns (a node's drain state, a port GUID conflict) are about a host and its ports, but a
 host's own judgement of its snapshots never counts them clean: they stay open until their own judge resolves
-them (fabricweb.health.findings.JUDGED_ELSEWHERE). Without it a drain event was resolved after three polls and
+them (fabricweb.health.rules.findings.JUDGED_ELSEWHERE). Without it a drain event was resolved after three polls and
 opened again by the next drain pass, a notification each time."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/retire.py, fabricweb/telemetry/results.py, fabricweb/telemetry/storage/budget.py,
+"""Covers fabricweb/health/records/retire.py, fabricweb/telemetry/results.py, fabricweb/telemetry/storage/budget.py,
 fabricweb/telemetry/storage/apply.py.
 
 One rogue host, with its own valid key, cannot stall ingest or flood the events: its cost is bounded
@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 
 from fabricweb.health.models import Event
-from fabricweb.health.retire import retire_vanished
+from fabricweb.health.records.retire import retire_vanished
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.ingest import ingest_batch
 from fabricweb.telemetry.results import REFUSED, STORED

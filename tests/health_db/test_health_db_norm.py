@@ -1,5 +1,5 @@
-"""Covers collectors/link.py, fabricweb/health/context.py, fabricweb/health/actions.py,
-fabricweb/health/expectation.py, fabricweb/health/staleness.py.
+"""Covers collectors/link.py, fabricweb/health/records/context.py, fabricweb/health/records/actions.py,
+fabricweb/health/rules/expectation.py, fabricweb/health/records/staleness.py.
 
 The fabric norm counts nodes, not ports: one node reporting 512 ports cannot set what every other node is
 judged against, a stale node does not vote, and a node whose hardware jumps is held out until accepted."""
@@ -12,9 +12,9 @@ from collections.abc import Callable
 import pytest
 
 from collectors.link import make_rate
-from fabricweb.health import context
-from fabricweb.health.actions import NormHoldError, accept_norm
-from fabricweb.health.expectation import Majority
+from fabricweb.health.records import context
+from fabricweb.health.records.actions import NormHoldError, accept_norm
+from fabricweb.health.rules.expectation import Majority
 from fabricweb.inventory.models import Node
 from tests.health_db.health_db_fabric import SimFabric, open_events
 
@@ -117,7 +117,7 @@ def test_a_node_gaining_an_hca_model_it_never_had_is_held_out(each_db, nine):
 
 
 def test_a_stale_nodes_ports_do_not_count(each_db, nine, poll_ledger):
-    from fabricweb.health.staleness import check_stale
+    from fabricweb.health.records.staleness import check_stale
 
     nine.ledger = poll_ledger
     nine.polls(2)

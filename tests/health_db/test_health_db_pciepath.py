@@ -1,6 +1,6 @@
-"""Covers fabricweb/health/context.py, fabricweb/health/engine.py,
-fabricweb/health/management/commands/import_policies.py; through them fabricweb/health/eventbudget.py,
-fabricweb/health/pciehost.py.
+"""Covers fabricweb/health/records/context.py, fabricweb/health/engine/engine.py,
+fabricweb/health/management/commands/import_policies.py; through them fabricweb/health/records/eventbudget.py,
+fabricweb/health/engine/pciehost.py.
 
 The PCIe path rules through the real ingest (issue 26): the simulator's PCIe layouts and faults, and small
 trees laid out as two-socket hosts, stored by ingest and judged by the engine into events."""
@@ -15,8 +15,9 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from fabricweb.health import context, engine
+from fabricweb.health.engine import engine
 from fabricweb.health.models import Event
+from fabricweb.health.records import context
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.ingest import ingest_snapshot
 from tests.health_db.health_db_fabric import T0, SimFabric, open_events

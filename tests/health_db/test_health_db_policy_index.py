@@ -1,4 +1,4 @@
-"""Covers collectors/link.py, fabricweb/health/context.py, fabricweb/health/expectation.py.
+"""Covers collectors/link.py, fabricweb/health/records/context.py, fabricweb/health/rules/expectation.py.
 
 The policy index the engine matches with (context.Policies) picks what expectation.match_policy picks."""
 
@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from collectors.link import make_rate
-from fabricweb.health.context import Policies
-from fabricweb.health.expectation import LinkPolicy, baseline_policy, match_policy
+from fabricweb.health.records.context import Policies
+from fabricweb.health.rules.expectation import LinkPolicy, baseline_policy, match_policy
 
 NODES = ["*", "cn*", "cn001", "CN001", "cn00?", "cn00[12]", "[c]n001", "gpu*", "cn[*]1"]
 DEVICES = ["*", "mlx5_*", "mlx5_0", "mlx4_0", "mlx5_[01]", "MLX5_1"]

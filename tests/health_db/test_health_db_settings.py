@@ -1,4 +1,4 @@
-"""Covers fabricweb/env.py, fabricweb/health/context.py.
+"""Covers fabricweb/env.py, fabricweb/health/records/context.py.
 
 FABRIC_THRESHOLDS and FABRIC_RESOLVE_AFTER: read at start-up, a bad value stops it naming the variable."""
 
@@ -14,7 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
 from fabricweb.env import Env
-from fabricweb.health import context
+from fabricweb.health.records import context
 
 REPO = Path(__file__).resolve().parents[2]
 

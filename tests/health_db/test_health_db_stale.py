@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/staleness.py.
+"""Covers fabricweb/health/records/staleness.py.
 
 Nodes that stop taking their polls: stale after three missed polls, resolved once they report again."""
 
@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from fabricweb.health.models import Event
-from fabricweb.health.staleness import check_stale
+from fabricweb.health.records.staleness import check_stale
 from fabricweb.inventory.models import Node
 from tests.health_db.health_db_fabric import open_events
 

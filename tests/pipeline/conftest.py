@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from fabricweb.celery import app
-from fabricweb.health import context
+from fabricweb.health.records import context
 from fabricweb.telemetry.storage import rowcache
 from tests.e2e.e2e_harness import leased_redis_db
 from tests.pipeline.pipeline_support import Broker

@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/netfile.py, fabricweb/nodeauth.py, fabricweb/health/staleness.py,
+"""Covers collectors/fabric/netfile.py, fabricweb/nodeauth.py, fabricweb/health/records/staleness.py,
 fabricweb/telemetry/intake/messages.py, fabricweb/fabric/ingest.py.
 
 Fabric collectors' sweeps through the broker and the ingest consumer: signed with the collector's own key
@@ -16,7 +16,7 @@ from django.utils import timezone
 from collectors.fabric import netfile
 from fabricweb import nodeauth
 from fabricweb.fabric.models import Sweep
-from fabricweb.health.staleness import check_stale
+from fabricweb.health.records.staleness import check_stale
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from tests.fabric.fabric_support import SweepBuilder

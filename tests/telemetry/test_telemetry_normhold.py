@@ -1,4 +1,4 @@
-"""Covers collectors/link.py, fabricweb/health/expectation.py, fabricweb/telemetry/storage/normhold.py.
+"""Covers collectors/link.py, fabricweb/health/rules/expectation.py, fabricweb/telemetry/storage/normhold.py.
 
 The fabric norm's votes (one per node, HCA model and link) and when a node's hardware jumps."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from collectors.link import make_rate
-from fabricweb.health.expectation import Majority, node_majority
+from fabricweb.health.rules.expectation import Majority, node_majority
 from fabricweb.telemetry.storage.normhold import jump
 from tests.health.health_factory import EDR, HDR
 

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/view.py, fabricweb/health/window.py, fabricweb/telemetry/storage/ring.py.
+"""Covers fabricweb/health/rules/view.py, fabricweb/health/rules/window.py, fabricweb/telemetry/storage/ring.py.
 
 The `recent` ring: clean polls merged, the window kept, and readable by the health rules' windows."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fabricweb.health.view import PortView
-from fabricweb.health.window import Windows
+from fabricweb.health.rules.view import PortView
+from fabricweb.health.rules.window import Windows
 from fabricweb.telemetry.storage.ring import FINE_S, WINDOW_S, _coarsen, kept_deltas, push
 
 NOW = 1_772_366_400.0

@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/actions.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
+"""Covers fabricweb/health/records/actions.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
 fabricweb/telemetry/signals.py, fabricweb/telemetry/storage/rowcache.py.
 
 Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/storage/rowcache.py).
@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from django.db import DatabaseError
 
-from fabricweb.health.actions import accept_baseline, undo_baseline
+from fabricweb.health.records.actions import accept_baseline, undo_baseline
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot

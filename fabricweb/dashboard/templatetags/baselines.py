@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import template
 
-from fabricweb.health.actions import baseline_of as _baseline_of
+from fabricweb.health.records.actions import baseline_of as _baseline_of
 from fabricweb.inventory import portfacts
 
 register = template.Library()

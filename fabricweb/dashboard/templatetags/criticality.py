@@ -1,11 +1,11 @@
 """`{{ event|critical_why }}`: why a critical event is critical, in one line, for the problem and event rows
-(fabricweb.health.critical); empty for any other severity."""
+(fabricweb.health.records.critical); empty for any other severity."""
 
 from __future__ import annotations
 
 from django import template
 
-from fabricweb.health.critical import critical_reason
+from fabricweb.health.records.critical import critical_reason
 
 register = template.Library()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import template
 from django.urls import reverse
 
-from fabricweb.health.findings import port_label
+from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory.models import Node
 
 register = template.Library()

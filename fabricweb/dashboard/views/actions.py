@@ -11,8 +11,8 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from fabricweb.health.actions import BaselineError, NormHoldError, accept_baseline, accept_norm, undo_baseline
 from fabricweb.health.models import Acknowledgement, Event, Silence
+from fabricweb.health.records.actions import BaselineError, NormHoldError, accept_baseline, accept_norm, undo_baseline
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node
 from fabricweb.jobs import drain

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Max
 
-from fabricweb.health.freshness import is_old, stale_after
+from fabricweb.health.records.freshness import is_old, stale_after
 from fabricweb.inventory.models import Node
 
 from ..models import OPERATE

@@ -15,8 +15,8 @@ from collectors.facts import IBSTAT_STATES, PHYS_STATES
 from collectors.link import SPEED_RANK
 from fabricweb.fabric import congested
 from fabricweb.fabric.naming import find_switch
-from fabricweb.health.freshness import is_old
 from fabricweb.health.models import Event
+from fabricweb.health.records.freshness import is_old
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 

@@ -10,8 +10,8 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from collectors.facts import IBSTAT_STATES, PHYS_STATES
-from fabricweb.health.findings import port_label
 from fabricweb.health.models import Event
+from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 from fabricweb.isotime import iso

@@ -12,6 +12,13 @@ rules, congestion, capped counters), lossless (a RoCE port's PFC pause, pause an
 pcie (the device's PCIe link), pciepath (the bridges above it and
 the host's PCIe layout), node (stale, clock skew)
 and port (judge_port and judge_ports over all of them). What other modules use is named here.
+What the rules read and say lives here too: view (a port's PortView and the host's PCIe views), window
+(counter deltas over the last minute, five minutes, hour), expectation (the link a port should run at, and who
+says so) and findings (what a rule says about a port, device or node).
+
+The lowest of health's three layers: it may import only collectors and fabricweb's top-level modules
+(thresholds); never Django, health's models, the database side (`fabricweb.health.records`) or the engine
+(`fabricweb.health.engine`), which build on it.
 """
 
 from __future__ import annotations

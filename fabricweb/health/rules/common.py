@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from collectors.facts import is_ethernet
 
-from ..expectation import Expectation
-from ..findings import Finding, Kind, Severity, link_label, port_key
-from ..view import PortView
+from .expectation import Expectation
+from .findings import Finding, Kind, Severity, link_label, port_key
+from .view import PortView
 
 CRITICAL, WARNING, INFO = Severity.CRITICAL, Severity.WARNING, Severity.INFO
 

@@ -8,10 +8,10 @@ from collectors.link import Rate
 from collectors.xmitwait import congestion_ratio, xmit_wait_unit
 from fabricweb.thresholds import Thresholds
 
-from ..findings import Finding, Kind, Severity
-from ..view import PortView
-from ..window import HOUR_S, Count, Windows, known_delta
 from .common import CRITICAL, INFO, WARNING, fmt_n, fmt_s, fmt_times, port_finding, seconds
+from .findings import Finding, Kind, Severity
+from .view import PortView
+from .window import HOUR_S, Count, Windows, known_delta
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collectors.link import judge_link
 from fabricweb.thresholds import Thresholds
 
-from ..expectation import Expectation, usable
-from ..findings import Finding, Kind
-from ..view import LINK_UP, PortView
-from ..window import HOUR_S, MINUTE_S, Windows
 from .common import ARMED, CRITICAL, INFO, INIT, WARNING, ethernet, expect_up, fmt_n, fmt_times, port_finding
+from .expectation import Expectation, usable
+from .findings import Finding, Kind
+from .view import LINK_UP, PortView
+from .window import HOUR_S, MINUTE_S, Windows
 
 # What each physical state (ibstat's words) usually means for a port that should be up.
 PHYS_MEANING = {

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collectors import roce
 from fabricweb.thresholds import Thresholds
 
-from ..findings import Finding, Kind, port_key
-from ..view import PortView
-from ..window import known_delta
 from .common import CRITICAL, WARNING, ethernet, fmt_n, fmt_s, port_finding, seconds
+from .findings import Finding, Kind, port_key
+from .view import PortView
+from .window import known_delta
 
 
 def _durations(direction: str) -> tuple[str, ...]:
@@ -88,8 +88,8 @@ def unknown_keys(view: PortView) -> set[str]:
 
 
 def quiet_key(view: PortView, t: Thresholds) -> frozenset[str] | None:
-    """For the quiet-port path (health/quiet.py): None when a lossless rule finds something at this poll, else the
-    kinds it cannot judge. The rules read this poll's deltas alone, so two polls with the same key judge alike,
+    """For the quiet-port path (health/engine/quiet.py): None when a lossless rule finds something at this poll, else
+    the kinds it cannot judge. The rules read this poll's deltas alone, so two polls with the same key judge alike,
     however the counters moved below their thresholds: a RoCE port that pauses a little stays quiet."""
     if judge_lossless(view, t):
         return None

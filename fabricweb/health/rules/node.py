@@ -6,8 +6,8 @@ import math
 
 from fabricweb.thresholds import DEFAULT, Thresholds
 
-from ..findings import Finding, Kind, node_key
 from .common import INFO, WARNING, Judgement, fmt_s, positive
+from .findings import Finding, Kind, node_key
 
 
 def judge_node(

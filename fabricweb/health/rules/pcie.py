@@ -5,10 +5,10 @@ from __future__ import annotations
 from collectors import pcie
 from collectors.link import Rate
 
-from ..expectation import Expectation, usable
-from ..findings import Finding, Kind, device_key
-from ..view import PortView
 from .common import INFO, WARNING, ethernet, expect_up, positive
+from .expectation import Expectation, usable
+from .findings import Finding, Kind, device_key
+from .view import PortView
 
 
 def judge_pcie(view: PortView, exp: Expectation) -> Finding | None:

@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from collectors import pcie
 from collectors.link import format_gbps
 
-from ..expectation import Expectation
-from ..findings import Finding, Kind, device_key, pci_key
-from ..view import CardView, GpuView, HopView, HostView, PortView
 from .common import INFO, WARNING, ethernet, positive
+from .expectation import Expectation
+from .findings import Finding, Kind, device_key, pci_key
 from .pcie import port_needs
+from .view import CardView, GpuView, HopView, HostView, PortView
 
 SWITCH_PORT, ROOT_PORT = "switch port", "root port"  # Device.pcie_path hop kinds
 RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")  # collectors.pcitopo's, nearest first

@@ -7,18 +7,18 @@ from collections.abc import Iterable
 from collectors import pcie
 from fabricweb.thresholds import DEFAULT, Thresholds
 
-from ..expectation import expected_link, usable
-from ..findings import Finding, Kind, device_key, merge_findings, port_key, port_label
-from ..view import PortView
-from ..window import HOUR_S, MINUTE_S, Windows, known_delta
 from .common import CRITICAL, DEVICE_KINDS, INFO, LINK_KINDS, PORT_KINDS, Judgement, ethernet, expect_up
 from .counters import COUNTER_RULES, KIND_COUNTERS, capped, congestion, counter, symbol_errors
+from .expectation import expected_link, usable
+from .findings import Finding, Kind, device_key, merge_findings, port_key, port_label
 from .link import down_while_flapping, flapping, state, up_because
 from .lossless import judge_lossless
 from .lossless import unknown_keys as lossless_unknown
 from .node import judge_node
 from .pcie import judge_pcie
 from .pciepath import judge_path
+from .view import PortView
+from .window import HOUR_S, MINUTE_S, Windows, known_delta
 
 
 def judge_ports(views: Iterable[PortView], t: Thresholds = DEFAULT) -> Judgement:

@@ -4,7 +4,7 @@ object), the two agreeing on every kind of port (tests/test_portfacts.py). The o
 for a port row: no other module states it again.
 
 Staleness enters here through `node_stale_q` (SQL) and `node_is_stale` (one node), from Node.stale
-(health.staleness: polls the node was sent and missed), and nowhere else.
+(health.records.staleness: polls the node was sent and missed), and nowhere else.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ SHOULD_BE_UP_FLAG = ExpressionWrapper(SHOULD_BE_UP, output_field=BooleanField())
 
 def node_stale_q(prefix: str = "device__node__") -> Q:
     """Nodes that stopped reporting, as a condition on the rows `prefix` leads to a Node from ("" for Node
-    rows). THE staleness input of every port fact: Node.stale, set by health.staleness once a node has
+    rows). THE staleness input of every port fact: Node.stale, set by health.records.staleness once a node has
     missed the polls it was sent, cleared by its next stored snapshot. A switch is never stale (its
     sweeps say when it is no longer reached: `unreachable_q`)."""
     return ~Q(**{prefix + "kind": SWITCH}) & Q(**{prefix + "stale": True})

@@ -3,7 +3,7 @@
 Each entry is `[ts, interval, deltas]` (ts: end of the poll in epoch seconds; interval:
 seconds it covers; deltas: counter file name -> delta), in time order; the poll just
 ingested is the last entry (unless the node's clock stepped back), and rules that take
-"this poll" apart skip the entry whose ts is the poll's own (fabricweb.health.window does).
+"this poll" apart skip the entry whose ts is the poll's own (fabricweb.health.rules.window does).
 
 To keep the row small, `deltas` holds only counters that moved (non-zero) or whose
 delta is unknown for a reason the rules must hear (None: capped, clock step); a counter

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from fabricweb.health import policyfile
 from fabricweb.health.models import LinkPolicy
+from fabricweb.health.records import policyfile
 
 
 class Command(BaseCommand):

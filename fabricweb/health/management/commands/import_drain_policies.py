@@ -5,11 +5,11 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from fabricweb.health import drainpolicyfile
+from fabricweb.health.records import drainpolicyfile
 
 
 class Command(BaseCommand):
-    help = "Create or update drain policies from a YAML file (format: fabricweb/health/drainpolicyfile.py)."
+    help = "Create or update drain policies from a YAML file (format: fabricweb/health/records/drainpolicyfile.py)."
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="YAML file")

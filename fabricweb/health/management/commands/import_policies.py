@@ -7,12 +7,12 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from fabricweb.health import context, policyfile
+from fabricweb.health.records import context, policyfile
 
 
 class Command(BaseCommand):
     help = (
-        "Create or update link policies from a YAML file (format: fabricweb/health/policyfile.py). "
+        "Create or update link policies from a YAML file (format: fabricweb/health/records/policyfile.py). "
         "Every entry is checked first; one bad entry stores nothing."
     )
 

@@ -29,7 +29,7 @@ from enum import StrEnum
 
 from fabricweb.thresholds import DEFAULT
 
-from .findings import CARRIES_ON, Finding, Severity, merge_findings, retarget
+from ..rules.findings import CARRIES_ON, Finding, Severity, merge_findings, retarget
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .findings import Kind
+from ..rules.findings import Kind
 
 POLICY = "policy "
 EXPECTS_UP = " expects it up"

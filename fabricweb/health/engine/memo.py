@@ -29,13 +29,13 @@ from collectors.link import Rate
 from fabricweb.telemetry.results import PortObservation
 from fabricweb.thresholds import Thresholds
 
-from .context import Norms
-from .findings import Kind, device_target, port_key, port_target
+from ..records.context import Norms
+from ..rules import Judgement, congested_share, path_key
+from ..rules.findings import Kind, device_target, port_key, port_target
+from ..rules.view import PortView
+from ..rules.window import Count, known_delta, trailing
 from .quiet import STILL, STILL_ROCE, WAIT, settle
-from .rules import Judgement, congested_share, path_key
-from .view import PortView
 from .waitlog import WaitLog
-from .window import Count, known_delta, trailing
 
 MAX_PORTS = 500_000  # past that the memo starts over (it only saves time)
 

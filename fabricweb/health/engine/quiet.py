@@ -19,10 +19,20 @@ from __future__ import annotations
 
 from fabricweb.thresholds import Thresholds
 
-from .findings import Finding, Kind, port_key
-from .rules import ARMED, INIT, KIND_COUNTERS, ROCE_COUNTERS, Judgement, congestion, ethernet, expect_up, lossless_quiet
-from .view import LINK_UP, PortView
-from .window import Windows, known_delta
+from ..rules import (
+    ARMED,
+    INIT,
+    KIND_COUNTERS,
+    ROCE_COUNTERS,
+    Judgement,
+    congestion,
+    ethernet,
+    expect_up,
+    lossless_quiet,
+)
+from ..rules.findings import Finding, Kind, port_key
+from ..rules.view import LINK_UP, PortView
+from ..rules.window import Windows, known_delta
 
 WAIT = "port_xmit_wait"
 _PCIE_KINDS = (Kind.PCIE, Kind.PCIE_PATH)

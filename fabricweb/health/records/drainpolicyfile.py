@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from fabricweb.yamlfile import entry_head, flag, named_entries, order
 
-from .expectation import DEFAULT_ORDER
-from .findings import Kind
-from .models import DrainPolicy
+from ..models import DrainPolicy
+from ..rules.expectation import DEFAULT_ORDER
+from ..rules.findings import Kind
 
 FIELDS = ("name", "node", "kinds", "severity", "drain", "order", "enabled")
 DEFAULT_KINDS = ("down", "degraded", "flapping")  # with no policy, and a policy that names none

@@ -2,7 +2,7 @@
 
 This is the central side's freshness: nothing stored for a few poll intervals means ingest,
 beat or the whole fabric has stopped. It never judges one node: a node is stale only once it
-has missed the polls it was sent (Node.stale, fabricweb/health/staleness.py).
+has missed the polls it was sent (Node.stale, fabricweb/health/records/staleness.py).
 """
 
 from __future__ import annotations

@@ -35,12 +35,13 @@ from fabricweb.telemetry.results import IngestResult, LinkState, PortObservation
 from fabricweb.telemetry.storage.store import update_rows
 from fabricweb.thresholds import Thresholds
 
-from . import context, eventbudget, lifecycle, memo, pciehost, quiet
-from .events import EventBook, Target
-from .expectation import Expectation
-from .findings import JUDGED_ELSEWHERE, Finding, Kind, device_target, merge_findings, node_key, port_target
-from .rules import Judgement, judge_clock, judge_port
-from .view import PcieView, PortView
+from ..records import context, eventbudget, lifecycle
+from ..records.events import EventBook, Target
+from ..rules import Judgement, judge_clock, judge_port
+from ..rules.expectation import Expectation
+from ..rules.findings import JUDGED_ELSEWHERE, Finding, Kind, device_target, merge_findings, node_key, port_target
+from ..rules.view import PcieView, PortView
+from . import memo, pciehost, quiet
 
 log = logging.getLogger(__name__)
 

@@ -25,10 +25,10 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.inventory.rowwrites import update_ports
 
+from ..models import LinkPolicy
+from ..rules.expectation import baseline_name, baseline_policy
+from ..rules.findings import port_label
 from . import context
-from .expectation import baseline_name, baseline_policy
-from .findings import port_label
-from .models import LinkPolicy
 
 
 class NormHoldError(ValueError):

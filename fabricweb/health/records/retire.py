@@ -21,10 +21,10 @@ from django.utils import timezone
 from fabricweb.inventory import rowwrites
 from fabricweb.inventory.models import Device, Node, Port
 
+from ..models import Event
+from ..rules.common import fmt_s
 from .events import EventBook
 from .lifecycle import Action, Op
-from .models import Event
-from .rules.common import fmt_s
 
 log = logging.getLogger(__name__)
 

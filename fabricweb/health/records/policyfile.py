@@ -26,8 +26,8 @@ import yaml
 from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.yamlfile import entry_head, flag, named_entries, order
 
-from .expectation import DEFAULT_ORDER
-from .models import LinkPolicy
+from ..models import LinkPolicy
+from ..rules.expectation import DEFAULT_ORDER
 
 FIELDS = ("name", "node", "device", "port", "speed", "width", "expect_up", "order", "enabled", "pcie_shared")
 SHARED = ("warning", "info")
@@ -102,7 +102,10 @@ def dump(policies: Iterable[LinkPolicy]) -> str:
         }
         for p in policies
     ]
-    header = "# fabricweb link policies: manage.py import_policies FILE to load (see fabricweb/health/policyfile.py)\n"
+    header = (
+        "# fabricweb link policies: manage.py import_policies FILE to load"
+        " (see fabricweb/health/records/policyfile.py)\n"
+    )
     return header + yaml.safe_dump({"policies": entries}, sort_keys=False, allow_unicode=True)
 
 

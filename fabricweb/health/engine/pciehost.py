@@ -16,13 +16,13 @@ from collectors.facts import is_ethernet, is_up
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.results import IngestResult
 
-from .context import Policies, rate
-from .events import EventBook, Target
-from .expectation import Expectation
-from .findings import Finding, Kind
-from .rules.pcie import link_needs
-from .rules.pciepath import gpu_view, hops_of, judge_host, known_numa, neighbours_of
-from .view import CardView, HostView, PcieView
+from ..records.context import Policies, rate
+from ..records.events import EventBook, Target
+from ..rules.expectation import Expectation
+from ..rules.findings import Finding, Kind
+from ..rules.pcie import link_needs
+from ..rules.pciepath import gpu_view, hops_of, judge_host, known_numa, neighbours_of
+from ..rules.view import CardView, HostView, PcieView
 
 # Kinds keyed by a PCI function of the node rather than by a device: judged for the whole node at once.
 NODE_KINDS = frozenset({Kind.PCIE_SHARED, Kind.GPU_AFFINITY})

@@ -25,10 +25,10 @@ from django.utils import timezone
 
 from fabricweb.inventory.models import Node
 
+from ..rules import judge_node
+from ..rules.findings import Kind
 from . import context, lifecycle
 from .events import EventBook
-from .findings import Kind
-from .rules import judge_node
 
 
 @dataclass(frozen=True, slots=True)

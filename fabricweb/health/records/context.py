@@ -28,8 +28,8 @@ from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Port
 from fabricweb.thresholds import Thresholds
 
-from . import models
-from .expectation import LinkPolicy, Majority, counted_majority, policy_sort_key, usable
+from .. import models
+from ..rules.expectation import LinkPolicy, Majority, counted_majority, policy_sort_key, usable
 
 REFRESH_S = 30.0
 

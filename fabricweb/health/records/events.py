@@ -17,10 +17,10 @@ from django.db import connection
 from fabricweb.inventory.models import Device, Node, Port
 from fabricweb.telemetry.storage.store import update_rows
 
-from .findings import Severity
+from ..models import Event
+from ..rules.findings import Severity
+from ..signals import OPENED, RESOLVED, SEVERITY, events_changed
 from .lifecycle import Action, Op, OpenEvent
-from .models import Event
-from .signals import OPENED, RESOLVED, SEVERITY, events_changed
 
 log = logging.getLogger(__name__)
 
