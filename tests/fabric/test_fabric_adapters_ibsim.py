@@ -126,6 +126,8 @@ def test_an_agentless_adapters_counters_reach_its_port_page_metrics_and_rules_an
     page = Browser(make_user("victor", "viewer")).text("/ports/cn002/mlx5_0/1/")
     assert "<th>symbol_error</th><td>500</td>" in page
     assert "500 symbol errors" in page
+    assert "the fabric collector: no agent reports this host" in page  # how it is read, in its words
+    assert "(the fabric collector's clock, at its sweep)" in page and "node's clock" not in page
     assert "/ports/cn002/mlx5_0/1/" in Browser(make_user("nina", "viewer")).text("/nodes/cn002/")
     text = scrape(Client())
     assert by_name(text, "infiniband_symbol_error_total")[port("cn002", "mlx5_0", 1)] == 500
