@@ -17,7 +17,8 @@ from collectors.roce import WIRE_NAMES as LOSSLESS
 from fabricweb.inventory.models import Device, Node, Port
 
 from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
-from ..validation.typed import LINK_FIELDS, DeviceIn, PortIn, SnapshotIn
+from ..validation.portfields import LINK_FIELDS
+from ..validation.typed import DeviceIn, PortIn, SnapshotIn
 from . import budget as node_budget
 from . import normhold, ring
 from .columns import COUNTER_NAMES, DELTA_COUNTERS

@@ -19,7 +19,7 @@ from fabricweb.inventory import readings
 from fabricweb.inventory.models import Device, Node, NodeReadings, Port
 
 from ..models import NodePoll
-from ..validation.typed import LINK_FIELDS
+from ..validation.portfields import LINK_FIELDS
 from . import rowcache
 from .apply import Changes, NodeRows
 from .packing import pack

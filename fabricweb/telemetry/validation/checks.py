@@ -19,6 +19,7 @@ EPOCH_FLOOR = datetime(2000, 1, 1, tzinfo=UTC)
 MAX_COUNTER = 4 * ((1 << 64) - 1)  # a 64-bit data counter in bytes
 MAX_COUNTERS = 512
 MAX_LIST = 64
+ENUM_ID_HIGH, ENUM_NAME_MAX = 255, 32  # an enum pair's id and name (`{"id": 4, "name": "ACTIVE"}`)
 _COUNTER_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -119,7 +120,8 @@ def enum(value, where: str) -> tuple[int | None, str | None]:
     if value is None:
         return None, None
     d = mapping(value, where)
-    return integer(d.get("id"), f"{where}.id", 0, 255, optional=False), text(d.get("name"), f"{where}.name", 32)
+    ident = integer(d.get("id"), f"{where}.id", 0, ENUM_ID_HIGH, optional=False)
+    return ident, text(d.get("name"), f"{where}.name", ENUM_NAME_MAX)
 
 
 # Counter names already checked: a fleet reports the same few dozen on every poll.

@@ -7,7 +7,7 @@ caller then runs the worded checks, which find the problem and say what it is. I
 never accept what the worded checks refuse, nor return other values or types:
 tests/telemetry/test_telemetry_quickparse.py compares the two on random snapshots.
 
-Limits and rules are the worded checks' own (checks.py, typed.py); the less common parts
+Limits and rules are the worded checks' own (checks.py, typed.py, a port's from portfields.py); the less common parts
 (verbs views, disagreements, capped counters, read errors, the PCIe tree of pcie.py) go through
 those functions themselves, with no place named.
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from collectors.facts import KNOWN_SCHEMAS
-from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 from . import checks, pcie
-from .checks import GOOD_NAMES, GUID_RE, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
+from .checks import ENUM_ID_HIGH, ENUM_NAME_MAX, GOOD_NAMES, GUID_RE, MAX_COUNTER, MAX_COUNTERS, MAX_LIST, storable
+from .portfields import FIELD
 from .typed import (
     DEVICE_RE,
     HOST_RE,
@@ -35,7 +35,15 @@ from .typed import (
 )
 
 _DEVICE_TEXTS = ("node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id", "hw_rev", "node_desc")
-_PORT_INT_HIGHS = (0xFFFF, 0xFFFF, 7, 0xFFFFFFFF)  # lid, sm_lid, lmc, cap_mask: from 0
+# A port's bounds and allowed values, from its fields' table (portfields.py), looked up once here.
+_NUMBER_HIGH = FIELD["number"].bounds[1]
+_PORT_INT_HIGHS = tuple(FIELD[name].bounds[1] for name in ("lid", "sm_lid", "lmc", "cap_mask"))  # each from 0
+_GBPS_HIGH = FIELD["rate_gbps"].bounds[0]
+_LANES = frozenset(FIELD["lanes"].bounds)
+_SPEEDS = frozenset(FIELD["speed"].bounds)
+_LINK_LAYER_MAX = FIELD["link_layer"].bounds[0]
+_NETDEVS_MAX = FIELD["netdevs"].bounds[0]
+_CAPPED_MAX = FIELD["capped"].bounds[0]
 _NOWHERE = ""  # the place a worded check would name: not needed, its reason is never shown
 
 
@@ -130,9 +138,9 @@ def _enum(value) -> tuple[int | None, str | None]:
     if type(value) is not dict:
         raise _Doubt
     ident = value.get("id")
-    if type(ident) is not int or not 0 <= ident <= 255:
+    if type(ident) is not int or not 0 <= ident <= ENUM_ID_HIGH:
         raise _Doubt
-    return ident, _optional_text(value.get("name"), 32)
+    return ident, _optional_text(value.get("name"), ENUM_NAME_MAX)
 
 
 def _counters(value) -> dict[str, int | None]:
@@ -218,7 +226,7 @@ def _port(p) -> PortIn:
     if type(p) is not dict:
         raise _Doubt
     number = p.get("port")
-    if type(number) is not int or not 0 <= number <= 255:
+    if type(number) is not int or not 0 <= number <= _NUMBER_HIGH:
         raise _Doubt
     state_id, state_name = _enum(p.get("state"))
     phys_id, phys_name = _enum(p.get("phys_state"))
@@ -227,13 +235,13 @@ def _port(p) -> PortIn:
     if rate is not None:
         if type(rate) is not dict:
             raise _Doubt
-        gbps = _optional_number(rate.get("gbps"), 100_000)
+        gbps = _optional_number(rate.get("gbps"), _GBPS_HIGH)
         lanes, speed = rate.get("lanes"), rate.get("speed")
         if gbps is None:
             raise _Doubt
-        if lanes is not None and (type(lanes) is not int or lanes not in WIDTHS):
+        if lanes is not None and (type(lanes) is not int or lanes not in _LANES):
             raise _Doubt
-        if speed is not None and (type(speed) is not str or speed not in SPEED_BY_NAME):
+        if speed is not None and (type(speed) is not str or speed not in _SPEEDS):
             raise _Doubt
     lid, sm_lid, lmc, cap_mask = ints = p.get("lid"), p.get("sm_lid"), p.get("lmc"), p.get("cap_mask")
     for value, high in zip(ints, _PORT_INT_HIGHS, strict=True):
@@ -248,7 +256,7 @@ def _port(p) -> PortIn:
     if capped is None:
         capped = []
     elif type(capped) is not list or capped:
-        capped = _names(capped, MAX_COUNTERS)
+        capped = _names(capped, _CAPPED_MAX)
         for name in capped:
             if name not in counters and name not in counters_ext:
                 raise _Doubt
@@ -258,7 +266,7 @@ def _port(p) -> PortIn:
         state_name=state_name,
         phys_state_id=phys_id,
         phys_state_name=phys_name,
-        link_layer=_optional_text(p.get("link_layer"), 32),
+        link_layer=_optional_text(p.get("link_layer"), _LINK_LAYER_MAX),
         rate_gbps=gbps,
         lanes=lanes,
         speed=speed,
@@ -267,7 +275,7 @@ def _port(p) -> PortIn:
         lmc=lmc,
         cap_mask=cap_mask,
         port_guid=port_guid,
-        netdevs=_names(p.get("netdevs")),
+        netdevs=_names(p.get("netdevs"), _NETDEVS_MAX),
         counters=counters,
         counters_ext=counters_ext,
         capped=capped,

@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from collectors.facts import KNOWN_SCHEMAS
-from collectors.link import SPEED_BY_NAME, WIDTHS
 from fabricweb.inventory.models import NAME_MAX
 
 from . import checks, pcie
 from .checks import SnapshotRejected
+from .portfields import COUNTERS, DISAGREEMENTS, FIELD, GUID, INTEGER, NAMES, PORT_FIELDS, SCALARS, TEXT
 from .quickparse import parse_common
 from .typed import (
     DEVICE_RE,
@@ -139,7 +139,7 @@ def _ports(d: dict, where: str) -> list[PortIn]:
 def _port(value, device: str, index: int) -> PortIn:
     where = f"{device} ports[{index}]"
     d = checks.mapping(value, where)
-    number = checks.integer(d.get("port"), f"{where}.port", 0, 255, optional=False)
+    number = checks.integer(d.get("port"), f"{where}.port", *FIELD["number"].bounds, optional=False)
     where = f"{device}/{number}"  # e.g. "device mlx5_0/1", as an operator names the port
     state_id, state_name = checks.enum(d.get("state"), f"{where}.state")
     phys_id, phys_name = checks.enum(d.get("phys_state"), f"{where}.phys_state")
@@ -147,39 +147,47 @@ def _port(value, device: str, index: int) -> PortIn:
     rate = d.get("rate")
     if rate is not None:
         rate = checks.mapping(rate, f"{where}.rate")
-        gbps = checks.number(rate.get("gbps"), f"{where}.rate.gbps", 100_000, optional=False)
-        lanes = rate.get("lanes")
-        if lanes is not None and (type(lanes) is not int or lanes not in WIDTHS):
-            raise checks.mismatch(f"{where}.rate.lanes", f"null or one of {WIDTHS}", lanes)
-        speed = rate.get("speed")
-        if speed is not None and (type(speed) is not str or speed not in SPEED_BY_NAME):
-            raise checks.mismatch(f"{where}.rate.speed", f"null or one of {', '.join(SPEED_BY_NAME)}", speed)
+        gbps = checks.number(rate.get("gbps"), f"{where}.rate.gbps", *FIELD["rate_gbps"].bounds, optional=False)
+        lanes, widths = rate.get("lanes"), FIELD["lanes"].bounds
+        if lanes is not None and (type(lanes) is not int or lanes not in widths):
+            raise checks.mismatch(f"{where}.rate.lanes", f"null or one of {widths}", lanes)
+        speed, speeds = rate.get("speed"), FIELD["speed"].bounds
+        if speed is not None and (type(speed) is not str or speed not in speeds):
+            raise checks.mismatch(f"{where}.rate.speed", f"null or one of {', '.join(speeds)}", speed)
     counters = checks.counters(d.get("counters"), f"{where}.counters")
     counters_ext = checks.counters(d.get("counters_ext"), f"{where}.counters_ext")
-    capped = checks.names(d.get("capped"), f"{where}.capped", checks.MAX_COUNTERS)
+    capped = checks.names(d.get("capped"), f"{where}.capped", *FIELD["capped"].bounds)
     for name in capped:
         if name not in counters and name not in counters_ext:
             raise SnapshotRejected(f"{where}.capped names {name!r}, which is not among its counters")
+    # The rest, each a key of its own, checked in the table's order as its row says.
+    rest = {f.name: _CHECK[f.check](d.get(f.wire), f"{where}.{f.wire}", *f.bounds) for f in _REST}
     return PortIn(
         number=number,
         state_id=state_id,
         state_name=state_name,
         phys_state_id=phys_id,
         phys_state_name=phys_name,
-        link_layer=checks.text(d.get("link_layer"), f"{where}.link_layer", 32),
         rate_gbps=gbps,
         lanes=lanes,
         speed=speed,
-        lid=checks.integer(d.get("lid"), f"{where}.lid", 0, 0xFFFF),
-        sm_lid=checks.integer(d.get("sm_lid"), f"{where}.sm_lid", 0, 0xFFFF),
-        lmc=checks.integer(d.get("lmc"), f"{where}.lmc", 0, 7),
-        cap_mask=checks.integer(d.get("cap_mask"), f"{where}.cap_mask", 0, 0xFFFFFFFF),
-        port_guid=checks.guid(d.get("port_guid"), f"{where}.port_guid"),
-        netdevs=checks.names(d.get("netdevs"), f"{where}.netdevs"),
         counters=counters,
         counters_ext=counters_ext,
         capped=capped,
-        hw_counters=checks.counters(d.get("hw_counters"), f"{where}.hw_counters"),
-        verbs=checks.scalars(d.get("verbs"), f"{where}.verbs"),
-        disagreements=checks.disagreements(d.get("disagreements"), f"{where}.disagreements"),
+        **rest,
     )
+
+
+# How the worded checks check a field of each kind (portfields.py), named by where it is, within its bounds.
+_CHECK = {
+    INTEGER: checks.integer,
+    TEXT: checks.text,
+    GUID: checks.guid,
+    NAMES: checks.names,
+    COUNTERS: checks.counters,
+    SCALARS: checks.scalars,
+    DISAGREEMENTS: checks.disagreements,
+}
+# Checked above: the port's number, its two enums, its rate, its counters and which of them are capped.
+_ABOVE = ("port", "state", "phys_state", "rate", "counters", "counters_ext", "capped")
+_REST = tuple(f for f in PORT_FIELDS if f.wire.split(".")[0] not in _ABOVE)

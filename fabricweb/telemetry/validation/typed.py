@@ -5,10 +5,12 @@ not each other."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, make_dataclass
 from datetime import datetime
 
 from collectors.facts import NODE_NAME_PATTERN
+
+from .portfields import PORT_FIELDS
 
 # Limits that fit real hosts with room to spare (a large GPU server has 8-16 HCAs of 1-2 ports, and
 # a few hundred sysfs files that could fail): a snapshot past them is broken or hostile, and is refused
@@ -21,34 +23,10 @@ HOST_RE = re.compile(NODE_NAME_PATTERN)
 DEVICE_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-@dataclass(slots=True)
-class PortIn:
-    # Field names match fabricweb.inventory.models.Port, so ingest copies them by name.
-    number: int
-    state_id: int | None
-    state_name: str | None
-    phys_state_id: int | None
-    phys_state_name: str | None
-    link_layer: str | None
-    rate_gbps: float | None
-    lanes: int | None
-    speed: str | None
-    lid: int | None
-    sm_lid: int | None
-    lmc: int | None
-    cap_mask: int | None
-    port_guid: str | None
-    netdevs: list[str]
-    counters: dict[str, int | None]
-    counters_ext: dict[str, int | None]
-    capped: list[str]
-    hw_counters: dict[str, int | None]
-    verbs: dict | None
-    disagreements: list[dict]
-
-
-RAW_FIELDS = ("counters", "counters_ext", "capped", "hw_counters")  # change every poll
-LINK_FIELDS = tuple(f for f in PortIn.__slots__ if f not in ("number", *RAW_FIELDS))  # change rarely
+# One port as validated: a slotted dataclass of portfields.PORT_FIELDS, in its order. Field names match
+# fabricweb.inventory.models.Port, so ingest copies them by name.
+PortIn = make_dataclass("PortIn", [(f.name, f.type) for f in PORT_FIELDS], slots=True)
+PortIn.__module__ = __name__
 
 
 @dataclass(slots=True)
