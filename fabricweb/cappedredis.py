@@ -12,6 +12,9 @@ Used by the ingest consumer's connections (telemetry/intake, cap: messages.MAX_E
 and, through `Transport` (the central Celery app's broker transport: fabricweb/celery.py, cap:
 settings.FABRIC_TASK_MESSAGE_MAX_BYTES), by the Celery workers of `ingest` and `alerts`: a BRPOP
 that brings an oversized message has removed it from its queue; it is logged, counted and skipped.
+
+Its `QoS` frees a message's prefetch slot even when Redis did not take the ack (kombu's keeps the slot
+then): a worker whose late-acked task ended while Redis was down would otherwise never consume again.
 """
 
 from __future__ import annotations
@@ -163,12 +166,37 @@ def _text(value) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
+class QoS(kombu_redis.QoS):
+    """kombu's Redis QoS, except that an ack or reject the broker did not take still frees the prefetch slot.
+
+    kombu frees it only once Redis has answered. A worker whose late-acked task ended while Redis was down
+    kept the slot for good: with a prefetch of 1 it sent no BRPOP again, and nothing told Celery to reconnect
+    (it logs "Couldn't ack" and goes on), so it took no task until restarted while its queue filled. Freed,
+    the next BRPOP reconnects or fails as a connection error Celery recovers from. The message stays in
+    Redis's unacked index if Redis kept it, restored after the visibility timeout: run twice at worst, as
+    late acknowledgement allows (ingest is idempotent)."""
+
+    def ack(self, delivery_tag):
+        try:
+            super().ack(delivery_tag)
+        finally:
+            self._quick_ack(delivery_tag)  # (marks it acked: twice is harmless)
+
+    def reject(self, delivery_tag, requeue=False):
+        try:
+            super().reject(delivery_tag, requeue=requeue)
+        finally:
+            self._quick_ack(delivery_tag)
+
+
 class Channel(kombu_redis.Channel):
-    """kombu's Redis channel, its connections reading with CappedParser when `max_message_bytes` is set.
+    """kombu's Redis channel, its connections reading with CappedParser when `max_message_bytes` is set, its
+    QoS freeing a prefetch slot whatever became of the ack.
 
     Elsewhere in kombu an oversized reply is falsy, so skipped: an RPOP (basic_get) as an empty queue,
     an unacked entry (restore) or a fanout message as empty."""
 
+    QoS = QoS
     from_transport_options = (*kombu_redis.Channel.from_transport_options, "max_message_bytes")
     max_message_bytes: int | None = None
 
