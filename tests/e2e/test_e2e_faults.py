@@ -70,7 +70,8 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                     # Polls still queued when the broker dies are lost with it: on a loaded machine ingest may be
                     # some seconds behind the nodes, and that lag is part of the gap, never more.
                     stalest = nodes.aggregate(m=Min("last_collected_at"))["m"]
-                    behind = max(0.0, (timezone.now() - stalest).total_seconds())
+                    steady = timezone.now()
+                    behind = max(0.0, (steady - stalest).total_seconds())
                     broker.stop()  # everything queued or in flight at the broker is gone with it
                     down_at = time.monotonic()
                     time.sleep(2.0)
@@ -84,8 +85,10 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
                     samples = list(between(using=db))
                     doubled = [k for k, n in Counter((s.port_id, s.ts) for s in samples).items() if n > 1]
                     assert not doubled
-                    # The widest gap in any port's polls: the broker's downtime and the polls around it, no more.
-                    widest = max(s.interval_s for s in samples if s.interval_s is not None)
+                    # The widest gap in any port's polls: the broker's downtime and the polls around it, no more. Polls
+                    # collected before the broker stopped are left out: on a loaded machine the gap between an agent's
+                    # first poll and the first that dispatch sends it can be wider, and is no part of the restart.
+                    widest = max(s.interval_s for s in samples if s.interval_s is not None and s.ts >= steady)
                     print(
                         f"broker down {downtime:.1f} s, ingest {behind:.1f} s behind before: "
                         f"widest gap in any port's polls {widest:.1f} s, none doubled"
