@@ -78,3 +78,24 @@ def test_dispatch_sends_one_expiring_collect_per_node_and_none_while_one_waits(e
         assert [client.llen(node_queue(n)) for n in names] == [1, 1, 1]
     finally:
         client.delete(*(node_queue(n) for n in names), *(f"_kombu.binding.{node_queue(n)}" for n in names))
+
+
+@needs_redis
+def test_dispatch_reaches_a_nodes_queue_after_the_broker_lost_its_bindings(each_db):
+    """A broker restarted without its data has no bindings, while this process's kombu still holds them as
+    declared, and the agents never bind their own queue (their broker user may not): a poll goes straight to
+    the node's queue, never through a binding that may be gone."""
+    names = [f"t{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    Node.objects.bulk_create(Node(name=n, first_seen_at=timezone.now()) for n in names)
+    client = scheduling.broker_redis(app.conf.broker_url)
+    bindings = [f"_kombu.binding.{node_queue(n)}" for n in names]
+    try:
+        assert scheduling.dispatch_collect.apply().get() == {"sent": 2, "waiting": 0}
+        client.delete(*(node_queue(n) for n in names))  # the agents took their polls
+        client.delete(*bindings, *(f"_kombu.binding_permanent.{node_queue(n)}" for n in names))  # the restart
+        assert scheduling.dispatch_collect.apply().get() == {"sent": 2, "waiting": 0}
+        assert [client.llen(node_queue(n)) for n in names] == [1, 1]
+        assert client.llen("ae.undeliver") == 0  # kombu's queue for messages no binding routed
+    finally:
+        client.delete(*(node_queue(n) for n in names), *bindings)
+        client.delete(*(f"_kombu.binding_permanent.{node_queue(n)}" for n in names))
