@@ -65,6 +65,7 @@ import math
 import os
 import pstats
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -559,6 +560,8 @@ def run(
             stats.sort_stats("tottime").print_stats(20)
             stats.sort_stats("cumulative").print_stats("fabricweb", 30)
             result["profile"] = text.getvalue()
+            if args.profile_to:
+                shutil.copyfile(consumers.profile, args.profile_to)
         return result
     finally:
         consumers.stop()
@@ -736,6 +739,7 @@ def main() -> int:
     parser.add_argument(
         "--profile", action="store_true", help="the first consumer under cProfile (tottime, and cumulative)"
     )
+    parser.add_argument("--profile-to", type=Path, help="with --profile: keep the cProfile file there, for pstats")
     parser.add_argument("--keep", action="store_true", help="keep the databases (bench_scale_*)")
     parser.add_argument("--db", default=os.environ.get("TEST_POSTGRES_URL"), help="PostgreSQL to create them on")
     args = parser.parse_args()
