@@ -144,15 +144,23 @@ def _committed_partitions(request):
             table.drop_before(datetime(9999, 1, 1, tzinfo=UTC))
 
 
+# The per-process caches with a forget() (docs/architecture.md, "What processes keep in memory"): module, object.
+KEPT_CACHES = (
+    ("fabricweb.fabric.congested", "KEPT"),
+    ("fabricweb.health.engine.memo", "HELD"),
+)
+
+
 @pytest.fixture(autouse=True)
-def _no_kept_congestion():
-    """Each test starts with the fabric page's congested links made afresh (fabricweb.fabric.congested.KEPT): tests
-    share a database, rolled back between them, and simulated clocks give two of them the same newest ingest,
-    which that answer is keyed by."""
+def _no_kept_caches():
+    """Each test starts with the per-process caches empty (KEPT_CACHES, those of modules already imported): tests
+    share a database, rolled back between them, so two tests can write rows of the same ids, and simulated clocks
+    give two of them the same newest ingest, which the fabric page's congested links are keyed by."""
     yield
-    congested = sys.modules.get("fabricweb.fabric.congested")
-    if congested is not None:
-        congested.KEPT.forget()
+    for name, cache in KEPT_CACHES:
+        module = sys.modules.get(name)
+        if module is not None:
+            getattr(module, cache).forget()
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def ingest(polls, full: bool, outcomes: list) -> tuple[list[tuple], int, int]:
     first = len(outcomes)
     for now, snaps in polls:
         if full:
-            memo._HELD.clear()
+            memo.HELD.forget()
         assert not ingest_batch(snaps, now=now).rejected
     judged = outcomes[first:]
     events = sorted(
@@ -49,7 +49,7 @@ def ingest(polls, full: bool, outcomes: list) -> tuple[list[tuple], int, int]:
 
 def test_quiet_ports_judged_without_a_view_come_to_the_same_events_as_the_full_rules(each_db, sim_dir, outcomes):
     polls = record(sim_dir)
-    memo._HELD.clear()
+    memo.HELD.forget()
     fast, ports, without_view = ingest(polls, False, outcomes)
     assert without_view > ports // 2  # most port-polls went the fast way (the rest: first polls, faults)
     assert {e[0] for e in fast} >= {"down:cn001/mlx5_0/1", "symbol_errors:cn003/mlx5_0/1", "congestion:cn005/mlx5_0/1"}

@@ -57,7 +57,22 @@ class Held:
     device_target: str
 
 
-_HELD: dict[int, Held] = {}  # Port id -> its last quiet judgement, in this process
+class HeldJudgements:
+    """Port id -> its last quiet judgement, in this process (docs/architecture.md, "What processes keep in memory").
+    Owner: this module; bound MAX_PORTS, then afresh; drop() when a port is not quiet, otherwise passed over on use
+    unless reuse() finds its raw inputs and ring as they were; forget() drops them all (the tests' conftest, after
+    each test)."""
+
+    __slots__ = ("ports",)
+
+    def __init__(self) -> None:
+        self.ports: dict[int, Held] = {}
+
+    def forget(self) -> None:
+        self.ports = {}
+
+
+HELD = HeldJudgements()
 
 
 def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
@@ -108,7 +123,7 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
 def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thresholds) -> Held | None:
     """The port's judgement at this poll (ts) held, when it is its last one again; else None: judge it in full."""
     port = obs.port
-    held = _HELD.get(port.id)  # (id, not pk: the same, without the property's cost)
+    held = HELD.ports.get(port.id)  # (id, not pk: the same, without the property's cost)
     if held is None or held.ts is None or held.raw != raw or not ts > held.ts:
         return None
     ring = port.recent
@@ -146,13 +161,14 @@ def _calm(held: Held, ts: float, interval: float, deltas: dict, ring: list, t: T
 
 
 def get(pk: int) -> Held | None:
-    return _HELD.get(pk)
+    return HELD.ports.get(pk)
 
 
 def keep(pk: int, raw: tuple | None, inputs: tuple, j: Judgement, view: PortView) -> None:
     """Hold a quiet port's judgement made the full way, of this view."""
-    if len(_HELD) >= MAX_PORTS:
-        _HELD.clear()
+    held = HELD.ports
+    if len(held) >= MAX_PORTS:
+        held.clear()
     congestion = port_key(Kind.CONGESTION, view.node, view.device, view.port)
     wait_unknown = known_delta(view.deltas.get(WAIT)) is None
     ordered = _in_order_to(view.recent, view.ts)
@@ -160,11 +176,11 @@ def keep(pk: int, raw: tuple | None, inputs: tuple, j: Judgement, view: PortView
     plain = _plain(j, wait_unknown, congestion)
     target, device = port_target(view.node, view.device, view.port), device_target(view.node, view.device)
     at = view.ts if ordered else None
-    _HELD[pk] = Held(raw, inputs, j, at, congestion, plain, waits, view.device_id, view.link, target, device)
+    held[pk] = Held(raw, inputs, j, at, congestion, plain, waits, view.device_id, view.link, target, device)
 
 
 def drop(pk: int) -> None:
-    _HELD.pop(pk, None)
+    HELD.ports.pop(pk, None)
 
 
 def _plain(j: Judgement, wait_unknown: bool, congestion: str) -> bool:
