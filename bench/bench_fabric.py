@@ -12,7 +12,7 @@ the fabric). ibsim runs it on its own IBSIM_SOCKNAME; `ibsim-run opensm -o` assi
 `ibsim-run opensm` keeps running (ibqueryerrors needs its SA) for every timed run, ours and theirs alike.
 Everything the bench starts is stopped at the end, whatever happens; nothing is written into the repo.
 
-1-3. The collector (collectors.fabric.sweep.Sweeper on open_port(), as the fabric agent holds them)
+1-3. The collector (collectors.mads.sweep.Sweeper on open_port(), as the fabric agent holds them)
    runs in a child process under ibsim-run and sweeps when told: one untimed full sweep first, then
    each run a full sweep and a counters-only poll, alternated with `ibsim-run ibnetdiscover` and
    `ibsim-run ibqueryerrors --data` as scheduled, and again with each tool and ibsim pinned to one CPU
@@ -318,8 +318,8 @@ def sweeper_child(scratch: str, settle_gc: bool = False) -> int:
 
     With `settle_gc`, the process's cyclic collector is set as the fabric agent sets its own
     (fabricweb/heap.py); without, Python's defaults: --gc-compare."""
-    from collectors.fabric.snapshot import to_dict
-    from collectors.fabric.sweep import Sweeper, open_port
+    from collectors.mads.snapshot import to_dict
+    from collectors.mads.sweep import Sweeper, open_port
     from fabricweb.nodeauth import COLLECTOR as ROLE
     from fabricweb.nodeauth import signed_kwargs
 

@@ -230,8 +230,8 @@ class Collector:
 def sweeper_child(scratch: str) -> int:
     """Under ibsim-run. `routes`: a full sweep with routes=True, its Routes part timed; `interval`: a full
     sweep by a Sweeper with routes_interval=INTERVAL (routes_due timed); `none`: one with routes_interval=None."""
-    from collectors.fabric.snapshot import to_dict
-    from collectors.fabric.sweep import Sweeper, open_port
+    from collectors.mads.snapshot import to_dict
+    from collectors.mads.sweep import Sweeper, open_port
     from fabricweb import heap
 
     try:

@@ -119,7 +119,7 @@ class Tree:
 
 
 def fat_tree(hosts: int, hcas: int, switches: int, ports: int) -> Tree:
-    from collectors.fabric import netfile
+    from collectors.mads import netfile
     from collectors.sim.cabling import SWITCH_OUI, Switch
     from tests.fabric.fabric_support import SweepBuilder
 

@@ -38,11 +38,11 @@ def _print(args: argparse.Namespace, as_json, as_text) -> int:
 
 
 def _fabric(args: argparse.Namespace) -> int:
-    from .fabric.routes import lid_owners, render_ibroute
-    from .fabric.snapshot import routes_dict, to_dict
-    from .fabric.sweep import Sweeper, SweepSettings, open_port
-    from .fabric.text import render_text
-    from .fabric.umad import UmadError
+    from .mads.routes import lid_owners, render_ibroute
+    from .mads.snapshot import routes_dict, to_dict
+    from .mads.sweep import Sweeper, SweepSettings, open_port
+    from .mads.text import render_text
+    from .mads.umad import UmadError
 
     settings = SweepSettings(window=args.window, timeout_ms=args.timeout, retries=args.retries)
     try:

@@ -69,8 +69,8 @@ class Ibsim:
     def snapshot(self, routes: bool = True) -> dict:
         """One full sweep by the fabric collector, as the snapshot it sends (with the forwarding tables)."""
         script = (
-            "import json; from collectors.fabric.snapshot import to_dict; "
-            "from collectors.fabric.sweep import Sweeper, open_port\n"
+            "import json; from collectors.mads.snapshot import to_dict; "
+            "from collectors.mads.sweep import Sweeper, open_port\n"
             "with open_port() as port: print(json.dumps(to_dict(Sweeper(port, 'fabric-test').sweep(routes=ROUTES))))"
         ).replace("ROUTES", str(routes))
         r = self.run(sys.executable, "-c", script)

@@ -7,7 +7,7 @@ sysfs-shaped trees), fabric (state and steps), and for
 `--fabric` cabling (switches, links, fabric.net) and console (ibsim's commands).
 """
 
-from .fabric import Fabric, SimError, SwitchOptions
 from .faults import FaultError, parse
+from .simfabric import Fabric, SimError, SwitchOptions
 
 __all__ = ["Fabric", "FaultError", "SimError", "SwitchOptions", "parse"]

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..fabric import netfile
+from ..mads import netfile
 from . import faults as fl
 from .layout import Layout, LayoutError, SimDevice, SimPort, guid_int, unit
 

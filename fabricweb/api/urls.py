@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 
 from .errors import api_not_found
-from .views import events, fabric, jobs, nodes, ports, samples
+from .views import events, jobs, nodes, ports, samples, switches
 
 app_name = "api"
 
@@ -16,10 +16,10 @@ urlpatterns = [
     path("v1/ports/<str:node>/<str:device>/<int:port>/samples", samples.sample_list, name="samples"),
     path("v1/events", events.event_list, name="events"),
     path("v1/events/<int:pk>", events.event_detail, name="event"),
-    path("v1/switches", fabric.switch_list, name="switches"),
-    path("v1/switches/<str:key>", fabric.switch_detail, name="switch"),
-    path("v1/links", fabric.link_list, name="links"),
-    path("v1/topology-changes", fabric.topology_change_list, name="topology-changes"),
+    path("v1/switches", switches.switch_list, name="switches"),
+    path("v1/switches/<str:key>", switches.switch_detail, name="switch"),
+    path("v1/links", switches.link_list, name="links"),
+    path("v1/topology-changes", switches.topology_change_list, name="topology-changes"),
     path("v1/jobs", jobs.job_list, name="jobs"),
     path("v1/jobs/<str:job_id>", jobs.job_detail, name="job"),
     re_path(r"^", api_not_found),

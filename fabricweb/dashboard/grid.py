@@ -13,8 +13,8 @@ from html import escape
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from .fabric import Cell
 from .marks import HEALTH_WORDS, MARKS, WORDS
+from .porthealth import Cell
 
 # Marked without a tooltip: up (most cells), not connected (often half a leaf: the mark and the legend say it).
 PLAIN = frozenset({"up", "not_connected"})

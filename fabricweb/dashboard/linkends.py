@@ -11,16 +11,16 @@ from __future__ import annotations
 from fabricweb.health.models import Event
 from fabricweb.health.rules.findings import Kind
 
-from . import fabric
+from . import porthealth
 from .marks import ERRORING, FLAPPING, HEALTHS, PCIE_LIMITED
 
 ADVICE = Event.Severity.INFO.value
 # A far end's problem kind -> the health it gives this end of the cable.
-# fabric.BOTH_ENDS: the link's errors (not one end's transmit discards or congestion, which are that port's).
+# porthealth.BOTH_ENDS: the link's errors (not one end's transmit discards or congestion, which are that port's).
 LINK_HEALTH = {
     Kind.DOWN.value: "down",
     Kind.DEGRADED.value: "degraded",
-    **{kind: ERRORING for kind in fabric.BOTH_ENDS},
+    **{kind: ERRORING for kind in porthealth.BOTH_ENDS},
     Kind.FLAPPING.value: FLAPPING,
 }
 RANK = {h: i for i, h in enumerate(HEALTHS)}
@@ -65,13 +65,13 @@ def far_end_kinds(peer_ids) -> dict[int, list[str]]:
 
 def worse(health: str, far: list) -> str:
     """`health` of this end, or the worse one the far end's problems (events or kinds) give it. A flapping far
-    end makes this end flapping, down at this poll or up (one mark for the episode, as fabric.port_health);
+    end makes this end flapping, down at this poll or up (one mark for the episode, as porthealth.port_health);
     an unknown end (an unreached switch's) stays unknown: what it last said is not its state now."""
     if health == "unknown" or not far:
         return health
     kinds = {getattr(problem, "kind", problem) for problem in far}
     if FLAPPING in kinds:
-        return FLAPPING if health in fabric.FLAPPABLE or health in (ERRORING, PCIE_LIMITED) else health
+        return FLAPPING if health in porthealth.FLAPPABLE or health in (ERRORING, PCIE_LIMITED) else health
     for kind in kinds:
         marked = LINK_HEALTH[kind]
         if RANK[marked] < RANK[health]:

@@ -1,7 +1,7 @@
 """What /fabric/, the switch pages and the overview's fabric line read: switches, their ports, links, sweeps.
 
 Each in a fixed number of queries whatever the size of the fabric. A switch port's health is a host
-port's (fabric.port_health over its portfacts status: not connected, no link and none expected; unknown,
+port's (porthealth.port_health over its portfacts status: not connected, no link and none expected; unknown,
 every port of a switch the sweeps no longer reach, what it last said is not its state now). A link's
 state is portfacts' too (portfacts.link_states).
 """
@@ -23,10 +23,10 @@ from fabricweb.health.rules.findings import Kind
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
-from . import fabric, linkends
+from . import linkends, porthealth
 
 SWITCH, COLLECTOR = Node.Kind.SWITCH, Node.Kind.COLLECTOR
-HEALTHS = fabric.HEALTHS
+HEALTHS = porthealth.HEALTHS
 RECENT_CHANGES = 50
 
 
@@ -88,7 +88,7 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
     switches = sorted(
         Node.objects.filter(kind=SWITCH).values_list("pk", "name", "fabric_node__missing_since"), key=itemgetter(1)
     )
-    problems = fabric.problem_kinds(node__kind=SWITCH)
+    problems = porthealth.problem_kinds(node__kind=SWITCH)
     rows = list(
         portfacts.annotate(Port.objects.filter(device__node__kind=SWITCH))
         .order_by()  # sorted below, in code-point order on every database
@@ -105,7 +105,7 @@ def switch_grid() -> tuple[list[SwitchBlock], dict[str, int]]:
         tally = dict.fromkeys(HEALTHS, 0)
         cells = []
         for port_pk, _, number, status, peer, peer_id in sorted(by_switch.get(pk, ()), key=itemgetter(2)):
-            own = fabric.port_health(status, problems.get(port_pk, ()))
+            own = porthealth.port_health(status, problems.get(port_pk, ()))
             health = linkends.worse(own, far_problems.get(peer_id, ()))
             tally[health] += 1
             cells.append(SwitchCell(number, health, peer))
@@ -128,9 +128,9 @@ def fabric_problems(advice: bool = False):
     the problems, or with `advice` the advice (severity info), listed apart."""
     on_fabric = Q(node__kind__in=[SWITCH, COLLECTOR]) | Q(port__peer_label__gt="")
     rows = Event.objects.filter(on_fabric, resolved_at__isnull=True)
-    rows = rows.filter(severity=fabric.ADVICE) if advice else rows.exclude(severity=fabric.ADVICE)
+    rows = rows.filter(severity=porthealth.ADVICE) if advice else rows.exclude(severity=porthealth.ADVICE)
     rows = rows.select_related("node", "device", "port__peer__device__node", "acknowledgement")
-    return rows.annotate(severity_order=fabric.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
+    return rows.annotate(severity_order=porthealth.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
 
 
 def collectors() -> list[dict]:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from .views import actions, events, exports, fabric, jobs, node, overview, port, search, wall
+from .views import actions, events, exports, jobs, node, overview, port, search, switchpages, wall
 
 app_name = "dashboard"
 
@@ -11,8 +11,8 @@ urlpatterns = [
     path("", overview.overview, name="overview"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("fabric/", fabric.fabric_page, name="fabric"),
-    path("switches/<str:key>/", fabric.switch_page, name="switch"),
+    path("fabric/", switchpages.fabric_page, name="fabric"),
+    path("switches/<str:key>/", switchpages.switch_page, name="switch"),
     path("nodes/<str:name>/", node.node_page, name="node"),
     path("nodes/<str:name>/accept-norm", actions.accept_node_norm, name="accept_norm"),
     path("nodes/<str:name>/drain", actions.drain_node, name="drain_node"),

@@ -6,7 +6,7 @@ data counters already in bytes) to node_exporter's name and help text, so a site
 from node_exporter keeps its queries by changing one prefix (docs/design.md).
 
 A switch port's counters (read by the fabric collector from the switch's performance agent, stored
-under the same file names: collectors/fabric/pma.py) keep the names infiniband_exporter gives them,
+under the same file names: collectors/mads/pma.py) keep the names infiniband_exporter gives them,
 `infiniband_switch_port_<counter>_total`, so a site moving from it keeps its queries but for the
 labels (docs/metrics.md: the mapping).
 """

@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import Max
 
 from collectors import xmitwait
-from collectors.fabric.mad import NO_ROUTE
+from collectors.mads.mad import NO_ROUTE
 from fabricweb.health.records import context
 from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory import portfacts, readings

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import yaml
 
-from collectors.fabric import netfile
-from collectors.fabric.mad import format_guid
 from collectors.facts import NODE_NAME_PATTERN
+from collectors.mads import netfile
+from collectors.mads.mad import format_guid
 from fabricweb import yamlfile
 from fabricweb.health.rules.findings import port_label
 

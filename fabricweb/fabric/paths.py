@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from collectors.fabric.mad import NO_ROUTE
+from collectors.mads.mad import NO_ROUTE
 
 from .models import FabricNode, Link, SwitchRoutes
 from .naming import candidate

@@ -1,4 +1,4 @@
-"""Validation of a fabric snapshot (collectors.fabric.snapshot.to_dict) into typed values.
+"""Validation of a fabric snapshot (collectors.mads.snapshot.to_dict) into typed values.
 
 The host snapshot's rules hold here too: everything is checked before anything is stored,
 the first problem raises SnapshotRejected naming where it is (`ports row 812, column lanes`),
@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from collectors.fabric.mad import MAX_UNICAST_LID
-from collectors.fabric.pma import COUNTER_NAMES
-from collectors.fabric.snapshot import KIND, NODE_COLUMNS, PORT_COLUMNS, ROUTE_COLUMNS, SPEED_NAMES
 from collectors.facts import NODE_NAME_PATTERN
 from collectors.link import SPEED_BY_NAME, WIDTHS
+from collectors.mads.mad import MAX_UNICAST_LID
+from collectors.mads.pma import COUNTER_NAMES
+from collectors.mads.snapshot import KIND, NODE_COLUMNS, PORT_COLUMNS, ROUTE_COLUMNS, SPEED_NAMES
 from fabricweb.inventory.models import TEXT_MAX
 from fabricweb.telemetry.validation import checks
 from fabricweb.telemetry.validation.checks import GUID_RE, MAX_COUNTER, SnapshotRejected, storable

@@ -1,6 +1,6 @@
 """The fabric collector's work: `sweep`, sent by central beat to fabric.<name>, and the hello at start.
 
-One open management datagram port for the process's life (collectors/fabric/umad.py), one
+One open management datagram port for the process's life (collectors/mads/umad.py), one
 Sweeper keeping the last discovery (so counters-only polls need no walk), and the snapshot sent
 signed with the collector's own key to the snapshots queue ingest reads. No database, nothing central.
 """
@@ -14,8 +14,8 @@ import time
 
 from celery import Celery
 
-from collectors.fabric.snapshot import to_dict
-from collectors.fabric.sweep import Sweeper, SweepSettings, open_port
+from collectors.mads.snapshot import to_dict
+from collectors.mads.sweep import Sweeper, SweepSettings, open_port
 from fabricweb.names import INGEST_FABRIC, SWEEP_QUEUE
 from fabricweb.nodeauth import COLLECTOR, signed_kwargs
 

@@ -80,6 +80,6 @@ def collectors(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def ca_ids(net: Path) -> list[str]:
     """The channel adapters' ids in an ibsim net file, in its order: where a collector can attach."""
-    from collectors.fabric import netfile
+    from collectors.mads import netfile
 
     return [n.id for n in netfile.parse(net.read_text()).nodes.values() if n.kind == "ca"]

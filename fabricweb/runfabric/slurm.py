@@ -195,7 +195,7 @@ def demo_jobs(net: Path, hosts: list[str]) -> list[tuple[str, list[str]]]:
     """A few jobs across the demo fabric's leaves, on disjoint hosts (a node runs one job at a time): one on
     two hosts of each of the first leaves (its paths cross the uplinks, the faulty one among them), one inside
     a leaf (it crosses no uplink), and one on cn005 (whose port the demo takes down: a would-drain node)."""
-    from collectors.fabric import netfile
+    from collectors.mads import netfile
 
     leaf_of: dict[str, str] = {}
     for a, _, b, _ in netfile.parse(net.read_text()).links():

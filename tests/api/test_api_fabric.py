@@ -1,4 +1,4 @@
-"""Covers fabricweb/fabric/models.py, fabricweb/inventory/models.py, fabricweb/api/views/fabric.py,
+"""Covers fabricweb/fabric/models.py, fabricweb/inventory/models.py, fabricweb/api/views/switches.py,
 fabricweb/api/views/ports.py, fabricweb/api/views/nodes.py.
 
 /api/v1/switches, /api/v1/links, /api/v1/topology-changes and the ports' far ends, on SQLite and PostgreSQL:

@@ -1,5 +1,5 @@
-"""Covers collectors/wire.py, collectors/__main__.py, collectors/snapshot.py; through them collectors/fabric/routes.py,
-collectors/fabric/umad.py, collectors/simulate.py.
+"""Covers collectors/wire.py, collectors/__main__.py, collectors/snapshot.py; through them collectors/mads/routes.py,
+collectors/mads/umad.py, collectors/simulate.py.
 
 The snapshot's wire form (collectors/wire.py): what an agent sends reads back into exactly the snapshot it
 encodes, smaller, and a wire snapshot that cannot be read back is refused with the reason."""

@@ -1,5 +1,5 @@
 """Covers collectors/__main__.py, collectors/link.py, collectors/model.py, collectors/sim/, collectors/sim/hardware.py,
-collectors/sim/layout.py; through them collectors/fabric/routes.py, collectors/fabric/umad.py,
+collectors/sim/layout.py; through them collectors/mads/routes.py, collectors/mads/umad.py,
 collectors/sim/rendering.py, collectors/sim/roce.py, collectors/sim/simstate.py, collectors/sim/sriov.py,
 collectors/sim/switchside.py, collectors/sim/traffic.py, collectors/simulate.py.
 

@@ -1,4 +1,4 @@
-"""Covers collectors/__main__.py, collectors/fabric/netfile.py, collectors/link.py, collectors/sim/,
+"""Covers collectors/__main__.py, collectors/mads/netfile.py, collectors/link.py, collectors/sim/,
 collectors/sim/cabling.py, collectors/sim/console.py, collectors/sim/layout.py; through them
 collectors/sim/rendering.py, collectors/sim/roce.py, collectors/sim/simstate.py, collectors/sim/sriov.py,
 collectors/sim/switchside.py, collectors/sim/traffic.py.
@@ -16,8 +16,8 @@ import pytest
 
 from collectors import read_host
 from collectors.__main__ import main as cli
-from collectors.fabric import netfile
 from collectors.link import Rate
+from collectors.mads import netfile
 from collectors.sim import Fabric, FaultError, SimError, SwitchOptions
 from collectors.sim import cabling as cb
 from collectors.sim import console as ibsim

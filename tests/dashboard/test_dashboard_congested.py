@@ -1,4 +1,4 @@
-"""Covers fabricweb/dashboard/views/fabric.py, fabricweb/fabric/congested.py.
+"""Covers fabricweb/dashboard/views/switchpages.py, fabricweb/fabric/congested.py.
 
 The fabric page's most congested links (issue 40): the share of link time each port lost in its last poll, most
 first, named by both ends of its link, in its device's unit, and "root unknown" where no forwarding tables are

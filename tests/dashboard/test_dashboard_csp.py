@@ -1,5 +1,5 @@
 """Covers fabricweb/csp.py, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/port.py,
-fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/wall.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/switchpages.py, fabricweb/dashboard/views/wall.py,
 fabricweb/api/healthz.py, fabricweb/exporter/views.py, fabricweb/api/errors.py; through them
 fabricweb/dashboard/csvexport.py, fabricweb/dashboard/eventrange.py, fabricweb/dashboard/forms.py,
 fabricweb/dashboard/linkends.py, fabricweb/dashboard/switches.py, fabricweb/dashboard/views/forbidden.py,

@@ -1,5 +1,5 @@
-"""Covers collectors/fabric/netfile.py, fabricweb/fabric/ingest.py, fabricweb/fabric/topology.py,
-fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/node.py,
+"""Covers collectors/mads/netfile.py, fabricweb/fabric/ingest.py, fabricweb/fabric/topology.py,
+fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/switchpages.py, fabricweb/dashboard/views/node.py,
 fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/wall.py, fabricweb/dashboard/views/overview.py;
 through them fabricweb/dashboard/linkends.py.
 
@@ -249,7 +249,7 @@ def test_the_events_page_the_wall_and_a_collector_page_work_with_switches(viewer
 
 
 def test_the_fabric_page_shows_the_last_sweep_and_a_standby_collector(viewer, world):
-    from collectors.fabric import netfile
+    from collectors.mads import netfile
     from fabricweb.fabric.ingest import ingest_fabric
     from tests.fabric.fabric_support import SweepBuilder
 

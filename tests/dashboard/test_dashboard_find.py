@@ -1,6 +1,6 @@
 """Covers fabricweb/health/models.py, fabricweb/inventory/models.py, fabricweb/dashboard/views/search.py,
 fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/events.py,
-fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/exports.py;
+fabricweb/dashboard/views/switchpages.py, fabricweb/dashboard/views/actions.py, fabricweb/dashboard/views/exports.py;
 through them fabricweb/dashboard/finder.py, fabricweb/dashboard/rowactions.py.
 
 Finding things, on SQLite and PostgreSQL: the search box's answers (nodes, ports, GUIDs, switches, in any

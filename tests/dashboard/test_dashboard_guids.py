@@ -1,5 +1,5 @@
 """Covers fabricweb/dashboard/templatetags/guids.py, collectors/facts.py, fabricweb/dashboard/views/node.py,
-fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/search.py,
+fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/switchpages.py, fabricweb/dashboard/views/search.py,
 fabricweb/dashboard/views/exports.py; through them fabricweb/dashboard/finder.py.
 
 GUIDs in one form on every page, the search's answers and ports.csv: as ibstat and iblinkinfo print them, 0x and

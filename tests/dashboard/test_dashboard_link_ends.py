@@ -1,4 +1,4 @@
-"""Covers fabricweb/health/models.py, fabricweb/inventory/models.py, fabricweb/dashboard/views/fabric.py,
+"""Covers fabricweb/health/models.py, fabricweb/inventory/models.py, fabricweb/dashboard/views/switchpages.py,
 fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/wall.py, fabricweb/dashboard/views/overview.py.
 
 A link's problem marks both of its ends (issue 38): the switch ports cabled to a flapping host port and to one

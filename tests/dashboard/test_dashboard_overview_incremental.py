@@ -1,8 +1,8 @@
-"""Covers fabricweb/dashboard/fabric.py, fabricweb/dashboard/grid.py, fabricweb/dashboard/hostgrid.py,
+"""Covers fabricweb/dashboard/porthealth.py, fabricweb/dashboard/grid.py, fabricweb/dashboard/hostgrid.py,
 fabricweb/dashboard/overviewmodel.py, fabricweb/dashboard/views/port.py.
 
 The plain overview drawn again only for the hosts that changed (fabricweb/dashboard/hostgrid.py) is, byte for
-byte, the overview built from scratch (fabric.fabric_view and grid.render), after random changes to ports,
+byte, the overview built from scratch (porthealth.fabric_view and grid.render), after random changes to ports,
 events and staleness written as ingest, the health engine and the staleness beat write them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from fabricweb.dashboard import fabric, grid, hostgrid, overviewmodel
+from fabricweb.dashboard import grid, hostgrid, overviewmodel, porthealth
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
 from tests.api.api_support import event
@@ -22,7 +22,7 @@ KINDS = (("symbol_errors", "warning"), ("flapping", "critical"), ("congestion", 
 
 
 def from_scratch() -> tuple:
-    counts, cells = fabric.fabric_view({})
+    counts, cells = porthealth.fabric_view({})
     return counts, str(grid.render(cells)), len(cells)
 
 
@@ -72,7 +72,7 @@ def test_the_overview_drawn_host_by_host_equals_one_drawn_from_scratch_after_ran
         model = overviewmodel.overview({})
         assert (model.counts, str(model.grid), model.shown_ports) == from_scratch(), done
     # The page serves it: the grid the browser gets is the one drawn from scratch.
-    assert str(grid.render(fabric.fabric_view({})[1])) in viewer.text("/")
+    assert str(grid.render(porthealth.fabric_view({})[1])) in viewer.text("/")
 
 
 def test_a_host_that_did_not_change_keeps_its_block_and_a_changed_one_is_drawn_again(viewer, faulty):

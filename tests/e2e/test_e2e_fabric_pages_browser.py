@@ -1,5 +1,5 @@
 """Covers fabricweb/runfabric/__main__.py, fabricweb/dashboard/management/commands/create_user.py,
-collectors/__main__.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/port.py.
+collectors/__main__.py, fabricweb/dashboard/views/switchpages.py, fabricweb/dashboard/views/port.py.
 
 /fabric/, a switch page and a host port's far end in Debian's Chromium (Playwright), against runfabric
 --fabric: the simulator's hosts and switches, ibsim and opensm simulating the switch fabric, the fabric

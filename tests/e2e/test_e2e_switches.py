@@ -1,4 +1,4 @@
-"""Covers fabricweb/runfabric/__main__.py, collectors/fabric/netfile.py,
+"""Covers fabricweb/runfabric/__main__.py, collectors/mads/netfile.py,
 fabricweb/fabric/management/commands/import_topology.py, collectors/__main__.py.
 
 The switch side end to end: `runfabric --fabric` runs ibsim (a leaf/spine fabric under the simulated hosts),
@@ -23,7 +23,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from collectors.fabric import netfile
+from collectors.mads import netfile
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node
 from tests.e2e.e2e_harness import INTERVAL, STARTUP_S, RunningFabric, database_alias, fresh_database, leased_redis_db

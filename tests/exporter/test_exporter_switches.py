@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/pma.py, fabricweb/exporter/collector.py, fabricweb/exporter/names.py,
+"""Covers collectors/mads/pma.py, fabricweb/exporter/collector.py, fabricweb/exporter/names.py,
 fabricweb/exporter/selection.py, fabricweb/telemetry/storage/deltas.py.
 
 /metrics on a fabric with switches (tests/fabric's FabricWorld: hosts and a fabric sweep ingested through
@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from django.utils import timezone
 
-from collectors.fabric.pma import COUNTER_NAMES
+from collectors.mads.pma import COUNTER_NAMES
 from fabricweb.exporter.collector import FabricCollector
 from fabricweb.exporter.names import SWITCH_COUNTERS
 from fabricweb.exporter.selection import Selection

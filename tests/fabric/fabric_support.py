@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from collectors.fabric import netfile
-from collectors.fabric.mad import NODE_TYPE_CA, NODE_TYPE_SWITCH
-from collectors.fabric.model import FabricNode, FabricPort, FabricSweep
-from collectors.fabric.pma import COUNTER_NAMES, SUPERSEDED
-from collectors.fabric.snapshot import to_dict
+from collectors.mads import netfile
+from collectors.mads.mad import NODE_TYPE_CA, NODE_TYPE_SWITCH
+from collectors.mads.model import FabricNode, FabricPort, FabricSweep
+from collectors.mads.pma import COUNTER_NAMES, SUPERSEDED
+from collectors.mads.snapshot import to_dict
 
 WIDTH_BITS = {1: 1, 2: 4, 4: 8, 8: 12}  # ibsim's w= mask -> lanes
 SPEED_BITS = {1: "SDR", 2: "DDR", 4: "QDR"}
@@ -169,7 +169,7 @@ class FabricWorld:
                  seed: int = 0, ports: int | None = None, hcas: int | None = None,
                  layout_faults: tuple[str, ...] = ()) -> None:  # fmt: skip
         from collectors.sim import Fabric
-        from collectors.sim.fabric import SwitchOptions
+        from collectors.sim.simfabric import SwitchOptions
 
         self.out = str(out)
         switches = SwitchOptions(switch_ports=switch_ports, faults=tuple(start_faults))

@@ -1,6 +1,6 @@
 """rdma-core's libibmad as the reference MAD codec: fields set by its own mad_set_field, by its own names.
 
-The collector encodes and decodes MADs itself (collectors/fabric/mad.py); these tests hold it to
+The collector encodes and decodes MADs itself (collectors/mads/mad.py); these tests hold it to
 what libibmad (the library under perfquery, smpquery and ibnetdiscover) writes and reads. Field
 numbers are looked up by name through mad_field_name, so no enum value is copied here.
 """

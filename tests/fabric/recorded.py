@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from collectors.fabric import mad
-from collectors.fabric.discover import Discovery
-from collectors.fabric.engine import Engine
+from collectors.mads import mad
+from collectors.mads.discover import Discovery
+from collectors.mads.engine import Engine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "fabric"
 _HEADER = re.compile(r"^# smpdump -D ([\d,]+) (0x[0-9a-f]+) (\d+)")
@@ -40,7 +40,7 @@ def read_smpdump(text: str) -> dict[tuple[tuple[int, ...], int, int], bytes]:
 
 
 class RecordedFabric:
-    """send/recv as collectors.fabric.umad.UmadPort has them, answering from one fixture's smpdump.txt."""
+    """send/recv as collectors.mads.umad.UmadPort has them, answering from one fixture's smpdump.txt."""
 
     def __init__(self, name: str) -> None:
         self.dir = FIXTURES / name

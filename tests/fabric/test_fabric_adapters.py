@@ -105,7 +105,7 @@ def test_dispatch_tells_each_collector_the_adapters_to_read_and_polls_no_adapter
 
 
 def test_the_collector_reads_the_adapters_its_poll_names_by_guid_and_drops_anything_else():
-    from collectors.fabric.model import FabricSweep
+    from collectors.mads.model import FabricSweep
     from fabricweb.fabricagent.config import FabricAgentConfig
     from fabricweb.fabricagent.tasks import FabricAgent
 

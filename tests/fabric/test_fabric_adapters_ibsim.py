@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/pma.py, collectors/fabric/sweep.py, fabricweb/fabric/adapters.py,
+"""Covers collectors/mads/pma.py, collectors/mads/sweep.py, fabricweb/fabric/adapters.py,
 fabricweb/fabric/ingest.py, fabricweb/inventory/readings.py, fabricweb/telemetry/storage/packing.py,
 fabricweb/dashboard/views/port.py; through them fabricweb/fabric/growth.py,
 fabricweb/fabric/hostnames.py, fabricweb/fabric/judge.py, fabricweb/fabric/links.py, fabricweb/fabric/linkstore.py,
@@ -41,8 +41,8 @@ pytestmark = needs_ibsim
 
 SWEEP = (
     "import json, sys\n"
-    "from collectors.fabric.snapshot import to_dict\n"
-    "from collectors.fabric.sweep import Sweeper, open_port\n"
+    "from collectors.mads.snapshot import to_dict\n"
+    "from collectors.mads.sweep import Sweeper, open_port\n"
     "cas = frozenset(int(guid, 16) for guid in sys.argv[1:])\n"
     "with open_port() as p: print(json.dumps(to_dict(Sweeper(p, 'fabric-test').sweep(routes=False, adapters=cas))))"
 )

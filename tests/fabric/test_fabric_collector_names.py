@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/netfile.py, fabricweb/nodeauth.py, fabricweb/fabric/ingest.py,
+"""Covers collectors/mads/netfile.py, fabricweb/nodeauth.py, fabricweb/fabric/ingest.py,
 fabricweb/telemetry/validation/auth.py, fabricweb/telemetry/validation/checks.py.
 
 Fabric collectors are known by an operator's act, FABRIC_COLLECTORS (issue 36): a sweep of any other name is
@@ -14,7 +14,7 @@ import time
 import pytest
 from django.utils import timezone
 
-from collectors.fabric import netfile
+from collectors.mads import netfile
 from fabricweb import nodeauth
 from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.inventory.models import Node

@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/mad.py, collectors/fabric/sweep.py.
+"""Covers collectors/mads/mad.py, collectors/mads/sweep.py.
 
 Discovery and counters on a small fabric answered in-process, replies laid out by libibmad: a bad reply
 (an error status, a reply for another port) costs its own value and an error naming it, never the sweep.
@@ -8,8 +8,8 @@ ibsim answers every query well; these are the replies it cannot be made to send.
 
 from __future__ import annotations
 
-from collectors.fabric import mad
-from collectors.fabric.sweep import Sweeper, SweepSettings
+from collectors.mads import mad
+from collectors.mads.sweep import Sweeper, SweepSettings
 from tests.fabric.libibmad import Buffer
 
 CA_A, SWITCH, CA_B = 0x0C42A10300000010, 0xB8599F0300000100, 0x0C42A10300000020

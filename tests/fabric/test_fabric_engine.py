@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/mad.py, collectors/fabric/engine.py.
+"""Covers collectors/mads/mad.py, collectors/mads/engine.py.
 
 The MAD engine: many queries in flight, replies matched by TID, timeouts retried, a silent target cut short.
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from collectors.fabric import mad
-from collectors.fabric.engine import TIMEOUT_STATUS, Engine, Query
+from collectors.mads import mad
+from collectors.mads.engine import TIMEOUT_STATUS, Engine, Query
 
 
 class ScriptedPort:

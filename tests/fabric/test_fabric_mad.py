@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/mad.py.
+"""Covers collectors/mads/mad.py.
 
 The collector's MAD codec against rdma-core's libibmad: what libibmad writes, the collector reads the same.
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.fabric import mad
+from collectors.mads import mad
 from tests.fabric.libibmad import Buffer
 
 CAP_EXT_SPEEDS = 1 << 14

@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/mad.py, collectors/fabric/portspeed.py.
+"""Covers collectors/mads/mad.py, collectors/mads/portspeed.py.
 
 Which PortInfo fields say a port's speed, and FDR10, against rdma-core's layouts.
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.fabric import mad
-from collectors.fabric.portspeed import (
+from collectors.mads import mad
+from collectors.mads.portspeed import (
     SpeedFields,
     decode_mlnx_ext_port_info,
     has_mlnx_ext_port_info,

@@ -1,5 +1,5 @@
-"""Covers collectors/fabric/mad.py, collectors/fabric/netfile.py, collectors/fabric/model.py,
-collectors/fabric/snapshot.py, collectors/fabric/text.py, collectors/link.py, fabricweb/fabric/ingest.py.
+"""Covers collectors/mads/mad.py, collectors/mads/netfile.py, collectors/mads/model.py,
+collectors/mads/snapshot.py, collectors/mads/text.py, collectors/link.py, fabricweb/fabric/ingest.py.
 
 Today's speeds on recorded fabrics: XDR (LinkSpeedExt2) and FDR10 (Mellanox's ExtendedPortInfo).
 
@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from collectors.fabric import mad, netfile
-from collectors.fabric.model import FabricSweep
-from collectors.fabric.snapshot import to_dict
-from collectors.fabric.text import could_be, render_text
 from collectors.link import SPEED_RANK, best_common
+from collectors.mads import mad, netfile
+from collectors.mads.model import FabricSweep
+from collectors.mads.snapshot import to_dict
+from collectors.mads.text import could_be, render_text
 from fabricweb.health.models import Event
 from tests.fabric.recorded import RecordedFabric
 from tests.ibsim_support import parse_iblinkinfo, short

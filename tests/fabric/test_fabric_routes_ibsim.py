@@ -71,8 +71,8 @@ def test_its_json_holds_the_out_port_of_every_lid_as_ibroute_reads_it(sim):
 # the second (nothing changed, the interval not yet over), and again once a cable is pulled.
 SWEEPS = """
 import json, sys, time
-from collectors.fabric.snapshot import to_dict
-from collectors.fabric.sweep import Sweeper, open_port
+from collectors.mads.snapshot import to_dict
+from collectors.mads.sweep import Sweeper, open_port
 with open_port() as port:
     sweeper = Sweeper(port, "fabric-test", routes_interval=3600)
     for _ in range(3):

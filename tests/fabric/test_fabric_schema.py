@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/netfile.py, fabricweb/fabric/schema.py.
+"""Covers collectors/mads/netfile.py, fabricweb/fabric/schema.py.
 
 Bad fabric snapshots get a clear error naming what was wrong, and nothing is stored.
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from collectors.fabric import netfile
+from collectors.mads import netfile
 from fabricweb.fabric import schema
 from fabricweb.fabric.schema import SnapshotRejected, parse_fabric
 from tests.fabric.fabric_support import SweepBuilder

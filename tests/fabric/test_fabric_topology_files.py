@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/netfile.py, fabricweb/fabric/expected.py, fabricweb/fabric/naming.py.
+"""Covers collectors/mads/netfile.py, fabricweb/fabric/expected.py, fabricweb/fabric/naming.py.
 
 Topology files: ibnetdiscover's output (recorded from an HDR/NDR fabric, which ibsim cannot simulate) and
 fabricweb's YAML, read strictly; switch names from NodeDescriptions."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.fabric import netfile
+from collectors.mads import netfile
 from fabricweb.fabric import expected, naming
 
 # The shape `ibnetdiscover` prints on a real NDR/HDR fabric (rdma-core 44), two switches and two hosts.

@@ -1,7 +1,7 @@
 """Covers fabricweb/alerts/payload.py, fabricweb/alerts/transports/alertmanager.py, fabricweb/fabric/ingest.py,
 fabricweb/jobs/impact.py, fabricweb/jobs/refresh.py, fabricweb/jobs/sources/slurm.py, fabricweb/api/views/jobs.py,
-fabricweb/api/views/events.py, fabricweb/api/views/fabric.py, fabricweb/dashboard/views/jobs.py,
-fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/fabric.py, fabricweb/dashboard/views/port.py,
+fabricweb/api/views/events.py, fabricweb/api/views/switches.py, fabricweb/dashboard/views/jobs.py,
+fabricweb/dashboard/views/events.py, fabricweb/dashboard/views/switchpages.py, fabricweb/dashboard/views/port.py,
 fabricweb/exporter/views.py; through them fabricweb/alerts/transports/base.py, fabricweb/alerts/transports/http.py,
 fabricweb/jobs/names.py, fabricweb/jobs/report.py, fabricweb/jobs/sources/hostlist.py.
 

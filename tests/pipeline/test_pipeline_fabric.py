@@ -1,4 +1,4 @@
-"""Covers collectors/fabric/netfile.py, fabricweb/nodeauth.py, fabricweb/health/records/staleness.py,
+"""Covers collectors/mads/netfile.py, fabricweb/nodeauth.py, fabricweb/health/records/staleness.py,
 fabricweb/telemetry/intake/messages.py, fabricweb/fabric/ingest.py.
 
 Fabric collectors' sweeps through the broker and the ingest consumer: signed with the collector's own key
@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from collectors.fabric import netfile
+from collectors.mads import netfile
 from fabricweb import nodeauth
 from fabricweb.fabric.models import Sweep
 from fabricweb.health.records.staleness import check_stale

@@ -45,14 +45,14 @@ def mark_page(events, now: datetime) -> None:
     port__peer__device__node loaded)."""
     from fabricweb.jobs.impact import jobs_for_events
 
-    from .. import fabric, newness, problemrows, rowactions
+    from .. import newness, porthealth, problemrows, rowactions
 
     rows = list(events)
-    fabric.mark_silenced(rows, now)
+    porthealth.mark_silenced(rows, now)
     newness.mark_new(rows, now)
     problemrows.mark_rows(rows)
     jobs = jobs_for_events(rows)
     for event in rows:
         event.jobs = jobs.get(event.pk, [])
-        event.ack = fabric.acknowledgement(event)
+        event.ack = porthealth.acknowledgement(event)
         event.why = rowactions.why(event)

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from fabricweb.health.models import Event, Silence
 
-from .. import csvexport, fabric
+from .. import csvexport, porthealth
 from ..eventrange import EventsQuery
 from ..forms import AcknowledgeForm, SilenceForm, glob_filter
 from .common import can_operate, freshness, mark_page
@@ -80,13 +80,13 @@ def _matching(form: EventsQuery, status: str, now):
     if start is not None:  # open at some time in the range: not resolved before it began
         rows = rows.filter(Q(resolved_at__isnull=True) | Q(resolved_at__gte=start))
     if status == "open":
-        return rows.annotate(severity_order=fabric.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
+        return rows.annotate(severity_order=porthealth.SEVERITY_ORDER).order_by("severity_order", "opened_at", "id")
     return rows.order_by("-opened_at", "-id")
 
 
 def _silenced(rows, now) -> list:
     candidates = list(rows[:SILENCED_SCAN])
-    fabric.mark_silenced(candidates, now)
+    porthealth.mark_silenced(candidates, now)
     return [e for e in candidates if e.silence is not None]
 
 

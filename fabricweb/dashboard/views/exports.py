@@ -13,7 +13,7 @@ from collectors.hcamodels import model_words
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
-from .. import csvexport, fabric
+from .. import csvexport, porthealth
 from ..forms import PortFilter
 from ..marks import HEALTH_WORDS
 
@@ -29,7 +29,7 @@ def ports_csv(request):
     if not form.is_valid():
         wrong = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
         return HttpResponse(f"The filter was not applied: {wrong}\n", status=400, content_type="text/plain")
-    _counts, cells = fabric.fabric_view(form.cleaned_data)
+    _counts, cells = porthealth.fabric_view(form.cleaned_data)
     now = timezone.now()
     return csvexport.response(f"ports-{now:%Y%m%d-%H%M}.csv", HEADER, _rows(cells))
 

@@ -19,7 +19,7 @@ from fabricweb.inventory.models import Node, Port
 from fabricweb.jobs.models import Drain, DrainAction
 from fabricweb.jobs.report import node_jobs
 
-from .. import fabric
+from .. import porthealth
 from ..marks import PCIE_KINDS
 from .common import can_operate, freshness, mark_page
 
@@ -40,7 +40,7 @@ def node_page(request, name: str):
     by_device = defaultdict(list)
     for p in ports:
         by_device[p.device_id].append(p)
-    problems = fabric.problem_kinds(node=node)
+    problems = porthealth.problem_kinds(node=node)
     pcie_open = list(
         Event.objects.filter(node=node, kind__in=sorted(PCIE_KINDS), resolved_at__isnull=True).order_by("kind", "key")
     )
@@ -51,7 +51,7 @@ def node_page(request, name: str):
             rows.append(
                 {
                     "port": p,
-                    "health": fabric.port_health(p.status, problems.get(p.pk, ())),
+                    "health": porthealth.port_health(p.status, problems.get(p.pk, ())),
                     "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                     "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),
                     "link": portfacts.link(p),  # None without one: a DOWN/Polling port's rate is no link

@@ -7,7 +7,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import render
 from django.utils import timezone
 
-from .. import fabric, overviewmodel, switches
+from .. import overviewmodel, porthealth, switches
 from ..forms import PortFilter
 from .common import can_operate, freshness, mark_page
 
@@ -36,9 +36,11 @@ def overview(request):
         "fabric_counts": switches.link_counts(now),
         **freshness(now, model.counts.last_ingest, known=True),
     }
-    page = Paginator(fabric.open_problems(filters), PROBLEMS_PER_PAGE).get_page(filters.get("page"))
+    page = Paginator(porthealth.open_problems(filters), PROBLEMS_PER_PAGE).get_page(filters.get("page"))
     mark_page(page, now)
-    advice = Paginator(fabric.open_problems(filters, advice=True), PROBLEMS_PER_PAGE).get_page(filters.get("advice"))
+    advice = Paginator(porthealth.open_problems(filters, advice=True), PROBLEMS_PER_PAGE).get_page(
+        filters.get("advice")
+    )
     mark_page(advice, now)
     context.update(
         grid=model.grid,

@@ -17,7 +17,7 @@ from fabricweb.inventory.models import Node, Port
 from fabricweb.isotime import iso
 from fabricweb.jobs.impact import jobs_by_port
 
-from .. import fabric, series, timerange
+from .. import porthealth, series, timerange
 from .common import can_operate, freshness, mark_page
 
 
@@ -52,7 +52,7 @@ def port_page(request, node: str, device: str, port: int):
         "port": row,
         "device": row.device,
         "node": row.device.node,
-        "health": fabric.port_health(row.status, fabric.problem_kinds(node=row.device.node_id).get(row.pk, ())),
+        "health": porthealth.port_health(row.status, porthealth.problem_kinds(node=row.device.node_id).get(row.pk, ())),
         "state": IBSTAT_STATES.get(row.state_id, row.state_name),
         "phys_state": PHYS_STATES.get(row.phys_state_id, row.phys_state_name),
         "link": portfacts.link(row),  # None without one: a DOWN/Polling port's rate is no link

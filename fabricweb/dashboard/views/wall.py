@@ -22,7 +22,7 @@ from django.views.decorators.http import require_POST
 
 from fabricweb.tokens import hash_token
 
-from .. import fabric, newness, switches
+from .. import newness, porthealth, switches
 from ..forms import WallLinkForm
 from ..marks import HEALTH_WORDS, HEALTHS, MARKS, QUIET
 from ..models import WallLink
@@ -92,8 +92,8 @@ def wall(request):
     elif not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
     now = timezone.now()
-    counts, cells = fabric.fabric_view({})
-    every = list(fabric.open_problems({}))
+    counts, cells = porthealth.fabric_view({})
+    every = list(porthealth.open_problems({}))
     problems = newness.wall_order(every, now)[:WALL_PROBLEMS]
     mark_page(problems, now)
     tiles = heat_map(cells)

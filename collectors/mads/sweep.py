@@ -5,7 +5,7 @@ channel adapters central names), and the switches' forwarding tables when they m
 PMAs of the switches it found without walking the fabric again. A full sweep is what the
 fabric collector sends by default; see docs/fabric.md for the figures of each.
 
-The forwarding tables (collectors.fabric.routes) are read in a full sweep when the topology (its
+The forwarding tables (collectors.mads.routes) are read in a full sweep when the topology (its
 links and LIDs) differs from the one they were last read on, or `routes_interval` seconds have
 passed since: the subnet manager reprograms them after a change, and rarely otherwise. Counters-only
 polls never read them, so they cost what they cost before.

@@ -6,7 +6,7 @@ ends), NodeDescription names it, and PortInfo of every switch port (and of each 
 reached) gives its state and its active, enabled and supported width and speed. All queries
 of a level go out together through the engine's window.
 
-Speeds are read as iblinkinfo reads them (collectors.fabric.portspeed): a switch's external
+Speeds are read as iblinkinfo reads them (collectors.mads.portspeed): a switch's external
 ports through its port 0's capability masks, which may answer after them, so their speeds wait
 for it; a port of a Mellanox device that is up at QDR is asked for ExtendedPortInfo, which
 says whether the link is in fact FDR10.

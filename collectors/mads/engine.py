@@ -48,7 +48,7 @@ class EngineStats:
 
 
 class Engine:
-    """Runs queries against a port (collectors.fabric.umad.UmadPort, or anything with its send/recv)."""
+    """Runs queries against a port (collectors.mads.umad.UmadPort, or anything with its send/recv)."""
 
     def __init__(self, port, *, window: int = 64, timeout_ms: int = 300, retries: int = 2) -> None:
         self.port = port

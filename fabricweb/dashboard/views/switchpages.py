@@ -20,7 +20,7 @@ from fabricweb.health.records.freshness import is_old
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 
-from .. import fabric, grid, linkends, problemrows, switches
+from .. import grid, linkends, porthealth, problemrows, switches
 from .common import freshness, mark_page
 
 LINKS_PER_PAGE = 100
@@ -110,7 +110,7 @@ def switch_page(request, key: str):
     ports = Port.objects.filter(device__node=switch).select_related("device__node", "peer__device__node")
     ports = list(portfacts.annotate(ports).order_by("number"))
     readings.attach(ports)
-    problems = fabric.problem_kinds(node=switch)
+    problems = porthealth.problem_kinds(node=switch)
     far_problems = linkends.far_end_problems(p.peer_id for p in ports)
     rows = []
     for p in ports:
@@ -118,7 +118,7 @@ def switch_page(request, key: str):
         rows.append(
             {
                 "port": p,
-                "health": linkends.worse(fabric.port_health(p.status, problems.get(p.pk, ())), far),
+                "health": linkends.worse(porthealth.port_health(p.status, problems.get(p.pk, ())), far),
                 "far_problems": [(linkends.LINK_HEALTH[e.kind], problemrows.what(e.kind), e) for e in far],
                 "state": IBSTAT_STATES.get(p.state_id, p.state_name),
                 "phys_state": PHYS_STATES.get(p.phys_state_id, p.phys_state_name),

@@ -7,7 +7,7 @@ collector uses only them and the opaque buffer umad_size() describes, never a C 
 Under `ibsim-run` the same calls reach the ibsim simulator (umad2sim is preloaded).
 
 Why this and not the tools: one process sends every query of a sweep and keeps many in flight
-(collectors/fabric/engine.py), where parsing perfquery would start a process per port.
+(collectors/mads/engine.py), where parsing perfquery would start a process per port.
 """
 
 from __future__ import annotations
