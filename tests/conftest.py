@@ -147,6 +147,8 @@ def _committed_partitions(request):
 # The per-process caches with a forget() (docs/architecture.md, "What processes keep in memory"): module, object.
 KEPT_CACHES = (
     ("fabricweb.fabric.congested", "KEPT"),
+    ("fabricweb.dashboard.hostgrid", "KEPT"),
+    ("fabricweb.dashboard.overviewmodel", "KEPT"),
     ("fabricweb.health.engine.memo", "HELD"),
 )
 

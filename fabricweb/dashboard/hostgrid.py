@@ -4,7 +4,7 @@ After a poll almost every host's cells are as they were: the ingest writes every
 rarely moves. One grouped query reads, per host, a fingerprint of exactly what its block is drawn from
 (its name and staleness; each port's id, number, status as the database's own CASE gives it
 (portfacts.status_case) and device name, written so that no two differing lists read the same), and the
-open problems' kinds per port (fabric.problem_kinds) join it; only the hosts whose fingerprint differs
+open problems' kinds per port (porthealth.problem_kinds) join it; only the hosts whose fingerprint differs
 from the one their kept block was drawn from are read and drawn again. The key kept with a block is made
 from the very rows it was drawn from (not from the fingerprint query, read a moment before), so a change
 between the two reads is drawn at the next request, never hidden. Each process keeps its own blocks and
@@ -23,24 +23,46 @@ from django.utils.safestring import SafeString, mark_safe
 from fabricweb.inventory import portfacts
 from fabricweb.inventory.models import Node, Port
 
-from . import fabric, grid
+from . import grid, porthealth
 from .marks import HEALTHS
 
-# node id -> (key, block's HTML, tally's nonzero (health, ports)), per database (vendor, name)
-_blocks: dict[tuple, dict[int, tuple]] = {}
-_lock = threading.Lock()
+
+class KeptGrid:
+    """This process's drawn host blocks (docs/architecture.md, "What processes keep in memory"), shared by the
+    threads of a web process: per database (vendor, name), node id -> (key, block's HTML, tally's nonzero
+    (health, ports)). Owner: this module; a host's block is drawn again when its key changes, and a build keeps
+    only the hosts it drew or kept; forget() drops them all (the tests' conftest, after each test)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.forget()
+
+    def forget(self) -> None:
+        with self._lock:
+            self._grids: dict[tuple, dict[int, tuple]] = {}
+
+    def get(self, where: tuple) -> dict[int, tuple]:
+        with self._lock:
+            return self._grids.get(where, {})
+
+    def put(self, where: tuple, blocks: dict[int, tuple]) -> None:
+        with self._lock:
+            self._grids[where] = blocks
+
+
+KEPT = KeptGrid()
+
 # Above this many hosts to draw, one read of every port is cheaper than a list of ids to match.
 _READ_ALL = 500
 
 
-def build() -> tuple[fabric.Counts, SafeString, int]:
+def build() -> tuple[porthealth.Counts, SafeString, int]:
     """The hosts' counts, the grid's HTML of every port and how many ports it shows, as now."""
     where = (connection.vendor, connection.settings_dict["NAME"])
-    nodes, _stale_names, by_severity = fabric.host_totals()
-    problems = fabric.problem_kinds()
+    nodes, _stale_names, by_severity = porthealth.host_totals()
+    problems = porthealth.problem_kinds()
     kinds_of = _kinds_per_node(problems)
-    with _lock:
-        kept = _blocks.get(where, {})
+    kept = KEPT.get(where)
     blocks: dict[int, tuple] = {}
     names: dict[int, str] = {}
     redraw = []
@@ -53,8 +75,7 @@ def build() -> tuple[fabric.Counts, SafeString, int]:
             redraw.append(node_id)
     if redraw:
         blocks.update(_draw(redraw, len(redraw) > _READ_ALL, problems, kinds_of))
-    with _lock:
-        _blocks[where] = blocks
+    KEPT.put(where, blocks)
     tally = dict.fromkeys(HEALTHS, 0)
     parts = []
     for node_id in sorted(blocks, key=names.__getitem__):  # code-point order, as fabric_view sorts
@@ -62,7 +83,7 @@ def build() -> tuple[fabric.Counts, SafeString, int]:
         parts.append(html)
         for health, n in counted:
             tally[health] += n
-    counts = fabric.make_counts(nodes, by_severity, tally)
+    counts = porthealth.make_counts(nodes, by_severity, tally)
     return counts, mark_safe("".join(parts)), counts.ports
 
 
@@ -108,13 +129,13 @@ def _draw(node_ids: list[int], read_all: bool, problems, kinds_of) -> dict[int, 
         ports = ports.filter(device__node_id__in=node_ids)
     wanted = set(node_ids)
     # ROW_FIELDS, then the node's id (9) and staleness (10)
-    rows = [r for r in fabric.host_port_rows(ports, "device__node_id", "device__node__stale") if r[9] in wanted]
+    rows = [r for r in porthealth.host_port_rows(ports, "device__node_id", "device__node__stale") if r[9] in wanted]
     rows.sort(key=itemgetter(9, 0))
     drawn = {}
     for node_id, of_node in groupby(rows, itemgetter(9)):
         of_node = list(of_node)
         name, stale = of_node[0][1], bool(of_node[0][10])
-        tally, cells = fabric.health_and_cells(of_node, {}, problems, {name} if stale else set(), True)
+        tally, cells = porthealth.health_and_cells(of_node, {}, problems, {name} if stale else set(), True)
         prints = ",".join(_print(r[0], r[3], r[4], r[2]) for r in of_node)
         key = (name, stale, prints, kinds_of.get(node_id, ()))
         drawn[node_id] = (key, grid.render(cells), tuple((h, n) for h, n in tally.items() if n))

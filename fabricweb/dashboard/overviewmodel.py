@@ -24,20 +24,51 @@ from django.utils.safestring import SafeString
 from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.inventory.models import Node
 
-from . import fabric, grid, hostgrid
+from . import grid, hostgrid, porthealth
 
 KEEP = 4  # models kept per process (the plain overview and a few filters): ~3 MB of HTML each at 20,000 ports
 _FILTERS = ("node", "device", "state", "speed", "width", "hca", "layer", "problems")  # not the list's pages
 
 
 class Model(NamedTuple):
-    counts: fabric.Counts
+    counts: porthealth.Counts
     grid: SafeString
     shown_ports: int
 
 
-_models: OrderedDict[tuple, Model] = OrderedDict()
-_lock = threading.Lock()
+class KeptModels:
+    """This process's overview models (docs/architecture.md, "What processes keep in memory"), shared by the
+    threads of a web process: (database, fingerprint, filters) -> Model. Owner: this module; bound KEEP, least
+    recently used out; a model of another database or fingerprint is dropped when one is kept under a new one,
+    and never served; forget() drops them all (the tests' conftest, after each test)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.forget()
+
+    def forget(self) -> None:
+        with self._lock:
+            self._models: OrderedDict[tuple, Model] = OrderedDict()
+
+    def get(self, wanted: tuple) -> Model | None:
+        with self._lock:
+            model = self._models.get(wanted)
+            if model is not None:
+                self._models.move_to_end(wanted)
+            return model
+
+    def put(self, wanted: tuple, model: Model) -> None:
+        """Keep `model` as `wanted`'s ((database, fingerprint), filters), dropping those of another key."""
+        key = wanted[0]
+        with self._lock:
+            for old in [k for k in self._models if k[0] != key]:  # the data changed: those will not be asked again
+                del self._models[old]
+            self._models[wanted] = model
+            while len(self._models) > KEEP:
+                self._models.popitem(last=False)
+
+
+KEPT = KeptModels()
 
 
 def fingerprint() -> tuple:
@@ -68,20 +99,13 @@ def overview(filters: dict) -> Model:
     # The database too: one process may reach several (the tests' SQLite and PostgreSQL).
     key = (connection.vendor, connection.settings_dict["NAME"], fingerprint())
     wanted = (key, tuple(filters.get(name) for name in _FILTERS))
-    with _lock:
-        model = _models.get(wanted)
-        if model is not None:
-            _models.move_to_end(wanted)
-            return model
+    model = KEPT.get(wanted)
+    if model is not None:
+        return model
     if any(wanted[1]):
-        counts, cells = fabric.fabric_view(filters)
+        counts, cells = porthealth.fabric_view(filters)
         model = Model(counts, grid.render(cells), len(cells))
     else:  # the plain overview: only the hosts whose ports changed are drawn again
         model = Model(*hostgrid.build())
-    with _lock:
-        for old in [k for k in _models if k[0] != key]:  # the data changed: those will not be asked again
-            del _models[old]
-        _models[wanted] = model
-        while len(_models) > KEEP:
-            _models.popitem(last=False)
+    KEPT.put(wanted, model)
     return model

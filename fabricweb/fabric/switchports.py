@@ -6,10 +6,11 @@ and LIDs."""
 
 from __future__ import annotations
 
-from collectors.fabric.pma import COUNTER_NAMES
 from collectors.facts import PHYS_STATES, PORT_STATES, SWITCH_DEVICE
 from collectors.link import make_rate
+from collectors.mads.pma import COUNTER_NAMES
 from collectors.xmitwait import hca_type, switch_board_id
+from fabricweb.telemetry.results import LinkState
 from fabricweb.telemetry.storage.apply import NodeRows
 from fabricweb.telemetry.storage.deltas import all_ones
 from fabricweb.telemetry.validation.typed import DeviceIn, PortIn, SnapshotIn
@@ -54,7 +55,7 @@ def switch_snapshot(
             gbps = None
             if r.phys_state == LINK_UP and r.speed is not None and r.lanes is not None:
                 gbps = make_rate(r.speed, r.lanes).gbps
-            link = (
+            link = (  # LinkState's fields, in its order
                 r.state, PORT_STATES.get(r.state), r.phys_state, PHYS_STATES.get(r.phys_state), "InfiniBand",
                 gbps, r.lanes if gbps else None, r.speed if gbps else None,
             )  # fmt: skip
@@ -64,7 +65,7 @@ def switch_snapshot(
         numbers = sorted({*counted, *stored})
         for number in numbers:
             port = stored.get(number)
-            link = tuple(getattr(port, f) for f in _LINK_STATE) if port is not None else (None,) * 8
+            link = LinkState.of(port) if port is not None else _NO_LINK
             ids = (port.port_guid, port.lid) if adapter and port is not None else (None, None)
             ports.append(_port_in(number, link, fabric.counters.get((index, number)), *ids))
     attrs = {
@@ -97,9 +98,7 @@ def switch_snapshot(
     )
 
 
-_LINK_STATE = (
-    "state_id", "state_name", "phys_state_id", "phys_state_name", "link_layer", "rate_gbps", "lanes", "speed",
-)  # fmt: skip
+_NO_LINK = (None,) * len(LinkState._fields)
 
 
 def _port_in(number: int, link: tuple, values: list[int | None] | None, guid: str | None, lid: int | None) -> PortIn:
