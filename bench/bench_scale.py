@@ -45,8 +45,20 @@ as making them takes, each pushed at its date), and for them:
 - consumer peak RSS: VmHWM of each `manage.py ingest` process at the end (not tracemalloc);
 - PostgreSQL disk: the samples tables (pg_partition_tree of telemetry_nodepoll), the whole database
   (pg_database_size: with the port rows' old versions, until vacuum) and WAL written (the cluster's: run
-  nothing else on it) per poll, and for a day of 10 s polls (the mean over the timed polls x 8,640).
-  Rollups are not made here (beat's job); their row size is in bench_sample_size.py;
+  nothing else on it) per poll, and for a day of 10 s polls (the mean over the timed polls x 8,640);
+- rollups: after the timed polls, with the consumers stopped, the real rollup job (rollup() of
+  fabricweb/telemetry/history/rollup.py, what beat's `rollup-samples` runs every 300 s) run once, in a
+  `manage.py shell -c` on the run's database, dated 2 h after the last poll so that every bucket of the
+  polls stored (registration, warm-up, timed) is complete: rows written and buckets per period; bytes
+  added to the 5-minute and hourly rollup tables (pg_total_relation_size over pg_partition_tree of
+  telemetry_portrollup_300 and _3600, indexes and the partitions it made included) and per row; WAL
+  written per row; the job's wall time (one run: no spread), its process's CPU and its PostgreSQL
+  backend's, in all and per raw port-sample it read (every NodePoll row's: beat's run reads a
+  bucket's 30 polls, this one the run's few). The timed polls (5 x 10 s) fill at most one 5-minute
+  bucket, and partly, so the day is not extrapolated from the run: rollups' disk per day = B per
+  5-minute row x ports x 288 (a bucket per port every 300 s) + B per hourly row x ports x 24 (one
+  every 3,600 s), ports = host + switch ports offered (rows per bucket are printed beside them); rows
+  as written, before any vacuum or rewrite; their WAL a day the same way, B of WAL per row x ports x 312;
 - bytes in the broker per host port and per switch port: each message's length as Redis holds it.
 
 The rings of recent samples are not full (a fabric's first minute, not an hour in: bench_consumer.py
@@ -391,11 +403,14 @@ class Watch:
         wal = self.one("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")[0]
         return {"samples": int(samples), "database": int(db), "wal": int(wal)}
 
-    def samples(self, when: datetime) -> int:
-        """Port-samples in the NodePoll rows dated `when` (packing.unpack)."""
+    def samples(self, when: datetime | None = None) -> int:
+        """Port-samples in the NodePoll rows dated `when`, or in all of them (packing.unpack)."""
         from fabricweb.telemetry.storage.packing import unpack
 
-        rows = self.conn.execute("SELECT ports FROM telemetry_nodepoll WHERE ts = %s", [when]).fetchall()
+        if when is None:
+            rows = self.conn.execute("SELECT ports FROM telemetry_nodepoll").fetchall()
+        else:
+            rows = self.conn.execute("SELECT ports FROM telemetry_nodepoll WHERE ts = %s", [when]).fetchall()
         return sum(len(unpack(bytes(r[0]))) for r in rows)
 
     def backends(self) -> list[int]:
@@ -554,6 +569,7 @@ def run(
         result["samples_stored"] = [watch.samples(p.when) + watch.samples(p.sweep_when) for p in polls]
         result["profile"] = None
         consumers.stop()
+        result["rollup"] = rollups(env, watch, polls[-1].when)
         if consumers.profile and consumers.profile.exists():
             text = io.StringIO()
             stats = pstats.Stats(str(consumers.profile), stream=text)
@@ -617,6 +633,64 @@ class BackendCPU:
 
     def total(self) -> float:
         return sum(self.seen.values())
+
+
+# The job as beat's worker runs it, in its own process on the run's database: its wall time, its CPU
+# and its backend's (this process's pid's, read from /proc before and after: PostgreSQL is local).
+ROLLUP_JOB = """
+import json, os, time
+from datetime import datetime
+from django.db import connection
+from fabricweb.telemetry.history.rollup import rollup
+
+def cpu(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+with connection.cursor() as cursor:
+    cursor.execute("SELECT pg_backend_pid()")
+    backend = cursor.fetchone()[0]
+pg, own, start = cpu(backend), time.process_time(), time.perf_counter()
+written = rollup(now=datetime.fromisoformat(%r))
+wall, own, pg = time.perf_counter() - start, time.process_time() - own, cpu(backend) - pg
+print(%r + json.dumps({"written": written, "wall_s": wall, "cpu_s": own, "pg_cpu_s": pg}), flush=True)
+"""
+ROLLUP_MARK = "bench-scale-rollup: "
+ROLLUP_TABLES = {300: "telemetry_portrollup_300", 3600: "telemetry_portrollup_3600"}
+DAY_BUCKETS = {300: 86400 // 300, 3600: 86400 // 3600}
+
+
+def rollups(env: dict, watch: Watch, last: datetime) -> dict:
+    """Run the rollup job once over the polls stored (dated 2 h after the last: every bucket complete);
+    rows, buckets and bytes added per period, WAL written, its wall time and CPU."""
+
+    def tables() -> dict[int, int]:
+        sql = "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree(%s::regclass)"
+        return {period: int(watch.one(sql, [table])[0]) for period, table in ROLLUP_TABLES.items()}
+
+    before, wal = tables(), watch.sizes()["wal"]
+    rolled = watch.samples()
+    code = ROLLUP_JOB % ((last + timedelta(hours=2)).isoformat(), ROLLUP_MARK)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "manage.py"), "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    lines = [x for x in proc.stdout.splitlines() if x.startswith(ROLLUP_MARK)]
+    if proc.returncode or not lines:
+        raise RuntimeError(f"the rollup job failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
+    job = json.loads(lines[-1][len(ROLLUP_MARK) :])
+    after, wal = tables(), watch.sizes()["wal"] - wal
+    out = {"wall_s": job["wall_s"], "cpu_s": job["cpu_s"], "pg_cpu_s": job["pg_cpu_s"], "wal": wal}
+    out |= {"samples": rolled, "periods": {}}
+    for period in ROLLUP_TABLES:
+        rows = int(job["written"][str(period)])
+        buckets = watch.one("SELECT count(DISTINCT bucket) FROM telemetry_portrollup WHERE period_s = %s", [period])[0]
+        out["periods"][period] = {"rows": rows, "buckets": int(buckets), "bytes": after[period] - before[period]}
+    return out
 
 
 def _cpu(pids: list[int]) -> float:
@@ -718,10 +792,42 @@ def report(n: int, result: dict, host_ports: int, switch_ports: int) -> None:
         f"message), {b['switch_port']:.0f} B per switch port ({b['sweep_message']:,} B a sweep); "
         f"{b['poll_bytes'] / mb:.1f} MiB a poll, {b['poll_bytes'] / POLL_S / mb:.1f} MiB/s"
     )
+    report_rollups(result["rollup"], ports)
     if result["warnings"]:
         print(f"  consumer warnings/errors: {len(result['warnings'])}, the first: {result['warnings'][0][:300]}")
     if result["profile"]:
         print(result["profile"])
+
+
+def report_rollups(r: dict, ports: int) -> None:
+    """The rollup job's rows and bytes, and the rollups' disk per day at this size from bytes per row."""
+    mb, names = 1024 * 1024, {300: "5-minute", 3600: "hourly"}
+    rows = sum(p["rows"] for p in r["periods"].values())
+    us = 1e6 / max(r["samples"], 1)
+    print(
+        f"  rollup job, run once after the timed polls (rollup(), beat's every 300 s): {r['wall_s']:.2f} s, "
+        f"CPU {r['cpu_s']:.2f} s, its PostgreSQL backend {r['pg_cpu_s']:.2f} s, over {r['samples']:,} raw "
+        f"port-samples ({r['wall_s'] * us:.1f} µs wall, {r['cpu_s'] * us:.1f} + {r['pg_cpu_s'] * us:.1f} µs CPU "
+        f"each); {rows:,} rows, WAL {r['wal'] / mb:.1f} MiB ({r['wal'] / max(rows, 1):.0f} B per row)"
+    )
+    day = 0.0
+    parts = []
+    for period, p in r["periods"].items():
+        per_row = p["bytes"] / p["rows"] if p["rows"] else 0.0
+        per_bucket = p["rows"] / p["buckets"] if p["buckets"] else 0.0
+        day += per_row * ports * DAY_BUCKETS[period]
+        parts.append(f"{per_row:.0f} B x {ports:,} x {DAY_BUCKETS[period]}")
+        print(
+            f"  {names[period]} rollups ({ROLLUP_TABLES[period]}): {p['rows']:,} rows in {p['buckets']} "
+            f"bucket(s), {per_bucket:,.0f} rows per bucket (ports {ports:,}); {p['bytes'] / mb:.2f} MiB added, "
+            f"{per_row:.0f} B per row, indexes included"
+        )
+    wal_day = r["wal"] / max(rows, 1) * ports * sum(DAY_BUCKETS.values())
+    print(
+        f"  rollups a day at this size: {day / 1024**3:.2f} GiB = B per 5-minute row x ports x 288 + B per hourly "
+        f"row x ports x 24 = {' + '.join(parts)} (a bucket per port every 300 s and every 3,600 s); "
+        f"their WAL {wal_day / 1024**3:.2f} GiB (B per row x ports x 312)"
+    )
 
 
 # -- driver ----------------------------------------------------------------------------------------
