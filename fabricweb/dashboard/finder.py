@@ -30,7 +30,12 @@ _PORT = re.compile(rf"(?P<node>{_NAME})[ /](?:(?P<device>{_NAME})[ /])?(?P<numbe
 _DEVICE = re.compile(rf"(?P<node>{_NAME})[ /](?P<device>{_NAME})")  # cn042 mlx5_0, cn042/mlx5_0
 _LID = re.compile(r"(?:lid ?)?(\d{1,5})", re.IGNORECASE)  # lid 17, LID 17, 17
 UNICAST_LIDS = range(1, 0xC000)  # 0 is no LID (a port the subnet manager has not given one); 0xC000 up multicast
-KIND_WORDS = {Node.Kind.HOST: "host", Node.Kind.SWITCH: "switch", Node.Kind.COLLECTOR: "fabric collector"}
+KIND_WORDS = {
+    Node.Kind.HOST: "host",
+    Node.Kind.SWITCH: "switch",
+    Node.Kind.ADAPTER: "CA",  # a channel adapter no agent reports (fabricweb/fabric/adapters.py)
+    Node.Kind.COLLECTOR: "fabric collector",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +135,8 @@ def _node_hit(node: Node, exact: bool) -> Hit:
         url = reverse("dashboard:switch", args=[node.name])
         return Hit("switch", node.name, url, f"GUID {guid_words(node.guid)}", exact)
     seen = f"last snapshot {node.last_ingested_at:%Y-%m-%d %H:%M} UTC" if node.last_ingested_at else "no snapshot yet"
+    if node.kind == Node.Kind.ADAPTER:
+        seen = f"read by the fabric collector, {seen}"
     return Hit(
         KIND_WORDS.get(node.kind, node.kind), node.name, reverse("dashboard:node", args=[node.name]), seen, exact
     )

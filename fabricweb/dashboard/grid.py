@@ -1,5 +1,6 @@
 """The port grid as one block of HTML: per port one link with a one-character mark (and a tooltip on
-problem ports naming their open problems), nothing else.
+problem ports naming their open problems), nothing else. A channel adapter no agent reports is named
+"(CA)", read by the fabric collector (marks.ADAPTER_WORDS); a stale host "(stale)".
 
 Built here rather than in a template loop: at 20,000 ports a template loop alone costs
 more than the 300 ms budget. Every name is escaped (host and device names come from nodes).
@@ -13,8 +14,11 @@ from html import escape
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from .marks import HEALTH_WORDS, MARKS, WORDS
+from .marks import ADAPTER_WORDS, HEALTH_WORDS, MARKS, WORDS
 from .porthealth import Cell
+
+# An adapter's port is unknown when the sweeps no longer reach it: it has no agent to go stale.
+_ADAPTER_CELL_WORDS = {**WORDS, "unknown": "unknown: the fabric collector's sweeps do not reach it"}
 
 # Marked without a tooltip: up (most cells), not connected (often half a leaf: the mark and the legend say it).
 PLAIN = frozenset({"up", "not_connected"})
@@ -28,20 +32,25 @@ def render(cells: list[Cell]) -> SafeString:
     parts = []
     append = parts.append
     node = None
+    words = WORDS
     for c in cells:
         if c.node != node:
             if node is not None:
                 append("</div>")
             node, name = c.node, escape(c.node)
-            label = f'<a class="gn" href="/nodes/{name}/">{name}{" (stale)" if c.stale else ""}</a>'
-            append(f'<div class="gnode{" stale" if c.stale else ""}">{label}')
-            prefix = f"{base}/{name}/"
+            if c.adapter:
+                label = f'<a class="gn" href="/nodes/{name}/" title="{name}: {ADAPTER_WORDS}">{name} (CA)</a>'
+                append(f'<div class="gnode ca">{label}')
+            else:
+                label = f'<a class="gn" href="/nodes/{name}/">{name}{" (stale)" if c.stale else ""}</a>'
+                append(f'<div class="gnode{" stale" if c.stale else ""}">{label}')
+            prefix, words = f"{base}/{name}/", _ADAPTER_CELL_WORDS if c.adapter else WORDS
         device = _escaped(c.device)
         if c.health in PLAIN:  # most cells: the link alone (the browser shows where it goes)
             append(f"{heads[c.health]}{prefix}{device}/{c.port}/{tails[c.health]}")
         else:
             why = f" ({escape(c.why)})" if c.why else ""  # which problems: PCIe, symbol errors...
-            title = f"{name} {device}/{c.port}: {WORDS[c.health]}{why}"
+            title = f"{name} {device}/{c.port}: {words[c.health]}{why}"
             append(f'{heads[c.health]}{prefix}{device}/{c.port}/" title="{title}">{MARKS[c.health]}</a>')
     if node is not None:
         append("</div>")

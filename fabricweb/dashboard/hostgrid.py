@@ -1,8 +1,10 @@
 """The plain overview's counts and grid, drawn again only for the hosts whose ports changed.
 
+Its nodes are the hosts and the agentless channel adapters (porthealth.GRID_KINDS): "host" below means either.
+
 After a poll almost every host's cells are as they were: the ingest writes every port, yet its status
 rarely moves. One grouped query reads, per host, a fingerprint of exactly what its block is drawn from
-(its name and staleness; each port's id, number, status as the database's own CASE gives it
+(its name, staleness and kind; each port's id, number, status as the database's own CASE gives it
 (portfacts.status_case) and device name, written so that no two differing lists read the same), and the
 open problems' kinds per port (porthealth.problem_kinds) join it; only the hosts whose fingerprint differs
 from the one their kept block was drawn from are read and drawn again. The key kept with a block is made
@@ -21,7 +23,7 @@ from django.db import connection
 from django.utils.safestring import SafeString, mark_safe
 
 from fabricweb.inventory import portfacts
-from fabricweb.inventory.models import Node, Port
+from fabricweb.inventory.models import Port
 
 from . import grid, porthealth
 from .marks import HEALTHS
@@ -66,10 +68,10 @@ def build() -> tuple[porthealth.Counts, SafeString, int]:
     blocks: dict[int, tuple] = {}
     names: dict[int, str] = {}
     redraw = []
-    for node_id, name, stale, prints in _fingerprints():
+    for node_id, name, stale, kind, prints in _fingerprints():
         names[node_id] = name
         block = kept.get(node_id)
-        if block is not None and block[0] == (name, stale, prints, kinds_of.get(node_id, ())):
+        if block is not None and block[0] == (name, stale, kind, prints, kinds_of.get(node_id, ())):
             blocks[node_id] = block
         else:
             redraw.append(node_id)
@@ -88,28 +90,29 @@ def build() -> tuple[porthealth.Counts, SafeString, int]:
 
 
 def _fingerprints():
-    """(node id, name, stale, its ports' _print()s joined by "," in port id order) of every host with ports."""
-    ports = portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST))
-    fields = ("device__node_id", "device__node__name", "device__node__stale", "pk", "number", "status")
-    inner = ports.values_list(*fields, "device__name")
+    """(node id, name, stale, kind, its ports' _print()s joined by "," in port id order) of every host with
+    ports."""
+    ports = portfacts.annotate(porthealth.grid_ports())
+    fields = ("device__node_id", "device__node__name", "device__node__stale", "device__node__kind", "pk", "number")
+    inner = ports.values_list(*fields, "status", "device__name")
     # _print() in SQL: id, number and status (digits, digits, a word) and the device name after its length
     one = "p.id || ' ' || p.number || ' ' || p.status || ' ' || LENGTH(p.device) || ' ' || p.device"
     sql, params = inner.order_by().query.sql_with_params()
-    with_p = f"WITH p (node_id, name, stale, id, number, status, device) AS ({sql})"
+    with_p = f"WITH p (node_id, name, stale, kind, id, number, status, device) AS ({sql})"
     if connection.vendor == "postgresql":
         select = (
-            f" SELECT p.node_id, p.name, p.stale, STRING_AGG({one}, ',' ORDER BY p.id) FROM p"
-            " GROUP BY p.node_id, p.name, p.stale"
+            f" SELECT p.node_id, p.name, p.stale, p.kind, STRING_AGG({one}, ',' ORDER BY p.id) FROM p"
+            " GROUP BY p.node_id, p.name, p.stale, p.kind"
         )
     else:  # SQLite (3.40) has no ORDER BY in an aggregate; a window has: the host's last row carries it all
         select = (
-            " SELECT node_id, name, stale, prints FROM (SELECT p.node_id, p.name, p.stale,"
+            " SELECT node_id, name, stale, kind, prints FROM (SELECT p.node_id, p.name, p.stale, p.kind,"
             f" GROUP_CONCAT({one}, ',') OVER host AS prints, LEAD(p.id) OVER host AS next FROM p"
             " WINDOW host AS (PARTITION BY p.node_id ORDER BY p.id)) WHERE next IS NULL"
         )
     with connection.cursor() as cursor:
         cursor.execute(with_p + select, params)
-        return [(node_id, name, bool(stale), prints) for node_id, name, stale, prints in cursor.fetchall()]
+        return [(node_id, name, bool(stale), kind, prints) for node_id, name, stale, kind, prints in cursor.fetchall()]
 
 
 def _kinds_per_node(problems: dict[int, frozenset[str]]) -> dict[int, tuple]:
@@ -124,20 +127,22 @@ def _kinds_per_node(problems: dict[int, frozenset[str]]) -> dict[int, tuple]:
 
 def _draw(node_ids: list[int], read_all: bool, problems, kinds_of) -> dict[int, tuple]:
     """The blocks of these hosts, each with the key of the rows it was drawn from."""
-    ports = Port.objects.filter(device__node__kind=Node.Kind.HOST)
+    ports = porthealth.grid_ports()
     if not read_all:
         ports = ports.filter(device__node_id__in=node_ids)
     wanted = set(node_ids)
-    # ROW_FIELDS, then the node's id (9) and staleness (10)
-    rows = [r for r in porthealth.host_port_rows(ports, "device__node_id", "device__node__stale") if r[9] in wanted]
-    rows.sort(key=itemgetter(9, 0))
+    # ROW_FIELDS (the node's kind is 9), then the node's id (10) and staleness (11)
+    rows = [r for r in porthealth.host_port_rows(ports, "device__node_id", "device__node__stale") if r[10] in wanted]
+    rows.sort(key=itemgetter(10, 0))
     drawn = {}
-    for node_id, of_node in groupby(rows, itemgetter(9)):
+    for node_id, of_node in groupby(rows, itemgetter(10)):
         of_node = list(of_node)
-        name, stale = of_node[0][1], bool(of_node[0][10])
-        tally, cells = porthealth.health_and_cells(of_node, {}, problems, {name} if stale else set(), True)
+        name, kind, stale = of_node[0][1], of_node[0][9], bool(of_node[0][11])
+        # An adapter is never a stale host (porthealth.host_totals): its ports say when the sweeps lose it.
+        marked = {name} if stale and kind != porthealth.ADAPTER else set()
+        tally, cells = porthealth.health_and_cells(of_node, {}, problems, marked, True)
         prints = ",".join(_print(r[0], r[3], r[4], r[2]) for r in of_node)
-        key = (name, stale, prints, kinds_of.get(node_id, ()))
+        key = (name, stale, kind, prints, kinds_of.get(node_id, ()))
         drawn[node_id] = (key, grid.render(cells), tuple((h, n) for h, n in tally.items() if n))
     return drawn
 

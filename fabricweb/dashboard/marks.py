@@ -62,6 +62,9 @@ WORDS = {
     "not_connected": "not connected (no link, and none expected)",
 }
 
+# How the overview marks a channel adapter no agent reports (a storage server, a gateway: fabric/adapters.py).
+ADAPTER_WORDS = "CA, read by the fabric collector (no agent reports it)"
+
 # A problem's kind in the grids' tooltips, where the kind name alone would not say it.
 KIND_WORDS = {
     "pcie": "PCIe link too slow for the port",

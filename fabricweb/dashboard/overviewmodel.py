@@ -3,10 +3,12 @@ and kept in this process.
 
 At 20,000 ports building it from scratch is most of the page (every port read, judged and drawn: ~200 ms;
 the plain overview draws again only the hosts whose ports changed: hostgrid.py), yet it changes only when
-the data does: a batch ingested (a host's last_ingested_at), a node marked stale (health.staleness), an
-event opened, resolved or changed in severity, a baseline accepted or undone (it writes the port's expected
-link at once; a policy edited in the admin reaches the ports at their next ingest). `fingerprint()` reads
-all of these in one small query at every request; a model built under another fingerprint is never served.
+the data does: a batch ingested (a host's or an agentless adapter's last_ingested_at: the fabric collector's
+sweeps write the adapters'), a sweep no longer reaching an adapter (FabricNode.missing_since), a node marked
+stale (health.staleness), an event opened, resolved or changed in severity, a baseline accepted or undone
+(it writes the port's expected link at once; a policy edited in the admin reaches the ports at their next
+ingest). `fingerprint()` reads all of these in one small query at every request; a model built under another
+fingerprint is never served.
 Each gunicorn worker keeps its own models and checks the fingerprint itself, so no worker serves a model
 older than the database's. The model holds nothing of a user: counts and grid are the same for every
 viewer; who may act, acknowledgements and silences are in the problem list, built for each request.
@@ -21,6 +23,7 @@ from typing import NamedTuple
 from django.db import connection
 from django.utils.safestring import SafeString
 
+from fabricweb.fabric.models import FabricNode
 from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.inventory.models import Node
 
@@ -72,25 +75,29 @@ KEPT = KeptModels()
 
 
 def fingerprint() -> tuple:
-    """What the model is built from, in one query: the hosts (how many, the newest ingest, which are
-    stale), the open events (which, and how many of each severity) and the link policies (baselines)."""
+    """What the model is built from, in one query: the hosts and adapters (how many, how many adapters, the
+    newest ingest, which are stale), the fabric nodes the sweeps no longer reach (an adapter's ports are unknown
+    then), the open events (which, and how many of each severity) and the link policies (baselines)."""
     q = connection.ops.quote_name
-    node, event, policy = (q(m._meta.db_table) for m in (Node, Event, LinkPolicy))
-    hosts = f"FROM {node} WHERE {q('kind')} = %s"
+    node, event, policy, swept = (q(m._meta.db_table) for m in (Node, Event, LinkPolicy, FabricNode))
+    hosts = f"FROM {node} WHERE {q('kind')} IN (%s, %s)"
+    missing = f"FROM {swept} WHERE {q('missing_since')} IS NOT NULL"
     open_events = f"FROM {event} WHERE {q('resolved_at')} IS NULL"
     per_severity = f"SUM(CASE WHEN {q('severity')} = %s THEN 1 ELSE 0 END)"
     sql = (
         f"SELECT (SELECT COUNT(*) {hosts}), (SELECT MAX({q('last_ingested_at')}) {hosts}),"
         f" (SELECT COUNT(*) {hosts} AND {q('stale')}), (SELECT SUM({q('id')}) {hosts} AND {q('stale')}),"
+        f" (SELECT COUNT(*) FROM {node} WHERE {q('kind')} = %s),"
+        f" (SELECT COUNT(*) {missing}), (SELECT SUM({q('id')}) {missing}),"
         f" (SELECT MAX({q('id')}) FROM {event}),"
         f" (SELECT COUNT(*) {open_events}), (SELECT SUM({q('id')}) {open_events}),"
         f" (SELECT {per_severity} {open_events}), (SELECT {per_severity} {open_events}),"
         f" (SELECT COUNT(*) FROM {policy}), (SELECT MAX({q('id')}) FROM {policy}),"
         f" (SELECT MAX({q('accepted_at')}) FROM {policy})"
     )
-    host = Node.Kind.HOST.value
+    severities = [Event.Severity.CRITICAL.value, Event.Severity.WARNING.value]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [host] * 4 + [Event.Severity.CRITICAL.value, Event.Severity.WARNING.value])
+        cursor.execute(sql, [*porthealth.GRID_KINDS] * 4 + [porthealth.ADAPTER, *severities])
         return tuple(cursor.fetchone())
 
 

@@ -1,5 +1,10 @@
 """What the pages read, each in a fixed number of queries whatever the size of the fabric.
 
+The overview's nodes (GRID_KINDS) are the hosts and the channel adapters no agent reports (storage servers,
+gateways: fabricweb/fabric/adapters.py), whose ports the fabric collector's sweeps read. An adapter's ports are
+judged as a host's; it is never a stale host (no agent is polled for it: its ports are unknown when the sweeps
+no longer reach it, portfacts.unknown_q), and it is counted apart from the hosts (Counts.adapters).
+
 A port's health is its status (fabricweb/inventory/portfacts/: down, no subnet manager, degraded,
 vanished, unknown, up, not connected), "flapping" while a flapping problem is open on it (down at this
 poll or up: one mark for the episode), "erroring": a port that is up and at its expected link but
@@ -30,6 +35,9 @@ from .marks import ERRORING, FLAPPING, HEALTHS, PCIE_KINDS, PCIE_LIMITED, QUIET,
 
 # Link kinds show as the port's colour already; the others make an up port "erroring".
 LINK_KINDS = (Kind.DOWN, Kind.DEGRADED, Kind.VANISHED, Kind.NO_SM)
+# The nodes on the overview (grid, counts, wall, ports.csv): switches are on /fabric/, a collector has no ports.
+GRID_KINDS = (Node.Kind.HOST.value, Node.Kind.ADAPTER.value)
+ADAPTER = Node.Kind.ADAPTER.value
 ADVICE = Severity.INFO.value  # open events of this severity are advice, not problems
 # A link's own faults, judged on one end, that mark the far end of its cable too (linkends.py: the switch page).
 BOTH_ENDS = frozenset(
@@ -53,12 +61,13 @@ SEVERITY_ORDER = Case(
 
 @dataclass
 class Counts:
-    nodes: int
-    stale_nodes: int
+    nodes: int  # hosts
+    stale_nodes: int  # hosts only: an adapter has no agent to miss its polls
     ports: int
     by_health: dict[str, int]  # every one of HEALTHS: each port counted once
     open_events: dict[str, int]
-    last_ingest: datetime | None
+    last_ingest: datetime | None  # the hosts' newest snapshot (the sweeps' are on /fabric/)
+    adapters: int = 0  # channel adapters no agent reports, read by the fabric collector
 
     def __getattr__(self, name: str) -> int:  # counts.down, counts.no_subnet_manager...
         try:
@@ -80,6 +89,7 @@ class Cell(NamedTuple):  # a tuple: built 20,000 times a page, 3x cheaper than a
     health: str  # one of HEALTHS
     stale: bool
     why: str = ""  # the open problems' kinds, in words (the cell's tooltip)
+    adapter: bool = False  # a channel adapter no agent reports, read by the fabric collector
 
 
 _UP = portfacts.Status.UP.value
@@ -140,7 +150,7 @@ def _glob_matcher(glob: str | None):
 
 
 def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Cell]]:
-    """The hosts' counts and the grid of their ports matching `filters` (PortFilter's cleaned data); open
+    """The counts and the grid of the hosts' and adapters' ports matching `filters` (PortFilter's cleaned data); open
     events are counted whatever they are on (a switch's too: they are in the problem list).
 
     One pass over every port (one query, no per-row dates): at 20,000 ports a query per
@@ -148,14 +158,19 @@ def fabric_view(filters: dict, with_cells: bool = True) -> tuple[Counts, list[Ce
     """
     nodes, stale_names, by_severity = host_totals()
     problems = problem_kinds()
-    rows = host_port_rows(Port.objects.filter(device__node__kind=Node.Kind.HOST))
+    rows = host_port_rows(grid_ports())
     tally, cells = health_and_cells(rows, filters, problems, stale_names, with_cells)
     return make_counts(nodes, by_severity, tally), cells
 
 
 # A grid row: the port's id, node, device, number, status, then what the filters compare (health_and_cells).
 ROW_FIELDS = ("pk", "device__node__name", "device__name", "number", "status", "speed", "lanes")
-ROW_FIELDS += ("device__hca_type", "link_layer")
+ROW_FIELDS += ("device__hca_type", "link_layer", "device__node__kind")
+
+
+def grid_ports():
+    """The ports of the overview's nodes (GRID_KINDS)."""
+    return Port.objects.filter(device__node__kind__in=GRID_KINDS)
 
 
 def host_port_rows(ports, *more: str):
@@ -165,10 +180,17 @@ def host_port_rows(ports, *more: str):
 
 
 def host_totals() -> tuple[dict, set[str], dict[str, int]]:
-    """The hosts (total, stale, latest ingest), the stale hosts' names, the open events per severity."""
-    stale = portfacts.node_stale_q(prefix="")
-    hosts = Node.objects.filter(kind=Node.Kind.HOST)  # switches are on /fabric/; a collector has no ports
-    nodes = hosts.aggregate(total=Count("id"), stale=Count("id", filter=stale), latest=Max("last_ingested_at"))
+    """The hosts (total, stale, latest ingest) and adapters (total), the stale hosts' names, the open events per
+    severity."""
+    host = Q(kind=Node.Kind.HOST)
+    stale = portfacts.node_stale_q(prefix="") & host
+    nodes = Node.objects.filter(kind__in=GRID_KINDS).aggregate(
+        total=Count("id", filter=host),
+        stale=Count("id", filter=stale),
+        latest=Max("last_ingested_at", filter=host),
+        adapters=Count("id", filter=Q(kind=Node.Kind.ADAPTER)),
+    )
+    hosts = Node.objects.filter(host)
     stale_names = set(hosts.filter(stale).values_list("name", flat=True)) if nodes["stale"] else set()
     by_severity = dict(
         Event.objects.filter(resolved_at__isnull=True).values_list("severity").annotate(n=Count("id")).order_by()
@@ -184,6 +206,7 @@ def make_counts(nodes: dict, by_severity: dict[str, int], tally: dict[str, int])
         by_health=tally,
         open_events={s: by_severity.get(s, 0) for s in Event.Severity.values},
         last_ingest=nodes["latest"],
+        adapters=nodes["adapters"],
     )
 
 
@@ -219,7 +242,7 @@ def health_and_cells(
         ):
             continue
         why = kind_words(kinds) if kinds and health not in QUIET else ""
-        append(new_cell((row[1], row[2], row[3], health, row[1] in stale_names, why)))
+        append(new_cell((row[1], row[2], row[3], health, row[1] in stale_names, why, row[9] == ADAPTER)))
     return tally, cells
 
 

@@ -1,6 +1,7 @@
-"""`/ports.csv`: the hosts' ports the overview's filters select (the same PortFilter, the same health as
-its grid), one row each, in the pages' words (ibstat's; a RoCE port's link and speed in Ethernet's, the far
-end of its cable as the sweeps name it), for a spreadsheet (fabricweb.dashboard.csvexport)."""
+"""`/ports.csv`: the hosts' and agentless CAs' ports the overview's filters select (the same PortFilter, the
+same health as its grid), one row each, in the pages' words (ibstat's; a RoCE port's link and speed in
+Ethernet's, the far end of its cable as the sweeps name it; who reads it: the node's agent, or for a channel
+adapter no agent reports the fabric collector), for a spreadsheet (fabricweb.dashboard.csvexport)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from django.utils import timezone
 from collectors.facts import IBSTAT_STATES, PHYS_STATES, guid_words
 from collectors.hcamodels import model_words
 from fabricweb.inventory import portfacts
-from fabricweb.inventory.models import Node, Port
 
 from .. import csvexport, porthealth
 from ..forms import PortFilter
@@ -20,6 +20,7 @@ from ..marks import HEALTH_WORDS
 HEADER = [
     "node", "device", "port", "health", "state", "physical state", "link", "rate (Gb/s)", "width (lanes)",
     "speed", "expected link", "far end", "LID", "SM LID", "port GUID", "link layer", "HCA model", "node stale",
+    "read by",
 ]  # fmt: skip
 
 
@@ -35,7 +36,7 @@ def ports_csv(request):
 
 
 def _rows(cells):
-    ports = portfacts.annotate(Port.objects.filter(device__node__kind=Node.Kind.HOST)).select_related("device__node")
+    ports = portfacts.annotate(porthealth.grid_ports()).select_related("device__node")
     by_name = {(p.device.node.name, p.device.name, p.number): p for p in ports.order_by()}
     for c in cells:
         p = by_name.get((c.node, c.device, c.port))
@@ -49,4 +50,5 @@ def _rows(cells):
             link.speed_words if link else None, expected.name if expected else None, p.peer_label or None,
             p.lid, p.sm_lid, guid_words(p.port_guid),
             p.link_layer, model_words(p.device.hca_type), c.stale,
+            "fabric collector" if c.adapter else "node agent",
         ]  # fmt: skip

@@ -38,25 +38,30 @@ RANK = {h: i for i, h in enumerate(HEALTHS)}
 
 
 class Tile(NamedTuple):
-    """One host or switch on the wall's heat map: its worst port and how many of its ports are problems."""
+    """One host, agentless channel adapter or switch on the wall's heat map: its worst port and how many of its
+    ports are problems."""
 
     name: str
     health: str
     mark: str
     problems: int
     switch: bool
+    adapter: bool = False  # read by the fabric collector, no agent
 
 
-def _tile(name: str, healths: list[str], switch: bool, reachable: bool = True) -> Tile:
+def _tile(name: str, healths: list[str], switch: bool, reachable: bool = True, adapter: bool = False) -> Tile:
     worst = min(healths, key=RANK.__getitem__) if healths else "not_connected"
     if not reachable:
         worst = "unknown"
-    return Tile(name, worst, MARKS[worst], sum(h not in QUIET for h in healths), switch)
+    return Tile(name, worst, MARKS[worst], sum(h not in QUIET for h in healths), switch, adapter)
 
 
 def heat_map(cells) -> list[Tile]:
-    """Every host (from the overview's cells) then every switch, one tile each."""
-    tiles = [_tile(node, [c.health for c in group], False) for node, group in groupby(cells, key=attrgetter("node"))]
+    """Every host and agentless adapter (from the overview's cells) then every switch, one tile each."""
+    tiles = []
+    for node, group in groupby(cells, key=attrgetter("node")):
+        group = list(group)
+        tiles.append(_tile(node, [c.health for c in group], False, adapter=group[0].adapter))
     blocks, _ = switches.switch_grid()
     tiles += [_tile(b.name, [c.health for c in b.cells], True, b.reachable) for b in blocks]
     return tiles
