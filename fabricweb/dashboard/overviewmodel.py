@@ -5,7 +5,7 @@ At 20,000 ports building it from scratch is most of the page (every port read, j
 the plain overview draws again only the hosts whose ports changed: hostgrid.py), yet it changes only when
 the data does: a batch ingested (a host's or an agentless adapter's last_ingested_at: the fabric collector's
 sweeps write the adapters'), a sweep no longer reaching an adapter (FabricNode.missing_since), a node marked
-stale (health.staleness), an event opened, resolved or changed in severity, a baseline accepted or undone
+stale (health/records/staleness.py), an event opened, resolved or changed in severity, a baseline accepted or undone
 (it writes the port's expected link at once; a policy edited in the admin reaches the ports at their next
 ingest). `fingerprint()` reads all of these in one small query at every request; a model built under another
 fingerprint is never served.
