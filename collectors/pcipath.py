@@ -184,17 +184,32 @@ def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
     return tree
 
 
-# sysfs root -> its tree: the agent polls the same roots over and over.
-_TREES: dict[str, PciTree] = {}
+class KeptTrees:
+    """sysfs root -> the shape of its PCI tree, in this process: the agent polls the same roots over and over.
+    Owner: this module; one entry per root an agent reads (one, or a few simulated nodes); rescanned when a device
+    it does not hold appears; forget() drops them all. The tests do not forget it between them: a poll that scans
+    the tree reports a broken numa_node or link file of a device twice (once through class/infiniband, once
+    through devices/pci*), and the fuzz tests' one-error-per-file check holds only on a warm tree."""
+
+    __slots__ = ("trees",)
+
+    def __init__(self) -> None:
+        self.trees: dict[str, PciTree] = {}
+
+    def forget(self) -> None:
+        self.trees = {}
+
+
+TREES = KeptTrees()
 
 
 def _tree_for(reader: SysfsReader, devices: list[Device]) -> PciTree:
-    tree = _TREES.get(reader.root)
+    tree = TREES.trees.get(reader.root)
     addresses = [d.pci.address for d in devices if d.pci is not None and d.pci.address]
     if tree is None or any(a not in tree.functions for a in addresses):
         links = [os.path.join(reader.class_dir, d.name, "device") for d in devices if d.pci is not None]
         tree = scan(reader, links)
-        _TREES[reader.root] = tree
+        TREES.trees[reader.root] = tree
     else:
         reader.errors.extend(tree.errors)  # still true: a dangling link stays dangling until a rescan
     return tree
