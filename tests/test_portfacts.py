@@ -166,6 +166,13 @@ def _every_kind_of_port(now) -> list[Port]:
     device = Device.objects.create(node=mute, name="switch", first_seen_at=now)
     up = {"state_id": facts.ACTIVE, "phys_state_id": facts.LINK_UP, "ever_up": True}
     Port.objects.create(device=device, number=1, first_seen_at=now, **up)
+    # An agentless adapter the sweeps no longer reach (no agent makes it stale): its ports are unknown as well.
+    lost = Node.objects.create(name="nfs01", kind=Node.Kind.ADAPTER, first_seen_at=now, last_ingested_at=now)
+    FabricNode.objects.create(
+        guid="0x0000000000000003", node_type=1, num_ports=1, node=lost, first_seen_at=now, missing_since=now
+    )
+    device = Device.objects.create(node=lost, name="mlx5_0", first_seen_at=now)
+    Port.objects.create(device=device, number=1, first_seen_at=now, **up)
     ports, number = [], itertools.count(1)
     for node in (fresh, stale, switch):
         for layer in ("InfiniBand", "Ethernet"):
@@ -221,7 +228,7 @@ def test_the_sql_and_the_python_of_every_fact_agree_on_every_kind_of_port(each_d
         if unknown:
             unknown_nodes.add(p.device.node.name)
     assert seen == set(portfacts.STATUSES)  # every status is reached
-    assert unknown_nodes == {"cn002", "leaf02"}  # the stale host, the switch not reached
+    assert unknown_nodes == {"cn002", "leaf02", "nfs01"}  # the stale host, the switch and the adapter not reached
     counts = portfacts.status_counts(Port.objects.all())
     assert counts == portfacts.tally(p.status for p in rows)
 

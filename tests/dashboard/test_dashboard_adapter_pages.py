@@ -1,5 +1,5 @@
 """Covers fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/node.py (templates/dashboard/port.html and
-node.html).
+node.html), fabricweb/inventory/portfacts/statuses.py.
 
 An agentless channel adapter's pages say how it is read, on SQLite and PostgreSQL: its counters come from the
 fabric collector's sweeps, dated by the collector's clock; no agent reads its PCIe or sends its read errors. A
@@ -13,6 +13,7 @@ import re
 import pytest
 from django.utils import timezone
 
+from fabricweb.fabric.models import FabricNode
 from fabricweb.inventory.models import Device, Node, Port
 from tests.dashboard.dashboard_support import Browser, create_roles, make_user
 
@@ -53,3 +54,14 @@ def test_a_hosts_pages_keep_the_agents_words(viewer):
     node = _text(viewer.text("/nodes/cn001/"))
     assert "(node's clock)" in node and "Read errors of the last snapshot" in node
     assert "A channel adapter no agent reports" not in node
+
+
+def test_an_adapter_the_sweeps_no_longer_reach_has_its_port_unknown_in_those_words(viewer):
+    adapter = Node.objects.get(name="nfs01")
+    FabricNode.objects.create(
+        guid="0x0000000000000003", node_type=1, num_ports=1, node=adapter, first_seen_at=timezone.now(),
+        missing_since=timezone.now(),
+    )  # fmt: skip
+    page = _text(viewer.text("/ports/nfs01/mlx5_0/1/"))
+    assert "unknown: the fabric collector's sweeps no longer read the adapter" in page
+    assert "the node is stale" not in page

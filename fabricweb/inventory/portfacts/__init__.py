@@ -86,9 +86,9 @@ from .statuses import (
     status_case,
     status_counts,
     status_now,
-    switch_unreachable,
     tally,
     unknown_q,
+    unreachable,
     unreachable_q,
 )
 
@@ -146,8 +146,8 @@ __all__ = [
     "status_case",
     "status_counts",
     "status_now",
-    "switch_unreachable",
     "tally",
     "unknown_q",
+    "unreachable",
     "unreachable_q",
 ]

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from ..models import Node, Port
 
 SWITCH = "switch"  # Node.Kind.SWITCH (models imports this package: no import of models here)
+ADAPTER = "adapter"  # Node.Kind.ADAPTER
+# The nodes the fabric collector names and links to a FabricNode (fabric/nodes.py): only they can be unreachable.
+SWEPT_KINDS = (SWITCH, ADAPTER)
 
 
 # --- the state an operator sees -----------------------------------------------------------
@@ -146,12 +149,15 @@ def node_is_stale(node: Node) -> bool:
 
 
 def unreachable_q(prefix: str = "device__node__") -> Q:
-    """Switches the fabric sweeps no longer reach (their ports keep what they last said)."""
+    """Nodes the fabric sweeps no longer reach, switches and agentless adapters (their ports keep what they last
+    said)."""
     return Q(**{prefix + "fabric_node__missing_since__isnull": False})
 
 
-def switch_unreachable(node: Node) -> bool:
-    if node.kind != SWITCH:
+def unreachable(node: Node) -> bool:
+    """`unreachable_q` for one node: a switch or agentless adapter whose fabric node the sweeps lost (a host's row
+    is never linked to one: no query for it)."""
+    if node.kind not in SWEPT_KINDS:
         return False
     try:
         fabric_node = node.fabric_node
@@ -161,13 +167,13 @@ def switch_unreachable(node: Node) -> bool:
 
 
 def unknown_q(prefix: str = "device__node__") -> Q:
-    """Ports whose state is unknown now: their node is stale, or their switch is not reached."""
+    """Ports whose state is unknown now: their node is stale, or the sweeps no longer reach it."""
     return node_stale_q(prefix) | unreachable_q(prefix)
 
 
 def node_unknown(node: Node) -> bool:
     """`unknown_q` for one node: every port of it is `Status.UNKNOWN`."""
-    return node_is_stale(node) or switch_unreachable(node)
+    return node_is_stale(node) or unreachable(node)
 
 
 # --- SQL: the status --------------------------------------------------------------------------
