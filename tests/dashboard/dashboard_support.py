@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -55,3 +56,15 @@ def create_roles() -> None:
         group, _ = Group.objects.get_or_create(name=name)
         for app_label, codename in wanted:
             group.permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+
+
+def overview_grid(html: str) -> str:
+    """The overview's grid section of a page's HTML."""
+    return html.split('<div class="grid">')[1].split("</section>")[0]
+
+
+def grid_cell(html: str, where: str) -> str:
+    """The overview grid's cell of a port ("cn001/mlx5_0/1"): its class, and its tooltip when it has one."""
+    found = re.search(rf'<a class="c (\w+)" href="/ports/{where}/"(?: title="([^"]*)")?>', overview_grid(html))
+    assert found, where
+    return " ".join(part for part in found.groups() if part)

@@ -22,6 +22,7 @@ from fabricweb.dashboard import hostgrid, overviewmodel
 from fabricweb.fabric.models import FabricNode
 from fabricweb.inventory.models import Device, Node, Port
 from tests.api.api_support import event, port
+from tests.dashboard.dashboard_support import grid_cell, overview_grid
 
 ACTIVE, LINK_UP, DOWN, POLLING = 4, 5, 1, 2
 
@@ -43,24 +44,13 @@ def add_adapter(name: str, guid: str, device: str = "mlx5_0") -> Node:
     return node
 
 
-def grid(html: str) -> str:
-    return html.split('<div class="grid">')[1].split("</section>")[0]
-
-
-def cell(html: str, where: str) -> str:
-    """The grid's cell of a port ("nfs01/mlx5_0/1"): its class, and its tooltip when it has one."""
-    found = re.search(rf'<a class="c (\w+)" href="/ports/{where}/"(?: title="([^"]*)")?>', grid(html))
-    assert found, where
-    return " ".join(part for part in found.groups() if part)
-
-
 def test_an_adapter_is_on_the_overview_marked_as_read_by_the_fabric_collector(viewer, faulty):
     add_adapter("nfs01", "0x0c42a10300bcf00b")
     html = viewer.text("/")
     assert '<div class="gnode ca"><a class="gn" href="/nodes/nfs01/"' in html
     assert 'title="nfs01: CA, read by the fabric collector (no agent reports it)">nfs01 (CA)</a>' in html
-    assert cell(html, "nfs01/mlx5_0/1") == "up"
-    assert cell(html, "nfs01/mlx5_0/2") == "erroring nfs01 mlx5_0/2: errors (symbol errors)"
+    assert grid_cell(html, "nfs01/mlx5_0/1") == "up"
+    assert grid_cell(html, "nfs01/mlx5_0/2") == "erroring nfs01 mlx5_0/2: errors (symbol errors)"
     assert "a node marked (CA) is a channel adapter no agent reports" in html  # the legend
     assert "cn001 (CA)" not in html and '<div class="gnode"><a class="gn" href="/nodes/cn001/">' in html
 
@@ -74,7 +64,7 @@ def test_an_adapters_down_port_is_down_and_it_is_counted_apart_from_the_hosts(vi
     # faulty's cn003 mlx5_1/1 is down; the adapter's port 1 too, its port 2 erroring
     assert (hosts.down, hosts.erroring) == (2, 1)
     html = viewer.text("/")
-    assert cell(html, "nfs01/mlx5_0/1").startswith("down")
+    assert grid_cell(html, "nfs01/mlx5_0/1").startswith("down")
     assert '<b id="count-adapters">1</b> CAs, read by the fabric collector' in html
     assert f'<b id="count-ports">{host_ports + 2}</b> host and CA ports:' in html
 
@@ -110,18 +100,18 @@ def test_the_overview_costs_the_same_queries_with_adapters(viewer, faulty):
 
 
 def test_an_adapter_appearing_or_changing_shows_at_once(viewer, faulty):
-    assert "nfs01" not in grid(viewer.text("/"))  # the model and the blocks are kept now
+    assert "nfs01" not in overview_grid(viewer.text("/"))  # the model and the blocks are kept now
     adapter = add_adapter("nfs01", "0x0c42a10300bcf00b")
-    assert cell(viewer.text("/"), "nfs01/mlx5_0/1") == "up"
+    assert grid_cell(viewer.text("/"), "nfs01/mlx5_0/1") == "up"
     # A sweep finds port 1 down: ingest writes the port and the node's last_ingested_at.
     Port.objects.filter(device__node=adapter, number=1).update(state_id=DOWN, phys_state_id=POLLING)
     Node.objects.filter(pk=adapter.pk).update(last_ingested_at=timezone.now())
-    assert cell(viewer.text("/"), "nfs01/mlx5_0/1").startswith("down")
+    assert grid_cell(viewer.text("/"), "nfs01/mlx5_0/1").startswith("down")
     # The sweeps no longer reach it: its ports are unknown, said in the collector's words, not a stale host's.
     FabricNode.objects.filter(node=adapter).update(missing_since=timezone.now())
     html = viewer.text("/")
     unknown = "unknown nfs01 mlx5_0/2: unknown: the fabric collector's sweeps do not reach it (symbol errors)"
-    assert cell(html, "nfs01/mlx5_0/2") == unknown
+    assert grid_cell(html, "nfs01/mlx5_0/2") == unknown
     assert "nfs01 (stale)" not in html and viewer.get("/").context["counts"].stale_nodes == 0
 
 
@@ -169,5 +159,5 @@ def test_the_state_filter_selects_an_adapters_ports(viewer, faulty):
     adapter = add_adapter("nfs01", "0x0c42a10300bcf00b")
     Port.objects.filter(device__node=adapter, number=1).update(state_id=DOWN, phys_state_id=POLLING)
     html = viewer.text("/", {"state": "down"})
-    assert cell(html, "nfs01/mlx5_0/1").startswith("down") and "nfs01/mlx5_0/2" not in grid(html)
-    assert "nfs01 (CA)" in grid(html)
+    assert grid_cell(html, "nfs01/mlx5_0/1").startswith("down") and "nfs01/mlx5_0/2" not in overview_grid(html)
+    assert "nfs01 (CA)" in overview_grid(html)

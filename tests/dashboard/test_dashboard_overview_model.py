@@ -17,12 +17,11 @@ from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.health.records import context
 from fabricweb.inventory.models import Node
 from tests.api.api_support import event, port
-from tests.dashboard.dashboard_support import Browser, make_user
+from tests.dashboard.dashboard_support import Browser, grid_cell, make_user, overview_grid
 
 
 def grid(browser: Browser, query: dict | None = None, html: str | None = None) -> str:
-    html = html or browser.text("/", query)
-    return html.split('<div class="grid">')[1].split("</section>")[0]
+    return overview_grid(html or browser.text("/", query))
 
 
 def counts(html: str) -> str:
@@ -31,9 +30,7 @@ def counts(html: str) -> str:
 
 def cell(browser: Browser, where: str) -> str:
     """The grid's cell of a port ("cn001/mlx5_0/1"): its class, and its tooltip when it has one."""
-    found = re.search(rf'<a class="c (\w+)" href="/ports/{where}/"(?: title="([^"]*)")?>', grid(browser))
-    assert found, where
-    return " ".join(part for part in found.groups() if part)
+    return grid_cell(browser.text("/"), where)
 
 
 def test_the_overview_reads_the_ports_once_per_change_of_the_data(viewer, faulty):
