@@ -8,6 +8,10 @@ thermals) is seen within one poll. Parents come from the resolved directory of e
 under /sys/devices/pci*/ (the kernel nests a function's directory in its bridge's); functions
 come from /sys/bus/pci/devices/*, and from each RDMA device's `device` link where that
 directory is missing (simulated trees). One unreadable file or link costs only its value.
+
+An RDMA device's own function is read each poll through class/infiniband/<dev>/device (sysfs.pci); the
+tree takes those values (OWN) from that reading and never reads the same files again through
+/sys/devices/pci*: a broken file would otherwise be reported twice under two names.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ _STATIC = {
     "numa_node": parse_numa,
     "local_cpulist": parse_text,
 }
+# The static files of an RDMA device's function that sysfs.pci reads, by the PciLink field that holds each. Its current
+# link's two files come from the same reading (`live` in read_paths).
+OWN = {"max_link_speed": "max_gts", "max_link_width": "max_width", "numa_node": "numa_node"}
 
 
 @dataclass(slots=True)
@@ -154,8 +161,9 @@ def _read_static(reader: SysfsReader, fn: Function, files: dict) -> None:
                 fn.values[name] = at(name, parse)
 
 
-def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
-    """Read the shape of the tree under reader.root; `rdma_links` are the RDMA devices' `device` links."""
+def scan(reader: SysfsReader, rdma_links: list[str], own: dict[str, dict[str, object]]) -> PciTree:
+    """Read the shape of the tree under reader.root; `rdma_links` are the RDMA devices' `device` links, `own` their
+    functions' OWN values as this poll read them, by address."""
     start = len(reader.errors)
     tree = PciTree(reader.root)
     bus = os.path.join(reader.root, "bus", "pci", "devices")
@@ -168,6 +176,9 @@ def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
         path = _resolve(reader, link)
         if path is not None:
             _add(tree, reader, path)
+    for address, values in own.items():
+        if address in tree.functions:
+            tree.functions[address].values.update(values)  # _read_static reads only what a function lacks
     # The class and vendor of every function, to find the GPUs; the rest only where a path or a GPU needs it.
     for fn in tree.functions.values():
         _read_static(reader, fn, _IDENTITY)
@@ -187,9 +198,7 @@ def scan(reader: SysfsReader, rdma_links: list[str]) -> PciTree:
 class KeptTrees:
     """sysfs root -> the shape of its PCI tree, in this process: the agent polls the same roots over and over.
     Owner: this module; one entry per root an agent reads (one, or a few simulated nodes); rescanned when a device
-    it does not hold appears; forget() drops them all. The tests do not forget it between them: a poll that scans
-    the tree reports a broken numa_node or link file of a device twice (once through class/infiniband, once
-    through devices/pci*), and the fuzz tests' one-error-per-file check holds only on a warm tree."""
+    it does not hold appears; forget() drops them all (the tests' conftest, after each test)."""
 
     __slots__ = ("trees",)
 
@@ -203,15 +212,33 @@ class KeptTrees:
 TREES = KeptTrees()
 
 
+def _own(devices: list[Device]) -> dict[str, dict[str, object]]:
+    """The OWN values of each RDMA device's function as sysfs.pci read them this poll, by address."""
+    return {
+        d.pci.address: {name: getattr(d.pci, attr) for name, attr in OWN.items()}
+        for d in devices
+        if d.pci is not None and d.pci.address
+    }
+
+
 def _tree_for(reader: SysfsReader, devices: list[Device]) -> PciTree:
     tree = TREES.trees.get(reader.root)
-    addresses = [d.pci.address for d in devices if d.pci is not None and d.pci.address]
-    if tree is None or any(a not in tree.functions for a in addresses):
+    own = _own(devices)
+    if tree is None or any(a not in tree.functions for a in own):
         links = [os.path.join(reader.class_dir, d.name, "device") for d in devices if d.pci is not None]
-        tree = scan(reader, links)
+        tree = scan(reader, links, own)
         TREES.trees[reader.root] = tree
-    else:
-        reader.errors.extend(tree.errors)  # still true: a dangling link stays dangling until a rescan
+        return tree
+    reader.errors.extend(tree.errors)  # still true: a dangling link stays dangling until a rescan
+    changed = False
+    for address, values in own.items():
+        fn = tree.functions[address]
+        if any(name not in fn.values or fn.values[name] != value for name, value in values.items()):
+            fn.values.update(values)
+            changed = True
+    if changed:  # a file that broke or mended since: what was derived from the old values goes
+        tree.relations.clear()
+        tree.paths.clear()
     return tree
 
 

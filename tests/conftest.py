@@ -146,6 +146,7 @@ def _committed_partitions(request):
 
 # The per-process caches with a forget() (docs/architecture.md, "What processes keep in memory"): module, object.
 KEPT_CACHES = (
+    ("collectors.pcipath", "TREES"),
     ("fabricweb.fabric.congested", "KEPT"),
     ("fabricweb.dashboard.hostgrid", "KEPT"),
     ("fabricweb.dashboard.overviewmodel", "KEPT"),
@@ -157,7 +158,9 @@ KEPT_CACHES = (
 def _no_kept_caches():
     """Each test starts with the per-process caches empty (KEPT_CACHES, those of modules already imported): tests
     share a database, rolled back between them, so two tests can write rows of the same ids, and simulated clocks
-    give two of them the same newest ingest, which the fabric page's congested links are keyed by."""
+    give two of them the same newest ingest, which the fabric page's congested links are keyed by. And tests share
+    sysfs trees on disk (a module's fixture tree, edited and read again), so each test's first read scans the PCI
+    tree afresh, as an agent's first poll does, instead of finding the shape an earlier test's read left."""
     yield
     for name, cache in KEPT_CACHES:
         module = sys.modules.get(name)

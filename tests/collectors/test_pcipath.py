@@ -1,5 +1,5 @@
 """Covers collectors/pcitopo.py, collectors/text.py, collectors/facts.py, fabricweb/telemetry/validation/schema.py;
-through them collectors/pcimodel.py.
+through them collectors/pcimodel.py, collectors/pcipath.py.
 
 The PCIe path of each RDMA device and the GPU x NIC relations, on trees laid out as real machines (issue 26)."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 from collectors import read_host, to_dict
 from collectors.pcitopo import matrix, nearest
 from collectors.text import render_text
-from tests.collectors.sysfs_fixtures import NODE_EXPORTER, PROCFS
+from tests.collectors.sysfs_fixtures import NODE_EXPORTER, PROCFS, flat
 from tests.pcie_trees import DGX_A100_MATRIX, DGX_A100_NICS, GPU, HCA, ROOT_PORT, SWITCH, Tree, dgx_a100
 
 
@@ -181,6 +182,52 @@ def test_an_unreadable_link_file_costs_only_that_value_on_every_poll(tmp_path):
             (os.path.join(uplink, "current_link_width"), "a directory where a file should be")
         ]
         assert matrix(snap.gpus)[1] == DGX_A100_MATRIX
+
+
+# The files of a card's own function that the device reader reads through class/infiniband/<dev>/device each poll.
+OWN_FILES = {
+    "current_link_speed": "current_gts",
+    "current_link_width": "current_width",
+    "max_link_speed": "max_gts",
+    "max_link_width": "max_width",
+    "numa_node": "numa_node",
+}
+
+
+def test_it_reports_a_broken_file_of_a_cards_own_function_once_on_the_scanning_poll_and_after(tmp_path):
+    clean_root = str(tmp_path / "clean" / "sys")
+    _two_socket(clean_root)  # a GPU of each relation to mlx5_0, NODE among them
+    clean = flat(to_dict(read_host(clean_root, host="dgx", use_verbs=False, now=0.0)))
+    assert [g["nics"]["mlx5_0"] for g in clean["gpus",]] == ["PIX", "PHB", "NODE", "SYS", "SYS"]
+    clean_own = os.path.realpath(os.path.join(clean_root, "class", "infiniband", "mlx5_0", "device"))
+    for i, (name, key) in enumerate(OWN_FILES.items()):
+        root = str(tmp_path / str(i) / "sys")  # a root of its own, broken before its first read: that read scans
+        _two_socket(root)
+        want = {**clean, ("source", "sysfs_root"): root}
+        own = os.path.realpath(os.path.join(root, "class", "infiniband", "mlx5_0", "device"))
+        os.remove(os.path.join(own, name))
+        os.mkdir(os.path.join(own, name))  # EISDIR on read
+        # What it costs: that value (the snapshot's path starts above the card's own function, which `pci` holds);
+        # an unknown NUMA node also makes the card SYS to the GPUs it was NODE to, as nvidia-smi says.
+        want["devices", "mlx5_0", "pci", key] = None
+        if key == "numa_node":
+            want["gpus",] = [{**g, "nics": {**g["nics"]}} for g in clean["gpus",]]
+            for gpu in want["gpus",]:
+                gpu["nics"]["mlx5_0"] = "SYS" if gpu["nics"]["mlx5_0"] == "NODE" else gpu["nics"]["mlx5_0"]
+        where = os.path.join(root, "class", "infiniband", "mlx5_0", "device", name)
+        for poll in ("scanning", "warm"):
+            snap = read_host(root, host="dgx", use_verbs=False, now=0.0)
+            assert [(e.path, e.reason) for e in snap.errors] == [(where, "a directory where a file should be")], poll
+            out = flat(to_dict(snap))
+            assert {k: v for k, v in out.items() if k != ("errors",)} == {
+                k: v for k, v in want.items() if k != ("errors",)
+            }, (name, poll)
+            card = next(d for d in snap.devices if d.name == "mlx5_0")
+            assert getattr(card.pcie_path.hops[0], key) is None, (name, poll)  # the text's first hop: the same value
+        os.rmdir(os.path.join(own, name))
+        shutil.copy(os.path.join(clean_own, name), own)  # mended: the value is back, and the relations with it
+        mended = to_dict(read_host(root, host="dgx", use_verbs=False, now=0.0))
+        assert mended["errors"] == [] and flat(mended) == {**clean, ("source", "sysfs_root"): root}, name
 
 
 def test_the_real_hardware_fixtures_read_as_before_with_the_path_unknown():
