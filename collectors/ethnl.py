@@ -10,7 +10,8 @@ Two requests on one NETLINK_GENERIC socket, each a `struct nlmsghdr`, a `struct 
 attributes (type-length-value, 4-byte aligned), in host byte order:
 
 1. CTRL_CMD_GETFAMILY to the controller (GENL_ID_CTRL) naming "ethtool": the family's id, which the kernel
-   numbers at boot (<linux/genetlink.h>);
+   numbers at boot (<linux/genetlink.h>), so it is asked once per process (RESOLVED) and again only when a
+   request to it fails as a request to no such family would (STALE);
 2. ETHTOOL_MSG_PAUSE_GET to that id, its ETHTOOL_A_PAUSE_HEADER nest holding the interface's name and
    ETHTOOL_FLAG_STATS. The reply, ETHTOOL_MSG_PAUSE_GET_REPLY, holds the nest ETHTOOL_A_PAUSE_STATS, whose
    ETHTOOL_A_PAUSE_STAT_TX_FRAMES and ..._RX_FRAMES are u64 (<linux/ethtool_netlink.h>); a counter the
@@ -57,6 +58,9 @@ ETHTOOL_A_PAUSE_HEADER = 1
 ETHTOOL_A_PAUSE_STATS = 5
 ETHTOOL_A_PAUSE_STAT_TX_FRAMES = 2
 ETHTOOL_A_PAUSE_STAT_RX_FRAMES = 3
+# What PAUSE_GET meets when the id it was sent to names no family now (genetlink: ENOENT) or another family whose
+# command 21 takes other attributes (EINVAL): the id is asked again, once, and the request sent again if it changed.
+STALE = frozenset({errno.ENOENT, errno.EINVAL})
 RECV_BYTES = 65_536
 TIMEOUT_S = 2.0  # a poll never waits on the kernel longer
 
@@ -234,15 +238,33 @@ def parse_pause(reply: bytes, family: int, seq: int) -> PauseStats | None:
 # -- the kernel -----------------------------------------------------------------------------
 
 
+class ResolvedFamily:
+    """The ethtool family's id as this process's kernel numbered it: None until asked, then (id,), (None,) where
+    the kernel has no such family. Owner: this module; one value per process; forget() when a request finds it
+    stale (Netlink.pause_stats), and in the tests after each test. Only an answer is kept: a request that failed
+    is asked again on the next use. One tuple, set whole, so a thread never reads half of it."""
+
+    __slots__ = ("known",)
+
+    def __init__(self) -> None:
+        self.known: tuple[int | None] | None = None
+
+    def forget(self) -> None:
+        self.known = None
+
+
+RESOLVED = ResolvedFamily()
+
+
 class Netlink:
-    """A NETLINK_GENERIC socket, opened on first use; the ethtool family's id is asked once per socket."""
+    """A NETLINK_GENERIC socket, opened on first use (one a poll: polls may overlap in the agent's threads, and a
+    reply that came after its request timed out would wait in a kept socket for the next request); the ethtool
+    family's id is asked once a process (RESOLVED)."""
 
     def __init__(self, call: Call | None = None) -> None:
         self._call = call
         self._sock: socket.socket | None = None
         self._seq = 0
-        self._family: int | None = None
-        self._asked = False
 
     def _next(self) -> int:
         self._seq += 1
@@ -261,11 +283,12 @@ class Netlink:
         return self._sock.recv(RECV_BYTES)
 
     def family(self) -> int | None:
-        if not self._asked:
+        known = RESOLVED.known
+        if known is None:
             seq = self._next()
-            self._family = parse_family(self._kernel(family_request(seq)), seq)
-            self._asked = True
-        return self._family
+            known = (parse_family(self._kernel(family_request(seq)), seq),)
+            RESOLVED.known = known
+        return known[0]
 
     def pause_stats(self, ifname: str) -> PauseStats | None:
         """`ifname`'s link-wide pause frames; None where the kernel or the driver says none (an EthtoolError
@@ -273,6 +296,18 @@ class Netlink:
         family = self.family()
         if family is None:
             return None
+        try:
+            return self._pause(family, ifname)
+        except EthtoolError as e:
+            if e.code not in STALE:
+                raise
+            RESOLVED.forget()
+            if self.family() == family:  # the id holds: the refusal was the request's own
+                raise
+        family = self.family()
+        return None if family is None else self._pause(family, ifname)
+
+    def _pause(self, family: int, ifname: str) -> PauseStats | None:
         seq = self._next()
         return parse_pause(self._kernel(pause_request(family, ifname, seq)), family, seq)
 

@@ -146,6 +146,7 @@ def _committed_partitions(request):
 
 # The per-process caches with a forget() (docs/architecture.md, "What processes keep in memory"): module, object.
 KEPT_CACHES = (
+    ("collectors.ethnl", "RESOLVED"),
     ("collectors.pcipath", "TREES"),
     ("fabricweb.fabric.congested", "KEPT"),
     ("fabricweb.dashboard.hostgrid", "KEPT"),

@@ -11,6 +11,7 @@ from pathlib import Path
 # <linux/ethtool.h>, written out here rather than imported, so the tests check the module's numbers.
 GSTRINGS, GSTATS, GSSET_INFO = 0x1B, 0x1D, 0x37
 NETLINK = Path(__file__).resolve().parents[1] / "fixtures" / "ethtool" / "netlink"
+RECORDED_FAMILY = 0x15  # the ethtool family's id on the kernel the replies were recorded from
 
 
 def netlink_bytes(name: str) -> bytes:
@@ -20,21 +21,33 @@ def netlink_bytes(name: str) -> bytes:
 
 
 class FakeNetlink:
-    """Answers CTRL_CMD_GETFAMILY with the recorded reply and each PAUSE_GET with `pause` (a fixture's name, or
-    bytes), its sequence number set to the request's as the kernel's would be; the names asked are kept."""
+    """Answers CTRL_CMD_GETFAMILY with the recorded reply naming `family` as the ethtool family's id, each PAUSE_GET
+    to that id with `pause` (a fixture's name, or bytes), and one to another id with ENOENT, as genetlink answers a
+    request to no family; sequence numbers set to the request's as the kernel's would be. The requests' types
+    (0x10: the controller) and the names asked are kept."""
 
-    def __init__(self, pause: str | bytes) -> None:
+    def __init__(self, pause: str | bytes, family: int = RECORDED_FAMILY) -> None:
         self.pause = netlink_bytes(pause) if isinstance(pause, str) else pause
+        self.family = family
+        self.types: list[int] = []
         self.asked: list[str] = []
 
     def call(self, message: bytes) -> bytes:
+        (kind,) = struct.unpack_from("<H", message, 4)
         (seq,) = struct.unpack_from("<I", message, 8)
-        if struct.unpack_from("<H", message, 4)[0] == 0x10:  # the controller
-            reply = netlink_bytes("ctrl-getfamily-ethtool")
+        self.types.append(kind)
+        if kind == 0x10:  # the controller
+            reply = bytearray(netlink_bytes("ctrl-getfamily-ethtool"))
+            struct.pack_into("<H", reply, 36, self.family)  # CTRL_ATTR_FAMILY_ID's value
+        elif kind != self.family:
+            reply = bytearray(netlink_bytes("pause-get-lo-eopnotsupp"))  # its NLMSG_ERROR frame, -ENOENT in it
+            struct.pack_into("<i", reply, 16, -errno.ENOENT)
         else:
             self.asked.append(message[28:].split(b"\0", 1)[0].decode())  # DEV_NAME, first in the header nest
-            reply = self.pause
-        return reply[:8] + struct.pack("<I", seq) + reply[12:] if len(reply) >= 12 else reply
+            reply = bytearray(self.pause)
+            if len(reply) >= 6 and struct.unpack_from("<H", reply, 4)[0] == RECORDED_FAMILY:
+                struct.pack_into("<H", reply, 4, self.family)  # a reply's type is the family's id
+        return bytes(reply[:8] + struct.pack("<I", seq) + reply[12:]) if len(reply) >= 12 else bytes(reply)
 
 
 class FakeKernel:

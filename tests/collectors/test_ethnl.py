@@ -14,10 +14,10 @@ import pytest
 
 from collectors import ethnl
 from collectors.ethtool import EthtoolError
-from tests.collectors.ethtool_support import NETLINK, FakeNetlink, netlink_bytes
+from tests.collectors.ethtool_support import NETLINK, RECORDED_FAMILY, FakeNetlink, netlink_bytes
 
 little_endian = pytest.mark.skipif(sys.byteorder != "little", reason="the messages below are little-endian")
-FAMILY = 0x15  # the ethtool family's id on the kernel the replies were recorded from
+FAMILY = RECORDED_FAMILY  # the ethtool family's id on the kernel the replies were recorded from
 MLX5 = "pause-get-mlx5-stats"
 
 
@@ -114,7 +114,7 @@ def test_malformed_and_truncated_replies_are_errors_that_say_what():
 
 
 @little_endian
-def test_the_family_is_asked_once_per_socket_and_failures_of_the_call_are_errors():
+def test_the_family_is_asked_once_and_failures_of_the_call_are_errors():
     fake = FakeNetlink(MLX5)
     calls = []
 
@@ -132,6 +132,42 @@ def test_the_family_is_asked_once_per_socket_and_failures_of_the_call_are_errors
 
     with pytest.raises(EthtoolError, match="netlink: timed out"):
         ethnl.Netlink(call=broken).pause_stats("enp59s0f0np0")
+
+
+@little_endian
+def test_it_asks_the_family_once_a_process_and_again_only_when_a_request_finds_its_id_stale():
+    kernel = FakeNetlink(MLX5)
+    for _ in range(3):  # three polls, a socket each, as the agent's
+        with ethnl.Netlink(call=kernel.call) as netlink:
+            assert netlink.pause_stats("enp59s0f0np0").rx_frames == 3311907
+    assert kernel.types == [0x10, FAMILY, FAMILY, FAMILY]
+    kernel.family = FAMILY + 1  # the family registered anew: numbered again, the old id now names none (ENOENT)
+    with ethnl.Netlink(call=kernel.call) as netlink:
+        assert netlink.pause_stats("enp59s0f0np0").tx_frames == 918234
+        assert netlink.pause_stats("enp134s0f0np0").tx_frames == 918234
+    assert kernel.types[4:] == [FAMILY, 0x10, FAMILY + 1, FAMILY + 1]
+
+
+@little_endian
+def test_it_raises_a_refusal_of_the_request_itself_after_finding_the_family_id_unchanged():
+    einval = bytearray(netlink_bytes("pause-get-lo-eopnotsupp"))
+    struct.pack_into("<i", einval, 16, -errno.EINVAL)
+    kernel = FakeNetlink(bytes(einval))
+    with pytest.raises(EthtoolError, match="EINVAL") as e:
+        ethnl.Netlink(call=kernel.call).pause_stats("enp59s0f0np0")
+    assert e.value.code == errno.EINVAL
+    assert kernel.types == [0x10, FAMILY, 0x10]  # asked again, the same id: the request is not sent twice
+
+
+@little_endian
+def test_it_keeps_no_family_from_a_request_that_failed():
+    def broken(message: bytes) -> bytes:
+        raise TimeoutError(errno.ETIMEDOUT, "timed out")
+
+    with pytest.raises(EthtoolError, match="netlink: timed out"):
+        ethnl.Netlink(call=broken).family()
+    kernel = FakeNetlink(MLX5)
+    assert ethnl.Netlink(call=kernel.call).family() == FAMILY and kernel.types == [0x10]
 
 
 def test_this_machines_kernel():

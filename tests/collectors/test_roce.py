@@ -201,6 +201,27 @@ def test_a_malformed_netlink_reply_costs_only_the_link_wide_pause(roce_node, mon
     assert lossless.source == "SIOCETHTOOL ETHTOOL_GSTATS"
 
 
+def test_it_asks_the_ethtool_family_of_the_kernel_once_over_several_polls(roce_node, monkeypatch):
+    shutil.rmtree(_recording(roce_node, "mlx5_1").parents[1])  # one port: mlx5_1 has no interface now
+    fake, kernel = FakeKernel(PFC), FakeNetlink("pause-get-mlx5-stats")
+
+    class Kernel:
+        call = staticmethod(fake.call)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(roce.ethtool, "Kernel", Kernel)
+    monkeypatch.setattr(roce.ethnl, "Netlink", lambda: NETLINK(call=kernel.call))
+    for _ in range(3):
+        reader = SysfsReader(str(roce_node))
+        devices = reader.devices()
+        roce.read_ports(reader, devices, kernel=True)
+        assert (devices[0].ports[0].lossless.rx_link_pause, devices[0].ports[0].lossless.rx_pause[3]) == (3311907, 7)
+    # The controller once (0x10), then PAUSE_GET to the family's id at each poll.
+    assert kernel.types == [0x10, 0x15, 0x15, 0x15] and kernel.asked == ["enp59s0f0np0"] * 3
+
+
 def test_the_text_summary_shows_a_roce_ports_lossless_counters(roce_node):
     from collectors.text import render_text
 
