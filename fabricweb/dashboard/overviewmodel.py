@@ -78,6 +78,15 @@ def fingerprint() -> tuple:
     """What the model is built from, in one query: the hosts and adapters (how many, how many adapters, the
     newest ingest, which are stale), the fabric nodes the sweeps no longer reach (an adapter's ports are unknown
     then), the open events (which, and how many of each severity) and the link policies (baselines)."""
+    sql, params = fingerprint_query()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return tuple(cursor.fetchone())
+
+
+def fingerprint_query() -> tuple[str, list]:
+    """fingerprint()'s SQL and parameters, on the default connection. The fabric nodes no longer reached are a
+    few of tens of thousands: read through FabricNode's partial index of them (fabric_node_missing), not a scan."""
     q = connection.ops.quote_name
     node, event, policy, swept = (q(m._meta.db_table) for m in (Node, Event, LinkPolicy, FabricNode))
     hosts = f"FROM {node} WHERE {q('kind')} IN (%s, %s)"
@@ -96,9 +105,7 @@ def fingerprint() -> tuple:
         f" (SELECT MAX({q('accepted_at')}) FROM {policy})"
     )
     severities = [Event.Severity.CRITICAL.value, Event.Severity.WARNING.value]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*porthealth.GRID_KINDS] * 4 + [porthealth.ADAPTER, *severities])
-        return tuple(cursor.fetchone())
+    return sql, [*porthealth.GRID_KINDS] * 4 + [porthealth.ADAPTER, *severities]
 
 
 def overview(filters: dict) -> Model:

@@ -65,8 +65,8 @@ class Node(models.Model):
     stale = models.BooleanField(
         default=False,
         help_text=(
-            "True once the node has missed the polls it was sent (health.staleness), until ingest stores its next "
-            "snapshot. A switch is never stale: its sweeps say when it is no longer reached."
+            "True once the node has missed the polls it was sent (health/records/staleness.py), until ingest stores "
+            "its next snapshot. A switch is never stale: its sweeps say when it is no longer reached."
         ),
     )
     read_errors = models.JSONField(default=list, help_text="Files the last snapshot could not read: path and reason.")

@@ -1,5 +1,6 @@
 """Covers fabricweb/health/records/context.py, fabricweb/dashboard/views/actions.py,
-fabricweb/dashboard/views/overview.py.
+fabricweb/dashboard/views/overview.py, fabricweb/dashboard/overviewmodel.py, fabricweb/fabric/models.py,
+fabricweb/fabric/migrations/.
 
 The overview's counts and grid, built once per change of the data (fabricweb/dashboard/overviewmodel.py):
 every change the page shows is there at the next request, though nothing tells the process (the changes
@@ -13,6 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from fabricweb.dashboard.overviewmodel import fingerprint, fingerprint_query
+from fabricweb.fabric.models import FabricNode
 from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.health.records import context
 from fabricweb.inventory.models import Node
@@ -121,3 +124,30 @@ def test_each_user_gets_their_own_actions_beside_the_shared_grid(operator, viewe
     assert re.findall(r'href="/ports/([^"]+)/"', grid(viewer, {"state": "down"})) == ["cn003/mlx5_1/1"]
     other = Browser(make_user("wendy", "viewer"))
     assert grid(other) == grid(viewer)
+
+
+def _plan(sql: str, params: list) -> str:
+    """The plan the database chooses for `sql`, as text: PostgreSQL's EXPLAIN, SQLite's EXPLAIN QUERY PLAN."""
+    explain = "EXPLAIN " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+    with connection.cursor() as cursor:
+        cursor.execute(explain + sql, params)
+        return "\n".join(" ".join(str(v) for v in row) for row in cursor.fetchall())
+
+
+def test_it_reads_the_fabric_nodes_no_longer_reached_through_their_partial_index(each_db):
+    now = timezone.now()
+    FabricNode.objects.bulk_create(
+        FabricNode(guid=f"0x{i:016x}", node_type=2, num_ports=40, first_seen_at=now,
+                   missing_since=now if i % 1000 == 0 else None)
+        for i in range(1, 5001)
+    )  # fmt: skip
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {FabricNode._meta.db_table}")  # the statistics a running database keeps
+    missing = list(FabricNode.objects.filter(missing_since__isnull=False).values_list("id", flat=True))
+    assert len(missing) == 5 and fingerprint()[5:7] == (5, sum(missing))
+    plan = _plan(*fingerprint_query())
+    assert "fabric_node_missing" in plan, plan
+    table = FabricNode._meta.db_table
+    # Every other read of the table goes through an index too: none is a scan of its every row.
+    assert f"Seq Scan on {table}" not in plan and not re.search(rf"SCAN {table}(?! USING)", plan), plan
