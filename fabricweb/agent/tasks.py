@@ -13,12 +13,14 @@ import time
 
 from celery import Celery
 from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from collectors import wire
 from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
 from fabricweb.agent.poll import Poller
+from fabricweb.agent.publish import Publisher
 from fabricweb.names import BROKER_FULL, INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, snapshot_queue
 from fabricweb.nodeauth import signed_kwargs
 
@@ -31,9 +33,10 @@ FULL_BROKER_RETRY_S = 0.05
 class Agent:
     """What the agent's tasks and signals do, for the nodes of one AgentConfig."""
 
-    def __init__(self, app: Celery, config: AgentConfig) -> None:
+    def __init__(self, app: Celery, config: AgentConfig, publisher: Publisher | None = None) -> None:
         self.app = app
         self.config = config
+        self.publisher = publisher or Publisher(app)
         self.poller = Poller(config)
         self.events: EventWatch | None = None
         # Its snapshots' wire form, which leaves out what it sent already (collectors/wire.py): one per process.
@@ -46,7 +49,7 @@ class Agent:
         snap = self.encoder.encode(snap)
         key = self.config.node_keys.get(host)
         queue = snapshot_queue(host, self.config.ingest_shards)
-        # The reprs are given: Celery would otherwise walk the whole snapshot to print it in the headers.
+        # The reprs stand in the headers for the snapshot, which a reader of the message need not walk.
         if key is None:
             self._send(INGEST_SNAPSHOT, args=[snap], queue=queue, argsrepr=f"[snapshot of {host}]")
         else:
@@ -56,14 +59,14 @@ class Agent:
             )
 
     def _send(self, task: str, **options) -> None:
-        """send_task, waiting out a broker at its maxmemory for up to FULL_BROKER_WAIT_S: while a flood fills
-        it, ingest sheds the flood and a push a moment later is taken (docs/security.md)."""
+        """Publish (fabricweb/agent/publish.py), waiting out a broker at its maxmemory for up to FULL_BROKER_WAIT_S:
+        while a flood fills it, ingest sheds the flood and a push a moment later is taken (docs/security.md)."""
         deadline = time.monotonic() + FULL_BROKER_WAIT_S
         while True:
             try:
-                self.app.send_task(task, **options)
+                self.publisher.send(task, **options)
                 return
-            except OperationalError as e:
+            except (OperationalError, RedisError) as e:
                 if BROKER_FULL not in str(e) or time.monotonic() >= deadline:
                     raise
             time.sleep(FULL_BROKER_RETRY_S)
@@ -103,3 +106,4 @@ class Agent:
     def stop(self) -> None:
         if self.events is not None:
             self.events.stop()
+        self.publisher.close()

@@ -100,14 +100,14 @@ def test_the_broker_password_comes_from_a_file_into_the_url_keeping_the_user(tmp
 def test_each_snapshot_is_signed_with_the_key_of_the_node_it_names(tree):
     sent: list[tuple[str, dict]] = []
 
-    class App:  # where the snapshot would go
-        def send_task(self, name, args=None, kwargs=None, **options):
+    class Publisher:  # where the snapshot would go
+        def send(self, name, queue, args=None, kwargs=None, **options):
             sent.append((name, kwargs, options))
 
     config = AgentConfig(
         broker_url="redis://", node_name="head", sim_dir=str(tree), node_keys={n: key(n) for n in ("cn001", "cn002")}
     )
-    agent = Agent(App(), config)
+    agent = Agent(None, config, Publisher())
     agent.collect("cn001")
     agent.collect("cn002")
     assert [name for name, _, _ in sent] == [INGEST_SNAPSHOT, INGEST_SNAPSHOT]

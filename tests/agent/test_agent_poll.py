@@ -59,14 +59,14 @@ def test_the_agent_abandons_a_slow_poll_and_sends_nothing(tree, caplog, monkeypa
 
     sent = []
 
-    class App:  # where the snapshot would go: send_task
-        def send_task(self, name, args=None, kwargs=None, **options):
-            sent.append((name, args[0]["host"]))  # routed to the snapshots queue by the app's task_routes
+    class Publisher:  # where the snapshot would go
+        def send(self, name, queue, args=None, kwargs=None, **options):
+            sent.append((name, queue, args[0]["host"]))
 
     config = AgentConfig(broker_url="redis://", node_name="cn001", sysfs_root=str(tree), poll_deadline_s=0.1)
-    agent = Agent(App(), config)
+    agent = Agent(None, config, Publisher())
     assert agent.collect("cn001") == {"node": "cn001", "devices": 2, "errors": 0}
-    assert sent == [("fabricweb.telemetry.tasks.ingest_snapshot", "cn001")]
+    assert sent == [("fabricweb.telemetry.tasks.ingest_snapshot", "snapshots", "cn001")]
 
     # A driver that answers each file slowly: the reader passes its deadline part-way.
     real_read = SysfsReader._read

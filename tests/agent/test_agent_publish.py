@@ -1,0 +1,98 @@
+"""Covers fabricweb/agent/publish.py, fabricweb/agent/tasks.py.
+
+The agent pushes its snapshot's task message itself (one LPUSH) instead of through Celery's send_task: the
+message must be the one send_task writes, read back the same by kombu, and signed as before. Real Redis (a
+leased test database), the agent's own Celery app.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis
+from kombu import Connection
+
+from collectors.sim import Fabric
+from fabricweb import nodeauth
+from fabricweb.agent.app import create_app
+from fabricweb.agent.config import AgentConfig
+from fabricweb.agent.publish import Publisher
+from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
+from tests.e2e.e2e_harness import leased_redis_db
+
+KEY = "ab" * 32
+
+
+@pytest.fixture
+def broker():
+    with leased_redis_db() as url:
+        yield url, redis.Redis.from_url(url)
+
+
+@pytest.fixture
+def agent(broker, tmp_path):
+    Fabric.create(str(tmp_path), 1, 2, hcas=2)
+    config = AgentConfig(
+        broker_url=broker[0], node_name="cn001", sysfs_root=str(tmp_path / "cn001"), node_keys={"cn001": KEY}
+    )
+    app, agent = create_app(config, ["cn001"])
+    yield agent
+    agent.stop()
+    app.close()
+
+
+def test_it_pushes_the_message_send_task_would(agent, broker):
+    _, client = broker
+    kwargs = {"snapshot": "{}", "node": "cn001", "signature": "00"}
+    options = {"queue": SNAPSHOT_QUEUE, "argsrepr": "()", "kwargsrepr": "{signed snapshot of cn001}"}
+    agent.app.send_task(INGEST_SNAPSHOT, kwargs=kwargs, **options)
+    agent.publisher.send(INGEST_SNAPSHOT, kwargs=kwargs, **options)
+    ours, celerys = (json.loads(raw) for raw in client.lrange(SNAPSHOT_QUEUE, 0, -1))  # LPUSH: newest first
+    assert ours.keys() == celerys.keys()
+    for part in ("headers", "properties"):
+        assert ours[part].keys() == celerys[part].keys(), part
+    ids = {"id", "root_id", "origin", "correlation_id", "delivery_tag", "reply_to"}
+    for part in ("headers", "properties"):
+        assert {k: v for k, v in ours[part].items() if k not in ids} == {
+            k: v for k, v in celerys[part].items() if k not in ids
+        }
+    assert ours["headers"]["root_id"] == ours["headers"]["id"] == ours["properties"]["correlation_id"]
+    assert json.loads(ours["body"]) == json.loads(celerys["body"])
+    assert json.loads(ours["body"])[:2] == [[], kwargs]
+    assert {k: ours[k] for k in ("content-type", "content-encoding")} == {
+        "content-type": "application/json",
+        "content-encoding": "utf-8",
+    }
+
+
+def test_it_sends_a_signed_snapshot_kombu_reads_back(agent, broker):
+    url, _ = broker
+    result = agent.collect("cn001")
+    assert result == {"node": "cn001", "devices": 2, "errors": 0}
+    with Connection(url) as conn:
+        queue = conn.SimpleQueue(SNAPSHOT_QUEUE)
+        message = queue.get(timeout=5)
+        args, kwargs, embed = message.decode()
+        assert message.headers["task"] == INGEST_SNAPSHOT
+        assert message.headers["kwargsrepr"] == "{signed snapshot of cn001}"
+        message.ack()
+        queue.close()
+    assert args == [] and embed == {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+    snap = json.loads(kwargs["snapshot"])
+    assert snap["host"] == "cn001" and snap["wire"] == 2
+    assert nodeauth.sign(KEY, "cn001", kwargs["snapshot"]) == kwargs["signature"]
+
+
+def test_it_sends_through_send_task_on_a_broker_that_is_not_redis():
+    from celery import Celery
+
+    app = Celery("not-redis", broker="memory://", set_as_current=False)
+    app.conf.update(task_serializer="json", accept_content=["json"])
+    publisher = Publisher(app)
+    publisher.send(INGEST_SNAPSHOT, SNAPSHOT_QUEUE, kwargs={"node": "cn001"}, kwargsrepr="{x}")
+    with app.connection_for_read() as conn:
+        message = conn.SimpleQueue(SNAPSHOT_QUEUE).get(timeout=5)
+        assert message.headers["task"] == INGEST_SNAPSHOT and message.decode()[1] == {"node": "cn001"}
+    publisher.close()
+    app.close()
