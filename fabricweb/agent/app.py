@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 
 from celery import Celery
-from celery.signals import after_setup_logger, task_revoked, worker_ready, worker_shutdown
+from celery.signals import after_setup_logger, worker_ready, worker_shutdown
 from kombu import Exchange, Queue
 
 from fabricweb.agent.config import AgentConfig
@@ -96,7 +96,8 @@ def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Cel
     )
     agent = Agent(app, config)
 
-    @app.task(name=COLLECT)
+    # Run directly by the worker (fabricweb/agent/strategy.py), which also says when a poll came too late.
+    @app.task(name=COLLECT, Strategy="fabricweb.agent.strategy:direct")
     def collect(node: str) -> dict:
         """Read `node` and send its snapshot to the snapshots queue. Beat sends it with `expires` of one interval."""
         return agent.collect(node)
@@ -109,13 +110,5 @@ def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Cel
     @worker_shutdown.connect(weak=False)
     def stopping(sender, **kwargs) -> None:
         agent.stop()
-
-    @task_revoked.connect(weak=False)
-    def expired(sender=None, request=None, expired: bool = False, **kwargs) -> None:
-        # Dropped unread: the agent took the poll after its interval (busy, starved of CPU, or back from a
-        # stop). The node misses that poll; said here, since nothing else on the node would say it.
-        if expired:
-            node = (getattr(request, "kwargs", None) or {}).get("node")
-            log.warning("poll of %s expired before this agent could take it: it is over a poll interval behind", node)
 
     return app, agent

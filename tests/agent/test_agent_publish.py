@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import celery
 import pytest
 import redis
 from kombu import Connection
@@ -36,10 +37,12 @@ def agent(broker, tmp_path):
     config = AgentConfig(
         broker_url=broker[0], node_name="cn001", sysfs_root=str(tmp_path / "cn001"), node_keys={"cn001": KEY}
     )
+    current = celery.current_app._get_current_object()
     app, agent = create_app(config, ["cn001"])
     yield agent
     agent.stop()
     app.close()
+    current.set_current()  # the agent's app makes itself current, as in its own process
 
 
 def test_it_pushes_the_message_send_task_would(agent, broker):
