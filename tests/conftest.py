@@ -148,6 +148,7 @@ def _committed_partitions(request):
 KEPT_CACHES = (
     ("collectors.ethnl", "RESOLVED"),
     ("collectors.pcipath", "TREES"),
+    ("fabricweb.telemetry.storage.rowcache", "CACHE"),
     ("fabricweb.fabric.congested", "KEPT"),
     ("fabricweb.dashboard.hostgrid", "KEPT"),
     ("fabricweb.dashboard.overviewmodel", "KEPT"),

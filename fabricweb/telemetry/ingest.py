@@ -109,8 +109,8 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
     first_seen: dict[str, datetime] = {}
     for _, snap in ordered:
         first_seen.setdefault(snap.host, snap.collected_at)
-    # Rows are reused between batches only when this is the outermost transaction (see rowcache).
-    cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
+    # Kept even inside an enclosing transaction: if that one rolls back, so do the nodes' tokens (see rowcache).
+    cache = rowcache.CACHE
     with transaction.atomic():
         refused = _backdated(ordered, now)
         # Before any row lock: creating an hour's partition of samples may wait for other writers' commits.
@@ -131,8 +131,7 @@ def _store(parsed: list[tuple[int, SnapshotIn]], now: datetime) -> dict[int, Ing
         stored = [r for r in results.values() if r.status == STORED]
         if stored:
             snapshots_ingested.send(sender=IngestResult, results=stored)
-    if cache is not None:
-        cache.keep(rows.values())  # committed: as this process wrote them
+    cache.keep(rows.values())  # as this process wrote them
     return results
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from fabricweb.dashboard import grid, hostgrid, overviewmodel, porthealth
 from fabricweb.health.models import Event
 from fabricweb.inventory.models import Node, Port
+from fabricweb.inventory.rowwrites import update_ports
 from tests.api.api_support import event
 
 KINDS = (("symbol_errors", "warning"), ("flapping", "critical"), ("congestion", "warning"), ("pcie_slow", "info"))
@@ -32,13 +33,13 @@ def change_something(rng: random.Random) -> str:
     what = rng.choice(("down", "up", "slower", "vanished", "event", "device event", "resolve", "severity", "stale"))
     now = timezone.now()
     if what == "down":
-        Port.objects.filter(pk=target.pk).update(state_id=1, phys_state_id=3)
+        update_ports(Port.objects.filter(pk=target.pk), state_id=1, phys_state_id=3)
     elif what == "up":
-        Port.objects.filter(pk=target.pk).update(state_id=4, phys_state_id=5, vanished_at=None)
+        update_ports(Port.objects.filter(pk=target.pk), state_id=4, phys_state_id=5, vanished_at=None)
     elif what == "slower":
-        Port.objects.filter(pk=target.pk).update(lanes=1, rate_gbps=25.0)
+        update_ports(Port.objects.filter(pk=target.pk), lanes=1, rate_gbps=25.0)
     elif what == "vanished":
-        Port.objects.filter(pk=target.pk).update(vanished_at=now)
+        update_ports(Port.objects.filter(pk=target.pk), vanished_at=now)
     elif what in ("event", "device event"):
         kind, severity = rng.choice(KINDS)
         opened = event(target, kind, severity, now)
@@ -80,7 +81,7 @@ def test_a_host_that_did_not_change_keeps_its_block_and_a_changed_one_is_drawn_a
     with CaptureQueriesContext(connection) as kept:
         hostgrid.build()
     down = Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1)
-    Port.objects.filter(pk=down.pk).update(state_id=1, phys_state_id=3)
+    update_ports(Port.objects.filter(pk=down.pk), state_id=1, phys_state_id=3)
     with CaptureQueriesContext(connection) as one_host:
         counts, html, _shown = hostgrid.build()
     # One query more: the changed host's ports. Unchanged, every host was kept (the fingerprint read in SQL

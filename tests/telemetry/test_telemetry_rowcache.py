@@ -3,13 +3,14 @@ fabricweb/telemetry/signals.py, fabricweb/telemetry/storage/rowcache.py.
 
 Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/storage/rowcache.py).
 
-These tests commit for real (transaction=True): the cache only keeps rows after a commit.
+These tests commit for real (transaction=True): the cache keeps rows once a batch's block ended well, committed
+or released to an enclosing transaction, and an enclosing transaction that rolls back takes the token back.
 """
 
 from __future__ import annotations
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
 from fabricweb.health.records.actions import accept_baseline, undo_baseline
 from fabricweb.inventory.models import Node, Port
@@ -94,6 +95,32 @@ def test_a_rolled_back_batch_leaves_nothing_of_itself_in_memory(each_db, fresh_c
         snapshots_ingested.disconnect(dispatch_uid="test-rowcache-fail")
     assert len(fresh_cache) == 0
     ingest_snapshot(second)  # redelivered: stored once, against the committed rows
+    assert xmit_deltas() == [None, 4000]
+
+
+def test_it_reuses_the_rows_between_batches_inside_an_enclosing_transaction(each_db, fresh_cache):
+    with transaction.atomic():
+        first = snapshot(PROCFS, at=T0)
+        ingest_snapshot(first)
+        second = later(first, 10, STEP)
+        ingest_snapshot(second)
+        ingest_snapshot(later(second, 10, STEP))
+        assert (fresh_cache.hits, fresh_cache.misses) == (2, 1)
+        assert xmit_deltas() == [None, 4000, 4000]
+
+
+def test_rows_kept_in_an_enclosing_transaction_that_rolled_back_are_read_again(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    second = later(first, 10, STEP)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        ingest_snapshot(second)
+        assert len(fresh_cache) == 1  # kept when its own block ended
+        raise RuntimeError("the enclosing transaction fails after the batch")
+    # The node's token went back with the rollback: the rows held (which had stored the second poll) are passed
+    # over, and the second poll, redelivered, is stored against the committed rows, not taken as a duplicate.
+    ingest_snapshot(second)
+    assert (fresh_cache.hits, fresh_cache.misses) == (1, 2)
     assert xmit_deltas() == [None, 4000]
 
 

@@ -14,7 +14,10 @@ provided nobody else wrote them since. That is what `Node.ingest_token` tells:
 
 Rows are taken out of the cache for the length of a batch and put back only after its
 transaction committed (`keep`): a rolled-back batch leaves nothing of itself here.
-Inside an enclosing transaction (tests) nothing is kept: its commit is not ours to see.
+Inside an enclosing transaction (tests run in one) the batch's block ends at a savepoint, and its
+rows are kept all the same: every node a batch wrote carries a new token, so if the enclosing
+transaction rolls back later, the token read at the next batch is the older one and the rows are
+read afresh. Nothing else depends on the commit.
 A writer that bypasses the ORM (queryset.update, raw SQL) on devices or ports goes through
 fabricweb/inventory/rowwrites.py, which clears it (tests/test_row_writes.py holds everyone to that).
 """
@@ -73,6 +76,11 @@ class RowCache:
             else:
                 for name in names:
                     self._rows.pop(name, None)
+
+    def forget(self) -> None:
+        """Hold nothing and count afresh (the tests' conftest, after each test)."""
+        self.drop()
+        self.hits = self.misses = 0
 
     def __len__(self) -> int:
         return len(self._rows)
