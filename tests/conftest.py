@@ -150,6 +150,7 @@ KEPT_CACHES = (
     ("collectors.pcipath", "TREES"),
     ("fabricweb.telemetry.storage.rowcache", "CACHE"),
     ("fabricweb.fabric.congested", "KEPT"),
+    ("fabricweb.fabric.nodes", "KEPT"),
     ("fabricweb.dashboard.hostgrid", "KEPT"),
     ("fabricweb.dashboard.overviewmodel", "KEPT"),
     ("fabricweb.health.engine.memo", "HELD"),

@@ -45,7 +45,7 @@ from . import adapters, growth, naming
 from .hostnames import judge_names
 from .linkstore import store_links
 from .models import Sweep
-from .nodes import NODE_TYPE_SWITCH, fabric_nodes
+from .nodes import KEPT, NODE_TYPE_SWITCH, KeptNodes, fabric_nodes
 from .refusals import ALREADY, clear_refused, judge_refused
 from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
@@ -93,20 +93,26 @@ def ingest_fabric(data: object, *, now: datetime | None = None) -> FabricResult:
         raise SnapshotRejected(unknown)
     fabric = parse_fabric(data, now)
     cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
+    kept = None if cache is None else KEPT
     with transaction.atomic():
         partitions.SAMPLES.ensure([fabric.collected_at])  # before any row lock, as host ingest does
-        result, rows = _store(fabric, now, cache)
+        result, rows, swept = _store(fabric, now, cache, kept)
     if cache is not None and rows:
         cache.keep(rows.values())  # committed: as this process wrote them
+    if kept is not None and swept is not None:
+        kept.keep(*swept)
     return result
 
 
-def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[str, NodeRows]]:
+def _store(
+    fabric: FabricIn, now: datetime, cache, kept: KeptNodes | None
+) -> tuple[FabricResult, dict[str, NodeRows], tuple | None]:
+    """The sweep stored; the node rows it wrote and (every FabricNode, the collectors' tokens) when it was applied."""
     result = FabricResult(fabric.collector, fabric.collected_at, STORED)
     collector = _collector(fabric, now)
     if collector.kind != Node.Kind.COLLECTOR:
         result.status, result.note = "refused", f"{collector.name} is a {collector.kind}, not a fabric collector"
-        return result, {}
+        return result, {}, None
     not_applied = _not_applied(collector, fabric, now)
     if not_applied is None:
         held = growth.over_budget(collector, fabric)
@@ -138,13 +144,13 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
         result.status, result.note = status, not_applied
         if status == "duplicate":
             judge_refused(collector, now)
-        return result, {}
+        return result, {}, None
     clear_refused(collector, now)
 
     # The adapters whose counters the sweep carries and no host agent reports (adapters.py): stored as switches are.
     counted = {fabric.nodes[i].guid for i, _ in fabric.counters if fabric.nodes[i].node_type != NODE_TYPE_SWITCH}
     agentless = frozenset(adapters.readable(counted)) if counted else frozenset()
-    known = fabric_nodes(fabric, now, agentless)
+    known, tokens = fabric_nodes(fabric, now, collector, agentless, kept)
     switches = {i: known[n.guid] for i, n in enumerate(fabric.nodes) if n.node_type == NODE_TYPE_SWITCH}
     cas = {i: known[n.guid] for i, n in enumerate(fabric.nodes) if n.guid in agentless}
     rows = store.load_nodes({fn.node.name: fabric.collected_at for fn in (*switches.values(), *cas.values())}, cache)
@@ -186,7 +192,7 @@ def _store(fabric: FabricIn, now: datetime, cache) -> tuple[FabricResult, dict[s
     result.samples_written = sum(r.samples_written for r in results.values())
     result.links = sweep.links
     result.results = list(results.values())
-    return result, rows
+    return result, rows, (known, tokens)
 
 
 # --- the collector and who leads -------------------------------------------------------------
