@@ -290,6 +290,7 @@ def _counters(section: dict, nodes: int) -> dict[tuple[int, int], list[int | Non
     # Each stated counter's place among ours; a counter this server does not know is read past.
     place = [_COUNTER_INDEX.get(name) for name in columns[2:]]
     width = len(columns)
+    same = columns[2:] == list(COUNTER_NAMES)
     out: dict[tuple[int, int], list[int | None]] = {}
     for i, row in enumerate(_rows(section, "counters", MAX_PORTS)):
         if type(row) is not list or len(row) != width:
@@ -299,18 +300,35 @@ def _counters(section: dict, nodes: int) -> dict[tuple[int, int], list[int | Non
             raise _bad("counters", i, "node", "an index into nodes", node)
         if type(number) is not int or not 0 <= number <= MAX_PORT_NUMBER:
             raise _bad("counters", i, "port", "a port number", number)
-        values: list[int | None] = [None] * len(COUNTER_NAMES)
-        for k, value in enumerate(row[2:]):
-            if value is None:
-                continue
-            if type(value) is not int or not 0 <= value <= MAX_COUNTER:
-                raise _bad("counters", i, columns[k + 2], "null or a counter from 0 to 2^66", value)
-            if place[k] is not None:
-                values[place[k]] = value
+        stated = row[2:]
+        # Most rows, told with a few builtins over the row instead of a step a value: every value an int (not a
+        # bool) in range or null, in our columns' order (the collector's own). Any other row goes value by value.
+        fits, types = False, set(map(type, stated))
+        if same and types <= _INT_OR_NONE:
+            known = [v for v in stated if v is not None] if _NONE in types else stated
+            fits = not known or (min(known) >= 0 and max(known) <= MAX_COUNTER)
+        values = stated if fits else _values(stated, place, columns, i)
         if (node, number) in out:
             raise SnapshotRejected(f"counters row {i}: node {node} port {number} appears twice")
         out[node, number] = values
     return out
+
+
+_NONE = type(None)
+_INT_OR_NONE = {int, _NONE}
+
+
+def _values(stated: list, place: list[int | None], columns: list[str], i: int) -> list[int | None]:
+    """One counters row's values in COUNTER_NAMES order, each checked."""
+    values: list[int | None] = [None] * len(COUNTER_NAMES)
+    for k, value in enumerate(stated):
+        if value is None:
+            continue
+        if type(value) is not int or not 0 <= value <= MAX_COUNTER:
+            raise _bad("counters", i, columns[k + 2], "null or a counter from 0 to 2^66", value)
+        if place[k] is not None:
+            values[place[k]] = value
+    return values
 
 
 def _routes(section: dict, nodes: list[FabricNodeIn]) -> dict[int, tuple[int | None, bytes]]:

@@ -90,6 +90,8 @@ def _set(path: tuple, value):
         (_set(("counters", "rows", 0), [0, 1, 5]), "counters row 0: expected 27 values, as the columns state"),
         (_set(("counters", "rows", 0, 2), -1), "counters row 0, symbol_error: expected null or a counter"),
         (_set(("counters", "rows", 0, 2), 2**70), "counters row 0, symbol_error: expected null or a counter"),
+        (_set(("counters", "rows", 0, 2), True), "counters row 0, symbol_error: expected null or a counter"),
+        (_set(("counters", "rows", 0, 3), 1.0), "counters row 0, link_error_recovery: expected null or a counter"),
         (_set(("counters", "columns", 0), "switch"), "counters.columns: the first two must be node and port"),
         (_set(("widths",), [1, 4, 3]), "widths: 3 is not one this server knows"),
         (_set(("errors",), [{"path": "x"}]), "errors[0].reason: expected text of at most 512 characters, got None"),
@@ -119,6 +121,17 @@ def test_a_counter_the_server_does_not_know_is_read_past_and_masks_in_another_or
     enabled = {p.width_enabled for p in fabric.ports if p.peer_node is not None}
     assert enabled == {16}  # 12X, bit 4 in this server's order
     assert len(next(iter(fabric.counters.values()))) == 25
+
+
+def test_a_row_of_counters_keeps_each_value_and_the_unread_ones_null():
+    snap = good()
+    rows = snap["counters"]["rows"]
+    rows[0][2:] = [None] * (len(rows[0]) - 2)  # nothing read
+    rows[1][4] = None  # one counter unread
+    fabric = parse_fabric(snap, NOW)
+    first, second = (fabric.counters[tuple(r[:2])] for r in rows[:2])
+    assert first == [None] * len(first)
+    assert second == rows[1][2:] and second[2] is None and second[0] is not None
 
 
 def test_an_error_names_the_collector():
