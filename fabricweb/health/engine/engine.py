@@ -275,10 +275,17 @@ def _judge(
     unknown: set[str] = set()
     judged = []
     pcie: dict[int, PcieView] = {}
+    devices: dict[int, tuple] = {}  # id(device) -> memo.device_inputs, once a device at this poll
     for obs in result.observations:
         port = obs.port
         interval = obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0
-        raw = memo.raw_inputs(obs, name, norms) if alone and port.id is not None else None
+        raw = None
+        if alone and port.id is not None:
+            device = port.device
+            part = devices.get(id(device))
+            if part is None:
+                part = devices[id(device)] = memo.device_inputs(device, norms)
+            raw = memo.raw_inputs(obs, name, norms, part)
         held = memo.reuse(obs, raw, ts, interval, t) if raw is not None else None
         if held is not None:
             out.reused += 1

@@ -75,26 +75,39 @@ class HeldJudgements:
 HELD = HeldJudgements()
 
 
-def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
-    """What quiet.inputs of this observation's view is worked out from, comparable with ==; None when capped.
-
-    The still counters' values and types are in it: equal to those of a quiet poll, they are 0 or None."""
-    if obs.capped:
-        return None
-    port, link, deltas = obs.port, obs.current, obs.deltas
-    device = port.device
-    ib = link.link_layer == "InfiniBand" or not is_ethernet(link.link_layer)  # (the common case, told at once)
-    still = tuple(map(deltas.get, STILL if ib else STILL_ROCE))
+def device_inputs(device, norms: Norms) -> tuple:
+    """The part of raw_inputs that is the device's (and the norms'): the same for each of its ports at one poll,
+    so worked out once a device (a switch has dozens of ports)."""
     hca = device.hca_type
     return (
         norms.thresholds,
         norms.policies,
         norms.majorities.get(hca) if hca else None,  # its own model's: another model's count may change
-        node,
         device.name,
-        port.number,
         hca,
         device.board_id,  # a switch's device id (collectors.xmitwait.device_id; a host's is in hca_type)
+        device.pci_current_gts,
+        device.pci_current_width,
+        device.pci_max_gts,
+        device.pci_max_width,
+        path_key(device.pcie_path, device.node.gpus is not None),  # the bridges above it (rules/pciepath.py)
+    )
+
+
+def raw_inputs(obs: PortObservation, node: str, norms: Norms, device: tuple | None = None) -> tuple | None:
+    """What quiet.inputs of this observation's view is worked out from, comparable with ==; None when capped.
+    `device`: device_inputs of its port's device at this poll, when the caller has it.
+
+    The still counters' values and types are in it: equal to those of a quiet poll, they are 0 or None."""
+    if obs.capped:
+        return None
+    port, link, deltas = obs.port, obs.current, obs.deltas
+    ib = link.link_layer == "InfiniBand" or not is_ethernet(link.link_layer)  # (the common case, told at once)
+    still = tuple(map(deltas.get, STILL if ib else STILL_ROCE))
+    return (
+        device_inputs(port.device, norms) if device is None else device,
+        node,
+        port.number,
         link.state_id,
         link.state_name,
         link.phys_state_id,
@@ -109,11 +122,6 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms) -> tuple | None:
         port.capable_speed,
         port.capable_lanes,
         port.link_owner,
-        device.pci_current_gts,
-        device.pci_current_width,
-        device.pci_max_gts,
-        device.pci_max_width,
-        path_key(device.pcie_path, device.node.gpus is not None),  # the bridges above it (rules/pciepath.py)
         still,
         tuple(map(type, still)),
         known_delta(deltas.get(WAIT)) is None,
