@@ -92,15 +92,15 @@ def ingest_fabric(data: object, *, now: datetime | None = None) -> FabricResult:
     if unknown:
         raise SnapshotRejected(unknown)
     fabric = parse_fabric(data, now)
-    cache = None if transaction.get_connection().in_atomic_block else rowcache.CACHE
-    kept = None if cache is None else KEPT
+    # Kept even inside an enclosing transaction, as host ingest keeps them: one that rolls back later takes the
+    # nodes' and collectors' tokens back with it (telemetry/storage/rowcache.py).
     with transaction.atomic():
         partitions.SAMPLES.ensure([fabric.collected_at])  # before any row lock, as host ingest does
-        result, rows, swept = _store(fabric, now, cache, kept)
-    if cache is not None and rows:
-        cache.keep(rows.values())  # committed: as this process wrote them
-    if kept is not None and swept is not None:
-        kept.keep(*swept)
+        result, rows, swept = _store(fabric, now, rowcache.CACHE, KEPT)
+    if rows:
+        rowcache.CACHE.keep(rows.values())  # as this process wrote them
+    if swept is not None:
+        KEPT.keep(*swept)
     return result
 
 
