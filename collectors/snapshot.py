@@ -15,6 +15,7 @@ from functools import cache
 
 from . import roce
 from .facts import SCHEMA_VERSION
+from .keptdevices import KeptDevices
 from .model import Device, Disagreement, Port, Snapshot, VerbsDevice, VerbsPort
 from .pcipath import read_paths
 from .sysfs import SysfsReader
@@ -29,14 +30,18 @@ def read_host(
     hw_counters: bool = True,
     virtual_functions: bool = True,
     deadline: float | None = None,
+    kept: KeptDevices | None = None,
 ) -> Snapshot:
     """Read every RDMA device of this host (or of the tree under `sysfs_root`).
 
     `hw_counters=False` skips every hw_counters/ directory; `virtual_functions=False` leaves out
     SR-IOV virtual functions; past `deadline` (time.monotonic()) the read stops with
-    sysfs.DeadlinePassed (SysfsReader).
+    sysfs.DeadlinePassed (SysfsReader). `kept`: what of each device does not change while it stays
+    registered, from an earlier read of the same caller (collectors/keptdevices.py).
     """
-    reader = SysfsReader(sysfs_root, hw_counters=hw_counters, virtual_functions=virtual_functions, deadline=deadline)
+    reader = SysfsReader(
+        sysfs_root, hw_counters=hw_counters, virtual_functions=virtual_functions, deadline=deadline, kept=kept
+    )
     collected_at = time.time() if now is None else now
     devices = reader.devices()
     # A RoCE port's lossless counters: its netdev's ethtool statistics from the kernel on this machine's /sys.

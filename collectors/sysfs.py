@@ -11,23 +11,30 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from . import counters as pma
+from .keptdevices import KeptDevices, identity, read_kept
 from .link import RateError, parse_rate
-from .model import Device, Enum, PciLink, Port, ReadError
+from .model import Device, PciLink, Port, ReadError
 
-# re.ASCII: \d would otherwise take any Unicode digit ('٤: ACTIVE'), which int() accepts.
-_ENUM_RE = re.compile(r"^(\d+): ?(.*)$", re.ASCII)
-_HEX_RE = re.compile(r"0x[0-9a-fA-F]{1,16}")
-_GID_RE = re.compile(r"(?:[0-9a-fA-F]{4}:){7}[0-9a-fA-F]{4}")
-PCI_ADDR_RE = re.compile(r"^[0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_PCI_SPEED_RE = re.compile(r"^(\d+(?:\.\d+)?) ?GT/s(?: PCIe)?$", re.ASCII)
-_NUMA_RE = re.compile(r"-?\d+", re.ASCII)
+# The parsers (collectors/pcipath.py takes some of them from here).
+from .sysparse import (
+    PCI_ADDR_RE,
+    Unparsable,
+    _counter,
+    _enum,
+    _gid_guid,
+    parse_hex,
+    parse_int,
+    parse_numa,
+    parse_pci_speed,
+    parse_text,
+)
+
 _U64_MAX = (1 << 64) - 1
 _MAX_READ = 4096
 # O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever and hang the
@@ -44,72 +51,8 @@ _REASONS = {
 }
 
 
-class Unparsable(ValueError):
-    pass
-
-
 class DeadlinePassed(TimeoutError):
     """The read went past its deadline (a stuck driver answering slowly): the rest is not read."""
-
-
-def parse_int(text: str) -> int:
-    # int() would also take '+5', ' 5', '5_000' and non-ASCII digits; sysfs never prints those.
-    if not (text.isascii() and text.isdigit()):
-        raise Unparsable(f"not a decimal number: {text[:40]!r}")
-    value = int(text)
-    if value > _U64_MAX:  # no sysfs value is wider; ingest stores 64-bit integers
-        raise Unparsable(f"out of range for a 64-bit value: {text[:40]!r}")
-    return value
-
-
-def parse_hex(text: str) -> int:
-    # int(text, 16) would take '0x_1' and any length: a 4 KiB hex number has more than
-    # 4300 decimal digits, which json.dumps refuses, losing the whole snapshot.
-    if _HEX_RE.fullmatch(text) is None:
-        raise Unparsable(f"not a 64-bit hexadecimal number: {text[:40]!r}")
-    return int(text, 16)
-
-
-def _gid_guid(text: str) -> str | None:
-    """The port GUID in GID 0 (`fe80:0000:0000:0000:0c42:a103:00a1:b2c1`): its lower 64 bits, as
-    `0x0c42a10300a1b2c1`, the form ibnetdiscover prints and the fabric collector sends. All zeros: none."""
-    if _GID_RE.fullmatch(text) is None:
-        raise Unparsable(f"not a GID (8 groups of 4 hex digits): {text[:48]!r}")
-    guid = int("".join(text.split(":")[4:]), 16)
-    return f"0x{guid:016x}" if guid else None
-
-
-def _enum(text: str) -> Enum:
-    m = _ENUM_RE.match(text)
-    if m is None:
-        raise Unparsable(f"expected '<id>: <name>', got {text[:40]!r}")
-    return Enum(parse_int(m.group(1)), m.group(2))
-
-
-def _counter(text: str) -> int:
-    if text.startswith("N/A"):
-        raise Unparsable("N/A (no PMA): the device has no performance management agent for this counter")
-    return parse_int(text)
-
-
-def parse_pci_speed(text: str) -> float | None:
-    if text == "Unknown":  # virtual functions
-        return None
-    m = _PCI_SPEED_RE.match(text)
-    if m is None:
-        raise Unparsable(f"unrecognised PCIe link speed {text[:40]!r}")
-    return float(m.group(1))
-
-
-def parse_numa(text: str) -> int | None:
-    value = int(text) if _NUMA_RE.fullmatch(text) else None
-    if value is None:
-        raise Unparsable(f"not a NUMA node number: {text[:40]!r}")
-    return None if value < 0 else value
-
-
-def parse_text(text: str) -> str:
-    return text
 
 
 def _join(dir_path: str, name: str) -> str:
@@ -123,7 +66,8 @@ class SysfsReader:
     out every device known to be an SR-IOV virtual function, unread past its `physfn` link.
     `deadline` (time.monotonic()) is checked before each file: past it, the read raises
     DeadlinePassed naming the file. A deadline, not a signal, so it holds in any thread, and a
-    file's read is never cut in half.
+    file's read is never cut in half. `kept` (keptdevices.KeptDevices, the agent's) holds what of each
+    device does not change while it stays registered, read once a registration.
     """
 
     def __init__(
@@ -133,6 +77,7 @@ class SysfsReader:
         hw_counters: bool = True,
         virtual_functions: bool = True,
         deadline: float | None = None,
+        kept: KeptDevices | None = None,
     ) -> None:
         self.root = sysfs_root
         self.class_dir = os.path.join(sysfs_root, "class", "infiniband")
@@ -140,6 +85,12 @@ class SysfsReader:
         self.hw_counters = hw_counters
         self.virtual_functions = virtual_functions
         self.deadline = deadline
+        self.kept = kept
+        # The device being read: its counter directories' files (None: no such directory), and whether one of
+        # them was gone; consulted and filled only when there is `kept`.
+        self.names: dict[str, list[str] | None] = {}
+        self.vanished = False
+        self._static_errors: int | None = None
 
     # -- primitives -------------------------------------------------------
     # Files are opened by name relative to their directory, opened once (dir_fd): the
@@ -166,6 +117,7 @@ class SysfsReader:
         except FileNotFoundError:
             if listed:
                 self.errors.append(ReadError(_join(dir_path, name), "vanished while being read"))
+                self.vanished = True
             return None
         except OSError as e:
             self._fail(_join(dir_path, name), e)
@@ -239,10 +191,15 @@ class SysfsReader:
     # -- counters ---------------------------------------------------------
     def counter_dir(self, path: str, capped: list[str] | None) -> dict[str, int | None]:
         values: dict[str, int | None] = {}
+        known = self.names.get(path, False) if self.kept is not None else False
+        if known is None:
+            return values  # absent since the device was registered
         # Same outcomes as _listdir(path), with the directory kept open for the reads.
         try:
             dir_fd = os.open(path, _DIR_FLAGS)
         except FileNotFoundError:
+            if self.kept is not None:
+                self.names[path] = None
             return values
         except NotADirectoryError:
             self.errors.append(ReadError(path, "a file where a directory should be"))
@@ -251,11 +208,16 @@ class SysfsReader:
             self._fail(path, e)
             return values
         try:
-            try:
-                names = sorted(os.listdir(dir_fd))
-            except OSError as e:
-                self._fail(path, e)
-                return values
+            if known is False:
+                try:
+                    names = sorted(os.listdir(dir_fd))
+                except OSError as e:
+                    self._fail(path, e)
+                    return values
+                if self.kept is not None:
+                    self.names[path] = names
+            else:
+                names = known
             read = self._read
             for name in names:
                 # lifespan: hw_counters cache time in ms, not a counter; dot-files: a writer's temp files
@@ -359,14 +321,38 @@ class SysfsReader:
 
     def device(self, name: str) -> Device | None:
         d = os.path.join(self.class_dir, name)
+        if self.kept is None:
+            return self._device(d, name)
+        now = identity(d)
+        kept = self.kept.get(d, now)
+        self.vanished = False
+        if kept is not None:
+            self.names = kept.names
+            if kept.skip:
+                return None
+            dev = read_kept(self, d, name, kept)
+            if self.vanished:  # a counter file listed when the device was kept is gone: list them again
+                self.kept.get(d, None)
+            return dev
+        self.names = {}
+        start = len(self.errors)
+        dev = self._device(d, name)
+        if now is not None and self._static_errors is not None and self._static_errors == start:
+            skip = dev is None and not self.virtual_functions
+            self.kept.keep(d, now, dev, self.names, skip=skip)
+        return dev
+
+    def _device(self, d: str, name: str) -> Device | None:
         j = os.path.join
         dev = Device(name)
+        self._static_errors = None  # len(errors) once what a KeptDevices keeps is read, when it all was
         if not os.path.isdir(d):
             # A class link whose device is gone (driver unloading as we read) has nothing to report.
             self.errors.append(ReadError(d, "device link points nowhere (device removed while being read?)"))
             return None
         dev.virtual_function, dev.physical_function = self.sriov(d)
         if dev.virtual_function and not self.virtual_functions:
+            self._static_errors = len(self.errors)
             return None  # a VF comes and goes with `sriov_numvfs`: not one of the host's own ports
         with self._dir(d) as at:
             dev.node_type = at("node_type", _enum)
@@ -378,11 +364,14 @@ class SysfsReader:
         if self.hw_counters:
             dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None)
         ports_dir = j(d, "ports")
-        for entry in self._listdir(ports_dir):
+        entries = self._listdir(ports_dir)
+        self._static_errors = len(self.errors)
+        for entry in entries:
             if entry.startswith("."):
                 continue
             if not (entry.isascii() and entry.isdigit()):  # int() would take '١' as port 1
                 self.errors.append(ReadError(j(ports_dir, entry), "not a port number"))
+                self._static_errors = None  # said at every poll
                 continue
             dev.ports.append(self.port(j(ports_dir, entry), int(entry)))
         dev.ports.sort(key=lambda p: p.number)
@@ -391,5 +380,8 @@ class SysfsReader:
 
     def devices(self) -> list[Device]:
         """Every device under class/infiniband; no such directory means no devices."""
-        devices = (self.device(name) for name in self._listdir(self.class_dir) if not name.startswith("."))
+        names = [name for name in self._listdir(self.class_dir) if not name.startswith(".")]
+        if self.kept is not None:
+            self.kept.retain(self.class_dir, names)
+        devices = (self.device(name) for name in names)
         return [d for d in devices if d is not None]

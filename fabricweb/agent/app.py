@@ -96,8 +96,9 @@ def create_app(config: AgentConfig, nodes: list[str] | None = None) -> tuple[Cel
     )
     agent = Agent(app, config)
 
-    # Run directly by the worker (fabricweb/agent/strategy.py), which also says when a poll came too late.
-    @app.task(name=COLLECT, Strategy="fabricweb.agent.strategy:direct")
+    # Run directly by the worker (fabricweb/agent/strategy.py), which also says when a poll came too late. Not
+    # shared: an app made later in the same process (a test's) would otherwise take this agent's task too.
+    @app.task(name=COLLECT, Strategy="fabricweb.agent.strategy:direct", shared=False)
     def collect(node: str) -> dict:
         """Read `node` and send its snapshot to the snapshots queue. Beat sends it with `expires` of one interval."""
         return agent.collect(node)

@@ -12,6 +12,9 @@ snapshot keeps the same shape. A RoCE port's lossless counters (collectors/roce.
 hw_counters files and its netdev's ethtool statistics), which the lossless rules judge per poll,
 are read at every poll and sent over the values remembered.
 
+What of a device does not change while the kernel keeps it registered (its GUIDs, model, PCI address, ports,
+counter files' names) is read once a registration (collectors/keptdevices.py); the rest at every poll.
+
 SR-IOV virtual functions are left out unless FABRIC_INCLUDE_VIRTUAL_FUNCTIONS asks for them
 (docs/agent.md): they come and go with the VMs using them, and are not the host's own ports.
 """
@@ -22,6 +25,7 @@ import threading
 import time
 
 from collectors import read_host, to_dict
+from collectors.keptdevices import KeptDevices
 from fabricweb.agent.config import AgentConfig
 
 
@@ -32,6 +36,8 @@ class Poller:
         self._use_verbs = config.reads_this_machine()
         self._polls: dict[str, int] = {}
         self._hw: dict[str, dict] = {}  # node -> {device: hw_counters, (device, port): hw_counters}
+        # What of each device does not change while it stays registered: read once a registration.
+        self.kept = KeptDevices()
         # The task (main thread) and an event-triggered snapshot (watcher thread) may overlap.
         self._lock = threading.Lock()
 
@@ -50,6 +56,7 @@ class Poller:
                 hw_counters=fresh,
                 virtual_functions=self.config.include_virtual_functions,
                 deadline=time.monotonic() + self.config.poll_deadline_s,
+                kept=self.kept,
             )
         )
         if fresh:

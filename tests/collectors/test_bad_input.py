@@ -1,4 +1,4 @@
-"""Covers collectors/link.py.
+"""Covers collectors/link.py, collectors/sysparse.py.
 
 Bad input costs exactly the bad value: every other value of the device and host is still reported."""
 
