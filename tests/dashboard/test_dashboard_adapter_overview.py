@@ -25,6 +25,9 @@ from tests.api.api_support import event, port
 from tests.dashboard.dashboard_support import grid_cell, overview_grid
 
 ACTIVE, LINK_UP, DOWN, POLLING = 4, 5, 1, 2
+# Not one of the simulator's GUIDs (0x0c42a10300bcf0NN are its hosts' cards): through real ingest the adapter
+# would be taken for a host's card.
+NFS01_GUID = "0x0c42a10300ab5101"
 
 
 def add_adapter(name: str, guid: str, device: str = "mlx5_0") -> Node:
@@ -45,7 +48,7 @@ def add_adapter(name: str, guid: str, device: str = "mlx5_0") -> Node:
 
 
 def test_an_adapter_is_on_the_overview_marked_as_read_by_the_fabric_collector(viewer, faulty):
-    add_adapter("nfs01", "0x0c42a10300bcf00b")
+    add_adapter("nfs01", NFS01_GUID)
     html = viewer.text("/")
     assert '<div class="gnode ca"><a class="gn" href="/nodes/nfs01/"' in html
     assert 'title="nfs01: CA, read by the fabric collector (no agent reports it)">nfs01 (CA)</a>' in html
@@ -56,7 +59,7 @@ def test_an_adapter_is_on_the_overview_marked_as_read_by_the_fabric_collector(vi
 
 
 def test_an_adapters_down_port_is_down_and_it_is_counted_apart_from_the_hosts(viewer, faulty):
-    add_adapter("nfs01", "0x0c42a10300bcf00b")
+    add_adapter("nfs01", NFS01_GUID)
     Port.objects.filter(device__node__name="nfs01", number=1).update(state_id=DOWN, phys_state_id=POLLING)
     hosts = viewer.get("/").context["counts"]
     host_ports = Port.objects.filter(device__node__kind=Node.Kind.HOST).count()
@@ -70,7 +73,7 @@ def test_an_adapters_down_port_is_down_and_it_is_counted_apart_from_the_hosts(vi
 
 
 def test_an_adapter_is_never_a_stale_host(viewer, faulty):
-    adapter = add_adapter("nfs01", "0x0c42a10300bcf00b")
+    adapter = add_adapter("nfs01", NFS01_GUID)
     Node.objects.filter(pk=adapter.pk).update(stale=True, last_ingested_at=timezone.now())
     page = viewer.get("/")
     assert page.context["counts"].stale_nodes == 0
@@ -101,7 +104,7 @@ def test_the_overview_costs_the_same_queries_with_adapters(viewer, faulty):
 
 def test_an_adapter_appearing_or_changing_shows_at_once(viewer, faulty):
     assert "nfs01" not in overview_grid(viewer.text("/"))  # the model and the blocks are kept now
-    adapter = add_adapter("nfs01", "0x0c42a10300bcf00b")
+    adapter = add_adapter("nfs01", NFS01_GUID)
     assert grid_cell(viewer.text("/"), "nfs01/mlx5_0/1") == "up"
     # A sweep finds port 1 down: ingest writes the port and the node's last_ingested_at.
     Port.objects.filter(device__node=adapter, number=1).update(state_id=DOWN, phys_state_id=POLLING)
@@ -119,7 +122,7 @@ def test_an_adapters_names_from_the_fabric_are_escaped(viewer, faulty):
     # fabric.naming makes names of plain words; were one to come through (an older row), it is text all the same.
     # No "/" in them: a name is a path segment of the pages' addresses.
     evil, description = '<script>alert(1)"', "<script>alert(1)</script>"
-    adapter = add_adapter("nfs01", "0x0c42a10300bcf00b")
+    adapter = add_adapter("nfs01", NFS01_GUID)
     Node.objects.filter(pk=adapter.pk).update(name=f"nfs{evil}")
     Device.objects.filter(node=adapter).update(name=f"mlx{evil}", node_desc=description)
     FabricNode.objects.filter(node=adapter).update(description=description)
@@ -130,7 +133,7 @@ def test_an_adapters_names_from_the_fabric_are_escaped(viewer, faulty):
 
 
 def test_the_wall_shows_an_adapters_tile(viewer, faulty):
-    add_adapter("nfs01", "0x0c42a10300bcf00b")
+    add_adapter("nfs01", NFS01_GUID)
     html = viewer.text("/wall/")
     tile = re.search(r'<div class="tile (\w+) ca"><span class="tn">nfs01 \(CA\)</span> <span class="tm">(.) (\d)', html)
     assert tile and tile.groups() == ("erroring", "!", "1")
@@ -139,7 +142,7 @@ def test_the_wall_shows_an_adapters_tile(viewer, faulty):
 
 
 def test_ports_csv_and_the_search_list_an_adapter(viewer, faulty):
-    add_adapter("nfs01", "0x0c42a10300bcf00b")
+    add_adapter("nfs01", NFS01_GUID)
     response = viewer.get("/ports.csv", {"node": "nfs01"})
     rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
     header, ports = rows[0], rows[1:]
@@ -156,7 +159,7 @@ def test_ports_csv_and_the_search_list_an_adapter(viewer, faulty):
 
 
 def test_the_state_filter_selects_an_adapters_ports(viewer, faulty):
-    adapter = add_adapter("nfs01", "0x0c42a10300bcf00b")
+    adapter = add_adapter("nfs01", NFS01_GUID)
     Port.objects.filter(device__node=adapter, number=1).update(state_id=DOWN, phys_state_id=POLLING)
     html = viewer.text("/", {"state": "down"})
     assert grid_cell(html, "nfs01/mlx5_0/1").startswith("down") and "nfs01/mlx5_0/2" not in overview_grid(html)
