@@ -4,8 +4,11 @@ the counters of, so their ports have counters, samples and findings like a host'
 Which: `FABRIC_CA_COUNTERS` (settings.py), by default every adapter the sweeps reach that no agent reports;
 `none`, or a list of node GUIDs (each still only while no agent reports it); an adapter first reached less
 than GRACE_POLLS poll intervals (a minute at least) ago waits, so that a host whose agent is starting is not
-taken for agentless. An adapter an agent reports is one whose node GUID is a present device of a host: it is
-never read by the collector too, so a port has one source of samples.
+taken for agentless. An adapter an agent reports is one whose node GUID is a device of a host: it is never read
+by the collector too, so a port has one source of samples. A card that vanished from its host's view (its driver
+failed) while its firmware still answers on the fabric stays its host's until it retires
+(FABRIC_VANISHED_RETIRE_AFTER): the host's agent speaks for it, and its vanishing is the host's finding, not a new
+adapter's.
 
 Central decides, and tells the collector with each sweep's poll (`to_read`, sent by fabricweb.scheduling as the
 sweep task's `adapters`): the collector cannot know which hosts run an agent, and reading every adapter to keep
@@ -38,9 +41,9 @@ AGENTLESS, NONE = "agentless", "none"
 
 
 def with_agent() -> set[str]:
-    """The node GUIDs (0x form: sysfs writes `0c42:a103:00bc:f003`) of the adapters hosts' agents report: present
-    devices of host nodes."""
-    rows = Device.objects.filter(node__kind=Node.Kind.HOST, vanished_at__isnull=True, node_guid__isnull=False)
+    """The node GUIDs (0x form: sysfs writes `0c42:a103:00bc:f003`) of the adapters hosts' agents report: devices
+    of host nodes, vanished ones too until they retire."""
+    rows = Device.objects.filter(node__kind=Node.Kind.HOST, node_guid__isnull=False)
     return {parse_guid(guid) for guid in rows.values_list("node_guid", flat=True)} - {None}
 
 

@@ -43,6 +43,16 @@ def test_by_default_every_reached_adapter_no_agent_reports_is_read(fabric):
     assert adapters.to_read() == [STORAGE, GATEWAY]
 
 
+def test_a_hosts_card_that_vanished_from_its_view_is_not_taken_for_agentless_until_it_retires(fabric):
+    # cn042's driver lost mlx5_0; its firmware still answers the sweeps, so the fabric reaches it as before.
+    card = Device.objects.get(node__name="cn042", name="mlx5_0")
+    card.vanished_at = timezone.now() - timedelta(minutes=30)
+    card.save(update_fields=["vanished_at"])
+    assert adapters.to_read() == [STORAGE, GATEWAY]
+    card.delete()  # retired (FABRIC_VANISHED_RETIRE_AFTER): nobody speaks for it now
+    assert adapters.to_read() == [AGENT, STORAGE, GATEWAY]
+
+
 def test_an_adapter_first_reached_within_three_polls_or_a_minute_waits_for_its_agent(fabric, settings):
     new, now = "0x0c42a10300bcf023", timezone.now()
     FabricNode.objects.create(guid=new, node_type=1, num_ports=1, first_seen_at=now)
