@@ -15,7 +15,7 @@ CPU (time on a core of every thread, /proc/<pid>/task/*/schedstat) per minute of
 RSS and PSS at the end (/proc/<pid>/smaps_rollup), start-up (spawn to the first snapshot /
 the first scrape with infiniband series), and context switches per second (every thread:
 how often the process wakes up; most are wake-ups while idle). Printed with the ratios
-agent / node_exporter and the goals of issue 10. `--signed` gives the agent a node key
+agent / node_exporter and the agent's goals (GOALS). `--signed` gives the agent a node key
 (FABRIC_NODE_KEY), as on a site with node auth: every snapshot is signed (fabricweb/nodeauth.py).
 The machine may be shared: compare the ratios of one run, and repeat a run to see the noise.
 """

@@ -5,7 +5,7 @@ the time until the grid is drawn and the problem list is usable; as a user measu
     .venv/bin/python bench/bench_dashboard.py [--ports 5000,20000,50000] [--db sqlite|postgres] [--runs 5]
         [--no-browser] [--profile] [--switches N --switch-ports P]
     .venv/bin/python bench/bench_dashboard.py --db postgres --ports 32000 --switches 1000 --switch-ports 64
-        # the 100,000-port fabric of issue 37: 32,000 host ports beside 64,000 switch ports
+        # the 100,000-port fabric of bench/bench_scale.py: 32,000 host ports beside 64,000 switch ports
 
 Each size runs in a child process with a fresh database: a simulated fabric (4 ports per node: 2 HCAs x 2
 ports; a simulated block of 1,000 ports copied under other node names) with faults on 1% of the nodes

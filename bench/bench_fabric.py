@@ -1,5 +1,5 @@
 """The fabric collector on a 256-switch fabric under ibsim, side by side with ibnetdiscover + ibqueryerrors,
-and what ingesting its sweeps costs per switch port against a host port (issue 22).
+and what ingesting its sweeps costs per switch port against a host port.
 
     source /tmp/testenv.sh     # or: eval "$(scripts/test-services start)"   (TEST_POSTGRES_URL)
     .venv/bin/python bench/bench_fabric.py [--runs 5] [--warm 10] [--db URL] [--no-ingest] [--keep]
@@ -22,7 +22,7 @@ Everything the bench starts is stopped at the end, whatever happens; nothing is 
    and peak RSS (the collector's VmHWM from /proc; the tools' ru_maxrss from wait4). The collector runs with
    the fabric agent's garbage-collector settings (fabricweb/heap.py); --gc-compare adds a second collector
    process with Python's defaults, alternated. Each run also sweeps and polls reading every channel
-   adapter's counters too (issue 40: as if no host ran an agent), and what that adds per CA port (wall and
+   adapter's counters too (as if no host ran an agent), and what that adds per CA port (wall and
    CPU time, MADs, bytes) is set against what a switch port costs in the counters-only poll.
 4. The snapshots' size: the JSON text as signed and sent (nodeauth.signed_kwargs), and as Redis holds the
    message (the fabric agent's own Celery app and FabricAgent.deliver, to a private redis-server).
@@ -406,7 +406,7 @@ def measure_sweeps(sim: Simulated, runs: int, gc_compare: bool = False) -> dict:
             timed("ibnetdiscover@1", lambda: sim.timed_tool("ibnetdiscover", cpu=one_cpu))
             timed("ibqueryerrors@1", lambda: sim.timed_tool("ibqueryerrors", "--data", cpu=one_cpu))
 
-        def ours_with_cas() -> None:  # every channel adapter's counters too (issue 40)
+        def ours_with_cas() -> None:  # every channel adapter's counters too
             timed("full+cas", lambda: collector.ask("full+cas"))
             timed("counters+cas", lambda: collector.ask("counters+cas"))
 
@@ -745,7 +745,7 @@ def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str) -> dict:
 
 # -- report --------------------------------------------------------------------------------------
 def per_port(sweeps: dict) -> None:
-    """What a channel adapter's counters cost per port (issue 40), against a switch port's: a switch port's is its
+    """What a channel adapter's counters cost per port, against a switch port's: a switch port's is its
     counters-only poll over its ports (wall and CPU seconds, MADs, bytes as sent); a CA port's, what reading every
     CA's counters too added to the same run's poll (or full sweep), over the CA ports read."""
     switch = sweeps["counters"][0]["switch_ports"]

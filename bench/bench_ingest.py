@@ -311,8 +311,8 @@ def promptly(module) -> None:
     The snapshots are dated on the bench's own timeline (T0 on, polls STEP apart), months from
     this machine's clock. Stored at the machine's time, every node's clock would look that far
     off and each would hold a clock-skew event open, updated at every poll, which a fabric whose
-    clocks keep time does not: it cost the health hook 16-26 µs per sample (BENCHMARKS.md, issue 11,
-    seventh round). Here each batch is stored as if it had been sent the moment it was read.
+    clocks keep time does not: it cost the health hook 16-26 µs per sample (docs/benchmarks-history.md,
+    "Ingest, seventh round"). Here each batch is stored as if it had been sent the moment it was read.
     The patch is the benchmark's, in its own process; ingest itself reads the clock.
     """
     real = module.ingest_batch

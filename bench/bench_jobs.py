@@ -1,4 +1,4 @@
-"""Routes and the links of running jobs at scale, side by side with ibroute and ibtracert (issue 35).
+"""Routes and the links of running jobs at scale, side by side with ibroute and ibtracert.
 
     .venv/bin/python bench/bench_jobs.py [--runs 5] [--mix packed,oversubscribed] [--skip-ibsim]
                                          [--scheduled-runs 1] [--profile] [--keep]

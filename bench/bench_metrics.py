@@ -20,7 +20,7 @@ ingest leaves it: switch ports with a PMA's counters (64-bit data and packets, d
 port), both ends' link facts (far end, what both ends support, the end that speaks for the link),
 each switch's fabric row; `set=counters` and `set=detail` are measured too.
 
-Goals (issue 27), at 20,000 ports: the default scrape in under 1 s, `set=health` in under 200 ms, peak
+Goals, at 20,000 ports: the default scrape in under 1 s, `set=health` in under 200 ms, peak
 RSS under 250 MB. The tables are filled directly (bulk_create) with the counters of a real simulated
 ConnectX-6 port (30 counters, 24 hw_counters each), its non-zero counters made distinct per port as on
 a real fabric (12 a port: traffic, packets, RDMA requests), 8 ports per node, an open event on one port

@@ -1,4 +1,4 @@
-"""What the PCIe path costs a poll (issue 26): read_host on a DGX A100 tree, with and without it.
+"""What the PCIe path costs a poll: read_host on a DGX A100 tree, with and without it.
 
     .venv/bin/python bench/bench_pcipath.py [--iterations 1000] [--collectors DIR]
 

@@ -6,7 +6,7 @@ The consumer's own steps on messages published as agents send them (send_task, p
 bodies) to a private redis-server, 100 messages at a time, with nothing stored or judged:
 the take (redisread.BatchReader: two round trips, the envelopes, the message objects), the
 body (messages.snapshots_of), the validation (schema.parse_snapshot, its quick path) and the
-ack (commit_acks). At 20,000 port-samples/s (issue 11) one process has 50 µs per
+ack (commit_acks). At 20,000 port-samples/s (the ingest goal, BENCHMARKS.md) one process has 50 µs per
 port-sample for everything; what these steps take is not available to the deltas, the
 health engine or the database.
 
@@ -32,7 +32,7 @@ from bench_ingest import _setup_django, from_fixtures, from_simulator
 from harness import running_redis
 
 BATCH = 100
-BUDGET_US = 1e6 / 20_000  # per port-sample, at the issue's goal
+BUDGET_US = 1e6 / 20_000  # per port-sample, at the ingest goal
 
 
 def read_all(reader, queue: str, count: int, now: datetime) -> dict[str, float]:

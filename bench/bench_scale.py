@@ -1,4 +1,4 @@
-"""The central side at 100,000 ports (issue 37): ingest of a 4,000-host, 1,000-switch fabric on PostgreSQL,
+"""The central side at 100,000 ports: ingest of a 4,000-host, 1,000-switch fabric on PostgreSQL,
 through Redis, by `manage.py ingest` with one consumer and with two (shards), polls every 10 s.
 
     eval "$(scripts/test-services start)"     # PostgreSQL on 127.0.0.1:15432 (TEST_POSTGRES_URL)

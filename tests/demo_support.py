@@ -1,4 +1,4 @@
-"""What `make demo` runs, read from the Makefile, so that the tests check the demo as it is (issue 38)."""
+"""What `make demo` runs, read from the Makefile, so that the tests check the demo as it is."""
 
 from __future__ import annotations
 

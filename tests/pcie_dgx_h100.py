@@ -1,4 +1,4 @@
-"""A DGX H100 (NVIDIA's HGX H100 8-GPU design) written as a sysfs tree with tests/pcie_trees.py's Tree (issue 38).
+"""A DGX H100 (NVIDIA's HGX H100 8-GPU design) written as a sysfs tree with tests/pcie_trees.py's Tree.
 
 What it must show, and where each fact comes from (the facts carried over, none of the text):
 

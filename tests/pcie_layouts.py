@@ -1,8 +1,8 @@
-"""Small PCIe layouts the health rules judge (issue 26), written as sysfs trees with tests/pcie_trees.py's Tree,
+"""Small PCIe layouts the health rules judge, written as sysfs trees with tests/pcie_trees.py's Tree,
 and read back as the node agent's snapshot (the `pcie_path` and `gpus` ingest stores).
 
 - `misbuilt`: one IB card and two GPUs behind one Gen4 x16 PCIe switch uplink.
-- `hgx`: an 8-GPU HGX server as issue 38 found it: 4 PCIe switches, each with two GPUs and one 400 Gb/s card
+- `hgx`: an 8-GPU HGX server: 4 PCIe switches, each with two GPUs and one 400 Gb/s card
   below a Gen5 x16 uplink, two switches on each socket.
 - `sockets`: a two-socket host, each IB card and GPU on a root port of its own; NUMA nodes as given (-1: the
   kernel's "none").

@@ -1,4 +1,4 @@
-"""Nodes with a PCIe tree in the inventory, for the node page's and the API's tests (issue 26).
+"""Nodes with a PCIe tree in the inventory, for the node page's and the API's tests.
 
 The DGX A100 tree (tests/pcie_trees.py) is read by the real reader and stored by the real ingest; its
 `pcie_path` and `gpus` are then written into the rows in the snapshot's schema-2 shape (Device.pcie_path,

@@ -1,4 +1,4 @@
-"""PCIe hierarchies laid out as on real machines, written as sysfs trees (issue 26).
+"""PCIe hierarchies laid out as on real machines, written as sysfs trees.
 
 `dgx_a100(root)` rebuilds a DGX A100 (8 A100 SXM4, 8 ConnectX-6 compute HCAs behind Broadcom
 PEX88096 PCIe switches, 2 dual-port ConnectX-6 storage cards on root ports) from what its

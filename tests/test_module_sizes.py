@@ -1,6 +1,6 @@
 """Covers fabricweb/, collectors/.
 
-No module of fabricweb/ or collectors/ is over 400 lines (issue 23): a module that grows past it is
+No module of fabricweb/ or collectors/ is over 400 lines: a module that grows past it is
 split by concern (a package of modules, its public names kept where the importers find them).
 
 Migrations are not counted: Django generates them (makemigrations), and they are read as a record of

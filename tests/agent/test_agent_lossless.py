@@ -1,5 +1,5 @@
 """Covers fabricweb/agent/poll.py: a RoCE port's lossless counters are read at every poll of the agent, though the
-rest of hw_counters/ is read every Nth poll and repeated between (issue 40)."""
+rest of hw_counters/ is read every Nth poll and repeated between."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ fabricweb/yamlfile.py.
 
 A channel's secret_env may name only FABRIC_ALERT_... variables: refused when a channel is saved (model,
 admin form, channel file) and when it is used, so a channel stored before the rule cannot send this server's
-own secrets (issue 24: an email channel sent FABRIC_NODE_KEY_SECRET to its SMTP server as the password)."""
+own secrets (an email channel once sent FABRIC_NODE_KEY_SECRET to its SMTP server as the password)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Covers fabricweb/api/views/nodes.py.
 
-GET /api/v1/nodes/<name>: the node's GPUs and each device's PCIe path (issue 26), on both databases, from
+GET /api/v1/nodes/<name>: the node's GPUs and each device's PCIe path, on both databases, from
 rows ingest stored (tests/pcie_nodes.py). Null is unknown, never an empty list."""
 
 from __future__ import annotations

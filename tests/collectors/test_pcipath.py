@@ -1,7 +1,7 @@
 """Covers collectors/pcitopo.py, collectors/text.py, collectors/facts.py, fabricweb/telemetry/validation/schema.py;
 through them collectors/pcimodel.py, collectors/pcipath.py.
 
-The PCIe path of each RDMA device and the GPU x NIC relations, on trees laid out as real machines (issue 26)."""
+The PCIe path of each RDMA device and the GPU x NIC relations, on trees laid out as real machines."""
 
 from __future__ import annotations
 

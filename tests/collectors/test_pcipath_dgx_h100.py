@@ -1,6 +1,6 @@
 """Covers collectors/pcitopo.py, collectors/text.py; through them collectors/pcimodel.py.
 
-The reader on a second published server beside the DGX A100 (issue 38): a DGX H100, NVIDIA's HGX H100 8-GPU
+The reader on a second published server beside the DGX A100: a DGX H100, NVIDIA's HGX H100 8-GPU
 design, with its BMC's VGA and a cascade of PCIe switches between each GPU and its card. Sources: tests/pcie_dgx_h100.py
 (NVIDIA's DGX H100/H200 User Guide, "Network Ports"; the published `nvidia-smi topo -m` in vllm-project/vllm#6746)."""
 

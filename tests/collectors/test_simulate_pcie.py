@@ -1,7 +1,7 @@
 """Covers collectors/__main__.py, collectors/pcie.py, collectors/pcitopo.py, collectors/sim/,
 collectors/sim/cabling.py, collectors/sim/layout.py.
 
-The simulator's PCIe trees (issue 26), read back through the collector's reader as real ones are:
+The simulator's PCIe trees, read back through the collector's reader as real ones are:
 a healthy switch above every HCA, the dgx and misbuilt layouts, and a switch uplink that retrains
 at run time (`uplink=`)."""
 

@@ -20,7 +20,7 @@ import pytest
 from collectors.model import VerbsPort
 from collectors.watch import PortWatcher, WatchUnavailable, find_async_fd
 
-LIMIT_S = 1.0  # a later issue reports a port down in under a second
+LIMIT_S = 1.0  # a port down is reported in under a second
 LATENCIES: list[float] = []
 
 

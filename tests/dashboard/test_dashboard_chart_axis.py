@@ -1,7 +1,7 @@
 """Covers fabricweb/isotime.py, fabricweb/dashboard/views/port.py; through them fabricweb/dashboard/series.py,
 fabricweb/dashboard/timerange.py, fabricweb/dashboard/views/common.py.
 
-A new port's charts (issue 38): a port monitored for a minute gets a time axis fitted to its data and says
+A new port's charts: a port monitored for a minute gets a time axis fitted to its data and says
 since when it is monitored; a 24 h or 7 d chart's raw tail begins at its first sample, never at a date before
 monitoring began; a custom range keeps the axis asked for; raw counters read with thousands separators. On
 SQLite and PostgreSQL, through the real ingest."""

@@ -1,7 +1,7 @@
 """Covers fabricweb/dashboard/views/port.py.
 
 A port monitored for a minute in Debian's Chromium (Playwright), on `manage.py runserver` over a SQLite copy
-of the test database (issue 38): its charts' time axis spans its minute of data, not the hour or the week
+of the test database: its charts' time axis spans its minute of data, not the hour or the week
 asked for, and every caption says since when the port is monitored."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Covers fabricweb/dashboard/views/switchpages.py, fabricweb/fabric/congested.py.
 
-The fabric page's most congested links (issue 40): the share of link time each port lost in its last poll, most
+The fabric page's most congested links: the share of link time each port lost in its last poll, most
 first, named by both ends of its link, in its device's unit, and "root unknown" where no forwarding tables are
 stored."""
 

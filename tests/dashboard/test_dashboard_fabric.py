@@ -79,7 +79,7 @@ def test_it_shows_both_ends_of_a_degraded_link(viewer, world):
     response = viewer.get("/fabric/")
     html = response.content.decode()
     rows = isl_rows(html)
-    assert rows == [  # only the link with a problem, by default (issue 38): test_dashboard_link_ends.py
+    assert rows == [  # only the link with a problem, by default: test_dashboard_link_ends.py
         "▼ degraded leaf01 port 7 spine01 port 1 12X DDR (60 Gb/s) below what both support 12X QDR "
         "since 2026-03-01 00:00:10"
     ]

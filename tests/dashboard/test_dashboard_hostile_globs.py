@@ -1,6 +1,6 @@
 """Covers fabricweb/dashboard/globlookup.py, fabricweb/dashboard/views/events.py.
 
-A viewer's glob filters cannot pin a web worker (issue 36): a glob of 40 `*` and an `x`, which as a regex
+A viewer's glob filters cannot pin a web worker: a glob of 40 `*` and an `x`, which as a regex
 made SQLite's per-row Python `re` backtrack for minutes, is answered at once on both databases, by the events
 list and the overview, and globs still mean what they meant."""
 

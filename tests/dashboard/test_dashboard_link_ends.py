@@ -1,7 +1,7 @@
 """Covers fabricweb/health/models.py, fabricweb/inventory/models.py, fabricweb/dashboard/views/switchpages.py,
 fabricweb/dashboard/views/port.py, fabricweb/dashboard/views/wall.py, fabricweb/dashboard/views/overview.py.
 
-A link's problem marks both of its ends (issue 38): the switch ports cabled to a flapping host port and to one
+A link's problem marks both of its ends: the switch ports cabled to a flapping host port and to one
 with symbol errors read as their links do on the switch page and on /fabric/'s grid, and the switch's events
 include the link events that name its ports; /fabric/ lists the problem links only, counting the healthy ones
 and showing them on request. On SQLite and PostgreSQL: a simulated fabric through the real host

@@ -1,7 +1,7 @@
 """Covers collectors/pcitopo.py, fabricweb/dashboard/views/node.py, fabricweb/dashboard/views/events.py,
 fabricweb/api/views/nodes.py.
 
-The node page's PCIe section (issue 26): each card's path hop by hop and the GPU x card matrix in
+The node page's PCIe section: each card's path hop by hop and the GPU x card matrix in
 nvidia-smi topo words, on both databases, read from rows ingest stored (tests/pcie_nodes.py)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Covers fabricweb/dashboard/newness.py, fabricweb/dashboard/marks.py, fabricweb/dashboard/views/wall.py,
 fabricweb/dashboard/views/overview.py.
 
-New problems stand out and the counts add up (issue 38): problems opened in the last few minutes are marked
+New problems stand out and the counts add up: problems opened in the last few minutes are marked
 "new", the overview sorts newest first on request, the wall puts the new ones first and cuts the oldest of the
 least severe; the overview's port tiles partition the host ports; the wall's headline is green only with
 nothing open, and its legend has every health the overview shows. On SQLite and PostgreSQL, through the

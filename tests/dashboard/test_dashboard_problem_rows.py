@@ -1,6 +1,6 @@
 """Covers fabricweb/dashboard/problemrows.py, fabricweb/health/rules/findings.py, fabricweb/dashboard/views/port.py.
 
-Problem rows in columns (issue 38): severity, where (the port ↔ the far end of its cable, linked), what (the
+Problem rows in columns: severity, where (the port ↔ the far end of its cable, linked), what (the
 kind in two or three words), since, the actions, and the sentence as the row's detail; a far end's name (the
 device's own words) escaped. On SQLite and PostgreSQL, through the real ingest and health engine."""
 

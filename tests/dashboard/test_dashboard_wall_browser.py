@@ -1,7 +1,7 @@
 """Covers fabricweb/dashboard/newness.py.
 
 The wall and the overview with 30 open problems in Debian's Chromium (Playwright) at 1920, 2560 and 3840 px
-wide (issue 38): the wall shows every problem or counts those it does not show ("+N more", in large type),
+wide: the wall shows every problem or counts those it does not show ("+N more", in large type),
 never cuts a row mid-line, shows the new ones first and a bigger screen shows more rows, not bigger ones;
 the overview lists all 30, newest first on request, and its port tiles sum to the total."""
 

@@ -207,7 +207,7 @@ def test_a_threshold_that_moves_without_its_rules_is_a_failure(name):
 
 def test_a_rule_that_moves_without_its_threshold_is_a_failure():
     rules = shipped()
-    # Issue 23's disagreement: "more than 10 symbol errors per second" against health's 10 per (10 s) poll.
+    # The drift this check was written for: "more than 10 symbol errors per second" against health's 10 per (10 s) poll.
     fast = rules["InfinibandSymbolErrorsFast"]
     rules["InfinibandSymbolErrorsFast"] = {**fast, "expr": "rate(infiniband_symbol_error_total[1m]) > 10"}
     hourly = rules["InfinibandSwitchPortSymbolErrors"]

@@ -169,7 +169,7 @@ def test_an_operator_finds_the_degraded_port_reads_its_charts_and_acknowledges_i
     operator.shot("port")
 
     events = operator.open("/events/?kind=degraded")
-    # The problem column names the port, the reason column the evidence (issue 38).
+    # The problem column names the port, the reason column the evidence.
     row = events.locator("tr", has_text="cn001 mlx5_0/1").filter(has_text="trained at")
     row.locator("input[name=note]").fill("reseating the cable")
     row.get_by_role("button", name="Acknowledge").click()

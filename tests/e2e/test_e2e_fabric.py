@@ -234,7 +234,7 @@ def test_every_fault_kind_opens_its_event_within_one_poll_and_resolves_when_remo
 
 @pytest.fixture(scope="module")
 def laid_out(fabric, tmp_path_factory):
-    """Two hosts as they were built (issue 26), each with its own agent: a DGX-like node and a misbuilt one.
+    """Two hosts as they were built, each with its own agent: a DGX-like node and a misbuilt one.
     The simulator lays a PCIe tree out only when it creates a fabric, so their trees are a fabric of their own."""
     trees = tmp_path_factory.mktemp("laid-out")
     Fabric.create(str(trees), 2, layout_faults=("cn001:dgx", "cn002:misbuilt"))

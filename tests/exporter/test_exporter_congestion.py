@@ -1,7 +1,7 @@
 """Covers collectors/xmitwait.py, fabricweb/exporter/congestion.py, fabricweb/health/rules/counters.py,
 fabricweb/dashboard/series.py, fabricweb/health/records/context.py.
 
-Congestion as lost bandwidth, end to end (issue 40): PortXmitWait set on switch ports of two ASICs at two link
+Congestion as lost bandwidth, end to end: PortXmitWait set on switch ports of two ASICs at two link
 rates, and a saturated host port, swept and ingested through the real paths. The share of link time lost is the
 hand computation, and the congestion rule's finding, the port's chart and /metrics say that same number.
 

@@ -1,6 +1,6 @@
 """Covers collectors/pcie.py.
 
-/metrics' PCIe path series (issue 26): the narrowest hop's usable bandwidth per device in the default
+/metrics' PCIe path series: the narrowest hop's usable bandwidth per device in the default
 set, and which GPU sits how near which device behind ?set=pcie, from Device.pcie_path and Node.gpus."""
 
 from __future__ import annotations

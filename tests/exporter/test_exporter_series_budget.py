@@ -1,6 +1,6 @@
 """Covers fabricweb/exporter/selection.py.
 
-The default scrape's series budget (issue 27): node_exporter's infiniband series plus a few health
+The default scrape's series budget: node_exporter's infiniband series plus a few health
 series, at most SERIES_PER_PORT_BUDGET series per host port, counted on a real scrape of the fixture
 trees (node_exporter's own and procfs's) ingested as a node agent sends them, and of a simulated fabric
 whose host ports each speak for a cable the fabric collector has swept; the rest behind `?set=`.

@@ -1,4 +1,4 @@
-"""Made-up switches added to a fabric snapshot, as a stolen collector key could add them (issue 36)."""
+"""Made-up switches added to a fabric snapshot, as a stolen collector key could add them."""
 
 from __future__ import annotations
 

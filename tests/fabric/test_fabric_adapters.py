@@ -1,7 +1,7 @@
 """Covers fabricweb/scheduling.py, fabricweb/env.py, fabricweb/fabric/adapters.py, fabricweb/fabric/naming.py,
 fabricweb/fabricagent/tasks.py.
 
-Which channel adapters the fabric collectors read (fabricweb/fabric/adapters.py, issue 40): FABRIC_CA_COUNTERS,
+Which channel adapters the fabric collectors read (fabricweb/fabric/adapters.py): FABRIC_CA_COUNTERS,
 never an adapter a host's agent reports, told to each collector with its poll; an adapter is never polled itself.
 The reading itself, on ibsim: test_fabric_adapters_ibsim.py."""
 

@@ -5,7 +5,7 @@ fabricweb/fabric/hostnames.py, fabricweb/fabric/judge.py, fabricweb/fabric/links
 fabricweb/fabric/nodes.py, fabricweb/fabric/refusals.py, fabricweb/fabric/routestore.py,
 fabricweb/fabric/switchports.py, fabricweb/fabric/viewfindings.py.
 
-Every port's counters (issue 40), on ibsim + opensm + the fabric collector: the channel adapters no host agent
+Every port's counters, on ibsim + opensm + the fabric collector: the channel adapters no host agent
 reports are read by the collector's PMA queries, as central names them, and stored as nodes of their own whose
 ports have counters, samples and findings like a host's; a host whose agent reports its adapters is never read by
 the collector too."""

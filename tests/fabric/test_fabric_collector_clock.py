@@ -3,7 +3,7 @@ fabricweb/fabric/hostnames.py, fabricweb/fabric/judge.py, fabricweb/fabric/links
 fabricweb/fabric/nodes.py, fabricweb/fabric/refusals.py, fabricweb/fabric/routestore.py,
 fabricweb/fabric/switchports.py, fabricweb/fabric/viewfindings.py.
 
-A fabric collector's clock cannot blind the fabric view (issue 36), on both databases.
+A fabric collector's clock cannot blind the fabric view, on both databases.
 
 A sweep dated 9 minutes ahead by the leading collector once made every later sweep "already applied" for 9
 minutes: an inter-switch link pulled in that window opened no event. Sweeps are ordered as a host's snapshots

@@ -1,7 +1,7 @@
 """Covers collectors/mads/netfile.py, fabricweb/nodeauth.py, fabricweb/fabric/ingest.py,
 fabricweb/telemetry/validation/auth.py, fabricweb/telemetry/validation/checks.py.
 
-Fabric collectors are known by an operator's act, FABRIC_COLLECTORS (issue 36): a sweep of any other name is
+Fabric collectors are known by an operator's act, FABRIC_COLLECTORS: a sweep of any other name is
 refused on its name, before its signature is computed or its text read (telemetry/validation/auth.py, where the
 ingest consumer checks every signed message; fabric/ingest.py for unsigned ones). Four validly signed sweeps of
 65,536 switches under a name no one set up once cost the consumer 2.1 to 3.3 s each before their last row refused

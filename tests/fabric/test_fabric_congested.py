@@ -2,7 +2,7 @@
 
 The fabric's most congested links (fabricweb/fabric/congested.py): the share each port lost in its last poll, as
 /metrics and the rule compute it, named by both ends of its link; and where the switches' tables are stored, which
-congested port is the root and which are its victims (issue 40)."""
+congested port is the root and which are its victims."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Covers fabricweb/fabric/congested.py, fabricweb/fabric/ingest.py, fabricweb/inventory/readings.py,
 fabricweb/exporter/congestion.py, collectors/xmitwait.py.
 
-Congestion as lost bandwidth on ibsim + opensm + the fabric collector (issue 40), PortXmitWait set through ibsim's
+Congestion as lost bandwidth on ibsim + opensm + the fabric collector, PortXmitWait set through ibsim's
 console (PerformanceSet) and swept: on uplinks of a Quantum-2 and a Switch-IB 2 (ibsim answers the NodeInfo
 DeviceID its net file's `devid=` gives) trained at 12X and 4X QDR, the share of link time lost in /metrics and in
 the congestion rule is the hand computation over the seconds between the sweeps; and on the spine's ports down to

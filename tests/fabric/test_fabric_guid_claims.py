@@ -1,6 +1,6 @@
 """Covers fabricweb/health/models.py, fabricweb/inventory/models.py.
 
-Port-GUID theft (issue 36), on both databases: a compromised host reports another host's port GUID as its own
+Port-GUID theft, on both databases: a compromised host reports another host's port GUID as its own
 port's. The GUID names the host the fabric's view of the adapter confirms (its node GUID and its description),
 never the thief, even when the thief copies the node GUID too; each claiming port has a `guid_conflict` event
 naming both. The events resolve once the claims are one again."""

@@ -1,7 +1,7 @@
 """Covers fabricweb/api/healthz.py, fabricweb/fabric/ingest.py, fabricweb/health/records/actions.py; through them
 fabricweb/inventory/rowwrites.py.
 
-A sweep that adds more switches than a stated share is held for an operator (issue 36), on both databases.
+A sweep that adds more switches than a stated share is held for an operator, on both databases.
 
 From the leading collector, one sweep of 2,000 made-up switches once stalled ingest for about 9 s and left them
 in the inventory for good. Now its switch GUIDs are compared with those known before anything is stored: past

@@ -1,6 +1,6 @@
 """Covers fabricweb/health/models.py, fabricweb/inventory/models.py.
 
-A switch never keeps a host's name (issue 36), in both orders, on both databases.
+A switch never keeps a host's name, in both orders, on both databases.
 
 One fake switch whose NodeDescription began `cn001` once took the name cn001 before the host had reported, and
 from then on the real host cn001, signing with its valid key, was refused for good ("cn001 is a switch in the

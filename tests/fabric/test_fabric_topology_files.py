@@ -120,7 +120,7 @@ def test_the_yaml_form_names_switch_ports_host_ports_and_guids():
         ("cables: []\n", "unknown top-level key(s) cables: expected only 'links'"),
         ("links: [1, 2\n", "neither an ibnetdiscover topology nor valid YAML"),
         ("links:\n  - 7\n", "link 1: expected 'END -- END' as text, got 7"),
-        # Hostile files (issue 36): aliases that expand to gigabytes, nesting that overflows the stack, a huge item.
+        # Hostile files: aliases that expand to gigabytes, nesting that overflows the stack, a huge item.
         (
             'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n'
             "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nlinks: [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n",

@@ -2,7 +2,7 @@
 fabricweb/health/rules/findings.py, fabricweb/health/rules/, fabricweb/health/rules/pciepath.py,
 fabricweb/health/rules/view.py, fabricweb/dashboard/marks.py.
 
-The PCIe path above a card and the host's PCIe layout (issue 26), judged on trees laid out as real machines
+The PCIe path above a card and the host's PCIe layout, judged on trees laid out as real machines
 and read back as the node agent sends them."""
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def test_it_opens_nothing_on_an_hgx_server_with_two_gpus_and_a_400g_card_below_e
     layout = hgx(root)
     snap = snapshot(root, "hgx01")
     assert [len(s["gpus"]) for s in layout["switches"]] == [2, 2, 2, 2] and len(snap["gpus"]) == 8
-    # Before issue 38 every switch said "together they can move ~1,408 Gb/s" through ~504 Gb/s: GPU-to-card
+    # Before the shared-hops model every switch said "together they can move ~1,408 Gb/s" through ~504 Gb/s: GPU-to-card
     # traffic below a switch never crosses its uplink.
     assert judge_host(host_of(snap, 400.0)) == ([], set())
     assert path_findings(snap, NDR) == []

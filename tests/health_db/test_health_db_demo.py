@@ -33,7 +33,7 @@ def test_every_demo_fault_opens_its_problem_in_the_first_polls(each_db, tmp_path
 
     events = open_events()
     messages = {key: event.message for key, event in events.items()}
-    # The issue's own example: a 100 Gb/s port that came up at 40 Gb/s (a RoCE port: no cable in the IB fabric),
+    # A 100 Gb/s port that came up at 40 Gb/s (a RoCE port: no cable in the IB fabric),
     # in Ethernet words, not mlx5's InfiniBand ones (4X QDR, 4X EDR).
     assert messages["degraded:cn033/mlx5_0/1"].startswith("cn033 mlx5_0/1: 100GbE trained at 40GbE: speed downgrade")
     # Host links name both ends, and what both ends support is what they should run at.

@@ -1,5 +1,5 @@
 """Covers fabricweb/health/rules/lossless.py, fabricweb/telemetry/storage/apply.py and collectors/sim/roce.py: a
-simulated RoCE node's lossless Ethernet through real ingest, on both databases (issue 40): a pause storm and
+simulated RoCE node's lossless Ethernet through real ingest, on both databases: a pause storm and
 a CNP storm each open exactly their own finding, in an Ethernet engineer's words; a clean RoCE node opens none."""
 
 from __future__ import annotations

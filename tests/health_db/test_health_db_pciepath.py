@@ -2,7 +2,7 @@
 fabricweb/health/management/commands/import_policies.py; through them fabricweb/health/records/eventbudget.py,
 fabricweb/health/engine/pciehost.py.
 
-The PCIe path rules through the real ingest (issue 26): the simulator's PCIe layouts and faults, and small
+The PCIe path rules through the real ingest: the simulator's PCIe layouts and faults, and small
 trees laid out as two-socket hosts, stored by ingest and judged by the engine into events."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ fabricweb/identity/management/commands/broker_acl.py.
 
 What one batch of the ingest consumer may read from the broker, in bytes (telemetry/intake/redisread.py).
 
-The attack (issue 36, finding 1): a node's ACL user pushes, in one MULTI, messages just under the cap of
+The attack: a node's ACL user pushes, in one MULTI, messages just under the cap of
 the queue onto `snapshots`; the consumer read them all in one take and its RSS grew by gigabytes. Now a
 node's snapshot queues take node-sized messages only (sweeps have a queue and cap of their own), and a take
 reads at most FABRIC_INGEST_BATCH_BYTES: the rest wait on their queue for the next batch. Real Redis (the

@@ -1,7 +1,7 @@
 """Covers fabricweb/nodeauth.py, fabricweb/brokeracl.py, fabricweb/identity/management/commands/broker_acl.py.
 
 One node's broker user floods the snapshot queue; the broker's memory stays bounded and the other nodes'
-polls stay fresh (issue 36, finding 2).
+polls stay fresh.
 
 The attack: as node cn001's ACL user, validly signed snapshots pushed as fast as the broker takes them
 (10,850/s took an unbounded Redis to 2.9 GB in 60 s); here flat out until the broker is full, then

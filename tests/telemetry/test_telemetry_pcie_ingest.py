@@ -1,6 +1,6 @@
 """Covers fabricweb/telemetry/ingest.py, fabricweb/telemetry/results.py.
 
-Ingest stores a schema-2 snapshot's PCIe tree (issue 26): Device.pcie_path and Node.gpus, exactly as validated,
+Ingest stores a schema-2 snapshot's PCIe tree: Device.pcie_path and Node.gpus, exactly as validated,
 rewritten only when they change; a schema-1 snapshot leaves them unknown (null). SQLite and PostgreSQL."""
 
 from __future__ import annotations

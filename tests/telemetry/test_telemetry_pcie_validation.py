@@ -1,7 +1,7 @@
 """Covers fabricweb/telemetry/validation/pcie.py, fabricweb/telemetry/validation/quickparse.py,
 fabricweb/telemetry/validation/schema.py; through them fabricweb/telemetry/validation/typed.py.
 
-Snapshot schema 2's PCIe tree (issue 26): a device's `pcie_path` and the host's `gpus` are checked strictly,
+Snapshot schema 2's PCIe tree: a device's `pcie_path` and the host's `gpus` are checked strictly,
 the same way by the quick path and the worded checks; a malformed one refuses the snapshot, naming where."""
 
 from __future__ import annotations
