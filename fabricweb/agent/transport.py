@@ -6,13 +6,14 @@ A redis.Redis is safe to share between threads (each command takes a connection 
 so the channel keeps one per connection pool. Same protocol, same connections, same options
 (TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
 
-It also leaves out kombu's once-a-second refresh of expiring queues' bindings (below: a stop
-signal wakes the loop instead), sends nothing to acknowledge a message it never stored as
-unacknowledged (the agent's polls are consumed without acknowledgement: app.py), restores nothing (it
-keeps nothing unacknowledged), never binds its own polls' queue (the central side does, sending the
-first poll), and adds an exchange's binding only when it is missing: under a per-node Redis ACL
-user (fabricweb/brokeracl.py) a node may read the `snapshots` bindings but not change them, since
-a binding added there would route every other node's snapshots to a queue of its choosing.
+It also leaves out kombu's once-a-second refresh of expiring queues' bindings, its 10 s hand-over of
+rotated credentials and its 25 s ping of a pub/sub connection (below: a stop signal wakes the loop
+instead), sends nothing to acknowledge a message it never stored as unacknowledged (the agent's polls
+are consumed without acknowledgement: app.py), restores nothing (it keeps nothing unacknowledged),
+never binds its own polls' queue (the central side does, sending the first poll), and adds an
+exchange's binding only when it is missing: under a per-node Redis ACL user (fabricweb/brokeracl.py)
+a node may read the `snapshots` bindings but not change them, since a binding added there would route
+every other node's snapshots to a queue of its choosing.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from fabricweb.names import COLLECTOR_QUEUE_PREFIX, NODE_QUEUE_PREFIX
 
 # The queues an agent (or fabric collector) takes its polls from: never bound by it (its ACL user may not).
 OWN_QUEUE_PREFIXES = (NODE_QUEUE_PREFIX, COLLECTOR_QUEUE_PREFIX)
+# kombu's repeating timers of the event loop that do nothing for the agent but wake it (register_with_event_loop).
+IDLE_TIMERS = ("_binding_expiry_tref", "_reauth_tref", "_subclient_health_tref")
 
 
 class QoS(kombu_redis.QoS):
@@ -95,10 +98,15 @@ class Transport(kombu_redis.Transport):
         super().register_with_event_loop(connection, loop)
         # kombu refreshes the bindings of expiring queues every second, which wakes the worker
         # every second; the agent's queues never expire (none is declared with x-expires).
-        # Without it the event loop sleeps until the next poll or a 10 s check.
-        refresh = getattr(self.cycle, "_binding_expiry_tref", None)
-        if refresh is not None:
-            refresh.cancel()
+        # Every 10 s it hands rotated tokens of a streaming credential provider to its long-lived
+        # connections (the agent's password is fixed: nothing to hand), and every 25 s it pings
+        # the pub/sub connection (the agent has none: no remote control). Without them the event loop
+        # sleeps until the next poll, the BRPOP's timeout, or the 25 s check of a BRPOP overdue
+        # (a half-open connection), which stays.
+        for name in IDLE_TIMERS:
+            timer = getattr(self.cycle, name, None)
+            if timer is not None:
+                timer.cancel()
         # A stop signal only sets a flag the loop reads when it wakes: up to 10 s later, so a SIGTERM would wait
         # that long. Celery's signal handler sends worker_shutting_down; a byte in the pipe wakes the loop.
         if Transport._waker is None:

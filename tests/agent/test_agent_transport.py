@@ -19,7 +19,7 @@ from kombu.asynchronous.timer import Timer
 
 from collectors.sim import Fabric
 from fabricweb.agent.app import poll_queues
-from fabricweb.agent.transport import Transport
+from fabricweb.agent.transport import IDLE_TIMERS, Transport
 from fabricweb.names import SNAPSHOT_QUEUE
 from tests.e2e.e2e_harness import clean_env, leased_redis_db
 
@@ -84,6 +84,25 @@ def test_its_event_loop_sleeps_until_a_poll_arrives_instead_of_waking_every_seco
     # kombu's stock transport wakes every second (a 1 s timer): 5 or more times by then.
     assert wakes <= 3
     assert received and received[0] - sent[0] < 1.0  # a poll still wakes it at once
+
+
+def test_its_event_loop_keeps_only_the_timers_that_do_something_for_the_agent(url):
+    queue = Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")
+    with Connection(url, transport=Transport, transport_options={"polling_interval": 10}) as conn:
+        hub = Hub(timer=Timer(max_interval=10.0))
+        consumer = conn.Consumer([queue], callbacks=[lambda body, message: None])
+        consumer.consume()
+        conn.transport.register_with_event_loop(conn.connection, hub)
+        try:
+            cycle = conn.transport.cycle
+            # Binding refresh (1 s), credentials' hand-over (10 s), pub/sub ping (25 s): gone.
+            assert [getattr(cycle, name).canceled for name in IDLE_TIMERS] == [True, True, True]
+            # A BRPOP overdue (a half-open connection) is still found, and unacked messages still restored.
+            assert not cycle._brpop_health_tref.canceled and not cycle._restore_messages_tref.canceled
+            live = sorted(entry.entry.fun.__name__ for entry in hub.timer.queue if not entry.entry.canceled)
+            assert live == ["maybe_check_brpop_health", "maybe_restore_messages"]
+        finally:
+            hub.close()
 
 
 def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_costs_nothing(url):
