@@ -20,6 +20,7 @@ from fabricweb.agent.app import create_app
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.publish import Publisher
 from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
+from harness import start_redis
 from tests.e2e.e2e_harness import leased_redis_db
 
 KEY = "ab" * 32
@@ -99,3 +100,22 @@ def test_it_sends_through_send_task_on_a_broker_that_is_not_redis():
         assert message.headers["task"] == INGEST_SNAPSHOT and message.decode()[1] == {"node": "cn001"}
     publisher.close()
     app.close()
+
+
+def test_it_sends_again_at_the_first_poll_after_the_broker_restarted(tmp_path):
+    current = celery.current_app._get_current_object()
+    Fabric.create(str(tmp_path), 1, 2, hcas=2)
+    server = start_redis()
+    config = AgentConfig(broker_url=server.url, node_name="cn001", sysfs_root=str(tmp_path / "cn001"))
+    app, agent = create_app(config, ["cn001"])
+    try:
+        agent.collect("cn001")
+        server.stop()
+        server = start_redis(port=server.port)  # the producer's connection is gone with the old server
+        assert agent.collect("cn001")["node"] == "cn001"
+        assert redis.Redis.from_url(server.url).llen(SNAPSHOT_QUEUE) == 1
+    finally:
+        agent.stop()
+        app.close()
+        server.stop()
+        current.set_current()
