@@ -15,16 +15,24 @@ from fabricweb.inventory.models import Port
 HOSTILE = "*" * 40 + "x"
 
 
-def test_a_glob_of_many_stars_is_answered_within_a_second(viewer, faulty):
+def timed_get(viewer, path: str, query: dict) -> float:
+    started = time.monotonic()
+    viewer.get(path, query)
+    return time.monotonic() - started
+
+
+def test_a_glob_of_many_stars_is_answered_as_soon_as_a_plain_one(viewer, faulty):
+    # Each page is timed with a plain glob first (which also warms its caches), then with the hostile one: the
+    # backtracking took minutes, so a bound on the ratio finds it whatever the machine's load does to both.
     for path, query in (
         ("/events/", {"status": "all", "kind": HOSTILE}),
         ("/events/", {"status": "all", "node": HOSTILE}),
         ("/", {"node": HOSTILE}),
         ("/", {"device": HOSTILE, "node": "*" * 20 + "?"}),
     ):
-        started = time.monotonic()
-        viewer.get(path, query)
-        assert time.monotonic() - started < 1.0, (path, query)
+        plain = timed_get(viewer, path, {key: "*x" if value == HOSTILE else value for key, value in query.items()})
+        hostile = timed_get(viewer, path, query)
+        assert hostile < 3 * plain + 0.5, (path, query, f"{hostile:.2f} s against {plain:.2f} s")
 
 
 def test_globs_match_as_shell_globs_do(each_db, faulty):
