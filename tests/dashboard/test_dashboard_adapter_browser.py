@@ -26,21 +26,12 @@ from fabricweb.fabric.ingest import ingest_fabric
 from tests.api.api_support import SimFabric
 from tests.dashboard.webserver_support import log_in, make_superuser, served_copy, watched_page
 from tests.e2e.e2e_harness import chromium_browser
-from tests.fabric.fabric_support import SweepBuilder
+from tests.fabric.fabric_support import SweepBuilder, one_leaf_net
 
 pytestmark = pytest.mark.django_db
-# A leaf and a storage server's one-port adapter, cabled 12X QDR (the best both ends support: no degraded link).
-# No agent reports it: the hosts' adapters are not in the net, and its GUID is none of theirs (the simulator's
+# A leaf and a storage server's one-port adapter. No agent reports it: the hosts' adapters are not in the net, and its GUID is none of theirs (the simulator's
 # start at 0x0c42a10300bcf003).
-NET = """
-switchguid=0xb8599f0300000001
-Switch 8 "leaf01" # "MF0;leaf01:MQM8790-HS2F/U1"
-[1] "nfs01 mlx5_0"[1] w=8 s=4
-
-caguid=0x0c42a10300ab5001
-Hca 1 "nfs01 mlx5_0" # "nfs01 mlx5_0"
-[1] "leaf01"[1] w=8 s=4
-"""
+NET = one_leaf_net("nfs01 mlx5_0", "0x0c42a10300ab5001")
 # As rdma-core writes it (`<host> <device>`), markup and an entity after (64 bytes at most, as NodeInfo's):
 # the node is nfs01, its device mlx5_0.
 DESCRIPTION = 'nfs01 mlx5_0 <script>alert(1)</script><b>b</b> &amp; "q"'

@@ -159,6 +159,20 @@ class SweepBuilder:
         return to_dict(self.sweep(at))
 
 
+def one_leaf_net(ca_description: str, ca_guid: str) -> str:
+    """An ibsim net: one leaf, and one channel adapter's port 1 cabled to its port 1 at 12X QDR (w=8 s=4, the best
+    both ends support: no degraded link)."""
+    return f"""
+switchguid=0xb8599f0300000001
+Switch 8 "leaf01" # "MF0;leaf01:MQM8790-HS2F/U1"
+[1] "{ca_description}"[1] w=8 s=4
+
+caguid={ca_guid}
+Hca 1 "{ca_description}" # "{ca_description}"
+[1] "leaf01"[1] w=8 s=4
+"""
+
+
 class FabricWorld:
     """A simulated fabric (collectors.sim, --fabric) ingested poll by poll through the real ingest paths:
     each poll steps the simulator, ingests every host's snapshot, then one fabric snapshot of its switches

@@ -20,19 +20,11 @@ from fabricweb.fabric.ingest import ingest_fabric
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.validation.auth import NotAuthenticated, authenticated
 from fabricweb.telemetry.validation.checks import SnapshotRejected
-from tests.fabric.fabric_support import SweepBuilder
+from tests.fabric.fabric_support import SweepBuilder, one_leaf_net
 from tests.fabric.growth_support import with_new_switches
 
 SECRET = "site-secret-for-tests-" + "k" * 40
-NET = """
-switchguid=0xb8599f0300000001
-Switch 8 "leaf01" # "MF0;leaf01:MQM8790-HS2F/U1"
-[1] "cn001 mlx5_0"[1] w=8 s=4
-
-caguid=0x0c42a10300000010
-Hca 1 "cn001 mlx5_0" # "cn001 mlx5_0"
-[1] "leaf01"[1] w=8 s=4
-"""
+NET = one_leaf_net("cn001 mlx5_0", "0x0c42a10300000010")
 REFUSED_WITHIN_S = 0.05  # a name looked up; the same sweep took 2-3 s to refuse at its last row before
 
 

@@ -19,21 +19,13 @@ from fabricweb.fabric.models import Sweep
 from fabricweb.health.records.staleness import check_stale
 from fabricweb.inventory.models import Node
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
-from tests.fabric.fabric_support import SweepBuilder
+from tests.fabric.fabric_support import SweepBuilder, one_leaf_net
 from tests.fixture_trees import snapshot
 from tests.pipeline.pipeline_support import consume, on_the_wire
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECRET = "site-secret-for-tests-" + "k" * 40
-NET = """
-switchguid=0xb8599f0300000001
-Switch 8 "leaf01" # "MF0;leaf01:MQM8790-HS2F/U1"
-[1] "cn001 mlx5_0"[1] w=8 s=4
-
-caguid=0x0c42a10300000010
-Hca 1 "cn001 mlx5_0" # "cn001 mlx5_0"
-[1] "leaf01"[1] w=8 s=4
-"""
+NET = one_leaf_net("cn001 mlx5_0", "0x0c42a10300000010")
 
 
 @pytest.fixture
