@@ -29,8 +29,8 @@ from tests.e2e.e2e_harness import chromium_browser
 from tests.fabric.fabric_support import SweepBuilder, one_leaf_net
 
 pytestmark = pytest.mark.django_db
-# A leaf and a storage server's one-port adapter. No agent reports it: the hosts' adapters are not in the net, and its GUID is none of theirs (the simulator's
-# start at 0x0c42a10300bcf003).
+# A leaf and a storage server's one-port adapter. No agent reports it: the hosts' adapters are not in the net,
+# and its GUID is none of theirs (the simulator's start at 0x0c42a10300bcf003).
 NET = one_leaf_net("nfs01 mlx5_0", "0x0c42a10300ab5001")
 # As rdma-core writes it (`<host> <device>`), markup and an entity after (64 bytes at most, as NodeInfo's):
 # the node is nfs01, its device mlx5_0.
