@@ -6,8 +6,6 @@ whether it worked: an URL it cannot parse is permanent, a failed notify is retri
 
 from __future__ import annotations
 
-import apprise
-
 from fabricweb.alerts.payload import text
 
 from .base import PermanentError, RetryableError, Transport
@@ -17,6 +15,11 @@ class AppriseTransport(Transport):
     kind = "apprise"
 
     def send(self, channel, payload: dict) -> None:
+        # Imported here, not at the top: Apprise loads its ~100 service plugins on import, and every process
+        # that starts Django imports the transports (the admin's test delivery), while only the alerts worker
+        # sends, and only where an Apprise channel is configured.
+        import apprise
+
         notifier = apprise.Apprise()
         if not notifier.add(self.url(channel)):
             raise PermanentError("Apprise does not understand the channel's URL")
