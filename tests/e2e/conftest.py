@@ -22,7 +22,8 @@ def fabric(request, tmp_path_factory, django_db_blocker):
     alias = f"e2e_{backend}"
     with (
         leased_redis_db() as redis_url,
-        fresh_database(backend, tmp) as db_url,
+        # The PostgreSQL fabric starts on an empty database: runfabric migrates it, as on a first start.
+        fresh_database(backend, tmp, migrated=backend == "sqlite") as db_url,
         django_db_blocker.unblock(),
         database_alias(alias, db_url),
     ):

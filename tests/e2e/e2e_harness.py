@@ -5,11 +5,15 @@ Used by conftest.py's `fabric` fixture and by the tests that start processes of 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -78,11 +82,16 @@ def leased_redis_db():
 
 
 @contextlib.contextmanager
-def fresh_database(backend: str, tmp: Path):
-    """The URL of an empty database for one fabric; dropped afterwards."""
+def fresh_database(backend: str, tmp: Path, migrated: bool = False):
+    """The URL of a database for one fabric, dropped afterwards: empty, or for SQLite (`migrated`) a copy of
+    one with every migration applied, on which runfabric's own `migrate` finds nothing to do (half the CPU)."""
     if backend == "sqlite":
-        yield f"sqlite:///{tmp / 'fabric.sqlite3'}"
+        path = tmp / "fabric.sqlite3"
+        if migrated:
+            shutil.copyfile(_migrated_sqlite(), path)
+        yield f"sqlite:///{path}"
         return
+    assert not migrated, "a migrated copy is made for SQLite only"
     import psycopg
 
     base = _required("TEST_POSTGRES_URL")
@@ -94,6 +103,20 @@ def fresh_database(backend: str, tmp: Path):
     finally:
         with psycopg.connect(base, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@functools.cache
+def _migrated_sqlite() -> str:
+    """A SQLite file of this process with every migration applied, made at its first use, removed at exit."""
+    scratch = tempfile.mkdtemp(prefix="fabricweb-e2e-migrated-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    path = os.path.join(scratch, "migrated.sqlite3")
+    migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"]
+    env = clean_env(DATABASE_URL=f"sqlite:///{path}", SECRET_KEY=SECRET)
+    done = subprocess.run(migrate, cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not os.path.exists(f"{path}-wal"), "migrate left a write-ahead log: the copy would miss its pages"
+    return path
 
 
 @contextlib.contextmanager

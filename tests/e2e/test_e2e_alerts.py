@@ -40,7 +40,7 @@ def fabric(tmp_path, django_db_blocker):
     alias = "e2e_alerts"
     with (
         leased_redis_db() as redis_url,
-        fresh_database("sqlite", tmp_path) as db_url,
+        fresh_database("sqlite", tmp_path, migrated=True) as db_url,
         django_db_blocker.unblock(),
         database_alias(alias, db_url),
     ):

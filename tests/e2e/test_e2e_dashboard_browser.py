@@ -54,7 +54,7 @@ def dashboard(tmp_path_factory, django_db_blocker):
     web = f"127.0.0.1:{free_port()}"
     with (
         leased_redis_db() as redis_url,
-        fresh_database("sqlite", tmp) as db_url,
+        fresh_database("sqlite", tmp, migrated=True) as db_url,
         django_db_blocker.unblock(),
         database_alias("e2e_dashboard", db_url) as db,
     ):

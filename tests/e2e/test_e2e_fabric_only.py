@@ -55,7 +55,7 @@ def fabric_only(tmp_path_factory, django_db_blocker):
     net.write_text(NET)
     with (
         leased_redis_db() as redis_url,
-        fresh_database("sqlite", tmp) as db_url,
+        fresh_database("sqlite", tmp, migrated=True) as db_url,
         django_db_blocker.unblock(),
         database_alias("e2e_fabric_only", db_url),
     ):

@@ -55,7 +55,7 @@ def test_a_broker_restarted_mid_run_costs_at_most_the_polls_it_was_down_and_dupl
         broker = start_redis(port=port, output=log)
         try:
             with (
-                fresh_database("sqlite", tmp_path) as db_url,
+                fresh_database("sqlite", tmp_path, migrated=True) as db_url,
                 django_db_blocker.unblock(),
                 database_alias("e2e_faults", db_url) as db,
             ):

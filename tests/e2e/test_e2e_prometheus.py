@@ -68,7 +68,11 @@ def test_prometheus_sees_every_fault_and_every_panel_has_data(tmp_path, django_d
     web = f"127.0.0.1:{free_port()}"
     trees = tmp_path / "newcomer"
     Fabric.create(str(trees), 1)
-    with leased_redis_db() as redis_url, fresh_database("sqlite", tmp_path) as db_url, django_db_blocker.unblock():
+    with (
+        leased_redis_db() as redis_url,
+        fresh_database("sqlite", tmp_path, migrated=True) as db_url,
+        django_db_blocker.unblock(),
+    ):
         fabric = RunningFabric(
             tmp_path, "unused", db_url, redis_url, ["--nodes", str(NODES), "--web", web], ALLOWED_HOSTS="127.0.0.1"
         )

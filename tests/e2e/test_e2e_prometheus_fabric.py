@@ -51,7 +51,11 @@ def fired(prometheus: Prometheus) -> set[tuple[str, str]]:
 
 def test_prometheus_sees_the_switch_side_and_every_switch_panel_has_data(tmp_path, django_db_blocker):
     web = f"127.0.0.1:{free_port()}"
-    with leased_redis_db() as redis_url, fresh_database("sqlite", tmp_path) as db_url, django_db_blocker.unblock():
+    with (
+        leased_redis_db() as redis_url,
+        fresh_database("sqlite", tmp_path, migrated=True) as db_url,
+        django_db_blocker.unblock(),
+    ):
         options = ["--nodes", str(NODES), "--web", web, "--fabric", *(f"--fault={f}" for f in START_FAULTS)]
         fabric = RunningFabric(tmp_path, "unused", db_url, redis_url, options, ALLOWED_HOSTS="127.0.0.1")
         prometheus = None

@@ -44,7 +44,7 @@ def test_runfabric_serves_any_trees_and_stops_everything_when_one_process_dies(t
     web = f"127.0.0.1:{free_port()}"
     options = ["--no-sim", "--start-redis", "--web", web, "--ingest-concurrency", "1"]
     with (
-        fresh_database("sqlite", tmp_path) as db_url,
+        fresh_database("sqlite", tmp_path, migrated=True) as db_url,
         django_db_blocker.unblock(),
         database_alias("e2e_runfabric", db_url) as db,
     ):
@@ -78,7 +78,7 @@ def test_a_private_slurm_that_does_not_start_costs_the_jobs_not_the_fabric(tmp_p
     (fake / "slurmd").write_text("#!/bin/sh\necho 'slurmd: fatal: pretend' >&2\nexit 1\n")
     (fake / "slurmd").chmod(0o755)
     with (
-        fresh_database("sqlite", tmp_path) as db_url,
+        fresh_database("sqlite", tmp_path, migrated=True) as db_url,
         django_db_blocker.unblock(),
         database_alias("e2e_runfabric_slurm", db_url) as db,
     ):
