@@ -55,32 +55,60 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("each_db", BACKENDS, indirect=True)
 
 
-# The scopes that take longest, in seconds on three workers (a timeline of `make test`, December 2026), handed
+# The scopes that take longest, in seconds on four workers (a timeline of `make test`, December 2026), handed
 # out first so that none starts last while the other workers are idle. Any scope not named here is light: those
 # go after, most tests first (xdist's own order). Rough figures are enough: only their order matters.
 HEAVY_SCOPES = {
-    "tests/e2e": 330,  # every end-to-end file, one after another
+    "tests/e2e": 325,  # every end-to-end file, one after another
     "tests/health_db/test_health_db_clean_day.py": 130,  # a simulated day, made once, ingested twice
-    "tests/pipeline/test_pipeline_consumer.py": 80,
-    "tests/alerts/test_alerts_worker.py": 70,
-    "tests/health_db/test_health_db_faults.py": 37,
-    "tests/dashboard/test_dashboard_screens_browser.py": 34,
-    "tests/dashboard/test_dashboard_wall_browser.py": 30,  # 30 problems, the wall and overview at three sizes
-    "tests/telemetry/test_telemetry_partitions.py": 29,
-    "tests/dashboard/test_dashboard_fabric.py": 27,
-    "tests/pipeline/test_pipeline_staleness.py": 26,
-    "tests/exporter/test_exporter_switches.py": 21,
-    "tests/dashboard/test_dashboard_chart_axis_browser.py": 20,  # a server and Chromium per range
-    "tests/jobs/test_jobs_drain.py": 21,  # a real Slurm and ibsim per test, on both databases
-    "tests/jobs/test_jobs_routes.py": 18,
+    "tests/pipeline/test_pipeline_consumer.py": 83,
+    "tests/alerts/test_alerts_worker.py": 66,
+    "tests/exporter/test_exporter_switches.py": 60,
+    "tests/health_db/test_health_db_faults.py": 52,
+    "tests/dashboard/test_dashboard_screens_browser.py": 50,
+    "tests/dashboard/test_dashboard_wall_browser.py": 36,  # 30 problems, the wall and overview at three sizes
+    "tests/pipeline/test_pipeline_staleness.py": 35,
+    "tests/jobs/test_jobs_routes.py": 33,
+    "tests/jobs/test_jobs_drain.py": 32,  # a real Slurm and ibsim per test, on both databases
+    "tests/dashboard/test_dashboard_find.py": 28,
+    "tests/deploy/test_demo_first_minute.py": 27,
+    "tests/dashboard/test_dashboard_operate.py": 26,
+    "tests/pipeline/test_pipeline_flood.py": 26,
+    "tests/health_db/test_health_db_demo.py": 25,
+    "tests/jobs/test_jobs_impact.py": 25,
+    "tests/api/test_api_fabric.py": 23,
+    "tests/dashboard/test_dashboard_fabric.py": 21,
+    "tests/dashboard/test_dashboard_pages.py": 20,
+    "tests/telemetry/test_telemetry_partitions.py": 20,
+    "tests/dashboard/test_dashboard_chart_axis_browser.py": 19,  # a server and Chromium per range
 }
+
+
+# The scopes that mostly wait, a third of a core or less (a timeline of `make test`, December 2026): a broker
+# or a receiver down for seconds, a killed worker's lock running out, Slurm's polls, a flood's pauses. Run
+# beside the end-to-end scope, which waits half its time too, they leave a core idle: so one worker of four
+# takes them first, while the other three keep both cores busy.
+WAITING_SCOPES = frozenset(
+    {
+        "tests/pipeline/test_pipeline_consumer.py",
+        "tests/alerts/test_alerts_worker.py",
+        "tests/pipeline/test_pipeline_staleness.py",
+        "tests/jobs/test_jobs_routes.py",
+        "tests/jobs/test_jobs_impact.py",
+        "tests/alerts/test_alerts_receivers.py",
+        "tests/pipeline/test_pipeline_shards.py",
+        "tests/pipeline/test_pipeline_broker_restart.py",
+        "tests/pipeline/test_pipeline_flood.py",
+    }
+)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Under `pytest -n 3` (make test): a file's tests stay on one worker, in their order (its module fixtures
+    """Under `pytest -n 4` (make test): a file's tests stay on one worker, in their order (its module fixtures
     start once), and the end-to-end files, each a whole fabric of processes, run one after another.
-    The heaviest scopes (HEAVY_SCOPES) start first."""
+    The heaviest scopes (HEAVY_SCOPES) start first; the last worker takes the WAITING_SCOPES first, and the
+    others take them only once nothing else is left."""
     from xdist.scheduler import LoadFileScheduling
 
     class Scheduling(LoadFileScheduling):
@@ -93,21 +121,29 @@ def pytest_xdist_make_scheduler(config, log):
                 for scope in sorted(self.workqueue, key=lambda s: -HEAVY_SCOPES.get(s, 0)):  # stable
                     self.workqueue.move_to_end(scope)
                 self._heaviest_first = True
+            waits = self.numnodes >= 4 and node.gateway.id == f"gw{self.numnodes - 1}"
+            wanted = next((scope for scope in self.workqueue if (scope in WAITING_SCOPES) == waits), None)
+            if wanted is not None:
+                self.workqueue.move_to_end(wanted, last=False)
             super()._assign_work_unit(node)
 
     return Scheduling(config, log)
 
 
-# Three workers share two cores (make test). The end-to-end files time a whole fabric against 1 s polls, so
-# the other workers give way to it: each lowers its own priority before its first test outside tests/e2e
-# (the end-to-end scope is handed out first and runs to its end on its worker). Their children inherit it.
+# Four workers share two cores (make test). The end-to-end files time a whole fabric against 1 s polls, and
+# the waiting scopes time their processes too, so the other workers give way to them: each lowers its own
+# priority before its first test of any other scope (the end-to-end scope is handed out first and runs to its
+# end on its worker; the waiting ones go first to the last worker). Their children inherit it.
 OTHER_WORKERS_NICENESS = 10
 _GIVEN_WAY = pytest.StashKey[bool]()
 
 
 def pytest_runtest_setup(item):
     config, worker = item.config, os.environ.get("PYTEST_XDIST_WORKER")
-    if worker and not item.nodeid.startswith("tests/e2e/") and not config.stash.get(_GIVEN_WAY, False):
+    if not worker or config.stash.get(_GIVEN_WAY, False):
+        return
+    path = item.nodeid.split("::", 1)[0]
+    if not path.startswith("tests/e2e/") and path not in WAITING_SCOPES:
         os.nice(OTHER_WORKERS_NICENESS)
         config.stash[_GIVEN_WAY] = True
 
