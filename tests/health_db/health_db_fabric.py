@@ -6,6 +6,7 @@ import os
 from datetime import UTC, datetime, timedelta
 
 from collectors import read_host, to_dict
+from collectors.keptdevices import KeptDevices
 from collectors.sim import Fabric
 from fabricweb.health.models import Event
 from fabricweb.telemetry.ingest import ingest_batch, ingest_snapshot
@@ -35,6 +36,8 @@ class SimFabric:
         self.holding: set[str] = set()
         # Every warning or critical event open at the end of some poll: "key" -> its worst severity seen.
         self.alarms: dict[str, str] = {}
+        # What of a device stays put while it is registered is read once, as the node agent's Poller reads it.
+        self.kept = KeptDevices()
 
     @property
     def now(self) -> datetime:
@@ -44,7 +47,8 @@ class SimFabric:
         return next(n for n in self.nodes if self.kinds[n] == kind)
 
     def snapshot(self, node: str) -> dict:
-        return to_dict(read_host(os.path.join(self.out, node), host=node, use_verbs=False, now=self.now.timestamp()))
+        root = os.path.join(self.out, node)
+        return to_dict(read_host(root, host=node, use_verbs=False, now=self.now.timestamp(), kept=self.kept))
 
     def answering(self) -> list[str]:
         return [n for n in self.nodes if n not in self.silent and os.path.isdir(os.path.join(self.out, n, "class"))]
