@@ -190,6 +190,7 @@ KEPT_CACHES = (
     ("fabricweb.dashboard.hostgrid", "KEPT"),
     ("fabricweb.dashboard.overviewmodel", "KEPT"),
     ("fabricweb.health.engine.memo", "HELD"),
+    ("fabricweb.jobs.refresh", "KEPT"),
 )
 
 

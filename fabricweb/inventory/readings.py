@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import orjson
@@ -166,19 +167,27 @@ def of_nodes(
 # them): fabricweb.telemetry.storage.catchup.catch_up, which the telemetry app hands over when Django starts
 # (TelemetryConfig.ready). Telemetry builds on inventory, not the other way: nothing here imports it.
 CatchUp = Callable[[dict[int, list], dict[int, list], dict[int, list]], None]
-_replay: CatchUp | None = None
+
+
+@dataclass(slots=True)
+class Replay:
+    """The catch-up this process was handed: one object, set once by TelemetryConfig.ready(), read at every use."""
+
+    catch_up: CatchUp | None = None
+
+
+REPLAY = Replay()
 
 
 def replay_with(catch_up: CatchUp) -> None:
     """Set how history checkpoints are brought up to date (the telemetry app does, at start-up)."""
-    global _replay
-    _replay = catch_up
+    REPLAY.catch_up = catch_up
 
 
 def _catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: dict[int, list]) -> None:
-    if _replay is None:
+    if REPLAY.catch_up is None:
         raise RuntimeError("readings: no catch-up set (the telemetry app sets it when Django starts)")
-    _replay(by_port, states, checkpoints)
+    REPLAY.catch_up(by_port, states, checkpoints)
 
 
 def of_node(node: Node) -> dict[int, list]:

@@ -30,16 +30,28 @@ from .sources.slurm import SlurmSource
 
 log = logging.getLogger(__name__)
 _BATCH = 2000
-# The route graph of the last refresh that needed one, with the routes version it was built on: a poll that
-# walks one new job pays its walks, not the reading of every table and link again (this module owns it).
-_graph: tuple[str, RouteGraph] | None = None
 
 
-def _route_graph(version: str) -> RouteGraph:
-    global _graph
-    if _graph is None or _graph[0] != version:
-        _graph = (version, RouteGraph.load())
-    return _graph[1]
+class KeptGraph:
+    """The route graph of the last refresh that needed one, with the routes version it was built on: a poll that
+    walks one new job pays its walks, not the reading of every table and link again. Owner: this module; made
+    again on use when the routes version changed, dropped by forget() (docs/architecture.md, "What processes
+    keep in memory")."""
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        self.version: str | None = None
+        self.graph: RouteGraph | None = None
+
+    def get(self, version: str) -> RouteGraph:
+        if self.graph is None or self.version != version:
+            self.graph, self.version = RouteGraph.load(), version
+        return self.graph
+
+
+KEPT = KeptGraph()
 
 
 def configured_source() -> JobSource | None:
@@ -126,7 +138,7 @@ def _apply(source: str, running: list[RunningJob], now: datetime, out: Refreshed
         job.last_seen_at = now
         key = _key(version, hosts)
         if job.routes_key != key:
-            graph = graph or _route_graph(version)
+            graph = graph or KEPT.get(version)
             paths = graph.paths(hosts)
             job.routes_key = key
             job.findings = [{"kind": f.kind, "text": f.text} for f in paths.findings]

@@ -1,0 +1,46 @@
+"""Covers fabricweb/, collectors/.
+
+No module of fabricweb/ or collectors/ rebinds a module-level name at run time (`global`): what a process keeps
+in memory is an object with its state on it, an owner, a bound and a forget() (docs/architecture.md, "What
+processes keep in memory"), and what an app hands down as it starts is set on one object too
+(fabricweb/telemetry/handed.py). A `global` cell escapes both: the tests' conftest cannot forget it between
+tests, and no reader of the doc finds it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("fabricweb", "collectors")
+
+
+def rebound(root: Path, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """`path:line: global NAMES` of every `global` statement in a .py under `packages` of `root`."""
+    found = []
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Global):
+                    found.append(f"{path.relative_to(root).as_posix()}:{node.lineno}: global {', '.join(node.names)}")
+    return found
+
+
+def test_no_module_rebinds_a_module_level_name():
+    found = rebound(REPO)
+    assert found == [], "module-level cells: keep the state on an owned object instead\n" + "\n".join(found)
+
+
+def test_the_check_names_each_global_statement_and_nothing_else(tmp_path):
+    for rel, text in (
+        ("fabricweb/cell.py", "_graph = None\n\ndef get():\n    global _graph\n    _graph = 1\n"),
+        ("collectors/two.py", "a = b = 0\n\n\ndef f():\n    global a, b\n"),
+        ("fabricweb/kept.py", "class Kept:\n    def forget(self):\n        self.x = None\n\n\nKEPT = Kept()\n"),
+        ("fabricweb/closure.py", "def f():\n    n = 0\n\n    def g():\n        nonlocal n\n        n += 1\n"),
+        ("tests/cell.py", "x = 0\n\ndef f():\n    global x\n"),
+    ):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert rebound(tmp_path) == ["fabricweb/cell.py:4: global _graph", "collectors/two.py:5: global a, b"]
