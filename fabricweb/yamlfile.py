@@ -17,7 +17,8 @@ MAX_DEPTH = 32  # nesting of mappings and lists: an operator's file needs three 
 
 class _Bounded(yaml.SafeLoader):
     """SafeLoader without aliases (`*name`: a few hundred bytes of them expand to gigabytes, the billion laughs)
-    and with bounded nesting (PyYAML composes recursively: 100,000 brackets overflow Python's stack)."""
+    and with bounded nesting (PyYAML composes recursively: 100,000 brackets overflow Python's stack). Pure
+    Python: where PyYAML was built without libyaml, load() reads with it."""
 
     def __init__(self, stream) -> None:
         super().__init__(stream)
@@ -25,21 +26,55 @@ class _Bounded(yaml.SafeLoader):
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted", mark)
+            _refuse_alias(self.peek_event())
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
+                _refuse_depth(self.peek_event())
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
 
 
+def _refuse_alias(event: yaml.Event):
+    raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted", event.start_mark)
+
+
+def _refuse_depth(event: yaml.Event):
+    raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+
+
+def _check(events) -> None:
+    """_Bounded's two refusals, on the parser's events, at the same marks: a node is entered one level below the
+    collections open around it."""
+    depth = 0
+    for event in events:
+        if isinstance(event, yaml.AliasEvent):
+            _refuse_alias(event)
+        if isinstance(event, yaml.NodeEvent):  # a scalar, or a collection's start
+            if depth + 1 > MAX_DEPTH:
+                _refuse_depth(event)
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
 def load(text: str):
     """The YAML document of `text` as plain values; yaml.YAMLError for a bad one, aliases and deep nesting
-    included, whose message is one short line (where, and what)."""
+    included, whose message is one short line (where, and what).
+
+    With libyaml (PyYAML's wheels carry it), the C parser's events are checked first, then the document is
+    read by the C loader: a big fabric's topology file (tens of thousands of links) is read at C's speed. A
+    file either refuses is read again by the pure-Python one, so that an error is said in its words and at its
+    mark whichever PyYAML is installed (libyaml words syntax errors its own way, and refuses nesting past its
+    own limit before the events reach ours)."""
+    if yaml.__with_libyaml__:
+        try:
+            _check(yaml.parse(text, Loader=yaml.CSafeLoader))
+            return yaml.load(text, Loader=yaml.CSafeLoader)  # SafeConstructor: plain values only
+        except yaml.YAMLError:
+            pass
     return yaml.load(text, Loader=_Bounded)  # a SafeLoader: plain values only
 
 
