@@ -16,8 +16,8 @@ on its own, in time order. Measured on the development VM: making the day ~30 s
 from __future__ import annotations
 
 import gzip
-import json
 
+import orjson
 import pytest
 
 from fabricweb.health.models import Event
@@ -39,7 +39,7 @@ def day(tmp_path_factory):
     path = tmp_path_factory.mktemp("clean-day") / "day.jsonl.gz"
     fab = SimFabric(str(tmp_path_factory.mktemp("clean-day-sim")), 2)
     assert fab.kinds == {"cn001": "cx6", "cn002": "cx3"}
-    with gzip.open(path, "wt", compresslevel=1) as out:
+    with gzip.open(path, "wb", compresslevel=1) as out:
         for i in range(POLLS):
             for node in fab.nodes:
                 if i in REBOOTS.get(node, ()) or i in HAND_RESETS.get(node, ()):
@@ -48,7 +48,7 @@ def day(tmp_path_factory):
             down = {n for n, at in REBOOTS.items() for a in at if a <= i < a + 2}
             lost = {n for n, at in MISSED.items() if i in at}
             snaps = [fab.snapshot(n) for n in fab.nodes if n not in down | lost]
-            out.write(json.dumps([fab.now.isoformat(), snaps], separators=(",", ":")) + "\n")
+            out.write(orjson.dumps([fab.now.isoformat(), snaps]) + b"\n")  # orjson: the day is 80 MB of JSON
             for node in fab.nodes:
                 if f"{node}:reset" in fab.sim.faults():
                     fab.clear(f"{node}:reset")
@@ -59,9 +59,9 @@ def batches(path):
     from datetime import datetime
 
     pending: list = []
-    with gzip.open(path, "rt") as f:
+    with gzip.open(path, "rb") as f:
         for n, line in enumerate(f, 1):
-            now, snaps = json.loads(line)
+            now, snaps = orjson.loads(line)
             pending += snaps
             if n % BATCH == 0 or n == POLLS:
                 yield datetime.fromisoformat(now), pending
