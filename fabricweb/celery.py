@@ -27,6 +27,11 @@ from fabricweb.names import (
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "fabricweb.settings")
+# Django's system checks run where a configuration is deployed (`manage.py migrate`, `check --deploy`, the
+# compose file's migrate service). Celery would run them again at every worker's and beat's start, and the URL
+# checks import the whole URLconf (every view, and numpy through the pages' routes) into processes that serve
+# no page. Set CELERY_SKIP_CHECKS to an empty value to have them here too.
+os.environ.setdefault("CELERY_SKIP_CHECKS", "true")
 
 __all__ = ["ALERTS_QUEUE", "INGEST_QUEUE", "NODE_QUEUE_PREFIX", "SNAPSHOT_QUEUE", "app", "node_queue"]
 
