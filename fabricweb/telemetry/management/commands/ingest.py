@@ -34,6 +34,9 @@ class Command(BaseCommand):
         "transaction, waiting at most --max-wait seconds for a batch to fill. Messages are acked "
         "after the commit. SIGTERM or Ctrl-C: finish the batch in hand and exit."
     )
+    # As the Celery workers (fabricweb/celery.py, CELERY_SKIP_CHECKS): the checks run where a configuration is
+    # deployed, and the URL checks would import every page's view into a process that serves none.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
         parser.add_argument("--batch", type=_positive_int, default=100, metavar="N", help="messages per batch (100)")
