@@ -23,7 +23,7 @@ BACKENDS = ("sqlite", PG_ALIAS)
 
 # Property tests take their depth from one profile: `make test` tries 100 examples a test (Hypothesis' own
 # default); HYPOTHESIS_PROFILE=thorough tries 2,000, for a deeper run before a release. No deadline in
-# either: on a machine shared by three test workers a slow example is the machine, not the code.
+# either: on a machine shared by four test workers a slow example is the machine, not the code.
 hypothesis_settings.register_profile("quick", max_examples=100, deadline=None)
 hypothesis_settings.register_profile("thorough", max_examples=2000, deadline=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
