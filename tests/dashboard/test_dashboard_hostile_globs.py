@@ -15,10 +15,15 @@ from fabricweb.inventory.models import Port
 HOSTILE = "*" * 40 + "x"
 
 
-def timed_get(viewer, path: str, query: dict) -> float:
-    started = time.monotonic()
-    viewer.get(path, query)
-    return time.monotonic() - started
+def timed_get(viewer, path: str, query: dict, tries: int = 3) -> float:
+    """The fastest of `tries` GETs: a worker of the suite descheduled for half a second (four share two cores)
+    slows one of them, where the backtracking this guards against slowed every one by minutes."""
+    took = []
+    for _ in range(tries):
+        started = time.monotonic()
+        viewer.get(path, query)
+        took.append(time.monotonic() - started)
+    return min(took)
 
 
 def test_a_glob_of_many_stars_is_answered_as_soon_as_a_plain_one(viewer, faulty):

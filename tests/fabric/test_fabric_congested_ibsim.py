@@ -73,7 +73,10 @@ def with_device_ids(fabric: Fabric, ids: dict[str, int]) -> Fabric:
 # (switch, port, lanes, bytes of link time one count is): leaf01 a Quantum-2 (8 bytes of the port's time), leaf02
 # a Switch-IB 2 (32 bytes of each lane's: x lanes); port 8 of each trained at 4X instead of 12X.
 UPLINKS = (("leaf01", 7, 12, 8), ("leaf01", 8, 4, 8), ("leaf02", 7, 12, 32 * 12), ("leaf02", 8, 4, 32 * 4))
-COUNTS = 100_000_000
+# Enough waits that the smallest share, the 12X Quantum-2 port's (0.53 over the seconds between the two sweeps),
+# stays over the rule's 5% however long a busy machine takes between them (up to 10 s): at 100,000,000, a gap
+# of 1.1 s took it under, and the rule rightly said nothing of that port.
+COUNTS = 1_000_000_000
 
 
 def test_perfset_waits_on_two_asics_at_two_widths_are_the_hand_computed_share_in_metrics_and_the_rule(
