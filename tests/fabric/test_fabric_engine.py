@@ -96,7 +96,8 @@ def test_a_silent_target_costs_one_query_its_timeouts_not_every_query():
         engine.submit(query(9, outcomes, group="switch 9"))
     started = time.monotonic()
     engine.run()
-    assert time.monotonic() - started < 0.5  # 40 queries x 2 tries x 30 ms would be 2.4 s
+    # 40 queries x 2 tries x 30 ms would be 2.4 s; it takes under 0.1 s, with room for a descheduled worker.
+    assert time.monotonic() - started < 1.2
     assert len(outcomes) == 40 and all(reply is None for _, reply, _ in outcomes)
     not_sent = [e for _, _, e in outcomes if e.startswith("not sent")]
     assert len(not_sent) >= 37
@@ -122,5 +123,5 @@ def test_past_its_deadline_a_run_fails_what_is_left_and_returns():
         engine.submit(query(lid, outcomes))
     started = time.monotonic()
     engine.run(deadline=time.monotonic() + 0.1)
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 1.0  # without the deadline: 6 tries of 1 s for each silent switch
     assert sorted(e for _, _, e in outcomes) == ["sweep deadline passed"] * 3
