@@ -85,9 +85,10 @@ HEAVY_SCOPES = {
 
 
 # The scopes that mostly wait, a third of a core or less (a timeline of `make test`, December 2026): a broker
-# or a receiver down for seconds, a killed worker's lock running out, Slurm's polls, a flood's pauses. Run
-# beside the end-to-end scope, which waits half its time too, they leave a core idle: so one worker of four
-# takes them first, while the other three keep both cores busy.
+# or a receiver down for seconds, a killed worker's lock running out, Slurm's polls, a flood's pauses; and
+# the agent's and watcher's, which wait for a port event and time it against a second. Run beside the
+# end-to-end scope, which waits half its time too, they leave a core idle: so one worker of four takes them
+# first, at normal priority, while the other three keep both cores busy.
 WAITING_SCOPES = frozenset(
     {
         "tests/pipeline/test_pipeline_consumer.py",
@@ -99,6 +100,9 @@ WAITING_SCOPES = frozenset(
         "tests/pipeline/test_pipeline_shards.py",
         "tests/pipeline/test_pipeline_broker_restart.py",
         "tests/pipeline/test_pipeline_flood.py",
+        "tests/agent/test_agent_events.py",
+        "tests/agent/test_agent_transport.py",
+        "tests/collectors/test_watch.py",
     }
 )
 
