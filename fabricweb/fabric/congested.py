@@ -16,8 +16,8 @@ congestion rule's threshold (`congestion_share`) in the last poll. Without table
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db import connection
 from django.db.models import Max
 
@@ -28,8 +28,11 @@ from fabricweb.health.rules.findings import port_label
 from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, NodeReadings, Port
 
+from .linkrows import LinkRow, link_rows
 from .models import SwitchRoutes
-from .paths import LinkRow, RouteGraph, link_rows
+
+if TYPE_CHECKING:
+    from .paths import RouteGraph
 
 TOP = 20
 ROOT, ROOT_UNKNOWN = "root", "root unknown"
@@ -127,6 +130,8 @@ def root_words(over: float, share: dict[int, float], ports: list[int]) -> dict[i
     """Port id -> ROOT or `victim of ...` for `ports`, from the stored tables; {} when none are stored."""
     if not SwitchRoutes.objects.exists():
         return {}
+    from .paths import RouteGraph  # with numpy (0.15 s a process start), only where routes are walked
+
     graph = RouteGraph.load()
     ends: dict[int, End] = {}
     labels: dict[End, str] = {}
@@ -159,6 +164,8 @@ def up_links(rows: list[LinkRow]) -> list[tuple[tuple[int | None, End, str], ...
 def mark(graph: RouteGraph, end: End, congested: set[End], labels: dict[End, str]) -> str | None:
     """ROOT, or `victim of <the first congested port its traffic goes on to>`, for the congested port `end`; None
     where the tables cannot say (a switch whose table was not read, a port with no cable in them)."""
+    import numpy as np  # loaded with the graph (root_words)
+
     guid, number = end
     if guid in graph.index:  # a switch port: the destinations it carries are the LIDs its table sends out of it
         here = graph.index[guid]

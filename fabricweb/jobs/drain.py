@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from fabricweb.fabric.paths import hosts_beyond_switch_ports
+from fabricweb.fabric.linkrows import hosts_beyond_switch_ports
 from fabricweb.health.models import DrainPolicy, Event
 from fabricweb.health.records import lifecycle
 from fabricweb.health.records.drainpolicyfile import DEFAULT_KINDS

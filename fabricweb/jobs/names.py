@@ -3,7 +3,7 @@
 By default they are the same name: the agent's host name (FABRIC_NODE_NAME, the short host name)
 is what Slurm calls the node on most clusters, and a host seen only by the fabric collector is
 named by the first word of its node description (rdma-core's default is `<hostname> <device>`,
-fabricweb.fabric.paths.host_names). A site whose scheduler names nodes otherwise sets
+fabricweb.fabric.linkrows.host_names). A site whose scheduler names nodes otherwise sets
 FABRIC_JOBS_NODE_PATTERN and FABRIC_JOBS_NODE_REPLACE (re.sub) to turn one into the other.
 """
 

@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -21,12 +22,14 @@ from django.db.models import Count, Max
 from django.utils import timezone
 
 from fabricweb.fabric.models import Link, SwitchRoutes
-from fabricweb.fabric.paths import RouteGraph
 
 from .models import Job, JobLink, SchedulerStatus
 from .names import host_mapper
 from .sources import JobSource, RunningJob, SchedulerError
 from .sources.slurm import SlurmSource
+
+if TYPE_CHECKING:
+    from fabricweb.fabric.paths import RouteGraph
 
 log = logging.getLogger(__name__)
 _BATCH = 2000
@@ -47,6 +50,10 @@ class KeptGraph:
 
     def get(self, version: str) -> RouteGraph:
         if self.graph is None or self.version != version:
+            # With numpy (0.15 s a process start): loaded by the worker that walks routes, not by every process
+            # that imports this module (the web's drain form, beat).
+            from fabricweb.fabric.paths import RouteGraph
+
             self.graph, self.version = RouteGraph.load(), version
         return self.graph
 

@@ -1,4 +1,4 @@
-"""Covers fabricweb/fabric/congested.py, fabricweb/fabric/paths.py.
+"""Covers fabricweb/fabric/congested.py, fabricweb/fabric/paths.py, fabricweb/fabric/linkrows.py.
 
 The fabric's most congested links (fabricweb/fabric/congested.py): the share each port lost in its last poll, as
 /metrics and the rule compute it, named by both ends of its link; and where the switches' tables are stored, which
@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from fabricweb.fabric import congested
-from fabricweb.fabric.paths import LinkRow, RouteGraph
+from fabricweb.fabric.linkrows import LinkRow
+from fabricweb.fabric.paths import RouteGraph
 from tests.fabric.fabric_support import FabricWorld
 
 QUANTUM, SWITCH_IB_2 = 0xD2F0, 0xCF08
