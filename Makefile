@@ -40,7 +40,7 @@ lint: $(VENV)/.installed
 # instead of compiling them again, which it does where PYTHONDONTWRITEBYTECODE keeps imports from writing them.
 test: setup lint
 	$(BIN)/python -m compileall -q -j 0 collectors fabricweb tests bench >/dev/null
-	eval "$$(scripts/test-services start)" && $(BIN)/pytest -n 3 --durations=25
+	eval "$$(scripts/test-services start)" && $(BIN)/pytest -n 4 --durations=25
 
 # The whole pipeline on one machine: simulator (with faults), private Redis, ingest worker, beat, one node
 # agent for every simulated node, and the dashboard on http://127.0.0.1:8000/. Its last lines, once the

@@ -23,7 +23,7 @@ BACKENDS = ("sqlite", PG_ALIAS)
 
 # Property tests take their depth from one profile: `make test` tries 100 examples a test (Hypothesis' own
 # default); HYPOTHESIS_PROFILE=thorough tries 2,000, for a deeper run before a release. No deadline in
-# either: on a machine shared by three test workers a slow example is the machine, not the code.
+# either: on a machine shared by four test workers a slow example is the machine, not the code.
 hypothesis_settings.register_profile("quick", max_examples=100, deadline=None)
 hypothesis_settings.register_profile("thorough", max_examples=2000, deadline=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
@@ -88,8 +88,9 @@ HEAVY_SCOPES = {
 # or a receiver down for seconds, a killed worker's lock running out, Slurm's polls, a flood's pauses; and
 # the agent's and watcher's, which wait for a port event and time it against a second. Run beside the
 # end-to-end scope, which waits half its time too, they leave a core idle: so with four workers or more
-# (`pytest -n 4`), the last takes them first, at normal priority, while the others keep both cores busy.
-# `make test` stays at three: at four, the flood test's freshness bound failed in one clean-clone run of six.
+# (`make test` runs four), the last takes them first, at normal priority, while the others keep both cores busy.
+# Measured on one machine state: three workers left the two cores idle for 107-139 core-seconds of a run (the
+# waiting files last, or one worker's), four for 13 (504-520 s against 469 s).
 WAITING_WORKER_FROM = 4
 WAITING_SCOPES = frozenset(
     {
@@ -111,7 +112,7 @@ WAITING_SCOPES = frozenset(
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """Under `pytest -n 3` (make test): a file's tests stay on one worker, in their order (its module fixtures
+    """Under `pytest -n 4` (make test): a file's tests stay on one worker, in their order (its module fixtures
     start once), and the end-to-end files, each a whole fabric of processes, run one after another.
     The heaviest scopes (HEAVY_SCOPES) start first. From four workers on, the last takes the WAITING_SCOPES
     first, and the others take them only once nothing else is left."""
@@ -136,7 +137,7 @@ def pytest_xdist_make_scheduler(config, log):
     return Scheduling(config, log)
 
 
-# Three workers share two cores (make test). The end-to-end files time a whole fabric against 1 s polls, so
+# Four workers share two cores (make test). The end-to-end files time a whole fabric against 1 s polls, so
 # the other workers give way to it: each lowers its own priority before its first test outside tests/e2e (the
 # end-to-end scope is handed out first and runs to its end on its worker), and outside the WAITING_SCOPES
 # where a worker of their own runs those. Their children inherit it.

@@ -35,7 +35,7 @@ from tests.e2e.e2e_probe import PROBE
 
 SIM_NODES = [f"cn{i:03d}" for i in range(1, NODES + 1)]
 NEWCOMER = "cn901"
-SLACK_S = 1.5  # scheduling and process wake-ups on a busy 2-core machine
+SLACK_S = 2.5  # scheduling and process wake-ups on a 2-core machine shared by four test workers (make test)
 
 
 def node_rows(fabric, names) -> dict[str, Node]:
