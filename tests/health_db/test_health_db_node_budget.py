@@ -6,9 +6,10 @@ One rogue host, with its own valid key, cannot stall ingest or flood the events:
 
 from __future__ import annotations
 
-import copy
 import time
 from datetime import timedelta
+
+import orjson
 
 from fabricweb.health.models import Event
 from fabricweb.health.records.retire import retire_vanished
@@ -23,14 +24,13 @@ ROGUE = "cn004"
 def churned(snap: dict, round_no: int, devices: int = 4, ports: int = 128) -> dict:
     """`snap` with its devices replaced by `devices` new ones of `ports` ACTIVE ports each, named anew each round:
     valid, within the snapshot caps, and nothing a real host does."""
-    out = copy.deepcopy(snap)
-    model = out["devices"][0]
-    port = model["ports"][0]
-    out["devices"] = []
+    out = {**snap, "devices": []}
+    model = orjson.dumps(snap["devices"][0])  # copies made from JSON: copy.deepcopy took seconds a test
+    port = orjson.dumps(snap["devices"][0]["ports"][0])
     for d in range(devices):
-        device = copy.deepcopy(model)
+        device = orjson.loads(model)
         device["name"] = f"mlx5_r{round_no}_{d}"
-        device["ports"] = [dict(copy.deepcopy(port), port=n) for n in range(1, ports + 1)]
+        device["ports"] = [dict(orjson.loads(port), port=n) for n in range(1, ports + 1)]
         out["devices"].append(device)
     return out
 
