@@ -28,6 +28,7 @@ from fabricweb.health.models import Event, LinkPolicy
 from fabricweb.inventory.models import Node
 
 from . import grid, hostgrid, porthealth
+from .oneview import one_view
 
 KEEP = 4  # models kept per process (the plain overview and a few filters): ~3 MB of HTML each at 20,000 ports
 _FILTERS = ("node", "device", "state", "speed", "width", "hca", "layer", "problems")  # not the list's pages
@@ -110,16 +111,19 @@ def fingerprint_query() -> tuple[str, list]:
 
 def overview(filters: dict) -> Model:
     """The counts and the grid of the ports matching `filters` (PortFilter's cleaned data), as of now."""
-    # The database too: one process may reach several (the tests' SQLite and PostgreSQL).
-    key = (connection.vendor, connection.settings_dict["NAME"], fingerprint())
-    wanted = (key, tuple(filters.get(name) for name in _FILTERS))
-    model = KEPT.get(wanted)
-    if model is not None:
-        return model
-    if any(wanted[1]):
-        counts, cells = porthealth.fabric_view(filters)
-        model = Model(counts, grid.render(cells), len(cells))
-    else:  # the plain overview: only the hosts whose ports changed are drawn again
-        model = Model(*hostgrid.build())
+    # The fingerprint, the counts and the grid from one view of the database (oneview.py): a model kept under
+    # a fingerprint is made of what that fingerprint saw, and its counts agree with its grid.
+    with one_view():
+        # The database too: one process may reach several (the tests' SQLite and PostgreSQL).
+        key = (connection.vendor, connection.settings_dict["NAME"], fingerprint())
+        wanted = (key, tuple(filters.get(name) for name in _FILTERS))
+        model = KEPT.get(wanted)
+        if model is not None:
+            return model
+        if any(wanted[1]):
+            counts, cells = porthealth.fabric_view(filters)
+            model = Model(counts, grid.render(cells), len(cells))
+        else:  # the plain overview: only the hosts whose ports changed are drawn again
+            model = Model(*hostgrid.build())
     KEPT.put(wanted, model)
     return model
