@@ -32,9 +32,7 @@ def one_view(connection=default_connection) -> Iterator[None]:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield
         return
-    if connection.vendor != "sqlite":
-        yield
-        return
+    # SQLite, the project's other database.
     connection.ensure_connection()
     raw = connection.connection  # the sqlite3 connection, in autocommit (Django's isolation_level None)
     raw.execute("BEGIN DEFERRED")
