@@ -16,7 +16,7 @@ from kombu.exceptions import DecodeError
 from kombu.message import Message
 
 from fabricweb.telemetry.intake import envelopes
-from fabricweb.telemetry.intake.jsonread import NotExact, exact_loads
+from fabricweb.telemetry.intake.jsonread import NotExact, exact_loads, json_text_loads
 from fabricweb.telemetry.intake.messages import decode_body
 from tests.telemetry.telemetry_support import T0, snapshot
 
@@ -92,6 +92,17 @@ def test_exact_loads_reads_what_json_reads_or_leaves_it_to_json(text):
     except NotExact:
         return  # the caller reads it with json
     assert repr(got) == repr(expected)  # the same values of the same types: no integer turned float
+
+
+@given(text=st.one_of(VALUES.map(json.dumps), ODD_TEXTS, st.just('["\ud800"]')))
+def test_a_signed_text_reads_as_json_reads_it(text):
+    try:
+        expected = json.loads(text)
+    except ValueError as e:
+        with pytest.raises(type(e)):
+            json_text_loads(text)
+        return
+    assert repr(json_text_loads(text)) == repr(expected)  # big integers and NaN included, through json
 
 
 def test_exact_loads_leaves_integers_past_64_bits_to_json():

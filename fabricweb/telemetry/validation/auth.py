@@ -13,6 +13,8 @@ from django.conf import settings
 
 from fabricweb.nodeauth import COLLECTOR, NODE, NotAuthenticated, Role, decoded, signed_text
 
+from ..intake.jsonread import json_text_loads
+
 __all__ = ["NotAuthenticated", "authenticated", "check_unsigned", "unknown_collector"]
 
 
@@ -31,7 +33,7 @@ def authenticated(kwargs: dict, role: Role = NODE, admit: Callable[[str], None] 
     name, text = signed_text(secret, kwargs, role)
     if admit is not None:
         admit(name)
-    return decoded(name, text, role)
+    return decoded(name, text, role, json_text_loads)
 
 
 def check_unsigned() -> None:
