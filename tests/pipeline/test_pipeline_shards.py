@@ -57,8 +57,8 @@ def client(broker) -> redis.Redis:
     return broker.redis
 
 
-def leases(client, name: str, shards: int = 4, lease_s: float = 5.0) -> ShardLeases:
-    return ShardLeases(client, shards, lease_s, consumer_id=name)
+def leases(client, name: str, shards: int = 4, lease_s: float = 5.0, apart: bool = False) -> ShardLeases:
+    return ShardLeases(client, shards, lease_s, consumer_id=name, sweeps_apart=apart)
 
 
 def test_a_lone_consumer_holds_every_queue_and_a_second_one_gets_half(client):
@@ -83,6 +83,63 @@ def test_three_consumers_share_four_queues_two_one_one(client):
     held = [m.held for m in members]
     assert sorted(len(h) for h in held) == [1, 1, 2]
     assert sorted(k for h in held for k in h) == [0, 1, 2, 3]
+
+
+def test_apart_a_lone_consumer_reads_the_sweeps_too_and_a_second_one_takes_the_hosts(client):
+    a, b = leases(client, "a", shards=2, apart=True), leases(client, "b", shards=2, apart=True)
+    assert a.beat() == (0, 1, 2)  # 2: the sweeps' own lease
+    assert a.queues() == ["snapshots", "snapshots.0", "snapshots.1", "sweeps"]
+    assert b.beat() == ()
+    assert a.beat() == (0, 1, 2) and a.over_share  # the sweeps' holder stores nothing else beside others
+    assert a.give_up() == (2,)
+    assert b.beat() == (0, 1)
+    assert (a.queues(), b.queues()) == (["sweeps"], ["snapshots", "snapshots.0", "snapshots.1"])
+    assert (a.beat(), b.beat()) == ((2,), (0, 1))  # stable once shared
+
+
+def test_apart_three_consumers_share_the_hosts_between_two_and_the_third_stores_the_sweeps(client):
+    members = [leases(client, name, apart=True) for name in "abc"]
+    for _ in range(4):
+        for member in members:
+            member.beat()
+            if member.over_share:
+                member.give_up()
+    queues = sorted(m.queues() for m in members)
+    assert queues[-1] == ["sweeps"]
+    assert sorted(len(q) for q in queues[:2]) == [2, 3]  # two snapshot queues each, one with the unsharded one
+    assert sorted(k for m in members for k in m.held) == [0, 1, 2, 3, 4]
+
+
+def test_apart_the_sweeps_of_a_consumer_that_stopped_go_to_the_one_holding_fewest_queues(client):
+    a, b, c = (leases(client, name, apart=True) for name in "abc")
+    for _ in range(3):
+        for member in (a, b, c):
+            member.beat()
+            if member.over_share:
+                member.give_up()
+    sweeper = next(m for m in (a, b, c) if m.queues() == ["sweeps"])
+    sweeper.leave()
+    rest = [m for m in (a, b, c) if m is not sweeper]
+    for _ in range(3):
+        for member in rest:
+            member.beat()
+            if member.over_share:
+                member.give_up()
+    # Both held two snapshot queues: the lower id takes the sweeps and gives its queues to the other.
+    first, second = sorted(rest, key=lambda m: m.id)
+    assert (first.held, second.held) == ((4,), (0, 1, 2, 3))
+    assert first.queues() == ["sweeps"]
+
+
+def test_consumers_that_read_the_sweeps_apart_and_with_queue_0_refuse_to_run_together(client):
+    older = leases(client, "a", shards=2)
+    older.beat()
+    with pytest.raises(ShardCountMismatch, match="read the fabric collectors' sweeps with snapshot queue 0"):
+        leases(client, "b", shards=2, apart=True).beat()
+    older.leave()
+    leases(client, "a", shards=2, apart=True).beat()
+    with pytest.raises(ShardCountMismatch, match=r"sweeps apart \(FABRIC_COLLECTORS set\), this one does not"):
+        leases(client, "b", shards=2).beat()
 
 
 def test_a_consumer_started_with_another_number_of_shards_refuses_to_run(client):

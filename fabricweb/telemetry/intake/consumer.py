@@ -139,7 +139,13 @@ class BatchConsumer(StoresBatches):
                         for cap in (MAX_SWEEP_ENVELOPE_BYTES, MAX_ENVELOPE_BYTES)
                     )
                 if self.shards > 1 and self.leases is None:
-                    self.leases = ShardLeases(client, self.shards, self.lease_s, self.consumer_id)
+                    self.leases = ShardLeases(
+                        client,
+                        self.shards,
+                        self.lease_s,
+                        self.consumer_id,
+                        sweeps_apart=bool(settings.FABRIC_COLLECTORS),
+                    )
                 previous, self.reader = self.reader, None
                 if transport_for(url):  # plain redis://: batches taken in one round trip
                     batches = BatchReader(
