@@ -21,7 +21,8 @@ SNAPSHOT_QUEUE = "snapshots"
 # Snapshots `manage.py ingest` has taken but not yet stored (kombu's unacked hash, a key of its own).
 SNAPSHOT_UNACKED_KEY = f"unacked.{SNAPSHOT_QUEUE}"
 # Fabric collectors' sweeps: a queue of their own, read by an ingest consumer (with shards, the holder of queue 0,
-# or of the sweeps' own lease where they are apart: telemetry/intake/shards.py) with a per-message cap of its own, so that no node may send a sweep-sized message (telemetry/intake/messages.py).
+# or of the sweeps' own lease where they are apart: telemetry/intake/shards.py) with a per-message cap of its own,
+# so that no node may send a sweep-sized message (telemetry/intake/messages.py).
 SWEEP_QUEUE = "sweeps"
 ALERTS_QUEUE = "alerts"
 # One queue per node, node.<name>, consumed by that node's agent only.
