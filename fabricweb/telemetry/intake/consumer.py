@@ -46,6 +46,7 @@ from fabricweb.inventory.models import Node
 from fabricweb.names import INGEST_FABRIC, SWEEP_QUEUE, shard_queue
 
 from ..validation.auth import NotAuthenticated
+from ..validation.typed import SnapshotIn
 from .batchstore import MAX_BACKOFF_S, StoresBatches
 from .broker import transport_for
 from .messages import MAX_ENVELOPE_BYTES, MAX_SWEEP_ENVELOPE_BYTES, Dropped, FabricSnapshot, message_id, snapshots_of
@@ -350,6 +351,8 @@ class BatchConsumer(StoresBatches):
 
 def _sender(snaps: list) -> str | None:
     """The name an unsigned message's snapshot gives its sender: a host's `host`, a sweep's `collector`."""
+    if snaps and type(snaps[0]) is SnapshotIn:  # typed as it was read (messages.snapshots_of)
+        return snaps[0].host
     data = snaps[0].data if snaps and isinstance(snaps[0], FabricSnapshot) else snaps[0] if snaps else None
     name = data.get("collector" if isinstance(snaps[0], FabricSnapshot) else "host") if isinstance(data, dict) else None
     return name if isinstance(name, str) else None

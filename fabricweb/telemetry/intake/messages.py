@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.utils import timezone
+
 from collectors import wire
 from fabricweb.names import INGEST_FABRIC, INGEST_SNAPSHOT, SWEEP_QUEUE
 from fabricweb.nodeauth import COLLECTOR
 
 from ..validation.auth import authenticated, check_unsigned
+from ..validation.quickwire import parse_wire
+from ..validation.typed import SnapshotIn
 from .jsonread import NotExact, exact_loads
 
 ONE = INGEST_SNAPSHOT
@@ -74,7 +78,8 @@ def queue_of(message) -> str | None:
 
 
 def snapshots_of(message, admit: Callable[[str, str], None] | None = None) -> list:
-    """The snapshots in a Celery protocol 2 message of ingest_snapshot (one) or ingest_fabric (one sweep);
+    """The snapshots in a Celery protocol 2 message of ingest_snapshot (one: typed, or schema 2 for ingest's
+    checks) or ingest_fabric (one sweep);
     raise Dropped for anything else. `admit(task, sender)` may refuse a signed message by raising, once its
     signature holds and before its snapshot is decoded (validation/auth.authenticated)."""
     queue = queue_of(message)
@@ -115,11 +120,19 @@ def snapshots_of(message, admit: Callable[[str, str], None] | None = None) -> li
             raise Dropped(f"{task} takes one argument, snapshot")
         return [FabricSnapshot(args[0] if args else kwargs["snapshot"])]
     if task == ONE and not args and "signature" in kwargs:
-        return [from_wire(authenticated(kwargs, admit=_for(admit, task)))]
+        return [_typed(authenticated(kwargs, admit=_for(admit, task)))]
     check_unsigned()
     if len(args) + len(kwargs) != 1 or (kwargs and "snapshot" not in kwargs):
         raise Dropped(f"{task} takes one argument, snapshot")
-    return [from_wire(args[0] if args else kwargs["snapshot"])]
+    return [_typed(args[0] if args else kwargs["snapshot"])]
+
+
+def _typed(data: object) -> SnapshotIn | dict:
+    """A node's snapshot typed at once where the wire form's quick path takes it (validation/quickwire.py: checked
+    against this moment, so against the later one of its storing too); else read back into schema 2 (from_wire)
+    for ingest's checks, which word what is wrong."""
+    typed = parse_wire(data, timezone.now())
+    return typed if typed is not None else from_wire(data)
 
 
 def from_wire(data: object) -> dict:

@@ -14,9 +14,11 @@ those functions themselves, with no place named.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from collectors.facts import KNOWN_SCHEMAS
+from collectors.wire import PORT_LINK_FIELDS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 from . import checks, pcie
@@ -54,12 +56,14 @@ class _Doubt(Exception):
 def parse_common(data, now: datetime) -> SnapshotIn | None:
     """`data` as parse_snapshot returns it, or None where parse_snapshot must look closer."""
     try:
-        return _snapshot(data, now)
+        return snapshot(data, now)
     except Exception:  # _Doubt, a worded check's SnapshotRejected, or anything odd: the worded checks decide
         return None
 
 
-def _snapshot(data, now: datetime) -> SnapshotIn:
+def snapshot(data, now: datetime, device: Callable[[object, bool], DeviceIn] | None = None) -> SnapshotIn:
+    """parse_common's work, raising on a doubt; `device(d, tree)` types each device (the wire form's: quickwire)."""
+    device = device or device_in
     if type(data) is not dict:
         raise _Doubt
     host, schema = data.get("host"), data.get("schema")
@@ -75,7 +79,7 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
     ports = 0
     tree = schema >= 2
     for d in devices:
-        dev = _device(d, tree)
+        dev = device(d, tree)
         ports += len(dev.ports)
         parsed.append(dev)
     if ports > MAX_PORTS_TOTAL or len({d.name for d in parsed}) != len(parsed):
@@ -167,7 +171,9 @@ def _names(value, limit: int = MAX_LIST) -> list[str]:
     return value
 
 
-def _device(d, tree: bool) -> DeviceIn:
+def device_in(d, tree: bool, ports: Callable[[dict], list[PortIn]] | None = None) -> DeviceIn:
+    """A device of schema 2; `ports(d)` types its ports (the wire form's: quickwire)."""
+    ports = ports or ports_in
     if type(d) is not dict:
         raise _Doubt
     name = _text(d.get("name"), NAME_MAX)
@@ -177,7 +183,7 @@ def _device(d, tree: bool) -> DeviceIn:
     if same is not None and same is not True:
         raise _Doubt
     if same:  # its attributes as last sent (the wire form): only its per-poll fields
-        return DeviceIn(name, {"hw_counters": _counters(d.get("hw_counters"))}, _ports(d), same=True)
+        return DeviceIn(name, {"hw_counters": _counters(d.get("hw_counters"))}, ports(d), same=True)
     node_type_id, node_type_name = _enum(d.get("node_type"))
     attrs: dict[str, object] = {"node_type_id": node_type_id, "node_type_name": node_type_name}
     for key in _DEVICE_TEXTS:
@@ -197,18 +203,18 @@ def _device(d, tree: bool) -> DeviceIn:
     attrs["hw_counters"] = _counters(d.get("hw_counters"))
     attrs["verbs"] = _verbs(d.get("verbs"))
     attrs["disagreements"] = _disagreements(d.get("disagreements"))
-    parsed = _ports(d)
+    parsed = ports(d)
     virtual_function = d.get("virtual_function")
     if virtual_function is not None and type(virtual_function) is not bool:
         raise _Doubt
     return DeviceIn(name, attrs, parsed, virtual_function, _optional_text(d.get("physical_function"), TEXT_MAX))
 
 
-def _ports(d: dict) -> list[PortIn]:
+def ports_in(d: dict, port: Callable[[object], PortIn] | None = None) -> list[PortIn]:
     ports = d.get("ports")
     if type(ports) is not list or len(ports) > MAX_PORTS:
         raise _Doubt
-    parsed = [_port(p) for p in ports]
+    parsed = [(port or _port)(p) for p in ports]
     if len({p.number for p in parsed}) != len(parsed):
         raise _Doubt
     return parsed
@@ -225,13 +231,24 @@ def _disagreements(value) -> list[dict]:
 def _port(p) -> PortIn:
     if type(p) is not dict:
         raise _Doubt
-    number = p.get("port")
+    return port_in(
+        p.get("port"),
+        list(map(p.get, PORT_LINK_FIELDS)),
+        _counters(p.get("counters")),
+        _counters(p.get("counters_ext")),
+        _counters(p.get("hw_counters")),
+    )
+
+
+def port_in(number, link: list, counters: dict, counters_ext: dict, hw_counters: dict) -> PortIn:
+    """A port's checks and typed form from its number, its `link` values in the wire form's order
+    (collectors.wire.PORT_LINK_FIELDS: state ... disagreements) and its counters, checked already (_counters)."""
+    state, phys_state, link_layer, rate, lid, sm_lid, lmc, cap_mask, port_guid, netdevs, capped, verbs, agree = link
     if type(number) is not int or not 0 <= number <= _NUMBER_HIGH:
         raise _Doubt
-    state_id, state_name = _enum(p.get("state"))
-    phys_id, phys_name = _enum(p.get("phys_state"))
+    state_id, state_name = _enum(state)
+    phys_id, phys_name = _enum(phys_state)
     gbps = lanes = speed = None
-    rate = p.get("rate")
     if rate is not None:
         if type(rate) is not dict:
             raise _Doubt
@@ -243,16 +260,11 @@ def _port(p) -> PortIn:
             raise _Doubt
         if speed is not None and (type(speed) is not str or speed not in _SPEEDS):
             raise _Doubt
-    lid, sm_lid, lmc, cap_mask = ints = p.get("lid"), p.get("sm_lid"), p.get("lmc"), p.get("cap_mask")
-    for value, high in zip(ints, _PORT_INT_HIGHS, strict=True):
+    for value, high in zip((lid, sm_lid, lmc, cap_mask), _PORT_INT_HIGHS, strict=True):
         if value is not None and (type(value) is not int or not 0 <= value <= high):
             raise _Doubt
-    port_guid = p.get("port_guid")
     if port_guid is not None and (type(port_guid) is not str or not GUID_RE.fullmatch(port_guid)):
         raise _Doubt
-    counters = _counters(p.get("counters"))
-    counters_ext = _counters(p.get("counters_ext"))
-    capped = p.get("capped")
     if capped is None:
         capped = []
     elif type(capped) is not list or capped:
@@ -266,7 +278,7 @@ def _port(p) -> PortIn:
         state_name=state_name,
         phys_state_id=phys_id,
         phys_state_name=phys_name,
-        link_layer=_optional_text(p.get("link_layer"), _LINK_LAYER_MAX),
+        link_layer=_optional_text(link_layer, _LINK_LAYER_MAX),
         rate_gbps=gbps,
         lanes=lanes,
         speed=speed,
@@ -275,11 +287,11 @@ def _port(p) -> PortIn:
         lmc=lmc,
         cap_mask=cap_mask,
         port_guid=port_guid,
-        netdevs=_names(p.get("netdevs"), _NETDEVS_MAX),
+        netdevs=_names(netdevs, _NETDEVS_MAX),
         counters=counters,
         counters_ext=counters_ext,
         capped=capped,
-        hw_counters=_counters(p.get("hw_counters")),
-        verbs=_verbs(p.get("verbs")),
-        disagreements=_disagreements(p.get("disagreements")),
+        hw_counters=hw_counters,
+        verbs=_verbs(verbs),
+        disagreements=_disagreements(agree),
     )

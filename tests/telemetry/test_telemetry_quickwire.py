@@ -1,0 +1,147 @@
+"""Covers fabricweb/telemetry/validation/quickwire.py, fabricweb/telemetry/validation/quickparse.py,
+fabricweb/telemetry/intake/messages.py (snapshots_of, from_wire), fabricweb/telemetry/ingest.py.
+
+The wire form's quick path accepts only what the long way (from_wire, then parse_snapshot's worded checks)
+accepts, with the same values and types; what it doubts, the long way decides and words."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from collectors import wire
+from fabricweb.telemetry.ingest import ingest_batch
+from fabricweb.telemetry.intake.messages import Dropped, from_wire
+from fabricweb.telemetry.validation.quickwire import parse_wire
+from fabricweb.telemetry.validation.schema import SnapshotIn, SnapshotRejected, parse_worded
+from tests.telemetry.telemetry_support import JSONISH, _apply, _paths
+from tests.telemetry.test_telemetry_quickparse import BASES, NOW
+from tests.telemetry.test_telemetry_wire_ingest import polls
+
+
+def on_the_wire(snap: dict, encoder: wire.Encoder | None = None) -> dict:
+    """`snap` as an agent sends it, through JSON."""
+    return json.loads(json.dumps((encoder or wire.Encoder("fabricweb (tests)")).encode(snap)))
+
+
+def long_way(data):
+    """What ingest makes of a wire snapshot without the quick path: the typed snapshot, or why not."""
+    try:
+        return parse_worded(from_wire(copy.deepcopy(data)), NOW)
+    except (Dropped, SnapshotRejected) as e:
+        return e
+
+
+WIRES = [on_the_wire(base) for base in BASES]
+
+
+def test_it_types_a_wire_snapshot_as_the_long_way_does():
+    for data in WIRES:
+        expected = long_way(data)  # (the worded checks learn the counter names)
+        assert isinstance(expected, SnapshotIn)
+        quick = parse_wire(copy.deepcopy(data), NOW)
+        assert quick is not None
+        assert repr(quick) == repr(expected)  # the same values, types and key order
+
+
+def test_it_types_a_dgx_nodes_polls_with_devices_as_last_sent(tmp_path):
+    encoder = wire.Encoder("fabricweb (tests)")
+    first, second = (on_the_wire(snap, encoder) for snap in polls(tmp_path, 2))
+    assert all(d.get("same") for d in second["devices"]) and second["gpus_same"] is True
+    for data in (first, second):
+        expected = long_way(data)
+        quick = parse_wire(data, NOW)
+        assert quick is not None and repr(quick) == repr(expected)
+    assert len(quick.devices) == 8 and all(d.same for d in quick.devices) and quick.gpus_same
+
+
+def test_a_port_lacking_counters_its_node_names_is_typed_without_them():
+    snap = copy.deepcopy(BASES[0])
+    port = snap["devices"][1]["ports"][0]
+    name = next(iter(port["counters"]))
+    del port["counters"][name]
+    data = on_the_wire(snap)
+    assert data["devices"][1]["ports"][0]["absent"]["counters"]
+    expected = long_way(data)
+    quick = parse_wire(data, NOW)
+    assert quick is not None and repr(quick) == repr(expected)
+    assert name not in quick.devices[1].ports[0].counters
+
+
+@pytest.mark.parametrize("absent", [{"counters": [999]}, {"counters": None}, {"counters": ["0"]}, ["counters"]])
+def test_a_malformed_list_of_absent_counters_goes_the_long_way_which_words_it(absent):
+    data = copy.deepcopy(WIRES[0])
+    data["devices"][1]["ports"][0]["absent"] = absent
+    assert parse_wire(data, NOW) is None
+    assert isinstance(long_way(data), Dropped)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("wire",), 3),
+        (("names", "counters", 0), "symbol_error_x"),  # a name the worded checks have not passed
+        (("names", "counters"), ["symbol_error", "symbol_error"]),
+        (("devices", 1, "ports", 0, "counters", 0), -1),
+        (("devices", 1, "ports", 0, "counters", 0), 1.0),
+        (("devices", 1, "ports", 0, "counters", 0), True),
+        (("devices", 1, "ports", 0, "link"), [None] * 12),
+        (("devices", 1, "ports", 0, "link", 4), 70000),  # the lid
+        (("devices", 1, "same"), 1),
+        (("gpus_same",), 1),
+    ],
+)
+def test_it_leaves_every_doubt_to_the_long_way(path, value):
+    data = copy.deepcopy(WIRES[0])
+    long_way(data)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert parse_wire(data, NOW) is None
+
+
+def test_gpus_as_last_sent_beside_gpus_go_the_long_way_which_refuses_them():
+    data = copy.deepcopy(WIRES[0])
+    data["gpus"], data["gpus_same"] = [], True
+    assert parse_wire(data, NOW) is None
+    assert "gpus_same" in str(long_way(data))
+
+
+def test_it_leaves_a_snapshot_dated_past_the_clocks_tolerance_to_the_long_way():
+    data = copy.deepcopy(WIRES[0])
+    data["collected_at"] = "2026-03-02T12:00:00Z"  # a day after NOW
+    assert parse_wire(data, NOW) is None
+    assert "ahead of this server's clock" in str(long_way(data))
+
+
+def test_ingest_stores_a_typed_snapshot_as_it_stores_its_wire_form(each_db):
+    typed = parse_wire(copy.deepcopy(WIRES[1]), NOW)
+    assert type(typed) is SnapshotIn
+    (stored,) = ingest_batch([typed]).results
+    (again,) = ingest_batch([from_wire(copy.deepcopy(WIRES[1]))]).results
+    assert (stored.status, stored.ports_ingested) == ("stored", sum(len(d.ports) for d in typed.devices))
+    assert again.status == "duplicate"  # the same poll, read the long way
+
+
+# -- random wire snapshots: the same verdict and values both ways ---------------------------------
+
+
+PATHS = sorted({p for data in WIRES for p in _paths(data) if p}, key=repr)
+MUTATION = st.tuples(st.sampled_from(PATHS), st.sampled_from(["set", "delete", "rename"]), JSONISH)
+
+
+@given(base=st.sampled_from(WIRES), mutations=st.lists(MUTATION, min_size=1, max_size=3))
+def test_random_wire_snapshots_get_the_same_verdict_and_values_both_ways(base, mutations):
+    data = copy.deepcopy(base)
+    for path, op, value in mutations:
+        _apply(data, path, op, value)
+    expected = long_way(data)
+    quick = parse_wire(copy.deepcopy(data), NOW)
+    if quick is not None:  # accepted: the long way accepts it too, with the same values and types
+        assert isinstance(expected, SnapshotIn), expected
+        assert repr(quick) == repr(expected)
