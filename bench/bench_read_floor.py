@@ -5,10 +5,10 @@
 The consumer's own steps on messages published as agents send them (send_task, plain JSON
 bodies) to a private redis-server, 100 messages at a time, with nothing stored or judged:
 the take (redisread.BatchReader: two round trips, the envelopes, the message objects), the
-body (messages.snapshots_of), the validation (schema.parse_snapshot, its quick path) and the
-ack (commit_acks). At 20,000 port-samples/s (the ingest goal, BENCHMARKS.md) one process has 50 µs per
-port-sample for everything; what these steps take is not available to the deltas, the
-health engine or the database.
+body (messages.snapshots_of: a wire snapshot the quick path takes comes out typed, validation/quickwire.py),
+the validation of the others (schema.parse_snapshot, its quick path) and the ack (commit_acks). At 20,000
+port-samples/s (the ingest goal, BENCHMARKS.md) one process has 50 µs per port-sample for everything; what
+these steps take is not available to the deltas, the health engine or the database.
 
 msgspec's typed decoding, a candidate measured once and not adopted, is in
 docs/benchmarks-history.md ("Ingest, tenth round"); its script is gone.
@@ -38,7 +38,7 @@ BUDGET_US = 1e6 / 20_000  # per port-sample, at the ingest goal
 def read_all(reader, queue: str, count: int, now: datetime) -> dict[str, float]:
     """Take, decode, validate and ack `count` messages with a redisread.BatchReader; seconds per step."""
     from fabricweb.telemetry.intake.messages import snapshots_of
-    from fabricweb.telemetry.validation.schema import parse_snapshot
+    from fabricweb.telemetry.validation.schema import SnapshotIn, parse_snapshot
 
     spent = dict.fromkeys(("take", "body", "validate", "ack"), 0.0)
     done = ports = 0
@@ -50,7 +50,9 @@ def read_all(reader, queue: str, count: int, now: datetime) -> dict[str, float]:
         t2 = time.perf_counter()
         for snaps in bodies:
             for snap in snaps:
-                ports += sum(len(d.ports) for d in parse_snapshot(snap, now).devices)
+                # As ingest_batch: a wire snapshot the quick path took was typed as it was read (in "body").
+                typed = snap if type(snap) is SnapshotIn else parse_snapshot(snap, now)
+                ports += sum(len(d.ports) for d in typed.devices)
         t3 = time.perf_counter()
         for message in taken:
             message.ack()

@@ -301,21 +301,13 @@ def _counters(section: dict, nodes: int) -> dict[tuple[int, int], list[int | Non
         if type(number) is not int or not 0 <= number <= MAX_PORT_NUMBER:
             raise _bad("counters", i, "port", "a port number", number)
         stated = row[2:]
-        # Most rows, told with a few builtins over the row instead of a step a value: every value an int (not a
-        # bool) in range or null, in our columns' order (the collector's own). Any other row goes value by value.
-        fits, types = False, set(map(type, stated))
-        if same and types <= _INT_OR_NONE:
-            known = [v for v in stated if v is not None] if _NONE in types else stated
-            fits = not known or (min(known) >= 0 and max(known) <= MAX_COUNTER)
-        values = stated if fits else _values(stated, place, columns, i)
+        # Most rows, told with a few builtins over the row (checks.all_counters): every value null or a counter,
+        # in our columns' order (the collector's own). Any other row goes value by value, to word what is wrong.
+        values = stated if same and checks.all_counters(stated) else _values(stated, place, columns, i)
         if (node, number) in out:
             raise SnapshotRejected(f"counters row {i}: node {node} port {number} appears twice")
         out[node, number] = values
     return out
-
-
-_NONE = type(None)
-_INT_OR_NONE = {int, _NONE}
 
 
 def _values(stated: list, place: list[int | None], columns: list[str], i: int) -> list[int | None]:

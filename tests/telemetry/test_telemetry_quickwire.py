@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from collectors import wire
 from fabricweb.telemetry.ingest import ingest_batch
 from fabricweb.telemetry.intake.messages import Dropped, from_wire
+from fabricweb.telemetry.validation.checks import MAX_COUNTER, all_counters
 from fabricweb.telemetry.validation.quickwire import parse_wire
 from fabricweb.telemetry.validation.schema import SnapshotIn, SnapshotRejected, parse_worded
 from tests.telemetry.telemetry_support import JSONISH, _apply, _paths
@@ -126,6 +127,24 @@ def test_ingest_stores_a_typed_snapshot_as_it_stores_its_wire_form(each_db):
     (again,) = ingest_batch([from_wire(copy.deepcopy(WIRES[1]))]).results
     assert (stored.status, stored.ports_ingested) == ("stored", sum(len(d.ports) for d in typed.devices))
     assert again.status == "duplicate"  # the same poll, read the long way
+
+
+@pytest.mark.parametrize(
+    ("values", "fit"),
+    [
+        ([], True),
+        ([None, None], True),
+        ([0, 5, MAX_COUNTER], True),
+        ([None, 5], True),
+        ([5, True], False),  # a bool is not a counter
+        ([5, 1.0], False),
+        ([-1, None], False),
+        ([MAX_COUNTER + 1], False),
+        ([5, "5"], False),
+    ],
+)
+def test_a_list_of_values_is_counters_only_when_each_is_null_or_a_counter_in_range(values, fit):
+    assert all_counters(values) is fit
 
 
 # -- random wire snapshots: the same verdict and values both ways ---------------------------------

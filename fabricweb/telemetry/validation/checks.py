@@ -143,6 +143,22 @@ def counters(value, where: str) -> dict[str, int | None]:
     return d
 
 
+_INTS, _INTS_OR_NONE = frozenset({int}), frozenset({int, type(None)})  # (a bool is not an int here)
+
+
+def all_counters(values: list) -> bool:
+    """Whether every one of `values` is null or a counter value (an int, not a bool, from 0 to MAX_COUNTER), told
+    with a few builtins over the whole list instead of a step a value: a sweep's rows, a wire port's columns."""
+    kinds = set(map(type, values))
+    if kinds == _INTS:
+        known = values
+    elif kinds <= _INTS_OR_NONE:
+        known = [v for v in values if v is not None]
+    else:
+        return False
+    return not known or (min(known) >= 0 and max(known) <= MAX_COUNTER)
+
+
 def scalars(value, where: str) -> dict | None:
     """A flat object of scalars (the `verbs` view), or None."""
     if value is None:

@@ -17,11 +17,10 @@ from datetime import datetime
 from collectors import wire
 
 from . import quickparse
-from .checks import GOOD_NAMES, MAX_COUNTER, MAX_COUNTERS
+from .checks import GOOD_NAMES, MAX_COUNTERS, all_counters
 from .typed import DeviceIn, PortIn, SnapshotIn
 
 _PER_POLL = frozenset(wire.PER_POLL_FIELDS) | {"same"}  # a device "as last sent" carries these alone
-_INTS, _INTS_OR_NONE = frozenset({int}), frozenset({int, type(None)})  # (a bool is not an int here)
 
 
 class _Doubt(Exception):
@@ -98,16 +97,8 @@ def _values(values, names: list[str], absent) -> dict[str, int | None]:
     named counters schema 2 gives (quickparse._counters' checks)."""
     if type(values) is not list or len(values) != len(names):
         raise _Doubt
-    if values:  # each an int in [0, MAX_COUNTER] or None, told in C loops (min, max, set)
-        kinds = set(map(type, values))
-        if kinds != _INTS:
-            if not kinds <= _INTS_OR_NONE:
-                raise _Doubt
-            values_known = [v for v in values if v is not None]
-        else:
-            values_known = values
-        if values_known and (min(values_known) < 0 or max(values_known) > MAX_COUNTER):
-            raise _Doubt
+    if not all_counters(values):
+        raise _Doubt
     counters = dict(zip(names, values, strict=True))
     if absent:
         if type(absent) is not list:
