@@ -8,8 +8,11 @@ agents send it: names.PLAIN_BODIES; in base64, as older agents did, with --base6
 consumer takes them. Steps: the envelope (json.loads against redisread's orjson read),
 the body (kombu's Message.decode, with a fresh Message each time since a Message caches
 what it decoded, against decode_body) and the validation (the worded checks alone against
-parse_snapshot with its quick path). Each pair runs alternately, three times; the figures
-are µs per message and per port-sample.
+parse_snapshot with its quick path). Then the agents' wire form (collectors/wire.py, devices as last sent,
+as 29 polls in 30 are): a signed snapshot's text (json.loads against jsonread.json_text_loads), and the
+typing of a wire snapshot, its JSON read each time (messages.from_wire then parse_snapshot, against
+quickwire.parse_wire). Each pair runs alternately, three times; the figures are µs per message and per
+port-sample.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from bench_ingest import from_simulator
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 
 
-def envelope(body: bytes, in_base64: bool = False) -> bytes:
+def kombu_envelope(body: bytes, in_base64: bool = False) -> bytes:
     """The message as kombu's Redis transport stores it (a Celery send_task's headers and properties)."""
     tag = str(uuid.uuid4())
     headers = {"lang": "py", "task": "fabricweb.telemetry.tasks.ingest_snapshot", "id": tag, "shadow": None}
@@ -60,20 +63,30 @@ def main() -> int:
     import django
 
     django.setup()
+    import orjson
     from django.utils import timezone
     from kombu.message import Message
 
+    from collectors import wire
     from fabricweb.telemetry.intake.envelopes import envelope
-    from fabricweb.telemetry.intake.messages import decode_body
+    from fabricweb.telemetry.intake.jsonread import json_text_loads
+    from fabricweb.telemetry.intake.messages import decode_body, from_wire
+    from fabricweb.telemetry.validation.quickwire import parse_wire
     from fabricweb.telemetry.validation.schema import parse_snapshot, parse_worded
 
-    snapshots = from_simulator(args.nodes, 2, 2, 2)[1]
+    first, snapshots = from_simulator(args.nodes, 2, 2, 2)
+    encoder = wire.Encoder("bench")
+    for s in first:
+        encoder.encode(s)  # the full poll: the next leaves out what it sent
+    texts = [json.dumps(encoder.encode(s), separators=(",", ":")) for s in snapshots]  # as nodeauth signs it
+    wire_bodies = [t.encode() for t in texts]
     bodies = [json.dumps([[s], {}, EMBED]).encode() for s in snapshots]
-    raws = [envelope(b, args.base64) for b in bodies]
+    raws = [kombu_envelope(b, args.base64) for b in bodies]
     ports = sum(len(d["ports"]) for s in snapshots for d in s["devices"]) / len(snapshots)
     now = timezone.now()
     for s in snapshots:
         parse_worded(s, now)  # the counter names seen once, as after a node's first poll
+    assert all(parse_wire(orjson.loads(b), now) is not None for b in wire_bodies)  # the quick path takes them
 
     def fresh(body: bytes) -> Message:
         return Message(
@@ -92,6 +105,15 @@ def main() -> int:
             (("kombu Message.decode", lambda b: fresh(b).decode()), ("decode_body", lambda b: decode_body(fresh(b)))),
         ),
         ("validate", snapshots, (("worded checks", parse_worded), ("parse_snapshot", parse_snapshot))),
+        ("signed", texts, (("json.loads", json.loads), ("json_text_loads", json_text_loads))),
+        (
+            "wire",
+            wire_bodies,
+            (
+                ("from_wire + parse", lambda b: parse_snapshot(from_wire(orjson.loads(b)), now)),
+                ("parse_wire", lambda b: parse_wire(orjson.loads(b), now)),
+            ),
+        ),
     )
     for step, items, pair in steps:
         runs: dict[str, list[float]] = {name: [] for name, _ in pair}
