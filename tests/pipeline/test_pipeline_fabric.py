@@ -1,5 +1,5 @@
 """Covers collectors/mads/netfile.py, fabricweb/nodeauth.py, fabricweb/health/records/staleness.py,
-fabricweb/telemetry/intake/messages.py, fabricweb/fabric/ingest.py.
+fabricweb/telemetry/intake/messages.py, fabricweb/telemetry/intake/shards.py, fabricweb/fabric/ingest.py.
 
 Fabric collectors' sweeps through the broker and the ingest consumer: signed with the collector's own key
 (never a node's), stored in a transaction of their own between node snapshots; collectors polled and judged
@@ -8,6 +8,7 @@ stale like hosts, switches never."""
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 import pytest
@@ -18,6 +19,7 @@ from fabricweb import nodeauth
 from fabricweb.fabric.models import Sweep
 from fabricweb.health.records.staleness import check_stale
 from fabricweb.inventory.models import Node
+from fabricweb.telemetry.intake.consumer import BatchConsumer
 from fabricweb.telemetry.intake.messages import FABRIC, ONE
 from tests.fabric.fabric_support import SweepBuilder, one_leaf_net
 from tests.fixture_trees import snapshot
@@ -67,6 +69,22 @@ def test_it_stores_a_signed_sweep_between_node_snapshots_and_refuses_forged_ones
         ("leaf01", "switch"),
     }
     assert Sweep.objects.get().applied and broker.left() == (0, 0)
+
+
+def test_a_sharded_consumer_of_a_site_naming_its_collectors_reads_the_sweeps_on_their_own_lease(each_db, auth, broker):
+    broker.send(ONE, **nodeauth.signed_kwargs(nodeauth.node_key(SECRET, "cn001"), on_the_wire(snapshot(host="cn001"))))
+    broker.send(
+        FABRIC,
+        **nodeauth.signed_kwargs(nodeauth.collector_key(SECRET, "fabric-a"), sweep_of("fabric-a"), nodeauth.COLLECTOR),
+    )
+    consumer = BatchConsumer(100, 0.2, broker_url=broker.url, shards=2, lease_s=5.0)
+    deadline = time.monotonic() + 20
+    consumer.run(until=lambda: consumer.totals["batches"] >= 2 or time.monotonic() > deadline)
+    assert consumer.leases.sweeps_apart and consumer.leases.held == (0, 1, 2)  # 2: the sweeps' own lease
+    assert consumer.leases.queues() == ["snapshots", "snapshots.0", "snapshots.1", "sweeps"]
+    assert Sweep.objects.get().applied
+    assert set(Node.objects.values_list("name", flat=True)) == {"cn001", "fabric-a", "leaf01"}
+    assert broker.left() == (0, 0)
 
 
 def test_a_sweep_too_large_for_any_fabric_is_dropped_before_it_is_decoded(
