@@ -1,31 +1,54 @@
 """Helpers of the telemetry tests: snapshots of the real fixture trees, read as a node would send them; `manage`,
 a manage.py command on a database of the test's; JSONISH, `_paths` and `_apply`, the almost-right JSON values the
-property tests put into a valid snapshot, at every path it has."""
+property tests put into a valid snapshot, at every path it has; BASES and NOW, the snapshots and clock those tests
+start from; `dgx_polls`, a DGX-like node's polls from the simulator."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hypothesis import strategies as st
 
+from collectors import read_host, to_dict
+from collectors.sim import Fabric
 from tests.e2e.e2e_harness import SECRET, clean_env
 from tests.fixture_trees import FIXTURES, NODE_EXPORTER, PROCFS, T0, later, snapshot
 
 __all__ = [
+    "BASES",
     "FIXTURES",
     "JSONISH",
     "NODE_EXPORTER",
+    "NOW",
     "PROCFS",
     "T0",
     "_apply",
     "_paths",
+    "dgx_polls",
     "later",
     "manage",
     "port_of",
     "snapshot",
 ]
+
+
+NOW = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
+BASES = [snapshot(NODE_EXPORTER, host="cn002", at=T0), snapshot(PROCFS, host="cn003", at=T0)]
+
+
+def dgx_polls(tmp_path, count: int) -> list[dict]:
+    """`count` polls of a DGX-like node (8 HCAs below PCIe switches, 8 GPUs), 10 s apart, counters moving."""
+    fabric = Fabric.create(str(tmp_path), 1, seed=3, layout_faults=("cn001:dgx",))
+    out = []
+    for k in range(count):
+        if k:
+            fabric.step(10)
+        at = T0.timestamp() + 10 * k
+        out.append(to_dict(read_host(str(tmp_path / "cn001"), host="cn001", use_verbs=False, now=at)))
+    return out
 
 
 def port_of(snap: dict, device: str, number: int) -> dict:

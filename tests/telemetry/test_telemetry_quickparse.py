@@ -6,7 +6,6 @@ The quick path of parse_snapshot accepts only what the worded checks accept, and
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
@@ -14,10 +13,7 @@ from hypothesis import strategies as st
 
 from fabricweb.telemetry.validation.quickparse import parse_common
 from fabricweb.telemetry.validation.schema import SnapshotRejected, parse_snapshot, parse_worded
-from tests.telemetry.telemetry_support import JSONISH, NODE_EXPORTER, PROCFS, T0, _apply, _paths, port_of, snapshot
-
-NOW = datetime(2026, 3, 1, 12, 5, tzinfo=UTC)
-BASES = [snapshot(NODE_EXPORTER, host="cn002", at=T0), snapshot(PROCFS, host="cn003", at=T0)]
+from tests.telemetry.telemetry_support import BASES, JSONISH, NOW, _apply, _paths, port_of
 
 
 def worded(snap):

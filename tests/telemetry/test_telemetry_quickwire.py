@@ -19,9 +19,7 @@ from fabricweb.telemetry.intake.messages import Dropped, from_wire
 from fabricweb.telemetry.validation.checks import MAX_COUNTER, all_counters
 from fabricweb.telemetry.validation.quickwire import parse_wire
 from fabricweb.telemetry.validation.schema import SnapshotIn, SnapshotRejected, parse_worded
-from tests.telemetry.telemetry_support import JSONISH, _apply, _paths
-from tests.telemetry.test_telemetry_quickparse import BASES, NOW
-from tests.telemetry.test_telemetry_wire_ingest import polls
+from tests.telemetry.telemetry_support import BASES, JSONISH, NOW, _apply, _paths, dgx_polls
 
 
 def on_the_wire(snap: dict, encoder: wire.Encoder | None = None) -> dict:
@@ -51,7 +49,7 @@ def test_it_types_a_wire_snapshot_as_the_long_way_does():
 
 def test_it_types_a_dgx_nodes_polls_with_devices_as_last_sent(tmp_path):
     encoder = wire.Encoder("fabricweb (tests)")
-    first, second = (on_the_wire(snap, encoder) for snap in polls(tmp_path, 2))
+    first, second = (on_the_wire(snap, encoder) for snap in dgx_polls(tmp_path, 2))
     assert all(d.get("same") for d in second["devices"]) and second["gpus_same"] is True
     for data in (first, second):
         expected = long_way(data)

@@ -11,29 +11,16 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from collectors import read_host, to_dict, wire
-from collectors.sim import Fabric
+from collectors import wire
 from fabricweb.inventory.models import Device, Node
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.intake.messages import from_wire
 from fabricweb.telemetry.validation.quickparse import parse_common
 from fabricweb.telemetry.validation.schema import parse_worded
-from tests.telemetry.telemetry_support import T0
+from tests.telemetry.telemetry_support import T0, dgx_polls
 
 ATTRIBUTES = ("fw_ver", "hca_type", "board_id", "node_guid", "pci_current_width", "pci_address")
-
-
-def polls(tmp_path, count: int) -> list[dict]:
-    """`count` polls of a DGX-like node (8 HCAs below PCIe switches, 8 GPUs), 10 s apart, counters moving."""
-    fabric = Fabric.create(str(tmp_path), 1, seed=3, layout_faults=("cn001:dgx",))
-    out = []
-    for k in range(count):
-        if k:
-            fabric.step(10)
-        at = T0.timestamp() + 10 * k
-        out.append(to_dict(read_host(str(tmp_path / "cn001"), host="cn001", use_verbs=False, now=at)))
-    return out
 
 
 def sent(encoder: wire.Encoder, snap: dict) -> dict:
@@ -46,7 +33,7 @@ def stored_attributes() -> dict:
 
 
 def test_devices_sent_as_last_sent_keep_their_attributes_gpus_and_norm(each_db, tmp_path):
-    first, second, third = polls(tmp_path, 3)
+    first, second, third = dgx_polls(tmp_path, 3)
     encoder = wire.Encoder("fabricweb (tests)")
     ingest_snapshot(sent(encoder, first))
     full = stored_attributes()
@@ -71,7 +58,7 @@ def test_devices_sent_as_last_sent_keep_their_attributes_gpus_and_norm(each_db, 
 
 
 def test_both_validation_paths_read_an_elided_snapshot_alike(tmp_path):
-    first, second = polls(tmp_path, 2)
+    first, second = dgx_polls(tmp_path, 2)
     encoder = wire.Encoder("fabricweb (tests)")
     encoder.encode(first)
     elided = from_wire(json.loads(json.dumps(encoder.encode(second))))
