@@ -1,10 +1,11 @@
 """Helpers of the telemetry tests: snapshots of the real fixture trees, read as a node would send them; `manage`,
 a manage.py command on a database of the test's; JSONISH, `_paths` and `_apply`, the almost-right JSON values the
 property tests put into a valid snapshot, at every path it has; BASES and NOW, the snapshots and clock those tests
-start from; `dgx_polls`, a DGX-like node's polls from the simulator."""
+start from, `mutations` and `mutated` to change them; `dgx_polls`, a DGX-like node's polls from the simulator."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -30,6 +31,8 @@ __all__ = [
     "dgx_polls",
     "later",
     "manage",
+    "mutated",
+    "mutations",
     "port_of",
     "snapshot",
 ]
@@ -113,3 +116,18 @@ def _apply(snap, path, op, value):
             target[key] = value
     except (KeyError, IndexError, TypeError):
         pass
+
+
+def mutations(bases: list) -> st.SearchStrategy:
+    """1 to 3 changes to make to one of `bases`: (a path it has, "set", "delete" or "rename", an almost-right value)."""
+    paths = sorted({p for base in bases for p in _paths(base) if p}, key=repr)
+    change = st.tuples(st.sampled_from(paths), st.sampled_from(["set", "delete", "rename"]), JSONISH)
+    return st.lists(change, min_size=1, max_size=3)
+
+
+def mutated(base, changes: list) -> object:
+    """A copy of `base` with `changes` (from `mutations`) made."""
+    out = copy.deepcopy(base)
+    for path, op, value in changes:
+        _apply(out, path, op, value)
+    return out
