@@ -318,8 +318,9 @@ class Wire:
     def __init__(self, port: int, hosts: list[str], shards: int) -> None:
         import redis
 
-        from fabricweb.agent.app import create_app as node_app
         from fabricweb.agent.config import AgentConfig
+        from fabricweb.agent.publish import Publisher
+        from fabricweb.agent.tasks import Agent
         from fabricweb.fabricagent.app import create_app as fabric_app
         from fabricweb.fabricagent.config import FabricAgentConfig
         from fabricweb.names import SWEEP_QUEUE, snapshot_queue
@@ -329,7 +330,7 @@ class Wire:
         self.client = redis.Redis(port=port, db=STAGING_DB)
         keys = {host: node_key(SECRET, host) for host in hosts}
         config = AgentConfig(broker_url=url, node_name="bench-scale", node_keys=keys, ingest_shards=shards)
-        self.node_app, self.node = node_app(config)
+        self.node = Agent(config, Publisher(redis.Redis.from_url(url)))
         fconfig = FabricAgentConfig(broker_url=url, collector=COLLECTOR, key=collector_key(SECRET, COLLECTOR))
         self.fabric_app, self.fabric = fabric_app(fconfig, port_factory=lambda *a: None)
         self.queues = [*sorted({snapshot_queue(h, shards) for h in hosts}), SWEEP_QUEUE]
@@ -346,7 +347,7 @@ class Wire:
         return out
 
     def close(self) -> None:
-        self.node_app.close()
+        self.node.publisher.client.close()
         self.fabric_app.close()
 
 

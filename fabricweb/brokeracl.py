@@ -8,12 +8,13 @@ central side keeps no table of them:
 
     password(node) = HMAC-SHA256(secret, "fabricweb broker password v1\\0" + node)
 
-and whose rules are only what the node agent's Celery worker uses, none of which stores anything but a
-snapshot (measured with MONITOR; tests/agent/test_agent_broker_acl.py runs the agent as such a user
-against a real redis-server, and tries every write it once allowed):
+and whose rules are only what a Celery worker on the node would use (the agent, once one, measured with MONITOR;
+its loop now sends only BRPOP, LPUSH and PING: fabricweb/agent/loop.py), none of which stores anything but a
+snapshot (tests/agent/test_agent_broker_acl.py runs the agent as such a user against a real redis-server, and
+tries every write it once allowed):
 
 - its own queue `node.<name>`: BRPOP (the poll: consumed without acknowledgement, and the agent's
-  transport neither keeps unacknowledged polls nor restores them, fabricweb/agent/transport.py) and
+  loop keeps no unacknowledged polls, fabricweb/agent/loop.py) and
   LLEN (kombu's declaration); reading its bindings (SISMEMBER: the central side declares them when
   it sends the first poll);
 - its snapshots queue (`snapshots`, or `snapshots.<k>` of its shard with FABRIC_INGEST_SHARDS=K)

@@ -1,7 +1,8 @@
 """The central Celery app of the project, shared by the ingest worker, beat and the web side.
 
-Configured from the central Django settings (fabricweb.settings). The node agent has an app
-of its own, without Django (fabricweb/agent/app.py); both take queue and task names and the
+Configured from the central Django settings (fabricweb.settings). The fabric collector has an app
+of its own, without Django (fabricweb/fabricagent/app.py), and the node agent speaks the same messages
+from a loop of its own (fabricweb/agent/loop.py); all take queue and task names and the
 JSON-only message rules from fabricweb/names.py, applied here after Django's settings so no
 environment can loosen them. The periodic schedule is fabricweb/beat.py (names only: the app
 imports no task module, and the scheduling tasks import the app).

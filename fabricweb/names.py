@@ -123,7 +123,8 @@ MESSAGE_SETTINGS = {
     "task_ignore_result": True,
     # A task is acknowledged only when done, one at a time per process: a worker that dies
     # mid-task has its message redelivered (ingest is idempotent), none hoarded. The agent's
-    # polls are the exception: taken without acknowledgement (fabricweb/agent/app.py).
+    # polls and the fabric collector's sweeps are the exception: taken without acknowledgement (agent/loop.py,
+    # fabricagent/app.py).
     "task_acks_late": True,
     "task_reject_on_worker_lost": True,
     "worker_prefetch_multiplier": 1,

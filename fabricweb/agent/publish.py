@@ -6,11 +6,8 @@ message through its router, its amqp layer, kombu's producer, channel and exchan
 redis-py: the longest stretch of code an agent runs each poll, run once every few seconds on a
 node whose CPU caches the jobs have emptied since, so it cost more than reading the node
 (BENCHMARKS.md). Here it is the same message (the fields send_task writes, the body as JSON text,
-`body_encoding` null as PLAIN_BODIES asks) pushed by the producer's own Redis client: the broker
-connection, TLS and credentials stay kombu's. tests/agent/test_agent_publish.py compares it with
-send_task's.
-
-A broker that is not Redis (none in production; a test's memory:// one) goes through send_task.
+`body_encoding` null as PLAIN_BODIES asks) pushed by the agent's own Redis client (loop.py), whose URL,
+TLS and credentials are the broker's. tests/agent/test_agent_publish.py compares it with send_task's.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ import os
 import socket
 import uuid
 
-from celery import Celery
+import redis
 
 # Protocol 2's third body element: no callbacks, errbacks, chain or chord.
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -71,30 +68,13 @@ def task_message(task: str, queue: str, args: list, kwargs: dict, argsrepr: str,
 
 
 class Publisher:
-    """Sends task messages for one Celery app: by LPUSH on a Redis broker, else by send_task."""
+    """Sends task messages by LPUSH on a Redis client; the broker's refusal or a lost connection raises."""
 
-    def __init__(self, app: Celery) -> None:
-        self.app = app
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
         self.origin = f"gen{os.getpid()}@{socket.gethostname()}"
-        self._producer = None  # one of the app's pooled producers, held for the process's life
 
     def send(self, task: str, queue: str, args=None, kwargs=None, argsrepr: str = "", kwargsrepr: str = "") -> None:
-        """Put one message of `task` on `queue`; the broker's refusal or a lost connection raises."""
-        producer = self._producer
-        if producer is None:
-            producer = self._producer = self.app.producer_pool.acquire(block=True)
-        channel = producer.channel
-        if not hasattr(channel, "conn_or_acquire"):  # not kombu's Redis channel
-            self.app.send_task(
-                task, args=args, kwargs=kwargs, queue=queue, argsrepr=argsrepr, kwargsrepr=kwargsrepr, producer=producer
-            )
-            return
+        """Put one message of `task` on `queue`."""
         text = task_message(task, queue, list(args or ()), kwargs or {}, argsrepr, kwargsrepr, self.origin)
-        with channel.conn_or_acquire() as client:
-            client.lpush(queue, text)
-
-    def close(self) -> None:
-        """Give the producer back to the app's pool, which closes its connection with the app."""
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            producer.release()
+        self.client.lpush(queue, text)

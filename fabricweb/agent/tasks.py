@@ -1,9 +1,9 @@
-"""The node side of polling: `collect`, sent by central beat to node.<name>, and the hello at start.
+"""The node side of polling: `collect`, sent by central beat to node.<name> (answered by loop.py), and the hello.
 
 Both read a node's tree (fabricweb/agent/poll.py) and send the JSON snapshot to the snapshots
-queue (read in batches by `manage.py ingest`) by task name, signed with the node's key when it
-has one (fabricweb/nodeauth.py, standard library only): nothing here needs the database or the
-central apps, and nothing central imports this module.
+queue (read in batches by `manage.py ingest`) as a task message of `ingest_snapshot`, signed with
+the node's key when it has one (fabricweb/nodeauth.py, standard library only): nothing here needs
+the database, Celery or the central apps, and nothing central imports this module.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import logging
 import time
 
-from celery import Celery
-from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
 from collectors import wire
@@ -31,12 +29,11 @@ FULL_BROKER_RETRY_S = 0.05
 
 
 class Agent:
-    """What the agent's tasks and signals do, for the nodes of one AgentConfig."""
+    """What the agent does for the nodes of one AgentConfig: answer a poll, say hello, watch port events."""
 
-    def __init__(self, app: Celery, config: AgentConfig, publisher: Publisher | None = None) -> None:
-        self.app = app
+    def __init__(self, config: AgentConfig, publisher: Publisher) -> None:
         self.config = config
-        self.publisher = publisher or Publisher(app)
+        self.publisher = publisher
         self.poller = Poller(config)
         self.events: EventWatch | None = None
         # Its snapshots' wire form, which leaves out what it sent already (collectors/wire.py): one per process.
@@ -66,7 +63,7 @@ class Agent:
             try:
                 self.publisher.send(task, **options)
                 return
-            except (OperationalError, RedisError) as e:
+            except RedisError as e:
                 if BROKER_FULL not in str(e) or time.monotonic() >= deadline:
                     raise
             time.sleep(FULL_BROKER_RETRY_S)
@@ -106,4 +103,3 @@ class Agent:
     def stop(self) -> None:
         if self.events is not None:
             self.events.stop()
-        self.publisher.close()

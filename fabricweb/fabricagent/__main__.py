@@ -14,7 +14,6 @@ import argparse
 import sys
 
 from fabricweb import heap
-from fabricweb.agent.__main__ import worker_options
 from fabricweb.agent.config import LOG_LEVELS
 
 from .config import ConfigError, FabricAgentConfig
@@ -25,7 +24,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-l", "--loglevel", type=str.upper, choices=LOG_LEVELS, help="log level (default: LOG_LEVEL)")
     p.add_argument("-n", "--hostname", help="the worker's name (default: fabric@<collector name>)")
     args = p.parse_args(sys.argv[1:] if argv is None else argv)
-    args.include = []
     try:
         config = FabricAgentConfig.from_env()
     except ConfigError as e:
@@ -37,10 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     # Its last discovery (every node and port of the fabric) lives for the process's life: collected as
     # the ingest consumer collects its heap (fabricweb/heap.py; 20% faster sweeps, BENCHMARKS.md).
     heap.settle()
-    options = worker_options([config.collector], args, config)
-    options["hostname"] = args.hostname or f"fabric@{config.collector}"
-    options["queues"] = [q.name for q in app.conf.task_queues]
-    worker = app.Worker(**options)
+    worker = app.Worker(
+        hostname=args.hostname or f"fabric@{config.collector}",
+        queues=[q.name for q in app.conf.task_queues],
+        # One process: the sweep runs in the worker itself, under its own deadline.
+        pool_cls="solo",
+        concurrency=1,
+        # No worker-to-worker chatter on a broker that thousands of node agents share.
+        without_gossip=True,
+        without_mingle=True,
+        without_heartbeat=True,
+        loglevel=args.loglevel or config.log_level,
+    )
     worker.start()
     return worker.exitcode or 0
 

@@ -107,7 +107,7 @@ def test_each_snapshot_is_signed_with_the_key_of_the_node_it_names(tree):
     config = AgentConfig(
         broker_url="redis://", node_name="head", sim_dir=str(tree), node_keys={n: key(n) for n in ("cn001", "cn002")}
     )
-    agent = Agent(None, config, Publisher())
+    agent = Agent(config, Publisher())
     agent.collect("cn001")
     agent.collect("cn002")
     assert [name for name, _, _ in sent] == [INGEST_SNAPSHOT, INGEST_SNAPSHOT]

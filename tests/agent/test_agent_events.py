@@ -2,8 +2,8 @@
 
 Port events (fake pyverbs) make the agent send a snapshot at once, and a flapping link at most one a second.
 
-The snapshots go through a real Celery app to the `snapshots` queue of a leased test Redis
-database, as the agent sends them; the fake pyverbs stands in for the HCA.
+The snapshots go to the `snapshots` queue of a leased test Redis database by the agent's own publisher and
+Redis client, as it sends them; the fake pyverbs stands in for the HCA.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from itertools import pairwise
 
 import pytest
 import redis
-from celery import Celery
 
 from collectors.sim import Fabric
 from fabricweb.agent.config import AgentConfig
+from fabricweb.agent.loop import broker_client
+from fabricweb.agent.publish import Publisher
 from fabricweb.agent.tasks import Agent
-from fabricweb.names import MESSAGE_SETTINGS, PLAIN_BODIES, SNAPSHOT_QUEUE, task_routes
+from fabricweb.names import SNAPSHOT_QUEUE
 from tests.e2e.e2e_harness import leased_redis_db
 
 LIMIT_S = 1.0  # DESIGN.md: a port that goes down is known in under a second
@@ -30,11 +31,7 @@ LIMIT_S = 1.0  # DESIGN.md: a port that goes down is known in under a second
 @pytest.fixture
 def broker():
     with leased_redis_db() as url:
-        app = Celery("agent-under-test", broker=url, set_as_current=False)
-        # As the agent's app routes and sends
-        app.conf.update(MESSAGE_SETTINGS, task_routes=task_routes(), broker_transport_options=PLAIN_BODIES)
-        yield app, redis.Redis.from_url(url)
-        app.close()
+        yield url, redis.Redis.from_url(url)
 
 
 @pytest.fixture
@@ -46,11 +43,13 @@ def events(fake_pyverbs):
 @pytest.fixture
 def agent(broker, events, tmp_path):
     Fabric.create(str(tmp_path), 1, 2, hcas=2)
-    config = AgentConfig(broker_url="redis://", node_name="cn001", sysfs_root=str(tmp_path / "cn001"), watch="on")
-    agent = Agent(broker[0], config)
+    config = AgentConfig(broker_url=broker[0], node_name="cn001", sysfs_root=str(tmp_path / "cn001"), watch="on")
+    client = broker_client(config)
+    agent = Agent(config, Publisher(client))
     assert agent.watch_events()
     yield agent
     agent.stop()
+    client.close()
 
 
 def snapshots(client: redis.Redis, timeout: float) -> list[tuple[float, dict]]:

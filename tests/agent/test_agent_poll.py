@@ -64,7 +64,7 @@ def test_the_agent_abandons_a_slow_poll_and_sends_nothing(tree, caplog, monkeypa
             sent.append((name, queue, args[0]["host"]))
 
     config = AgentConfig(broker_url="redis://", node_name="cn001", sysfs_root=str(tree), poll_deadline_s=0.1)
-    agent = Agent(None, config, Publisher())
+    agent = Agent(config, Publisher())
     assert agent.collect("cn001") == {"node": "cn001", "devices": 2, "errors": 0}
     assert sent == [("fabricweb.telemetry.tasks.ingest_snapshot", "snapshots", "cn001")]
 

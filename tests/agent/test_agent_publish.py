@@ -2,24 +2,25 @@
 
 The agent pushes its snapshot's task message itself (one LPUSH) instead of through Celery's send_task: the
 message must be the one send_task writes, read back the same by kombu, and signed as before. Real Redis (a
-leased test database), the agent's own Celery app.
+leased test database); Celery only on the test's side, to compare.
 """
 
 from __future__ import annotations
 
 import json
 
-import celery
 import pytest
 import redis
+from celery import Celery
 from kombu import Connection
 
 from collectors.sim import Fabric
 from fabricweb import nodeauth
-from fabricweb.agent.app import create_app
 from fabricweb.agent.config import AgentConfig
+from fabricweb.agent.loop import broker_client
 from fabricweb.agent.publish import Publisher
-from fabricweb.names import INGEST_SNAPSHOT, SNAPSHOT_QUEUE
+from fabricweb.agent.tasks import Agent
+from fabricweb.names import INGEST_SNAPSHOT, PLAIN_BODIES, SNAPSHOT_QUEUE
 from harness import start_redis
 from tests.e2e.e2e_harness import leased_redis_db
 
@@ -38,19 +39,23 @@ def agent(broker, tmp_path):
     config = AgentConfig(
         broker_url=broker[0], node_name="cn001", sysfs_root=str(tmp_path / "cn001"), node_keys={"cn001": KEY}
     )
-    current = celery.current_app._get_current_object()
-    app, agent = create_app(config, ["cn001"])
+    client = broker_client(config)
+    agent = Agent(config, Publisher(client))
     yield agent
     agent.stop()
-    app.close()
-    current.set_current()  # the agent's app makes itself current, as in its own process
+    client.close()
 
 
 def test_it_pushes_the_message_send_task_would(agent, broker):
-    _, client = broker
+    url, client = broker
     kwargs = {"snapshot": "{}", "node": "cn001", "signature": "00"}
     options = {"queue": SNAPSHOT_QUEUE, "argsrepr": "()", "kwargsrepr": "{signed snapshot of cn001}"}
-    agent.app.send_task(INGEST_SNAPSHOT, kwargs=kwargs, **options)
+    app = Celery("compare", broker=url, set_as_current=False)
+    app.conf.update(task_serializer="json", accept_content=["json"], broker_transport_options=dict(PLAIN_BODIES))
+    try:
+        app.send_task(INGEST_SNAPSHOT, kwargs=kwargs, **options)
+    finally:
+        app.close()
     agent.publisher.send(INGEST_SNAPSHOT, kwargs=kwargs, **options)
     ours, celerys = (json.loads(raw) for raw in client.lrange(SNAPSHOT_QUEUE, 0, -1))  # LPUSH: newest first
     assert ours.keys() == celerys.keys()
@@ -88,26 +93,12 @@ def test_it_sends_a_signed_snapshot_kombu_reads_back(agent, broker):
     assert nodeauth.sign(KEY, "cn001", kwargs["snapshot"]) == kwargs["signature"]
 
 
-def test_it_sends_through_send_task_on_a_broker_that_is_not_redis():
-    from celery import Celery
-
-    app = Celery("not-redis", broker="memory://", set_as_current=False)
-    app.conf.update(task_serializer="json", accept_content=["json"])
-    publisher = Publisher(app)
-    publisher.send(INGEST_SNAPSHOT, SNAPSHOT_QUEUE, kwargs={"node": "cn001"}, kwargsrepr="{x}")
-    with app.connection_for_read() as conn:
-        message = conn.SimpleQueue(SNAPSHOT_QUEUE).get(timeout=5)
-        assert message.headers["task"] == INGEST_SNAPSHOT and message.decode()[1] == {"node": "cn001"}
-    publisher.close()
-    app.close()
-
-
 def test_it_sends_again_at_the_first_poll_after_the_broker_restarted(tmp_path):
-    current = celery.current_app._get_current_object()
     Fabric.create(str(tmp_path), 1, 2, hcas=2)
     server = start_redis()
     config = AgentConfig(broker_url=server.url, node_name="cn001", sysfs_root=str(tmp_path / "cn001"))
-    app, agent = create_app(config, ["cn001"])
+    client = broker_client(config)
+    agent = Agent(config, Publisher(client))
     try:
         agent.collect("cn001")
         server.stop()
@@ -116,6 +107,5 @@ def test_it_sends_again_at_the_first_poll_after_the_broker_restarted(tmp_path):
         assert redis.Redis.from_url(server.url).llen(SNAPSHOT_QUEUE) == 1
     finally:
         agent.stop()
-        app.close()
+        client.close()
         server.stop()
-        current.set_current()

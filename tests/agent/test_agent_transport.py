@@ -1,15 +1,12 @@
-"""Covers fabricweb/agent/app.py, fabricweb/agent/transport.py, fabricweb/agent/__main__.py.
+"""Covers fabricweb/fabricagent/app.py, fabricweb/fabricagent/transport.py.
 
-The agent's Redis transport: the same messages, one client per channel, and an event loop that sleeps."""
+The fabric collector's Redis transport: the same messages, one client per channel, and an event loop that sleeps.
+(The node agent's own loop, and its stop at SIGTERM, are tests/agent/test_agent_loop.py's.)"""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -17,13 +14,10 @@ from kombu import Connection, Exchange, Queue
 from kombu.asynchronous import Hub
 from kombu.asynchronous.timer import Timer
 
-from collectors.sim import Fabric
-from fabricweb.agent.app import poll_queues
-from fabricweb.agent.transport import IDLE_TIMERS, Transport
-from fabricweb.names import SNAPSHOT_QUEUE
-from tests.e2e.e2e_harness import clean_env, leased_redis_db
-
-REPO = Path(__file__).resolve().parents[2]
+from fabricweb.fabricagent.app import poll_queues
+from fabricweb.fabricagent.transport import IDLE_TIMERS, Transport
+from fabricweb.names import node_queue
+from tests.e2e.e2e_harness import leased_redis_db
 
 
 @pytest.fixture
@@ -106,9 +100,9 @@ def test_its_event_loop_keeps_only_the_timers_that_do_something_for_the_agent(ur
 
 
 def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_costs_nothing(url):
-    # As the agent consumes node.<name> (fabricweb/agent/app.py): a poll is worth nothing after its
+    # As the collector consumes its queue (fabricweb/fabricagent/app.py): a poll is worth nothing after its
     # interval, so it is not kept in kombu's unacked hash while it runs (two round trips a poll fewer).
-    queue = poll_queues(["cn001"])[0]
+    queue = poll_queues(["cn001"], node_queue)[0]
     assert queue.name == "node.cn001" and queue.no_ack
     got = []
     with Connection(url, transport=Transport) as conn:
@@ -122,23 +116,3 @@ def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_cost
             assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
             got[0].ack()  # what Celery does after the task: nothing to remove, nothing sent
             assert client.llen("node.cn001") == 0
-
-
-def test_an_agent_asleep_between_polls_stops_at_once_on_sigterm(url, tmp_path):
-    # Its event loop sleeps up to 10 s between polls (the test above); SIGTERM must not wait for that.
-    Fabric.create(str(tmp_path / "sim"), 1)
-    env = clean_env(REDIS_URL=url, FABRIC_NODE_NAME="cn001", FABRIC_SYSFS_ROOT=str(tmp_path / "sim" / "cn001"))
-    central = redis.Redis.from_url(url)
-    log = tmp_path / "agent.log"
-    with open(log, "wb") as out:
-        agent = subprocess.Popen([sys.executable, "-m", "fabricweb.agent"], env=env, cwd=REPO, stdout=out, stderr=out)
-    try:
-        assert central.blpop([SNAPSHOT_QUEUE], timeout=30), f"no hello\n{log.read_text()}"
-        time.sleep(1.0)  # into its sleep
-        asked = time.monotonic()
-        agent.send_signal(signal.SIGTERM)
-        assert agent.wait(20) == 0, log.read_text()
-        took = time.monotonic() - asked
-    finally:
-        agent.kill()
-    assert took < 3.0, f"stopped {took:.1f} s after SIGTERM\n{log.read_text()}"

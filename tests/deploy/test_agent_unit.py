@@ -87,4 +87,4 @@ def test_the_node_requirements_pin_what_pyproject_pins():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     declared = dict(re.match(r"([A-Za-z0-9_.\-\[\]]+)==([^\s]+)", dep).groups() for dep in project)
     assert pins == {name: declared[name] for name in pins}
-    assert set(pins) == {"celery", "redis"}
+    assert set(pins) == {"redis"}

@@ -288,16 +288,13 @@ class RunningFabric:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    def start_agent(self, name: str, sysfs_root: Path, *extra: str, key: str | None = None) -> Process:
-        """A node agent as on a compute node: the broker URL, its tree and its node key (or `key`), no database.
-
-        This directory is on its PYTHONPATH, so `-I e2e_probe` can load the probe task.
-        """
+    def start_agent(self, name: str, sysfs_root: Path, *python: str, key: str | None = None) -> Process:
+        """A node agent as on a compute node: the broker URL, its tree and its node key (or `key`), no database;
+        `python`: the interpreter's own options (`-X importtime`: every module it imports, said in its log)."""
         env = clean_env(REDIS_URL=self.redis_url, FABRIC_NODE_NAME=name, FABRIC_SYSFS_ROOT=str(sysfs_root))
         env["FABRIC_NODE_KEY"] = key or node_key(NODE_KEY_SECRET, name)
         env.pop("FABRIC_SIM_DIR", None)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
-        agent = Process([sys.executable, "-m", "fabricweb.agent", *extra], env, self.tmp / f"agent-{name}.log")
+        agent = Process([sys.executable, *python, "-m", "fabricweb.agent"], env, self.tmp / f"agent-{name}.log")
         self.agents.append(agent)
         return agent
 

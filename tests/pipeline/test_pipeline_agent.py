@@ -1,6 +1,6 @@
-"""Covers fabricweb/agent/__main__.py, fabricweb/agent/app.py, fabricweb/agent/config.py, fabricweb/agent/poll.py.
+"""Covers fabricweb/agent/__main__.py, fabricweb/agent/loop.py, fabricweb/agent/config.py, fabricweb/agent/poll.py.
 
-The node agent: which nodes it serves, what it reads, how it starts, and that it loads no Django."""
+The node agent: which nodes it serves, what it reads, how it starts, and that it loads neither Django nor Celery."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from collectors.sim import Fabric
-from fabricweb.agent.__main__ import parse_args, worker_options
-from fabricweb.agent.app import create_app
+from fabricweb.agent.__main__ import parse_args
 from fabricweb.agent.config import AgentConfig, ConfigError, NotServed
+from fabricweb.agent.loop import PollLoop
 from fabricweb.agent.poll import Poller
 from fabricweb.celery import app
 from fabricweb.names import QUEUE_OF, task_routes
@@ -60,11 +60,6 @@ def test_each_task_goes_to_the_queue_the_names_module_states_once():
     assert route("fabricweb.alerts.tasks.tick") == "alerts"
     # Exact names from fabricweb/names.py, for both apps: no wildcard, no copy.
     assert app.conf.task_routes == task_routes() == {name: {"queue": q} for name, q in QUEUE_OF.items()}
-    try:
-        agent_app, _ = create_app(AgentConfig(broker_url="redis://127.0.0.1:1/0", node_name="cn001"))
-        assert agent_app.conf.task_routes == task_routes()
-    finally:
-        app.set_current()  # the agent's app made itself the current one, as in its own process
     # Every central task is registered under the name the table states (none renamed by a module move); a
     # snapshot is a message `manage.py ingest` reads, no task a worker runs.
     app.loader.import_default_modules()
@@ -96,14 +91,14 @@ def test_a_node_agent_reads_only_its_own_node(tmp_path):
         config.root_of("cn043")
 
 
-def test_the_agent_worker_is_one_process_consuming_only_its_nodes_queues():
-    config = AgentConfig(broker_url="redis://", node_name="cn001", log_level="WARNING")
-    options = worker_options(["cn001", "cn002"], parse_args(["-I", "probe_a,probe_b", "-I", "probe_c"]), config)
-    assert options["queues"] == ["node.cn001", "node.cn002"]
-    assert options["pool_cls"] == "solo" and options["concurrency"] == 1
-    assert options["include"] == ["probe_a", "probe_b", "probe_c"]
-    assert options["loglevel"] == "WARNING"
-    assert worker_options(["cn001"], parse_args(["-l", "debug"]), config)["loglevel"] == "DEBUG"
+def test_the_agent_takes_polls_only_from_its_nodes_queues():
+    config = AgentConfig(broker_url="redis://127.0.0.1:1/0", node_name="cn001", log_level="WARNING")
+    loop = PollLoop(config, ["cn001", "cn002"])
+    try:
+        assert loop.queues == ["node.cn001", "node.cn002"]
+    finally:
+        loop.client.close()
+    assert parse_args(["-l", "debug"]).loglevel == "DEBUG" and parse_args([]).loglevel is None
 
 
 def test_the_agent_reads_its_configuration_strictly_naming_the_variable():
@@ -124,19 +119,16 @@ def test_the_agent_reads_its_configuration_strictly_naming_the_variable():
         assert str(caught.value).startswith(message)
 
 
-def test_the_agent_loads_neither_django_nor_central_code_even_with_central_settings_in_its_environment():
-    # The worker is built as `python -m fabricweb.agent` builds it, with every task module loaded.
+def test_the_agent_loads_neither_django_nor_celery_nor_central_code_even_with_central_settings_in_its_environment():
+    # The loop is built as `python -m fabricweb.agent` builds it, with all it may import on a poll imported.
     probe = (
         "import sys, json\n"
-        "from fabricweb.agent.__main__ import parse_args, worker_options\n"
-        "from fabricweb.agent.app import create_app\n"
+        "from fabricweb.agent.__main__ import main\n"
         "from fabricweb.agent.config import AgentConfig\n"
-        "config = AgentConfig.from_env()\n"
-        "app, agent = create_app(config)\n"
-        "worker = app.Worker(**worker_options(['cn001'], parse_args([]), config))\n"
-        "app.loader.import_default_modules()\n"
-        "print(json.dumps({'modules': sorted(sys.modules), 'tasks': sorted(app.tasks), "
-        "'has_settings': hasattr(app.conf, 'DATABASES') or 'DATABASES' in app.conf}))\n"
+        "from fabricweb.agent.loop import PollLoop\n"
+        "import fabricweb.agent.events, fabricweb.agent.poll, collectors.wire, collectors.watch\n"
+        "loop = PollLoop(AgentConfig.from_env(), ['cn001'])\n"
+        "print(json.dumps({'modules': sorted(sys.modules)}))\n"
     )
     env = agent_env(
         REDIS_URL="redis://127.0.0.1:1/0",
@@ -148,14 +140,10 @@ def test_the_agent_loads_neither_django_nor_central_code_even_with_central_setti
     out = subprocess.run([sys.executable, "-c", probe], env=env, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
-    # kombu's JSON encoder imports django.utils.functional when Django is installed (here, not on
-    # a node: docs/agent.md); nothing of its settings, apps, ORM or core.
-    django = [m for m in seen["modules"] if m.split(".")[0] == "django"]
-    assert [m for m in django if m.startswith(("django.db", "django.conf", "django.apps", "django.core"))] == []
+    assert [m for m in seen["modules"] if m.split(".")[0] in ("django", "celery", "kombu")] == []
     project = [m for m in seen["modules"] if m.split(".")[0] in ("fabricweb", "collectors")]
     assert [m for m in project if not agents_own(m)] == []
-    assert "fabricweb.agent.tasks.collect" in seen["tasks"]
-    assert not seen["has_settings"]
+    assert "fabricweb.agent.loop" in seen["modules"]
 
 
 def test_the_agent_refuses_to_start_with_no_node_tree_to_serve(tmp_path):

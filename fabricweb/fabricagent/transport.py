@@ -1,10 +1,11 @@
-"""kombu's Redis transport for the agent: one client per channel, and no wake-up every second.
+"""kombu's Redis transport for the fabric collector: one client per channel, and no wake-up every second.
 
+Built for the node agent when it was a Celery worker (it has its own loop now: fabricweb/agent/loop.py).
 kombu builds a new redis.Redis (about 170 response callbacks copied into a fresh dict) for
-every publish, acknowledgement and queue check of a channel; a poll of the agent makes three.
+every publish, acknowledgement and queue check of a channel; a poll made three.
 A redis.Redis is safe to share between threads (each command takes a connection from the pool),
 so the channel keeps one per connection pool. Same protocol, same connections, same options
-(TLS included): selected for redis:// and rediss:// brokers (fabricweb/agent/app.py).
+(TLS included): selected for redis:// and rediss:// brokers (fabricweb/fabricagent/app.py).
 
 It also leaves out kombu's once-a-second refresh of expiring queues' bindings, its 10 s hand-over of
 rotated credentials and its 25 s ping of a pub/sub connection (below: a stop signal wakes the loop
