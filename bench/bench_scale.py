@@ -319,6 +319,7 @@ class Wire:
         import redis
 
         from fabricweb.agent.config import AgentConfig
+        from fabricweb.agent.loop import connection
         from fabricweb.agent.publish import Publisher
         from fabricweb.agent.tasks import Agent
         from fabricweb.fabricagent.app import create_app as fabric_app
@@ -330,7 +331,7 @@ class Wire:
         self.client = redis.Redis(port=port, db=STAGING_DB)
         keys = {host: node_key(SECRET, host) for host in hosts}
         config = AgentConfig(broker_url=url, node_name="bench-scale", node_keys=keys, ingest_shards=shards)
-        self.node = Agent(config, Publisher(redis.Redis.from_url(url)))
+        self.node = Agent(config, Publisher(connection(config)))
         fconfig = FabricAgentConfig(broker_url=url, collector=COLLECTOR, key=collector_key(SECRET, COLLECTOR))
         self.fabric_app, self.fabric = fabric_app(fconfig, port_factory=lambda *a: None)
         self.queues = [*sorted({snapshot_queue(h, shards) for h in hosts}), SWEEP_QUEUE]
@@ -347,7 +348,7 @@ class Wire:
         return out
 
     def close(self) -> None:
-        self.node.publisher.client.close()
+        self.node.stop()
         self.fabric_app.close()
 
 

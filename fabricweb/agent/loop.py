@@ -7,13 +7,13 @@ event loop, kombu's multi-channel poller, message objects and the strategy that 
 were most of what a poll cost on a node whose CPU caches the jobs had emptied since the last
 poll: about two thirds of the agent's CPU in the slower state of this project's bench machine,
 against a fifth for reading the node (docs/agent.md, "Why a loop and not a Celery worker"). Here
-a poll is one BRPOP reply, one JSON decode, the read and one LPUSH.
+a poll is one BRPOP reply, one JSON decode, the read and one LPUSH, on connections of its own (resp.py).
 
 What the worker did for the agent is kept:
 - a poll past its `expires` header is dropped unread and said (the node misses that poll);
 - a message that is no `collect` call, or not Celery's JSON, is dropped and said, and the loop goes on;
 - a poll that fails is logged with its traceback, and the loop goes on;
-- a broker that cannot be reached is retried with a growing wait (1 s to 32 s), said once per outage;
+- a broker that cannot be reached is tried again after a growing wait (1 s to 32 s), said at each try;
 - the first snapshot of each served node (the hello) is sent once the broker answers;
 - SIGTERM or SIGINT stops it at once while it waits, or after the poll it is running.
 
@@ -30,12 +30,10 @@ import signal
 import time
 from datetime import UTC, datetime
 
-import redis
-
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.publish import Publisher
+from fabricweb.agent.resp import Address, BrokerError, BrokerLost, Connection
 from fabricweb.agent.tasks import Agent
-from fabricweb.brokertls import redis_py_options
 from fabricweb.names import COLLECT, node_queue
 
 log = logging.getLogger(__name__)
@@ -45,7 +43,7 @@ RETRY_MAX_S = 32.0
 # Beyond the BRPOP's own wait: a reply that late means a connection the network lost (half-open).
 REPLY_GRACE_S = 15.0
 CONNECT_TIMEOUT_S = 10.0
-BROKER_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+COMMAND_TIMEOUT_S = 10.0  # a PING or LPUSH unanswered that long: the connection is taken for lost
 
 
 class BadPoll(ValueError):
@@ -97,24 +95,20 @@ def expiry(value) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def broker_client(config: AgentConfig) -> redis.Redis:
-    """The agent's one Redis client (a pool: the event thread pushes while the loop waits), TLS as central's."""
-    return redis.Redis.from_url(
-        config.broker_url,
-        socket_timeout=config.broker_wait_s + REPLY_GRACE_S,
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        **redis_py_options(config.broker_url, config.ca_file),
-    )
+def connection(config: AgentConfig) -> Connection:
+    """A connection to the agent's broker (REDIS_URL, FABRIC_REDIS_CA_FILE), opened at its first command."""
+    return Connection(Address(config.broker_url, config.ca_file), COMMAND_TIMEOUT_S, CONNECT_TIMEOUT_S)
 
 
 class PollLoop:
     """Answers the polls of `nodes` until stopped: run() returns the process's exit status."""
 
-    def __init__(self, config: AgentConfig, nodes: list[str], client: redis.Redis | None = None) -> None:
+    def __init__(self, config: AgentConfig, nodes: list[str]) -> None:
         self.config = config
         self.queues = [node_queue(n) for n in nodes]
-        self.client = client or broker_client(config)
-        self.agent = Agent(config, Publisher(self.client))
+        # Two connections: this one waits in BRPOP while the port events' thread may push on the publisher's.
+        self.polls = connection(config)
+        self.agent = Agent(config, Publisher(connection(config)))
         self.stopping = False
         self._waiting = False
 
@@ -133,17 +127,18 @@ class PollLoop:
             for number, handler in previous.items():
                 signal.signal(number, handler)
             self.agent.stop()
-            self.client.close()
+            self.polls.close()
         log.info("agent stopped")
         return 0
 
     def once(self) -> None:
         """Wait up to the broker wait for one poll and answer it; a broker gone is waited for."""
+        wait = self.config.broker_wait_s
         try:
-            reply = self._wait(lambda: self.client.brpop(self.queues, timeout=self.config.broker_wait_s))
-        except BROKER_ERRORS as e:
+            reply = self._wait(lambda: self.polls.command("BRPOP", *self.queues, wait, timeout_s=wait + REPLY_GRACE_S))
+        except (BrokerLost, BrokerError) as e:
             log.warning("broker lost while waiting for a poll: %s", e)
-            self.client.connection_pool.disconnect()
+            self.polls.close()
             self._until_broker_answers()
             return
         if reply is not None:
@@ -172,10 +167,10 @@ class PollLoop:
         delay = RETRY_FIRST_S
         while not self.stopping:
             try:
-                self._wait(self.client.ping)
+                self._wait(lambda: self.polls.command("PING"))
                 return True
-            except BROKER_ERRORS as e:
-                log.error("broker %s not reachable (%s): trying again in %g s", self._where(), e, delay)
+            except (BrokerLost, BrokerError) as e:
+                log.error("broker %s not reachable (%s): trying again in %g s", self.polls.address, e, delay)
             self._wait(lambda seconds=delay: time.sleep(seconds))
             delay = min(delay * 2, RETRY_MAX_S)
         return False
@@ -193,7 +188,3 @@ class PollLoop:
         self.stopping = True
         if self._waiting:  # a poll being answered finishes first; a wait ends now
             raise Stopped
-
-    def _where(self) -> str:
-        kwargs = self.client.connection_pool.connection_kwargs
-        return kwargs.get("path") or f"{kwargs.get('host')}:{kwargs.get('port')}"

@@ -6,7 +6,7 @@ message through its router, its amqp layer, kombu's producer, channel and exchan
 redis-py: the longest stretch of code an agent runs each poll, run once every few seconds on a
 node whose CPU caches the jobs have emptied since, so it cost more than reading the node
 (BENCHMARKS.md). Here it is the same message (the fields send_task writes, the body as JSON text,
-`body_encoding` null as PLAIN_BODIES asks) pushed by the agent's own Redis client (loop.py), whose URL,
+`body_encoding` null as PLAIN_BODIES asks) pushed on the agent's own connection (resp.py), whose URL,
 TLS and credentials are the broker's. tests/agent/test_agent_publish.py compares it with send_task's.
 """
 
@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import uuid
 
-import redis
+from fabricweb.agent.resp import BrokerLost, Connection
 
 # Protocol 2's third body element: no callbacks, errbacks, chain or chord.
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -68,13 +69,24 @@ def task_message(task: str, queue: str, args: list, kwargs: dict, argsrepr: str,
 
 
 class Publisher:
-    """Sends task messages by LPUSH on a Redis client; the broker's refusal or a lost connection raises."""
+    """Sends task messages by LPUSH on a connection of its own (the poll loop's waits in BRPOP), one at a time:
+    the loop and the port events' thread both send."""
 
-    def __init__(self, client: redis.Redis) -> None:
-        self.client = client
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
         self.origin = f"gen{os.getpid()}@{socket.gethostname()}"
+        self._lock = threading.Lock()
 
     def send(self, task: str, queue: str, args=None, kwargs=None, argsrepr: str = "", kwargsrepr: str = "") -> None:
-        """Put one message of `task` on `queue`."""
+        """Put one message of `task` on `queue`; BrokerError for the broker's refusal, BrokerLost when it cannot be
+        reached. A connection the broker dropped since the last push (a restart) is made again once."""
         text = task_message(task, queue, list(args or ()), kwargs or {}, argsrepr, kwargsrepr, self.origin)
-        self.client.lpush(queue, text)
+        with self._lock:
+            try:
+                self.connection.command("LPUSH", queue, text)
+            except BrokerLost:
+                self.connection.command("LPUSH", queue, text)
+
+    def close(self) -> None:
+        with self._lock:
+            self.connection.close()

@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 import time
 
-from redis.exceptions import RedisError
-
 from collectors import wire
 from collectors.sysfs import DeadlinePassed
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.events import EventWatch
 from fabricweb.agent.poll import Poller
 from fabricweb.agent.publish import Publisher
+from fabricweb.agent.resp import BrokerError, BrokerLost
 from fabricweb.names import BROKER_FULL, INGEST_SNAPSHOT, NODE_QUEUE_PREFIX, snapshot_queue
 from fabricweb.nodeauth import signed_kwargs
 
@@ -63,7 +62,7 @@ class Agent:
             try:
                 self.publisher.send(task, **options)
                 return
-            except RedisError as e:
+            except (BrokerError, BrokerLost) as e:
                 if BROKER_FULL not in str(e) or time.monotonic() >= deadline:
                     raise
             time.sleep(FULL_BROKER_RETRY_S)
@@ -103,3 +102,4 @@ class Agent:
     def stop(self) -> None:
         if self.events is not None:
             self.events.stop()
+        self.publisher.close()

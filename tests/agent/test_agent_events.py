@@ -19,7 +19,7 @@ import redis
 
 from collectors.sim import Fabric
 from fabricweb.agent.config import AgentConfig
-from fabricweb.agent.loop import broker_client
+from fabricweb.agent.loop import connection
 from fabricweb.agent.publish import Publisher
 from fabricweb.agent.tasks import Agent
 from fabricweb.names import SNAPSHOT_QUEUE
@@ -44,12 +44,10 @@ def events(fake_pyverbs):
 def agent(broker, events, tmp_path):
     Fabric.create(str(tmp_path), 1, 2, hcas=2)
     config = AgentConfig(broker_url=broker[0], node_name="cn001", sysfs_root=str(tmp_path / "cn001"), watch="on")
-    client = broker_client(config)
-    agent = Agent(config, Publisher(client))
+    agent = Agent(config, Publisher(connection(config)))
     assert agent.watch_events()
     yield agent
     agent.stop()
-    client.close()
 
 
 def snapshots(client: redis.Redis, timeout: float) -> list[tuple[float, dict]]:

@@ -121,7 +121,8 @@ def loop(url, tmp_path):
     config = AgentConfig(broker_url=url, node_name="cn001", sysfs_root=str(tmp_path / "cn001"))
     loop = PollLoop(config, ["cn001"])
     yield loop
-    loop.client.close()
+    loop.polls.close()
+    loop.agent.stop()
 
 
 def test_it_answers_a_poll_with_the_nodes_snapshot(loop, url):

@@ -17,7 +17,7 @@ from kombu import Connection
 from collectors.sim import Fabric
 from fabricweb import nodeauth
 from fabricweb.agent.config import AgentConfig
-from fabricweb.agent.loop import broker_client
+from fabricweb.agent.loop import connection
 from fabricweb.agent.publish import Publisher
 from fabricweb.agent.tasks import Agent
 from fabricweb.names import INGEST_SNAPSHOT, PLAIN_BODIES, SNAPSHOT_QUEUE
@@ -39,11 +39,9 @@ def agent(broker, tmp_path):
     config = AgentConfig(
         broker_url=broker[0], node_name="cn001", sysfs_root=str(tmp_path / "cn001"), node_keys={"cn001": KEY}
     )
-    client = broker_client(config)
-    agent = Agent(config, Publisher(client))
+    agent = Agent(config, Publisher(connection(config)))
     yield agent
     agent.stop()
-    client.close()
 
 
 def test_it_pushes_the_message_send_task_would(agent, broker):
@@ -97,8 +95,7 @@ def test_it_sends_again_at_the_first_poll_after_the_broker_restarted(tmp_path):
     Fabric.create(str(tmp_path), 1, 2, hcas=2)
     server = start_redis()
     config = AgentConfig(broker_url=server.url, node_name="cn001", sysfs_root=str(tmp_path / "cn001"))
-    client = broker_client(config)
-    agent = Agent(config, Publisher(client))
+    agent = Agent(config, Publisher(connection(config)))
     try:
         agent.collect("cn001")
         server.stop()
@@ -107,5 +104,4 @@ def test_it_sends_again_at_the_first_poll_after_the_broker_restarted(tmp_path):
         assert redis.Redis.from_url(server.url).llen(SNAPSHOT_QUEUE) == 1
     finally:
         agent.stop()
-        client.close()
         server.stop()

@@ -1,12 +1,11 @@
 """Covers fabricweb/agent/config.py.
 
-The node agent's systemd unit, environment example and node requirements: valid, hardened, in step with the code."""
+The node agent's systemd unit and environment example: valid, hardened, in step with the code."""
 
 from __future__ import annotations
 
 import configparser
 import re
-import tomllib
 from pathlib import Path
 
 from fabricweb.agent.config import AgentConfig
@@ -76,15 +75,3 @@ def test_the_environment_example_names_every_variable_the_agent_reads_with_value
     read_by_agent |= {f"{name}_FILE" for name in re.findall(r'\.secret\("([A-Z_]+)"\)', source)}
     assert set(env) == read_by_agent - {"FABRIC_SIM_DIR"}  # that one serves simulated trees, not a node
     assert not {"DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE"} & set(env)
-
-
-def test_the_node_requirements_pin_what_pyproject_pins():
-    pins = dict(
-        line.split("==")
-        for line in (DEPLOY / "agent-requirements.txt").read_text().splitlines()
-        if line and not line.startswith("#")
-    )
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    declared = dict(re.match(r"([A-Za-z0-9_.\-\[\]]+)==([^\s]+)", dep).groups() for dep in project)
-    assert pins == {name: declared[name] for name in pins}
-    assert set(pins) == {"redis"}
