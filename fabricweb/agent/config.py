@@ -48,8 +48,9 @@ class AgentConfig:
     hw_counters_every: int = 6
     # Port events (pyverbs) send a snapshot at once: auto = when reading this machine's /sys.
     watch: str = "auto"
-    # Seconds the broker connection blocks waiting for a `collect` between wake-ups.
-    broker_wait_s: float = 10.0
+    # Seconds one BRPOP waits for a `collect`: longer than the poll interval, so the agent wakes for polls only
+    # (a broker gone silent is found by the connection's TCP keepalive, fabricweb/agent/resp.py).
+    broker_wait_s: float = 60.0
     # The key each served node signs its snapshots with (fabricweb/nodeauth.py); none: unsigned.
     node_keys: dict[str, str] = field(default_factory=dict, repr=False)
     # The CA that signed the broker's certificate (rediss://); None: the system's CAs.
@@ -73,7 +74,7 @@ class AgentConfig:
             poll_deadline_s=read.number("FABRIC_POLL_DEADLINE", 10.0, float, low=0.1),
             hw_counters_every=read.number("FABRIC_HW_COUNTERS_EVERY", 6, int, low=1),
             watch=read.choice("FABRIC_WATCH_EVENTS", "auto", WATCH_MODES),
-            broker_wait_s=read.number("FABRIC_BROKER_WAIT", 10.0, float, low=0.1),
+            broker_wait_s=read.number("FABRIC_BROKER_WAIT", 60.0, float, low=0.1),
             node_keys=read.node_keys(node_name, several=sim_dir is not None),
             ca_file=read.file("FABRIC_REDIS_CA_FILE"),
             ingest_shards=read.number("FABRIC_INGEST_SHARDS", 1, int, low=1),

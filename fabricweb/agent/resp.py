@@ -21,6 +21,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from fabricweb.brokertls import is_tls
 
 DEFAULT_PORT = 6379
+# TCP keepalive: a probe after this long idle, then every KEEPALIVE_INTERVAL_S, the connection dropped after
+# KEEPALIVE_PROBES unanswered. The kernel sends them: a process waiting in BRPOP is not woken by them.
+KEEPALIVE_IDLE_S = 30
+KEEPALIVE_INTERVAL_S = 10
+KEEPALIVE_PROBES = 3
 
 
 class BrokerError(Exception):
@@ -97,6 +102,9 @@ class Connection:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 # A broker gone without a word (a half-open connection) is found by the kernel, not by a wake-up.
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, KEEPALIVE_IDLE_S)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_PROBES)
                 if a.tls is not None:
                     sock = a.tls.wrap_socket(sock, server_hostname=a.host)
         except OSError as e:

@@ -8,6 +8,7 @@ tests/agent/test_agent_credentials.py, test_agent_broker_acl.py, which run the a
 
 from __future__ import annotations
 
+import socket
 import ssl
 
 import pytest
@@ -53,6 +54,11 @@ def test_it_reads_each_kind_of_reply_from_a_real_redis():
         conn = Connection(Address(url), 5.0, 5.0)
         try:
             assert conn.command("PING") == b"PONG"
+            # A broker gone silent is found by the kernel's probes, not by the agent waking: about a minute.
+            sock = conn._sock
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            keepalive = [sock.getsockopt(socket.IPPROTO_TCP, o) for o in (socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL)]
+            assert keepalive == [30, 10] and sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == 3
             value = b'{"body": "\xc3\xa9\r\n"}'  # UTF-8 and a line break inside a value
             assert conn.command("LPUSH", "node.cn001", value) == 1
             assert conn.command("BRPOP", "node.cn002", "node.cn001", 1) == [b"node.cn001", value]
