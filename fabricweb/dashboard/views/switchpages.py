@@ -21,6 +21,7 @@ from fabricweb.inventory import portfacts, readings
 from fabricweb.inventory.models import Node, Port
 
 from .. import grid, linkends, porthealth, problemrows, switches
+from ..oneview import one_view
 from .common import freshness, mark_page
 
 LINKS_PER_PAGE = 100
@@ -44,6 +45,14 @@ def fabric_page(request):
         status, pages = 400, {}
     else:
         pages = form.cleaned_data
+    # Its counts, grid, links, problems and changes from one view of the database, as the overview's (oneview.py):
+    # a sweep committed between two of them would make them disagree for a refresh.
+    with one_view():
+        context = _fabric_context(form, pages, now)
+    return render(request, "dashboard/fabric.html", context, status=status)
+
+
+def _fabric_context(form: FabricPages, pages: dict, now) -> dict:
     counts = switches.link_counts(now)
     blocks, tally = switches.switch_grid()
     # Problem links only unless asked: 100 healthy rows hid the few that matter.
@@ -57,7 +66,7 @@ def fabric_page(request):
     advice = Paginator(switches.fabric_problems(advice=True), PROBLEMS_PER_PAGE).get_page(pages.get("advice"))
     mark_page(advice, now)
     last = counts.last_sweep
-    context = {
+    return {
         "form": form,
         "counts": counts,
         "tally": tally,
@@ -75,7 +84,6 @@ def fabric_page(request):
         "expected": switches.expected_cabling(),
         **freshness(now, last.stored_at if last else None, known=True),
     }
-    return render(request, "dashboard/fabric.html", context, status=status)
 
 
 def _below(speed, lanes, capable_speed, capable_lanes) -> bool:
