@@ -1,6 +1,6 @@
 """The node agent against node_exporter on a compute node: CPU, memory, start-up, wake-ups.
 
-    .venv/bin/python bench/bench_agent.py [--duration 90] [--interval 5] [--signed]
+    .venv/bin/python bench/bench_agent.py [--runs 3] [--duration 90] [--interval 5] [--signed]
 
 Both run side by side in one run, on the same simulated node tree (1 node, 2 HCAs x 2
 ports, `collectors.sim`), polled at the same rate:
@@ -12,12 +12,13 @@ ports, `collectors.sim`), polled at the same rate:
 
 Measured for each side over all its processes (the started one and its descendants):
 CPU (time on a core of every thread, /proc/<pid>/task/*/schedstat) per minute of polling,
-RSS and PSS at the end (/proc/<pid>/smaps_rollup), start-up (spawn to the first snapshot /
+RSS and PSS at the end (/proc/<pid>/smaps_rollup), peak RSS (VmHWM), start-up (spawn to the first snapshot /
 the first scrape with infiniband series), and context switches per second (every thread:
 how often the process wakes up; most are wake-ups while idle). Printed with the ratios
 agent / node_exporter and the agent's goals (GOALS). `--signed` gives the agent a node key
 (FABRIC_NODE_KEY), as on a site with node auth: every snapshot is signed (fabricweb/nodeauth.py).
-The machine may be shared: compare the ratios of one run, and repeat a run to see the noise.
+The machine may be shared: compare the ratios of one run. `--runs N` starts both sides afresh N times
+and ends with each figure's min / median / max over the runs, the ratio's too, with the load average.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,6 +82,18 @@ def thread_files(pids: list[int], name: str):
 def cpu_ns(pids: list[int]) -> int:
     """CPU time of every thread of `pids` (schedstat, in ns: finer than clock ticks)."""
     return sum(int(text.split()[0]) for text in thread_files(pids, "schedstat"))
+
+
+def peak_rss_kb(pids: list[int]) -> int:
+    """The sum of each process's peak RSS (VmHWM)."""
+    peak = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        peak += sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("VmHWM:"))
+    return peak
 
 
 def memory_kb(pids: list[int]) -> tuple[int, int]:
@@ -164,8 +178,22 @@ def main() -> int:
     p.add_argument("--interval", type=float, default=5.0, help="seconds between polls (default 5)")
     p.add_argument("--settle", type=float, default=5.0, help="seconds after start-up before measuring (default 5)")
     p.add_argument("--signed", action="store_true", help="the agent signs its snapshots (FABRIC_NODE_KEY)")
+    p.add_argument("--runs", type=int, default=3, help="runs, each starting both sides afresh (default 3)")
     args = p.parse_args()
+    runs = []
+    for number in range(1, args.runs + 1):
+        load = os.getloadavg()
+        print(f"run {number} of {args.runs}, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1, 5, 15 min)")
+        results = one_run(args)
+        if results is None:
+            return 1
+        runs.append(results)
+    summary(runs, args)
+    return 0
 
+
+def one_run(args) -> dict | None:
+    """Both sides started, polled for `args.duration` s, measured and stopped; their figures (None: a side died)."""
     import redis
     from celery import Celery
 
@@ -212,6 +240,7 @@ def main() -> int:
             results[s.name] = {
                 "cpu_ms_per_min": (cpu_ns(pids) - ns) / 1e6 / minutes,
                 "rss_mb": rss / 1024,
+                "peak_rss_mb": peak_rss_kb(pids) / 1024,
                 "pss_mb": pss / 1024,
                 "processes": len(pids),
                 "startup_s": s.startup_s,
@@ -219,11 +248,12 @@ def main() -> int:
                 "polls": s.polls,
             }
         report(results, args)
-        for s in sides:
-            if s.proc.poll() is not None:
-                log = (tmp / f"{s.name}.log").read_text()[-2000:]
-                print(f"bench: {s.name} exited with {s.proc.returncode} during the run:\n{log}", file=sys.stderr)
+        died = [s for s in sides if s.proc.poll() is not None]
+        for s in died:
+            log = (tmp / f"{s.name}.log").read_text()[-2000:]
+            print(f"bench: {s.name} exited with {s.proc.returncode} during the run:\n{log}", file=sys.stderr)
         print(json.dumps(results))
+        return None if died else results
     finally:
         for s in sides:
             s.stop()
@@ -231,7 +261,6 @@ def main() -> int:
             beat.close()
         redis_server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
 
 
 def report(results: dict, args) -> None:
@@ -243,6 +272,7 @@ def report(results: dict, args) -> None:
     rows = [
         ("CPU ms/min", "cpu_ms_per_min", "{:.0f}"),
         ("RSS MB (all processes)", "rss_mb", "{:.1f}"),
+        ("peak RSS MB (VmHWM)", "peak_rss_mb", "{:.1f}"),
         ("PSS MB (all processes)", "pss_mb", "{:.1f}"),
         ("processes", "processes", "{:d}"),
         ("start-up s", "startup_s", "{:.2f}"),
@@ -264,6 +294,26 @@ def report(results: dict, args) -> None:
             f"RSS {a['rss_mb']:.1f} MB (goal < {GOALS['rss_mb']:.0f} MB); "
             f"start-up {a['startup_s']:.2f} s (goal < {GOALS['startup_s']:.0f} s)"
         )
+
+
+def summary(runs: list[dict], args) -> None:
+    """Each figure's min / median / max over the runs, for each side, and the ratio's (each run's own ratio)."""
+    load = os.getloadavg()
+    print(f"\n{len(runs)} runs, min / median / max; load now {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    agents = [name for name in runs[0] if name != "node_exporter"]
+    for key, fmt in (("cpu_ms_per_min", "{:.0f}"), ("peak_rss_mb", "{:.1f}"), ("pss_mb", "{:.1f}"),
+                     ("startup_s", "{:.2f}"), ("wakeups_per_s", "{:.1f}")):  # fmt: skip
+        cells = []
+        for name in [*agents, "node_exporter"]:
+            values = sorted(run[name][key] for run in runs)
+            spread = (values[0], statistics.median(values), values[-1])
+            cells.append(f"{name} {' / '.join(fmt.format(v) for v in spread)}")
+        for name in agents:
+            ratios = sorted(run[name][key] / run["node_exporter"][key] for run in runs if run["node_exporter"][key])
+            if ratios:
+                spread = (ratios[0], statistics.median(ratios), ratios[-1])
+                cells.append(f"ratio {' / '.join(f'{r:.2f}x' for r in spread)}")
+        print(f"  {key:16} " + "; ".join(cells))
 
 
 if __name__ == "__main__":
