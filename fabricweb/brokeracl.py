@@ -8,20 +8,19 @@ central side keeps no table of them:
 
     password(node) = HMAC-SHA256(secret, "fabricweb broker password v1\\0" + node)
 
-and whose rules are only what a Celery worker on the node would use (the agent, once one, measured with MONITOR;
-its loop now sends only BRPOP, LPUSH and PING: fabricweb/agent/loop.py), none of which stores anything but a
-snapshot (tests/agent/test_agent_broker_acl.py runs the agent as such a user against a real redis-server, and
-tries every write it once allowed):
+and whose rules are only what the node agent sends (its own loop and connection: fabricweb/agent/loop.py,
+resp.py), none of which stores anything but a snapshot (tests/agent/test_agent_broker_acl.py runs the agent as
+such a user against a real redis-server, and tries every write it once allowed):
 
-- its own queue `node.<name>`: BRPOP (the poll: consumed without acknowledgement, and the agent's
-  loop keeps no unacknowledged polls, fabricweb/agent/loop.py) and
-  LLEN (kombu's declaration); reading its bindings (SISMEMBER: the central side declares them when
-  it sends the first poll);
+- its own queue `node.<name>`: BRPOP only (the poll, consumed without acknowledgement);
 - its snapshots queue (`snapshots`, or `snapshots.<k>` of its shard with FABRIC_INGEST_SHARDS=K)
-  through a selector: LPUSH and LLEN only (never BRPOP: no node may take another's snapshot), and
-  only reading its bindings (SISMEMBER, SMEMBERS: `manage.py ingest` declares them);
-- connection upkeep (HELLO, AUTH, SELECT, PING, QUIT; MULTI/EXEC around kombu's LLEN); no pub/sub
-  channel (resetchannels: no pidbox, no broadcast), no other key, no admin command.
+  through a selector: LPUSH only (never BRPOP: no node may take another's snapshot);
+- connection upkeep (HELLO, AUTH, SELECT, PING, QUIT); no pub/sub channel (resetchannels: no pidbox, no
+  broadcast), no other key, not even a queue's length or a binding, no admin command.
+
+A fabric collector, which is a Celery worker, has a little more (collector_rules): LLEN of its queue and of
+`sweeps` (kombu's declaration), reading their bindings (SISMEMBER, SMEMBERS) and the MULTI/EXEC kombu wraps
+an LLEN in.
 
 So a node can grow the broker only by pushing snapshots, each within its queue's cap, which the
 ingest consumer reads and sheds past the node's byte budget; no key of its own holds more than the
@@ -61,12 +60,14 @@ PASSWORD_CONTEXT = b"fabricweb broker password v1\0"
 COLLECTOR_PASSWORD_CONTEXT = b"fabricweb collector broker password v1\0"
 # kombu's key layout (kombu.transport.redis.Channel): exchange bindings, one set each.
 BINDING_KEYS = ("_kombu.binding.{}", "_kombu.binding_permanent.{}")
-# The node agent's own unacknowledged-message keys (kombu's unacked_key, unacked_index_key, unacked_mutex_key):
-# named so that kombu never looks in the central workers' `unacked`; the agent keeps nothing there.
+# A Celery worker's own unacknowledged-message keys on a host (kombu's unacked_key, unacked_index_key,
+# unacked_mutex_key; the fabric collector's): named so that kombu never looks in the central workers' `unacked`.
 UNACKED_KEYS = ("unacked.{}", "unacked_index.{}", "unacked_mutex.{}")
 
-# Connection upkeep, and the MULTI/EXEC kombu wraps a queue's LLEN in (a transaction stores nothing itself).
-CONNECTION_COMMANDS = ("+hello", "+auth", "+select", "+ping", "+quit", "+multi", "+exec", "+discard")
+# Connection upkeep; a Celery worker's (the fabric collector) also the MULTI/EXEC kombu wraps a queue's LLEN in
+# (a transaction stores nothing itself).
+CONNECTION_COMMANDS = ("+hello", "+auth", "+select", "+ping", "+quit")
+TRANSACTION_COMMANDS = ("+multi", "+exec", "+discard")
 
 
 # The central processes' rules: they send to every node's queue, take the snapshots and the central queues,
@@ -104,7 +105,7 @@ def collector_password(secret: str, collector: str) -> str:
 
 
 def unacked_keys(node: str, queue: str | None = None) -> dict[str, str]:
-    """kombu's transport options naming an agent's own unacknowledged-message keys (those of its `queue`,
+    """kombu's transport options naming a host's worker's own unacknowledged-message keys (those of its `queue`,
     node.<node> by default)."""
     queue = queue or node_queue(node)
     names = ("unacked_key", "unacked_index_key", "unacked_mutex_key")
@@ -114,26 +115,30 @@ def unacked_keys(node: str, queue: str | None = None) -> dict[str, str]:
 def node_rules(node: str, shards: int = 1) -> list[str]:
     """The ACL rules of the node's user, after `on` and its password; with `shards` snapshot queues
     (FABRIC_INGEST_SHARDS), the one queue its snapshots go to."""
-    return _rules(node_queue(node), snapshot_queue(node, shards))
-
-
-def collector_rules(collector: str) -> list[str]:
-    """The ACL rules of a fabric collector's user: its polls' queue, the sweeps queue."""
-    queue = collector_queue(collector)
-    return _rules(queue, SWEEP_QUEUE)
-
-
-def _rules(queue: str, snapshots: str) -> list[str]:
-    own_bindings = " ".join(f"%R~{k.format(queue)}" for k in BINDING_KEYS)
-    bindings = " ".join(f"%R~{k.format(snapshots)}" for k in BINDING_KEYS)
     return [
         "resetkeys",
         "resetchannels",
         "-@all",
         *CONNECTION_COMMANDS,
+        f"(~{node_queue(node)} +brpop)",
+        f"(~{snapshot_queue(node, shards)} +lpush)",
+    ]
+
+
+def collector_rules(collector: str) -> list[str]:
+    """The ACL rules of a fabric collector's user (a Celery worker): its polls' queue, the sweeps queue."""
+    queue = collector_queue(collector)
+    own_bindings = " ".join(f"%R~{k.format(queue)}" for k in BINDING_KEYS)
+    bindings = " ".join(f"%R~{k.format(SWEEP_QUEUE)}" for k in BINDING_KEYS)
+    return [
+        "resetkeys",
+        "resetchannels",
+        "-@all",
+        *CONNECTION_COMMANDS,
+        *TRANSACTION_COMMANDS,
         f"(~{queue} +brpop +llen)",
         f"({own_bindings} +sismember)",
-        f"(~{snapshots} +lpush +llen)",
+        f"(~{SWEEP_QUEUE} +lpush +llen)",
         f"({bindings} +sismember +smembers)",
     ]
 
