@@ -4,8 +4,9 @@ fabricweb/identity/management/commands/broker_acl.py.
 
 What one batch of the ingest consumer may read from the broker, in bytes (telemetry/intake/redisread.py).
 
-The attack: a node's ACL user pushes, in one MULTI, messages just under the cap of
-the queue onto `snapshots`; the consumer read them all in one take and its RSS grew by gigabytes. Now a
+The attack: a node's ACL user pushes, in one MULTI (now refused it: fabricweb/brokeracl.py) or one pipelined
+burst, messages just under the cap of the queue onto `snapshots`; the consumer read them all in one take and its
+RSS grew by gigabytes. Now a
 node's snapshot queues take node-sized messages only (sweeps have a queue and cap of their own), and a take
 reads at most FABRIC_INGEST_BATCH_BYTES: the rest wait on their queue for the next batch. Real Redis (the
 ACL file `broker_acl` writes), a real consumer process, real PostgreSQL.
@@ -124,7 +125,7 @@ def test_a_nodes_acl_user_cannot_make_one_batch_read_more_than_its_bytes(postgre
     settings.FABRIC_NODE_KEY_SECRET = NODE_SECRET
     acl = io.StringIO()
     call_command("broker_acl", "cn001", stdout=acl)
-    flood = 12  # x 8.5 MiB: ~102 MiB in one MULTI, all of which one take read before
+    flood = 12  # x 8.5 MiB: ~102 MiB in one burst, all of which one take read before
     with redis_with_acl(tmp_path, acl.getvalue()) as (address, central_url):
         env = clean_env(DATABASE_URL=postgres, SECRET_KEY=SECRET, REDIS_URL=central_url, LOG_LEVEL="INFO")
         env.update(DJANGO_SETTINGS_MODULE="fabricweb.settings", FABRIC_INGEST_BATCH_BYTES=str(16 * 1024 * 1024))
@@ -139,7 +140,9 @@ def test_a_nodes_acl_user_cannot_make_one_batch_read_more_than_its_bytes(postgre
         try:
             assert json.loads(consumer.stdout.readline()) == {"ready": True}, consumer.stderr.read()[-4000:]
             node = redis.Redis.from_url(f"redis://node.cn001:{node_password(NODE_SECRET, 'cn001')}@{address}/0")
-            with node.pipeline() as pipe:  # one MULTI, as the attack sent them
+            with pytest.raises(redis.exceptions.NoPermissionError):  # no transaction for a node's user
+                node.execute_command("MULTI")
+            with node.pipeline(transaction=False) as pipe:  # one burst: what the user may still send
                 for i in range(flood):
                     pipe.lpush(SNAPSHOT_QUEUE, cap_sized(f"flood-{i}"))
                 pipe.execute()
