@@ -200,6 +200,8 @@ KEPT_CACHES = (
     ("fabricweb.dashboard.overviewmodel", "KEPT"),
     ("fabricweb.health.engine.memo", "HELD"),
     ("fabricweb.jobs.refresh", "KEPT"),
+    ("fabricweb.health.records.context", "NORMS"),
+    ("fabricweb.exporter.nodeblocks", "KEPT"),
 )
 
 

@@ -234,15 +234,15 @@ class _Cache:
             return self.policies, self.majorities, self.cabling
 
 
-_cache = _Cache()
+NORMS = _Cache()
 
 
 def norms(now: datetime) -> Norms:
-    policies, majorities, cabling = _cache.get(now)
+    policies, majorities, cabling = NORMS.get(now)
     return Norms(thresholds(), resolve_after(), policies, majorities, cabling)
 
 
 def forget(*args, **kwargs) -> None:
     """Read policies, the fabric majority and the expected cabling afresh at the next batch (in this process); a
     signal receiver too."""
-    _cache.forget()
+    NORMS.forget()
