@@ -18,7 +18,7 @@ import socket
 import ssl
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from fabricweb.brokertls import is_tls
+from fabricweb.brokertls import ssl_context
 
 DEFAULT_PORT = 6379
 # TCP keepalive: a probe after this long idle, then every KEEPALIVE_INTERVAL_S, the connection dropped after
@@ -50,12 +50,7 @@ class Address:
         else:
             self.path, self.host, self.port = None, parts.hostname or "localhost", parts.port or DEFAULT_PORT
             self.db = int(parts.path.strip("/") or 0)
-        self.tls: ssl.SSLContext | None = None
-        if is_tls(url):
-            self.tls = ssl.create_default_context(cafile=ca_file)
-            if query.get("ssl_cert_reqs") == ["none"]:  # said in the URL, where a reviewer sees it (brokertls.py)
-                self.tls.check_hostname = False
-                self.tls.verify_mode = ssl.CERT_NONE
+        self.tls: ssl.SSLContext | None = ssl_context(url, ca_file)
 
     def __str__(self) -> str:
         return self.path or f"{self.host}:{self.port}"
