@@ -14,6 +14,7 @@ What the worker did for the agent is kept:
 - a message that is no `collect` call, or not Celery's JSON, is dropped and said, and the loop goes on;
 - a poll that fails is logged with its traceback, and the loop goes on;
 - a broker that cannot be reached is tried again after a growing wait (1 s to 32 s), said at each try;
+- a wait for a poll the broker refuses (its ACL) is said and asked again 32 s later, not at once;
 - the first snapshot of each served node (the hello) is sent once the broker answers;
 - SIGTERM or SIGINT stops it at once while it waits, or after the poll it is running.
 
@@ -44,6 +45,8 @@ RETRY_MAX_S = 32.0
 REPLY_GRACE_S = 15.0
 CONNECT_TIMEOUT_S = 10.0
 COMMAND_TIMEOUT_S = 10.0  # a PING or LPUSH unanswered that long: the connection is taken for lost
+# A wait the broker refuses (an ACL without BRPOP on the node's queue) is asked again after this long, not at once.
+REFUSED_PAUSE_S = 32.0
 
 
 class BadPoll(ValueError):
@@ -136,10 +139,13 @@ class PollLoop:
         wait = self.config.broker_wait_s
         try:
             reply = self._wait(lambda: self.polls.command("BRPOP", *self.queues, wait, timeout_s=wait + REPLY_GRACE_S))
-        except (BrokerLost, BrokerError) as e:
+        except BrokerLost as e:
             log.warning("broker lost while waiting for a poll: %s", e)
-            self.polls.close()
             self._until_broker_answers()
+            return
+        except BrokerError as e:
+            log.error("the broker refused the wait for a poll (%s): asking again in %g s", e, REFUSED_PAUSE_S)
+            self._wait(lambda: time.sleep(REFUSED_PAUSE_S))
             return
         if reply is not None:
             self.answer(reply[1])

@@ -26,7 +26,7 @@ from collectors.sim import Fabric
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.loop import BadPoll, PollLoop, expiry, poll_of
 from fabricweb.names import COLLECT, PLAIN_BODIES, SNAPSHOT_QUEUE
-from harness import free_port, start_redis, stop, wait_for
+from harness import free_port, running_redis, start_redis, stop, wait_for
 from tests.e2e.e2e_harness import clean_env, leased_redis_db
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,6 +151,27 @@ def test_it_logs_a_message_it_cannot_run_and_a_failing_poll_and_goes_on(loop, ur
     assert "dropped a message on node.cn001: a task this agent does not run: 'tests.e2e.probe_database'" in caplog.text
     assert "poll of cn002 failed" in caplog.text and "NotServed: this agent reads cn001, not cn002" in caplog.text
     assert redis.Redis.from_url(url).llen(SNAPSHOT_QUEUE) == 1  # the good poll after both was answered
+
+
+def test_a_wait_the_broker_refuses_is_said_and_asked_again_later_not_at_once(tmp_path, monkeypatch, caplog):
+    from fabricweb.agent import loop as loop_module
+
+    monkeypatch.setattr(loop_module, "REFUSED_PAUSE_S", 0.5)  # (32 s on a node)
+    Fabric.create(str(tmp_path), 1)
+    with running_redis() as server:
+        redis.Redis.from_url(server.url).execute_command("ACL", "SETUSER", "default", "-brpop")
+        config = AgentConfig(broker_url=server.url, node_name="cn001", sysfs_root=str(tmp_path / "cn001"))
+        refused = PollLoop(config, ["cn001"])
+        try:
+            started = time.monotonic()
+            with caplog.at_level(logging.ERROR):
+                refused.once()
+            took = time.monotonic() - started
+        finally:
+            refused.polls.close()
+            refused.agent.stop()
+    assert took >= 0.5  # one refusal, then the pause: no loop asking again at once
+    assert "the broker refused the wait for a poll (NOPERM" in caplog.text and "asking again in 0.5 s" in caplog.text
 
 
 def start_agent(url: str, tree: Path, log: Path) -> subprocess.Popen:
