@@ -9,12 +9,12 @@ so the channel keeps one per connection pool. Same protocol, same connections, s
 
 It also leaves out kombu's once-a-second refresh of expiring queues' bindings, its 10 s hand-over of
 rotated credentials and its 25 s ping of a pub/sub connection (below: a stop signal wakes the loop
-instead), sends nothing to acknowledge a message it never stored as unacknowledged (the agent's polls
-are consumed without acknowledgement: app.py), restores nothing (it keeps nothing unacknowledged),
-never binds its own polls' queue (the central side does, sending the first poll), and adds an
-exchange's binding only when it is missing: under a per-node Redis ACL user (fabricweb/brokeracl.py)
-a node may read the `snapshots` bindings but not change them, since a binding added there would route
-every other node's snapshots to a queue of its choosing.
+instead), sends nothing to acknowledge a message it never stored as unacknowledged (the collector's
+sweeps are consumed without acknowledgement: app.py), restores nothing (it keeps nothing unacknowledged),
+never binds its own queue (the central side does, sending the first sweep), and adds an exchange's
+binding only when it is missing: its Redis ACL user (fabricweb/brokeracl.py) may read the `sweeps`
+bindings but not change them, since a binding added there would route every collector's sweeps to a
+queue of its choosing.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ from contextlib import contextmanager, suppress
 from celery.signals import worker_shutting_down
 from kombu.transport import redis as kombu_redis
 
-from fabricweb.names import COLLECTOR_QUEUE_PREFIX, NODE_QUEUE_PREFIX
+from fabricweb.names import COLLECTOR_QUEUE_PREFIX
 
-# The queues an agent (or fabric collector) takes its polls from: never bound by it (its ACL user may not).
-OWN_QUEUE_PREFIXES = (NODE_QUEUE_PREFIX, COLLECTOR_QUEUE_PREFIX)
-# kombu's repeating timers of the event loop that do nothing for the agent but wake it (register_with_event_loop).
+# The queues a fabric collector takes its sweeps from: never bound by it (its ACL user may not).
+OWN_QUEUE_PREFIXES = (COLLECTOR_QUEUE_PREFIX,)
+# kombu's repeating timers of the event loop that do nothing for the collector but wake it (register_with_event_loop).
 IDLE_TIMERS = ("_binding_expiry_tref", "_reauth_tref", "_subclient_health_tref")
 
 
 class QoS(kombu_redis.QoS):
-    """The agent's polls are consumed without acknowledgement (app.poll_queues): nothing is ever kept
+    """The collector's sweeps are consumed without acknowledgement (app.poll_queues): nothing is ever kept
     unacknowledged, so nothing is restored, at shutdown or in between, and its broker user may not write
     the keys kombu would look in (fabricweb/brokeracl.py)."""
 
@@ -59,7 +59,7 @@ class Channel(kombu_redis.Channel):
         yield shared
 
     def basic_ack(self, delivery_tag, multiple=False):
-        # A message of a no-ack queue (the agent's polls: app.py) was never stored as unacknowledged;
+        # A message of a no-ack queue (the collector's sweeps: app.py) was never stored as unacknowledged;
         # Celery acknowledges it all the same, which would cost a MULTI/EXEC removing nothing.
         if delivery_tag not in self.qos._delivered:
             return
@@ -68,7 +68,7 @@ class Channel(kombu_redis.Channel):
     def close(self):
         # kombu reads the reply of a waiting BRPOP before it closes: up to the broker wait (10 s) after a
         # SIGTERM. Hung up instead: Redis pops nothing for a client gone while it waits, and a poll it popped
-        # in that instant is one poll lost, as with an agent killed mid-poll (app.poll_queues).
+        # in that instant is one poll lost, as with a collector killed mid-sweep (app.poll_queues).
         waiting = self._in_poll
         if waiting:
             waiting.disconnect()
@@ -98,10 +98,10 @@ class Transport(kombu_redis.Transport):
     def register_with_event_loop(self, connection, loop):
         super().register_with_event_loop(connection, loop)
         # kombu refreshes the bindings of expiring queues every second, which wakes the worker
-        # every second; the agent's queues never expire (none is declared with x-expires).
+        # every second; the collector's queues never expire (none is declared with x-expires).
         # Every 10 s it hands rotated tokens of a streaming credential provider to its long-lived
-        # connections (the agent's password is fixed: nothing to hand), and every 25 s it pings
-        # the pub/sub connection (the agent has none: no remote control). Without them the event loop
+        # connections (the collector's password is fixed: nothing to hand), and every 25 s it pings
+        # the pub/sub connection (it has none: no remote control). Without them the event loop
         # sleeps until the next poll, the BRPOP's timeout, or the 25 s check of a BRPOP overdue
         # (a half-open connection), which stays.
         for name in IDLE_TIMERS:

@@ -16,7 +16,7 @@ from kombu.asynchronous.timer import Timer
 
 from fabricweb.fabricagent.app import poll_queues
 from fabricweb.fabricagent.transport import IDLE_TIMERS, Transport
-from fabricweb.names import node_queue
+from fabricweb.names import collector_queue
 from tests.e2e.e2e_harness import leased_redis_db
 
 
@@ -26,21 +26,21 @@ def url():
         # The central side binds a node's queue as it sends the first poll; the agent never does (its ACL user
         # may not: fabricweb/brokeracl.py).
         with Connection(url) as central:
-            Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")(
+            Queue("fabric.fab01", Exchange("fabric.fab01", "direct"), routing_key="fabric.fab01")(
                 central.default_channel
             ).declare()
         yield url
 
 
 def test_it_delivers_what_it_publishes_through_one_client(url):
-    queue = Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")
+    queue = Queue("fabric.fab01", Exchange("fabric.fab01", "direct"), routing_key="fabric.fab01")
     with Connection(url, transport=Transport) as conn:
         producer = conn.Producer(serializer="json")
-        producer.publish({"poll": 0}, exchange=queue.exchange, routing_key="node.cn001", declare=[queue])
+        producer.publish({"poll": 0}, exchange=queue.exchange, routing_key="fabric.fab01", declare=[queue])
         client = producer.channel._shared_client
         assert client is not None
         for poll in (1, 2):
-            producer.publish({"poll": poll}, exchange=queue.exchange, routing_key="node.cn001")
+            producer.publish({"poll": poll}, exchange=queue.exchange, routing_key="fabric.fab01")
             assert producer.channel._shared_client is client
         bound = queue(conn.default_channel)
         got = [bound.get(no_ack=True).payload for _ in range(3)]
@@ -48,7 +48,7 @@ def test_it_delivers_what_it_publishes_through_one_client(url):
 
 
 def test_its_event_loop_sleeps_until_a_poll_arrives_instead_of_waking_every_second(url):
-    queue = Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")
+    queue = Queue("fabric.fab01", Exchange("fabric.fab01", "direct"), routing_key="fabric.fab01")
     received: list[float] = []
     with Connection(url, transport=Transport, transport_options={"polling_interval": 10}) as conn:
         hub = Hub(timer=Timer(max_interval=10.0))  # as the Celery worker builds its event loop
@@ -61,7 +61,7 @@ def test_its_event_loop_sleeps_until_a_poll_arrives_instead_of_waking_every_seco
         def poll() -> None:  # central beat, 4 s later
             with Connection(url) as sender:
                 sender.Producer(serializer="json").publish(
-                    {"poll": 1}, exchange=queue.exchange, routing_key="node.cn001"
+                    {"poll": 1}, exchange=queue.exchange, routing_key="fabric.fab01"
                 )
             sent.append(time.monotonic())
 
@@ -81,7 +81,7 @@ def test_its_event_loop_sleeps_until_a_poll_arrives_instead_of_waking_every_seco
 
 
 def test_its_event_loop_keeps_only_the_timers_that_do_something_for_the_agent(url):
-    queue = Queue("node.cn001", Exchange("node.cn001", "direct"), routing_key="node.cn001")
+    queue = Queue("fabric.fab01", Exchange("fabric.fab01", "direct"), routing_key="fabric.fab01")
     with Connection(url, transport=Transport, transport_options={"polling_interval": 10}) as conn:
         hub = Hub(timer=Timer(max_interval=10.0))
         consumer = conn.Consumer([queue], callbacks=[lambda body, message: None])
@@ -102,8 +102,8 @@ def test_its_event_loop_keeps_only_the_timers_that_do_something_for_the_agent(ur
 def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_costs_nothing(url):
     # As the collector consumes its queue (fabricweb/fabricagent/app.py): a poll is worth nothing after its
     # interval, so it is not kept in kombu's unacked hash while it runs (two round trips a poll fewer).
-    queue = poll_queues(["cn001"], node_queue)[0]
-    assert queue.name == "node.cn001" and queue.no_ack
+    queue = poll_queues(["fab01"], collector_queue)[0]
+    assert queue.name == "fabric.fab01" and queue.no_ack
     got = []
     with Connection(url, transport=Transport) as conn:
         conn.Producer(serializer="json").publish(
@@ -115,4 +115,4 @@ def test_a_poll_is_taken_without_being_stored_as_unacknowledged_and_its_ack_cost
             assert [m.payload for m in got] == [{"poll": 1}]
             assert client.hlen("unacked") == 0 and client.zcard("unacked_index") == 0
             got[0].ack()  # what Celery does after the task: nothing to remove, nothing sent
-            assert client.llen("node.cn001") == 0
+            assert client.llen("fabric.fab01") == 0
