@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from operator import eq, sub
+from operator import eq, itemgetter, sub
 
 from collectors.counters import to_base_units, width_bits
 from collectors.link import SPEEDS, WIDTHS
@@ -148,6 +148,8 @@ _TRAFFIC_EXT = tuple(name for sources in SOURCES.values() for section, name in s
 _PLAIN_REST = _PLAIN[len(_TRAFFIC_EXT) :]  # (columns.py lists the traffic columns first)
 _ONES_PLAIN = tuple(map(all_ones, _PLAIN))
 _ONES_EXT = (*map(all_ones, _TRAFFIC_EXT), *_ONES_PLAIN[len(_TRAFFIC_EXT) :])
+# One C call per section; a file a reading lacks raises KeyError, which sends the port column by column.
+_TAKE_PLAIN, _TAKE_EXT, _TAKE_REST = itemgetter(*_PLAIN), itemgetter(*_TRAFFIC_EXT), itemgetter(*_PLAIN_REST)
 
 
 def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> PortDeltas:
@@ -163,14 +165,15 @@ def port_deltas(prev: Reading | None, cur: Reading, interval: float | None) -> P
     """
     if prev is not None and (interval is None or interval > 0) and not cur.capped and not prev.capped:
         cur_x, prev_x = cur.counters_ext, prev.counters_ext
-        if not cur_x and not prev_x:
-            now = list(map(cur.counters.get, _PLAIN))
-            before = list(map(prev.counters.get, _PLAIN))
-            ones = _ONES_PLAIN
-        else:
-            now = [*map(cur_x.get, _TRAFFIC_EXT), *map(cur.counters.get, _PLAIN_REST)]
-            before = [*map(prev_x.get, _TRAFFIC_EXT), *map(prev.counters.get, _PLAIN_REST)]
-            ones = _ONES_EXT
+        try:
+            if not cur_x and not prev_x:
+                now, before, ones = _TAKE_PLAIN(cur.counters), _TAKE_PLAIN(prev.counters), _ONES_PLAIN
+            else:
+                now = _TAKE_EXT(cur_x) + _TAKE_REST(cur.counters)
+                before = _TAKE_EXT(prev_x) + _TAKE_REST(prev.counters)
+                ones = _ONES_EXT
+        except KeyError:  # a file missing from a reading
+            return _by_column(prev, cur, interval)
         # (64-bit values in counters/, as mlx5 gives, run past the 32-bit all-ones: only equality caps.)
         if None not in now and None not in before and not any(map(eq, now, ones)) and not any(map(eq, before, ones)):
             deltas = list(map(sub, now, before))
