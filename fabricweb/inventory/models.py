@@ -8,6 +8,7 @@ lives in telemetry's samples. Text limits match what ingest validation accepts
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 from django.db import models
 
@@ -17,21 +18,35 @@ NAME_MAX = 64  # host, device names: short names, as in queue names and URLs
 TEXT_MAX = 256  # free text a node reports (board_id, node_desc, fw_ver...)
 
 
-def _polled(name: str, default: Callable[[], object], doc: str | None = None) -> property:
-    """An attribute of a Port instance (not a column), `default()` until set."""
-    key = f"_polled_{name}"
+class _Default:
+    """The value behind a _Polled attribute until one is set: `default()`, stored on the instance at its first read."""
 
-    def get(self):
-        try:
-            return self.__dict__[key]
-        except KeyError:
-            value = self.__dict__[key] = default()
-            return value
+    def __init__(self, key: str, default: Callable[[], object]) -> None:
+        self.key, self.default = key, default
 
-    def set(self, value) -> None:
-        self.__dict__[key] = value
+    def __get__(self, instance: object, owner: type | None = None) -> object:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.key] = self.default()
+        return value
 
-    return property(get, set, doc=doc)
+
+class _Polled(property):
+    """An attribute of a Port instance (not a column), `default()` until set. A property, so that Port(name=...)
+    takes it as Django takes any property; its value lives in the instance's `_polled_<name>`, read by a getter
+    in C (ingest reads these several times a port at every poll), its default given by a _Default there."""
+
+    def __init__(self, name: str, default: Callable[[], object], doc: str | None = None) -> None:
+        key = f"_polled_{name}"
+
+        def set_value(instance, value) -> None:
+            instance.__dict__[key] = value
+
+        super().__init__(attrgetter(key), set_value, doc=doc)
+        self.key, self.default = key, default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        setattr(owner, self.key, _Default(self.key, self.default))
 
 
 class Node(models.Model):
@@ -226,13 +241,13 @@ class Port(models.Model):
     # What changes at every poll is not a column: ingest keeps it in memory and stores it once per
     # node-poll in NodeReadings (fabricweb.inventory.readings, which also attaches it to rows read
     # elsewhere). Unattached, a port reads as never polled.
-    last_collected_at = _polled("last_collected_at", lambda: None)
-    state_polls = _polled("state_polls", lambda: 1, "Consecutive polls in this state and physical state.")
+    last_collected_at = _Polled("last_collected_at", lambda: None)
+    state_polls = _Polled("state_polls", lambda: 1, "Consecutive polls in this state and physical state.")
     # Raw counters in base units exactly as the snapshot carried them: the baseline for the next deltas.
-    counters = _polled("counters", dict)
-    counters_ext = _polled("counters_ext", dict)
-    hw_counters = _polled("hw_counters", dict)
-    recent = _polled(
+    counters = _Polled("counters", dict)
+    counters_ext = _Polled("counters_ext", dict)
+    hw_counters = _Polled("hw_counters", dict)
+    recent = _Polled(
         "recent",
         list,
         "Last hour of error-counter deltas, oldest first, this poll last: [[ts, interval, {counter: delta}]]; "
