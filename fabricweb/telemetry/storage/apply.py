@@ -52,8 +52,9 @@ class NodeRows:
 class Changes:
     new_devices: list[Device] = field(default_factory=list)
     new_ports: list[Port] = field(default_factory=list)
-    # (port, (ts, interval_s, state_id, phys_state_id, speed, lanes, reset, capped), deltas in DELTA_COLUMNS order)
-    samples: list[tuple[Port, tuple, list]] = field(default_factory=list)
+    # (node id, collected_at) -> that node-poll's samples, each (port, head, deltas): the head as packing.HEAD
+    # says, the deltas in DELTA_COLUMNS order. By node-poll as they are stored (store.insert_samples).
+    samples: dict[tuple[int, datetime], list[tuple[Port, tuple, list]]] = field(default_factory=dict)
     # Existing rows to update, by id: nodes and devices whole; ports only by what changed.
     nodes: dict[int, Node] = field(default_factory=dict)
     gpus: dict[int, Node] = field(default_factory=dict)  # ... and their GPUs changed (rarely: not with the rest)
@@ -158,11 +159,12 @@ def apply_snapshot(
     rows.new = False
     normhold.hold_if_jumped(node, rows.devices, rows.ports, snap.devices, now)  # before its rows take the snapshot
 
+    samples = changes.samples.setdefault((node.pk, snap.collected_at), [])
     for d in snap.devices:
         device = _device(d, rows, changes, snap, result)
         known = rows.ports.setdefault(d.name, {})
         for p in d.ports:
-            if not _port(p, device, known, changes, snap, result):
+            if not _port(p, device, known, changes, samples, snap, result):
                 rows.checkpoint_due = True
         if len(known) > len(d.ports) and not _listing_failed(snap.errors, f"/class/infiniband/{d.name}/ports"):
             present = {p.number for p in d.ports}
@@ -220,10 +222,16 @@ def _device(d: DeviceIn, rows: NodeRows, changes: Changes, snap: SnapshotIn, res
 
 
 def _port(
-    p: PortIn, device: Device, known: dict[int, Port], changes: Changes, snap: SnapshotIn, result: IngestResult
+    p: PortIn,
+    device: Device,
+    known: dict[int, Port],
+    changes: Changes,
+    samples: list,
+    snap: SnapshotIn,
+    result: IngestResult,
 ) -> bool:
-    """Apply one port's reading; False when what it did to the port's history cannot be replayed from its
-    sample alone (telemetry.storage.catchup)."""
+    """Apply one port's reading, its sample added to `samples` (its node-poll's); False when what it did to the
+    port's history cannot be replayed from its sample alone (telemetry.storage.catchup)."""
     port = known.get(p.number)
     previous = prev_reading = interval = None
     returned = False
@@ -278,11 +286,10 @@ def _port(
     if interval is not None:
         unknown = deltas if d.clock_backwards else capped
         port.recent = ring.push(port.recent, snap.ts, interval, ring.kept_deltas(deltas, unknown))
-    changes.samples.append(
+    samples.append(
         (
             port,
             (
-                snap.collected_at,
                 interval,
                 p.state_id,
                 p.phys_state_id,

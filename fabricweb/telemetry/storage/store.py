@@ -9,7 +9,6 @@ machinery (see `write`): at one row per port per poll, that machinery was most o
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -204,15 +203,17 @@ def write_readings(nodes: Iterable[NodeRows]) -> None:
             cursor.executemany(f"{update} %s WHERE node_id = %s", [(c, n) for n, c in counters_only])
 
 
-def insert_samples(samples: list[tuple[Port, tuple, list]]) -> None:
-    """One packed row per node and poll (packing.py), from `Changes.samples`.
+def insert_samples(polls: dict[tuple[int, datetime], list[tuple[Port, tuple, list]]]) -> None:
+    """One packed row per node and poll (packing.py), from `Changes.samples`; after the new ports' inserts, which
+    gave them their ids.
 
     PostgreSQL: COPY, several times faster than INSERT; elsewhere one prepared INSERT for all rows.
     """
-    polls: dict[tuple[int, datetime], list] = defaultdict(list)
-    for port, (ts, *head), deltas in samples:
-        polls[(port.device.node_id, ts)].append((port.pk, head, deltas))
-    rows = [(node_id, ts, pack(entries)) for (node_id, ts), entries in polls.items()]
+    rows = [
+        (node_id, ts, pack([(port.id, head, deltas) for port, head, deltas in samples]))
+        for (node_id, ts), samples in polls.items()
+        if samples
+    ]
     qn = connection.ops.quote_name
     table = qn(NodePoll._meta.db_table)
     columns = "node_id, ts, ports"
