@@ -20,7 +20,6 @@ older snapshot than the node's last is not applied.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from collections.abc import Callable
@@ -34,6 +33,8 @@ MAX_SNAPSHOT_CHARS = 4 * 1024 * 1024
 # A fabric snapshot is ~200 bytes per port in the fabric: 64 MiB is some 300,000 ports, past the caps of
 # fabricweb/fabric/schema.py, so a real one always fits and a hostile one is refused before it is hashed.
 MAX_FABRIC_CHARS = 64 * 1024 * 1024
+# hmac.digest's one call (OpenSSL's one-shot HMAC) where hmac.new built an object per message: the same bytes.
+_SHA256 = "sha256"
 
 
 class NotAuthenticated(ValueError):
@@ -42,16 +43,16 @@ class NotAuthenticated(ValueError):
 
 def node_key(secret: str, node: str) -> str:
     """The key of `node` (hex), from the site's secret."""
-    return hmac.new(secret.encode(), KEY_CONTEXT + node.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(secret.encode(), KEY_CONTEXT + node.encode(), _SHA256).hex()
 
 
 def collector_key(secret: str, collector: str) -> str:
     """The key of fabric collector `collector` (hex), from the site's secret."""
-    return hmac.new(secret.encode(), COLLECTOR_KEY_CONTEXT + collector.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(secret.encode(), COLLECTOR_KEY_CONTEXT + collector.encode(), _SHA256).hex()
 
 
 def sign(key: str, node: str, text: str) -> str:
-    return hmac.new(bytes.fromhex(key), node.encode() + b"\n" + text.encode(), hashlib.sha256).hexdigest()
+    return hmac.digest(bytes.fromhex(key), node.encode() + b"\n" + text.encode(), _SHA256).hex()
 
 
 @dataclass(frozen=True)
