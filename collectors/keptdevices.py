@@ -1,13 +1,15 @@
 """What of an RDMA device stays put while the kernel keeps it registered, kept between an agent's polls.
 
 A device's type, GUIDs and model (node_type, node_guid, sys_image_guid, hca_type, board_id, hw_rev), its
-SR-IOV link, its PCI address and maximum link, its ports and the names of their counter files are set when
-the kernel registers it, and change only with a new registration: a new `ports/` directory, whose inode (or,
+SR-IOV link, its PCI address and maximum link, its ports, each port's link layer and, on an InfiniBand port,
+its port GUID (the GUID half of gids/0, burnt in; a RoCE port's gids/0 follows its netdev's MAC, so it is
+read at every poll), and the names of their counter files are set when the kernel registers it, and change
+only with a new registration: a new `ports/` directory, whose inode (or,
 on a disk's tree, time of change) differs, as does that of a ports/ a port was added to or removed from. So
 the agent reads them once a registration and stats the device's ports/ at each poll (one call) to tell.
 Read at every poll still: fw_ver (a live firmware activation changes it in place), node_desc and the PCI
 function's numa_node (root may write them), its current link speed and width, and every port's files,
-counters and network interfaces.
+state, rate, LIDs, capability mask, counters and network interfaces.
 
 A device whose first read recorded an error in what would be kept is not kept: it is read whole again at
 the next poll, each error said again. A kept counter file that is gone drops the device's entry (its
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .model import Device, PciLink
+from .model import Device, PciLink, Port
 from .sysparse import parse_int, parse_numa, parse_pci_speed, parse_text
 
 STATIC = ("node_type", "node_guid", "sys_image_guid", "hca_type", "board_id", "hw_rev")
@@ -43,7 +45,8 @@ class Kept:
     skip: bool = False  # an SR-IOV virtual function the reader leaves out
     fields: dict[str, object] = field(default_factory=dict)  # STATIC, virtual_function, physical_function
     pci: PciLink | None = None  # address, max_gts, max_width: the rest is read at every poll
-    ports: list[tuple[int, str]] = field(default_factory=list)  # (number, its directory)
+    # (number, its directory, (link layer, port GUID): port_statics, None where each is read at every poll)
+    ports: list[tuple[int, str, tuple[str | None, str | None]]] = field(default_factory=list)
     names: dict[str, list[str] | None] = field(default_factory=dict)  # counter directory -> files (None: absent)
 
 
@@ -75,7 +78,7 @@ class KeptDevices:
         assert dev is not None
         fields = {name: getattr(dev, name) for name in (*STATIC, "virtual_function", "physical_function")}
         pci = dev.pci and PciLink(dev.pci.address, max_gts=dev.pci.max_gts, max_width=dev.pci.max_width)
-        ports = [(p.number, os.path.join(dev_dir, "ports", str(p.number))) for p in dev.ports]
+        ports = [(p.number, os.path.join(dev_dir, "ports", str(p.number)), port_statics(p)) for p in dev.ports]
         self.devices[dev_dir] = Kept(now, False, fields, pci, ports, names)
 
     def retain(self, class_dir: str, names: list[str]) -> None:
@@ -84,6 +87,14 @@ class KeptDevices:
         for dev_dir in list(self.devices):  # (a copy: the agent's event thread may read a tree at the same time)
             if os.path.dirname(dev_dir) == class_dir and dev_dir not in listed:
                 self.devices.pop(dev_dir, None)
+
+
+def port_statics(port: Port) -> tuple[str | None, str | None]:
+    """(link layer, port GUID) of a port as its registration's first read found them, to be kept; each None
+    where it must be read at every poll: unread (its error is then said at every poll), or a port GUID that is
+    not an InfiniBand port's."""
+    infiniband = port.link_layer == "InfiniBand"
+    return port.link_layer, port.port_guid if infiniband else None
 
 
 def read_kept(reader, dev_dir: str, name: str, kept: Kept) -> Device:
@@ -104,6 +115,6 @@ def read_kept(reader, dev_dir: str, name: str, kept: Kept) -> Device:
             )
     if reader.hw_counters:
         dev.hw_counters = reader.counter_dir(os.path.join(dev_dir, "hw_counters"), None)
-    dev.ports = [reader.port(port_dir, number) for number, port_dir in kept.ports]
+    dev.ports = [reader.port(port_dir, number, statics) for number, port_dir, statics in kept.ports]
     reader.netdevs(dev_dir, dev.ports)
     return dev

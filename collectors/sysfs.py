@@ -245,19 +245,22 @@ class SysfsReader:
         return values
 
     # -- ports, devices ---------------------------------------------------
-    def port(self, port_dir: str, number: int) -> Port:
+    def port(self, port_dir: str, number: int, kept: tuple[str | None, str | None] = (None, None)) -> Port:
+        """The port; `kept`: its (link layer, port GUID) as read at its device's registration, each read here
+        where None (keptdevices.port_statics)."""
         j = os.path.join
         p = Port(number)
+        link_layer, guid = kept
         with self._dir(port_dir) as at:
             p.state = at("state", _enum)
             p.phys_state = at("phys_state", _enum)
             p.rate = at("rate", parse_rate)
-            p.link_layer = at("link_layer", parse_text)
+            p.link_layer = at("link_layer", parse_text) if link_layer is None else link_layer
             p.lid = at("lid", parse_hex)
             p.sm_lid = at("sm_lid", parse_hex)
             p.lmc = at("lid_mask_count", parse_int)
             p.cap_mask = at("cap_mask", parse_hex)
-            p.port_guid = at("gids/0", _gid_guid)
+            p.port_guid = at("gids/0", _gid_guid) if guid is None else guid
         p.counters = self.counter_dir(j(port_dir, "counters"), p.capped)
         p.counters_ext = self.counter_dir(j(port_dir, "counters_ext"), p.capped)
         if self.hw_counters:

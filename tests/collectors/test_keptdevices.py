@@ -62,10 +62,41 @@ def test_it_reads_a_kept_device_in_fewer_files(tree, monkeypatch):
     kept = KeptDevices()
     poll(tree, kept)
     opened.clear()
-    poll(tree, kept)
+    ports = sum(len(d["ports"]) for d in poll(tree, kept)["devices"])
+    assert ports == 4
     assert "board_id" not in opened and "max_link_speed" not in opened
-    assert {"fw_ver", "node_desc", "current_link_speed", "numa_node", "state", "rate"} <= set(opened)
-    assert len(opened) == first - 2 * (6 + 2)  # per device: 6 of its own files, 2 of its PCI function's
+    assert "link_layer" not in opened and "gids/0" not in opened
+    assert {"fw_ver", "node_desc", "current_link_speed", "numa_node", "state", "rate", "sm_lid"} <= set(opened)
+    # Per device: 6 of its own files, 2 of its PCI function's; per InfiniBand port: its link layer and GUID.
+    assert len(opened) == first - 2 * (6 + 2) - ports * 2
+
+
+def test_it_reads_an_infiniband_ports_link_layer_and_guid_once_a_registration(tree, tmp_path):
+    kept = KeptDevices()
+    before = device(poll(tree, kept))["ports"][0]
+    port_dir = device_dir(tree) / "ports" / "1"
+    (port_dir / "gids" / "0").write_text("fe80:0000:0000:0000:0000:0000:0000:0001\n")
+    (port_dir / "link_layer").write_text("Ethernet\n")
+    (port_dir / "sm_lid").write_text("0x7\n")  # an SM moved: read at every poll
+    after = device(poll(tree, kept))["ports"][0]
+    assert (after["port_guid"], after["link_layer"]) == (before["port_guid"], "InfiniBand")
+    assert after["sm_lid"] == 7
+    d = device_dir(tree)  # a new registration reads them again
+    shutil.copytree(d, tmp_path / "copy", symlinks=True)
+    shutil.rmtree(d)
+    shutil.copytree(tmp_path / "copy", d, symlinks=True)
+    again = device(poll(tree, kept))["ports"][0]
+    assert (again["port_guid"], again["link_layer"]) == ("0x0000000000000001", "Ethernet")
+
+
+def test_a_roce_ports_gid_is_read_at_every_poll(tree):
+    port_dir = device_dir(tree) / "ports" / "1"
+    (port_dir / "link_layer").write_text("Ethernet\n")
+    kept = KeptDevices()
+    poll(tree, kept)
+    (port_dir / "gids" / "0").write_text("fe80:0000:0000:0000:0202:c9ff:fe00:0042\n")  # the netdev's MAC changed
+    port = device(poll(tree, kept))["ports"][0]
+    assert (port["link_layer"], port["port_guid"]) == ("Ethernet", "0x0202c9fffe000042")
 
 
 def test_it_reads_every_poll_what_may_change_in_place(tree):
