@@ -14,7 +14,10 @@ fat tree: a fifth of them spines, the rest leaves, host ports on the leaves' low
 of every host on the leaves of rail r), each leaf's uplinks spread round-robin over the spines' ports. At
 full size: 32,000 host ports, 800 leaves of 40 host ports and 16 uplinks (8 ports spare), 200 spines of 64,
 64,000 switch ports. Switch sweeps are tests/fabric/fabric_support.py's SweepBuilder over that tree (links
-retrained to 4X HDR, as the hosts say), moved as bench_fabric.py's Sweeps moves them.
+retrained to 4X HDR, as the hosts say, every port supporting up to 4X HDR: no slow link), moved as
+bench_fabric.py's Sweeps moves them. `--degraded-uplinks` makes every switch port support 12X, so every
+switch-to-switch link is a width downgrade: a fabric in trouble, 12,800 critical events open at full size
+(what this bench ran before the widths were set, by an oversight).
 
 Every poll moves every host port's counters as traffic would: data at a rate of the port's own (busy and
 idle ports), packets and waits with it, hw_counters every 6th poll (the agent's FABRIC_HW_COUNTERS_EVERY),
@@ -130,7 +133,7 @@ class Tree:
         return len(self.leaves) + len(self.spines) + 1 + h * self.hcas + r
 
 
-def fat_tree(hosts: int, hcas: int, switches: int, ports: int) -> Tree:
+def fat_tree(hosts: int, hcas: int, switches: int, ports: int, degraded_uplinks: bool = False) -> Tree:
     from collectors.mads import netfile
     from collectors.sim.cabling import SWITCH_OUI, Switch
     from tests.fabric.fabric_support import SweepBuilder
@@ -169,7 +172,7 @@ def fat_tree(hosts: int, hcas: int, switches: int, ports: int) -> Tree:
             spine = tree.spines[(k * up + j) % spines]
             builder.link(leaf, down + 1 + j, spine, spine_next[spine], 4, HDR)
             spine_next[spine] += 1
-    _supports_hdr(builder)
+    _supports_hdr(builder, 12 if degraded_uplinks else 4)
     tree.builder = builder
     return tree
 
@@ -178,14 +181,18 @@ def _names(prefix: str, count: int) -> list[str]:
     return [f"{prefix}{i:0{max(3, len(str(count)))}d}" for i in range(1, count + 1)]
 
 
-def _supports_hdr(builder) -> None:
-    """Every port supports up to HDR (SweepBuilder's ibsim-like ports stop at QDR), so 4X HDR is no slow link."""
+def _supports_hdr(builder, widest: int) -> None:
+    """Every port supports up to HDR (SweepBuilder's ibsim-like ports stop at QDR) and `widest` lanes. At 4X, as a
+    Quantum switch's and a ConnectX-6's ports, 4X HDR is no slow link: the fabric is healthy but for the errors
+    each poll brings. At 12X (--degraded-uplinks, SweepBuilder's widths), every switch-to-switch link is a width
+    downgrade that both its ends report: a critical event open on each of those switch ports (12,800 at full size),
+    each judged in full at every sweep."""
     from collectors.link import SPEEDS
 
     speeds = frozenset(s.name for s in SPEEDS[: [s.name for s in SPEEDS].index(HDR) + 1])
     for node in builder.nodes.values():
         for port in node.ports.values():
-            port.speed_supported = speeds
+            port.speed_supported, port.width_supported = speeds, frozenset(w for w in (1, 2, 4, 8, 12) if w <= widest)
 
 
 # -- host snapshots --------------------------------------------------------------------------------
@@ -849,6 +856,11 @@ def main() -> int:
     )
     parser.add_argument("--profile-to", type=Path, help="with --profile: keep the cProfile file there, for pstats")
     parser.add_argument("--keep", action="store_true", help="keep the databases (bench_scale_*)")
+    parser.add_argument(
+        "--degraded-uplinks",
+        action="store_true",
+        help="every switch-to-switch link a width downgrade (4X where both ends support 12X): a fabric in trouble",
+    )
     parser.add_argument("--db", default=os.environ.get("TEST_POSTGRES_URL"), help="PostgreSQL to create them on")
     args = parser.parse_args()
     if not args.db:
@@ -858,15 +870,16 @@ def main() -> int:
 
     started = time.perf_counter()
     print(f"{machine()}; load {load()}")
-    tree = fat_tree(args.hosts, args.hcas, args.switches, args.switch_ports)
+    tree = fat_tree(args.hosts, args.hcas, args.switches, args.switch_ports, args.degraded_uplinks)
     hosts = Hosts.of(tree)
     switches = Switches(tree, datetime.now(UTC))
     host_ports = hosts.ports
     print(
         f"fabric: {len(tree.hosts):,} hosts x {args.hcas} HCAs = {host_ports:,} host ports; {len(tree.leaves)} "
         f"leaves ({tree.down} host ports, {tree.up} uplinks) and {len(tree.spines)} spines of {args.switch_ports} "
-        f"ports = {tree.switch_ports:,} switch ports ({len(switches.cabled):,} cabled); made in "
-        f"{time.perf_counter() - started:.1f} s"
+        f"ports = {tree.switch_ports:,} switch ports ({len(switches.cabled):,} cabled); "
+        f"{'every switch-to-switch link degraded (4X, 12X supported)' if args.degraded_uplinks else 'no slow link'}; "
+        f"made in {time.perf_counter() - started:.1f} s"
     )
 
     os.environ.update(FABRIC_NODE_KEY_SECRET=SECRET, FABRIC_COLLECTORS=COLLECTOR, LOG_LEVEL="WARNING")
