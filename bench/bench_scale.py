@@ -182,17 +182,19 @@ def _names(prefix: str, count: int) -> list[str]:
 
 
 def _supports_hdr(builder, widest: int) -> None:
-    """Every port supports up to HDR (SweepBuilder's ibsim-like ports stop at QDR) and `widest` lanes. At 4X, as a
-    Quantum switch's and a ConnectX-6's ports, 4X HDR is no slow link: the fabric is healthy but for the errors
-    each poll brings. At 12X (--degraded-uplinks, SweepBuilder's widths), every switch-to-switch link is a width
-    downgrade that both its ends report: a critical event open on each of those switch ports (12,800 at full size),
-    each judged in full at every sweep."""
+    """Every port supports up to HDR (SweepBuilder's ibsim-like ports stop at QDR); an HCA's up to 4X (a
+    ConnectX-6), a switch's up to `widest` lanes. At 4X, as a Quantum switch's, 4X HDR is no slow link: the fabric
+    is healthy but for the errors each poll brings. At 12X (--degraded-uplinks), every switch-to-switch link is a
+    width downgrade: a critical event open on one end of each (12,800 at full size), loaded and stepped through
+    the events' lifecycle at every sweep; the links to hosts stay whole (4X both ends can)."""
     from collectors.link import SPEEDS
+    from collectors.mads.mad import NODE_TYPE_SWITCH
 
     speeds = frozenset(s.name for s in SPEEDS[: [s.name for s in SPEEDS].index(HDR) + 1])
     for node in builder.nodes.values():
+        lanes = widest if node.node_type == NODE_TYPE_SWITCH else 4
         for port in node.ports.values():
-            port.speed_supported, port.width_supported = speeds, frozenset(w for w in (1, 2, 4, 8, 12) if w <= widest)
+            port.speed_supported, port.width_supported = speeds, frozenset(w for w in (1, 2, 4, 8, 12) if w <= lanes)
 
 
 # -- host snapshots --------------------------------------------------------------------------------
