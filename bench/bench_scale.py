@@ -5,7 +5,16 @@ through Redis, by `manage.py ingest` with one consumer and with two (shards), po
     .venv/bin/python bench/bench_scale.py [--hosts 4000] [--hcas 8] [--switches 1000] [--switch-ports 64]
                                           [--polls 5] [--warm-polls 1] [--consumers 1 2] [--batch 100]
                                           [--sweep counters|full] [--profile] [--db URL]
+                                          [--degraded-uplinks] [--against DIR [--rounds R]]
     .venv/bin/python bench/bench_scale.py --hosts 400 --switches 100 --polls 3 --consumers 1   # 1/10: ~50 s
+    git worktree add /tmp/before HEAD~3        # the peer: another tree of the same migrations
+    .venv/bin/python bench/bench_scale.py --consumers 1 --against /tmp/before --rounds 2
+
+`--against DIR` runs, for each --consumers value, the consumers (and the rollup job) of the tree at DIR in
+turn with this tree's, R rounds alternated, on the same fabric, the same registered database and messages
+made the same way (by this tree's agent code), then prints each tree's headline figures run by run, against
+each other, with the ratio of the medians: the peer beside it in one invocation, as the machine drifts by a
+tenth within minutes.
 
 The fabric is made in memory, nothing is written to disk: `--hosts` hosts of `--hcas` one-port HCAs
 (ConnectX-6, 4X HDR: the simulator's, read once from one simulated node, collectors.sim, and copied with
@@ -438,17 +447,17 @@ class Watch:
 class Consumers:
     """N `manage.py ingest --shards N` processes on the run's database, their logs in scratch."""
 
-    def __init__(self, n: int, env: dict, scratch: Path, batch: int, profile: bool) -> None:
+    def __init__(self, n: int, env: dict, scratch: Path, batch: int, profile: bool, repo: Path = REPO) -> None:
         self.procs, self.logs, self.profile = [], [], None
         for i in range(n):
             cmd = [sys.executable]
             if profile and i == 0:
                 self.profile = scratch / "consumer.prof"
                 cmd += ["-m", "cProfile", "-o", str(self.profile)]
-            cmd += [str(REPO / "manage.py"), "ingest", "--shards", str(n), "--batch", str(batch)]
+            cmd += [str(repo / "manage.py"), "ingest", "--shards", str(n), "--batch", str(batch)]
             log = scratch / f"consumer{i}.log"
             with open(log, "wb") as out:
-                self.procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT))
+                self.procs.append(subprocess.Popen(cmd, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT))
             self.logs.append(log)
 
     def cpu(self) -> float:
@@ -549,11 +558,22 @@ class Schedule:
 
 
 def run(
-    n: int, args, tree: Tree, hosts: Hosts, switches: Switches, redis_port: int, template: str, scratch: Path
+    n: int,
+    args,
+    tree: Tree,
+    hosts: Hosts,
+    switches: Switches,
+    redis_port: int,
+    template: str,
+    scratch: Path,
+    repo: Path = REPO,
+    tag: str = "",
 ) -> dict:
+    """One run of `n` consumers of the tree at `repo` (this one, or --against's), its database and scratch
+    named by `n` and `tag`."""
     import redis
 
-    name = f"{template}_run{n}"
+    name = f"{template}_run{n}{tag}"
     copy_database(args.db, template, name)
     wire = Wire(redis_port, tree.hosts, n)
     env = {
@@ -563,8 +583,8 @@ def run(
         "FABRIC_INGEST_SHARDS": str(n),
         "LOG_LEVEL": "INFO",
     }
-    (scratch / f"run{n}").mkdir()
-    consumers = Consumers(n, env, scratch / f"run{n}", args.batch, args.profile)
+    (scratch / f"run{n}{tag}").mkdir()
+    consumers = Consumers(n, env, scratch / f"run{n}{tag}", args.batch, args.profile, repo)
     watch = Watch(db_url(args.db, name))
     try:
         schedule = Schedule(wire, hosts, switches, args.sweep)
@@ -580,7 +600,7 @@ def run(
         result["samples_stored"] = [watch.samples(p.when) + watch.samples(p.sweep_when) for p in polls]
         result["profile"] = None
         consumers.stop()
-        result["rollup"] = rollups(env, watch, polls[-1].when)
+        result["rollup"] = rollups(env, watch, polls[-1].when, repo)
         if consumers.profile and consumers.profile.exists():
             text = io.StringIO()
             stats = pstats.Stats(str(consumers.profile), stream=text)
@@ -671,7 +691,7 @@ ROLLUP_TABLES = {300: "telemetry_portrollup_300", 3600: "telemetry_portrollup_36
 DAY_BUCKETS = {300: 86400 // 300, 3600: 86400 // 3600}
 
 
-def rollups(env: dict, watch: Watch, last: datetime) -> dict:
+def rollups(env: dict, watch: Watch, last: datetime, repo: Path = REPO) -> dict:
     """Run the rollup job once over the polls stored (dated 2 h after the last: every bucket complete);
     rows, buckets and bytes added per period, WAL written, its wall time and CPU."""
 
@@ -683,8 +703,8 @@ def rollups(env: dict, watch: Watch, last: datetime) -> dict:
     rolled = watch.samples()
     code = ROLLUP_JOB % ((last + timedelta(hours=2)).isoformat(), ROLLUP_MARK)
     proc = subprocess.run(
-        [sys.executable, str(REPO / "manage.py"), "shell", "-c", code],
-        cwd=REPO,
+        [sys.executable, str(repo / "manage.py"), "shell", "-c", code],
+        cwd=repo,
         env=env,
         capture_output=True,
         text=True,
@@ -751,7 +771,8 @@ def register(hosts: Hosts, switches: Switches) -> dict:
 
 
 # -- report ----------------------------------------------------------------------------------------
-def report(n: int, result: dict, host_ports: int, switch_ports: int) -> None:
+def report(n: int, result: dict, host_ports: int, switch_ports: int) -> dict:
+    """Print a run's figures; its headline ones (medians of the timed polls, CPU over them) for --against."""
     timed = result["polls"]
     lag = [p.done - p.pushed for p in timed]
     host_lag = [p.hosts_done - p.pushed for p in timed]
@@ -808,6 +829,40 @@ def report(n: int, result: dict, host_ports: int, switch_ports: int) -> None:
         print(f"  consumer warnings/errors: {len(result['warnings'])}, the first: {result['warnings'][0][:300]}")
     if result["profile"]:
         print(result["profile"])
+    return {"lag": statistics.median(lag), "busy": statistics.median(rates), "cpu": cpu, "pg_cpu": pg_cpu}
+
+
+def same_schema(peer: Path) -> str | None:
+    """Why the tree at `peer` cannot run on this tree's databases (its migrations differ), or None."""
+
+    def migrations(root: Path) -> dict[str, bytes]:
+        return {str(f.relative_to(root)): f.read_bytes() for f in sorted(root.glob("fabricweb/*/migrations/0*.py"))}
+
+    ours, theirs = migrations(REPO), migrations(peer)
+    if not theirs:
+        return f"{peer} holds no fabricweb migrations: not a checkout of this project"
+    differ = sorted(name for name in ours.keys() | theirs.keys() if ours.get(name) != theirs.get(name))
+    return f"its migrations differ from this tree's ({', '.join(differ[:5])})" if differ else None
+
+
+def report_against(n: int, ours: list[dict], theirs: list[dict], peer: Path) -> None:
+    """This tree's runs beside --against's, run by run and their medians, with the ratios."""
+
+    def figures(runs: list[dict], key: str, fmt: str) -> str:
+        return " / ".join(fmt.format(r[key]) for r in runs)
+
+    def ratio(key: str) -> str:
+        mine, peers = statistics.median(r[key] for r in ours), statistics.median(r[key] for r in theirs)
+        return f"{mine / peers:.2f}x" if peers else "-"
+
+    print(f"{n} consumer(s), this tree against {peer}, run by run (alternated):")
+    for key, what, fmt in (
+        ("busy", "port-samples/s while busy (median of a run's polls)", "{:,.0f}"),
+        ("lag", "lag, push to stored (s, median)", "{:.2f}"),
+        ("cpu", "consumer CPU per port-sample (µs)", "{:.1f}"),
+        ("pg_cpu", "PostgreSQL backends' CPU per port-sample (µs)", "{:.1f}"),
+    ):
+        print(f"  {what}: {figures(ours, key, fmt)} against {figures(theirs, key, fmt)}; ratio {ratio(key)}")
 
 
 def report_rollups(r: dict, ports: int) -> None:
@@ -859,6 +914,13 @@ def main() -> int:
     parser.add_argument("--profile-to", type=Path, help="with --profile: keep the cProfile file there, for pstats")
     parser.add_argument("--keep", action="store_true", help="keep the databases (bench_scale_*)")
     parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of another tree (a git worktree): its consumers run in turn with this tree's, on the same "
+        "fabric and the same messages, and each figure is printed beside this tree's with the ratio",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with --against: runs of each tree, alternated")
+    parser.add_argument(
         "--degraded-uplinks",
         action="store_true",
         help="every switch-to-switch link a width downgrade (4X where both ends support 12X): a fabric in trouble",
@@ -869,6 +931,12 @@ def main() -> int:
         sys.exit('TEST_POSTGRES_URL is not set: eval "$(scripts/test-services start)"')
     if args.warm_polls < 1:
         sys.exit("--warm-polls must be 1 or more (the consumers' start and shares are not timed)")
+    if args.against is not None:
+        why = same_schema(args.against)
+        if why:
+            sys.exit(f"--against {args.against}: {why}; the databases are this tree's")
+    if args.rounds < 1:
+        sys.exit("--rounds must be 1 or more")
 
     started = time.perf_counter()
     print(f"{machine()}; load {load()}")
@@ -897,15 +965,26 @@ def main() -> int:
                 f"the first full sweep ({reg['switch_samples']:,} switch port-samples) in {reg['sweep_s']:.1f} s"
             )
             time.sleep(1.0)
+            trees = [("this tree", REPO, "")]
+            if args.against is not None:
+                trees.append((f"--against {args.against}", args.against.resolve(), "_against"))
+            # (with --keep one round: a database a run, a second round's would replace the first's)
+            rounds = args.rounds if args.against is not None and not args.keep else 1
             for n in args.consumers:
-                t = time.perf_counter()
-                print(
-                    f"run with {n} consumer(s), {args.warm_polls} + {args.polls} polls at {POLL_S:g} s, load {load()}",
-                    flush=True,
-                )
-                result = run(n, args, tree, hosts, switches, redis_port, template, Path(scratch))
-                report(n, result, host_ports, tree.switch_ports)
-                print(f"  run took {time.perf_counter() - t:.0f} s; load {load()}", flush=True)
+                headlines: dict[str, list[dict]] = {tag: [] for _, _, tag in trees}
+                for _ in range(rounds):
+                    for what, repo, tag in trees:
+                        t = time.perf_counter()
+                        print(
+                            f"run with {n} consumer(s) of {what}, {args.warm_polls} + {args.polls} polls at "
+                            f"{POLL_S:g} s, load {load()}",
+                            flush=True,
+                        )
+                        result = run(n, args, tree, hosts, switches, redis_port, template, Path(scratch), repo, tag)
+                        headlines[tag].append(report(n, result, host_ports, tree.switch_ports))
+                        print(f"  run took {time.perf_counter() - t:.0f} s; load {load()}", flush=True)
+                if args.against is not None:
+                    report_against(n, headlines[""], headlines["_against"], args.against)
     finally:
         drop_database(args.db, template)
         redis_server.stop()
