@@ -583,7 +583,7 @@ def run(
         "FABRIC_INGEST_SHARDS": str(n),
         "LOG_LEVEL": "INFO",
     }
-    (scratch / f"run{n}{tag}").mkdir()
+    (scratch / f"run{n}{tag}").mkdir(exist_ok=True)  # (the next round of --against writes over its logs)
     consumers = Consumers(n, env, scratch / f"run{n}{tag}", args.batch, args.profile, repo)
     watch = Watch(db_url(args.db, name))
     try:
