@@ -4,9 +4,9 @@ A device's type, GUIDs and model (node_type, node_guid, sys_image_guid, hca_type
 SR-IOV link, its PCI address and maximum link, its ports, each port's link layer and, on an InfiniBand port,
 its port GUID (the GUID half of gids/0, burnt in; a RoCE port's gids/0 follows its netdev's MAC, so it is
 read at every poll), and the names of their counter files are set when the kernel registers it, and change
-only with a new registration: a new `ports/` directory, whose inode (or,
-on a disk's tree, time of change) differs, as does that of a ports/ a port was added to or removed from. So
-the agent reads them once a registration and stats the device's ports/ at each poll (one call) to tell.
+only with a new registration: a new `ports/` directory, whose inode (or, on a disk's tree, time of change)
+differs, as does that of a ports/ a port was added to or removed from. So the agent reads them once a
+registration and stats the device's ports/ at each poll (one call) to tell.
 Read at every poll still: fw_ver (a live firmware activation changes it in place), node_desc and the PCI
 function's numa_node (root may write them), its current link speed and width, and every port's files,
 state, rate, LIDs, capability mask, counters and network interfaces.

@@ -33,8 +33,6 @@ MAX_SNAPSHOT_CHARS = 4 * 1024 * 1024
 # A fabric snapshot is ~200 bytes per port in the fabric: 64 MiB is some 300,000 ports, past the caps of
 # fabricweb/fabric/schema.py, so a real one always fits and a hostile one is refused before it is hashed.
 MAX_FABRIC_CHARS = 64 * 1024 * 1024
-# hmac.digest's one call (OpenSSL's one-shot HMAC) where hmac.new built an object per message: the same bytes.
-_SHA256 = "sha256"
 
 
 class NotAuthenticated(ValueError):
@@ -43,16 +41,17 @@ class NotAuthenticated(ValueError):
 
 def node_key(secret: str, node: str) -> str:
     """The key of `node` (hex), from the site's secret."""
-    return hmac.digest(secret.encode(), KEY_CONTEXT + node.encode(), _SHA256).hex()
+    return hmac.digest(secret.encode(), KEY_CONTEXT + node.encode(), "sha256").hex()
 
 
 def collector_key(secret: str, collector: str) -> str:
     """The key of fabric collector `collector` (hex), from the site's secret."""
-    return hmac.digest(secret.encode(), COLLECTOR_KEY_CONTEXT + collector.encode(), _SHA256).hex()
+    return hmac.digest(secret.encode(), COLLECTOR_KEY_CONTEXT + collector.encode(), "sha256").hex()
 
 
 def sign(key: str, node: str, text: str) -> str:
-    return hmac.digest(bytes.fromhex(key), node.encode() + b"\n" + text.encode(), _SHA256).hex()
+    # (hmac.digest: OpenSSL's one-shot HMAC, not an HMAC object per message; the same bytes)
+    return hmac.digest(bytes.fromhex(key), node.encode() + b"\n" + text.encode(), "sha256").hex()
 
 
 @dataclass(frozen=True)
