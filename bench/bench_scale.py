@@ -461,7 +461,10 @@ class Consumers:
             self.logs.append(log)
 
     def cpu(self) -> float:
-        return sum(cpu_s(p.pid) for p in self.procs)
+        return sum(self.cpus())
+
+    def cpus(self) -> list[float]:
+        return [cpu_s(p.pid) for p in self.procs]
 
     def hwm_mb(self) -> list[float]:
         return [proc_kb("VmHWM", p.pid) / 1024 for p in self.procs]
@@ -510,6 +513,7 @@ class Poll:
     sweep_done: float | None = None
     sizes: dict | None = None
     cpu: float = 0.0  # consumers' CPU s at its end
+    cpus: list[float] | None = None  # ... each consumer's
     pg_cpu: float = 0.0
 
     @property
@@ -597,7 +601,9 @@ def run(
         result["hwm_mb"] = consumers.hwm_mb()
         result["warnings"] = consumers.warnings()
         result["bytes"] = message_sizes(polls[0].messages, hosts.ports // len(tree.hosts), tree.switch_ports)
-        result["samples_stored"] = [watch.samples(p.when) + watch.samples(p.sweep_when) for p in polls]
+        hosts_stored = result["host_samples"] = [watch.samples(p.when) for p in polls]
+        sweeps_stored = result["switch_samples"] = [watch.samples(p.sweep_when) for p in polls]
+        result["samples_stored"] = [h + w for h, w in zip(hosts_stored, sweeps_stored, strict=True)]
         result["profile"] = None
         consumers.stop()
         result["rollup"] = rollups(env, watch, polls[-1].when, repo)
@@ -630,7 +636,8 @@ def drive(polls: list[Poll], client, watch: Watch, consumers: Consumers, n_hosts
         if todo and time.time() >= todo[0].when.timestamp():
             poll = todo.pop(0)
             if before is None:
-                before = {"sizes": watch.sizes(), "cpu": consumers.cpu(), "pg_cpu": backends.total()}
+                cpus = consumers.cpus()
+                before = {"sizes": watch.sizes(), "cpu": sum(cpus), "cpus": cpus, "pg_cpu": backends.total()}
             poll.pushed = time.time()
             push(client, poll.messages)
             pending.append(poll)
@@ -641,7 +648,8 @@ def drive(polls: list[Poll], client, watch: Watch, consumers: Consumers, n_hosts
             if poll.sweep_done is None and watch.sweep_stored(poll.sweep_when):
                 poll.sweep_done = time.time()
             if poll.done is not None:
-                poll.sizes, poll.cpu, poll.pg_cpu = watch.sizes(), consumers.cpu(), backends.total()
+                poll.sizes, poll.cpus, poll.pg_cpu = watch.sizes(), consumers.cpus(), backends.total()
+                poll.cpu = sum(poll.cpus)
                 pending.remove(poll)
         consumers.check()
         if pending and time.time() - pending[0].pushed > 600:
@@ -811,6 +819,13 @@ def report(n: int, result: dict, host_ports: int, switch_ports: int) -> dict:
         f"{switch_ports:,} switch)"
     )
     print(f"  CPU per port-sample: consumers {cpu:.1f} µs, their PostgreSQL backends {pg_cpu:.1f} µs")
+    kinds = per_kind(result)
+    if kinds is not None:
+        print(
+            f"  CPU per port-sample by kind (the sweeps' consumer apart from the hosts'): a host port-sample "
+            f"{kinds['host']:.1f} µs, a switch port-sample {kinds['switch']:.1f} µs (host / switch "
+            f"{kinds['host'] / kinds['switch']:.2f}x)"
+        )
     print(f"  consumer peak RSS (VmHWM): {', '.join(f'{m:.0f} MB' for m in result['hwm_mb'])}")
     mb, polls = 1024 * 1024, len(timed)
     for key, what in (("samples", "samples tables"), ("database", "database"), ("wal", "WAL written")):
@@ -829,7 +844,25 @@ def report(n: int, result: dict, host_ports: int, switch_ports: int) -> dict:
         print(f"  consumer warnings/errors: {len(result['warnings'])}, the first: {result['warnings'][0][:300]}")
     if result["profile"]:
         print(result["profile"])
-    return {"lag": statistics.median(lag), "busy": statistics.median(rates), "cpu": cpu, "pg_cpu": pg_cpu}
+    headline = {"lag": statistics.median(lag), "busy": statistics.median(rates), "cpu": cpu, "pg_cpu": pg_cpu}
+    return headline | ({"host_cpu": kinds["host"], "switch_cpu": kinds["switch"]} if kinds else {})
+
+
+def per_kind(result: dict) -> dict | None:
+    """CPU µs per host port-sample and per switch port-sample over the timed polls, where the consumers split by
+    kind: one read the sweeps alone, the others only snapshot queues (several consumers with the sweeps apart,
+    FABRIC_COLLECTORS set); None otherwise."""
+    holds = result["holds"]
+    sweepers = [i for i, h in enumerate(holds) if h == "sweeps"]
+    if len(sweepers) != 1 or any("sweeps" in h or h == "?" for i, h in enumerate(holds) if i not in sweepers):
+        return None
+    before, last = result["before"]["cpus"], result["polls"][-1].cpus
+    spent = [b - a for a, b in zip(before, last, strict=True)]
+    switch = spent[sweepers[0]]
+    return {
+        "host": (sum(spent) - switch) / sum(result["host_samples"]) * 1e6,
+        "switch": switch / sum(result["switch_samples"]) * 1e6,
+    }
 
 
 def same_schema(peer: Path) -> str | None:
@@ -860,9 +893,12 @@ def report_against(n: int, ours: list[dict], theirs: list[dict], peer: Path) -> 
         ("busy", "port-samples/s while busy (median of a run's polls)", "{:,.0f}"),
         ("lag", "lag, push to stored (s, median)", "{:.2f}"),
         ("cpu", "consumer CPU per port-sample (µs)", "{:.1f}"),
+        ("host_cpu", "... per host port-sample, the hosts' consumers (µs)", "{:.1f}"),
+        ("switch_cpu", "... per switch port-sample, the sweeps' consumer (µs)", "{:.1f}"),
         ("pg_cpu", "PostgreSQL backends' CPU per port-sample (µs)", "{:.1f}"),
     ):
-        print(f"  {what}: {figures(ours, key, fmt)} against {figures(theirs, key, fmt)}; ratio {ratio(key)}")
+        if all(key in r for r in (*ours, *theirs)):  # (by kind only where the consumers split by kind)
+            print(f"  {what}: {figures(ours, key, fmt)} against {figures(theirs, key, fmt)}; ratio {ratio(key)}")
 
 
 def report_rollups(r: dict, ports: int) -> None:
