@@ -90,8 +90,22 @@ def device_inputs(device, norms: Norms) -> tuple:
         device.pci_current_width,
         device.pci_max_gts,
         device.pci_max_width,
-        path_key(device.pcie_path, device.node.gpus is not None),  # the bridges above it (rules/pciepath.py)
+        _path_key(device),  # the bridges above it (rules/pciepath.py)
     )
+
+
+def _path_key(device) -> tuple | None:
+    """path_key of the device's pcie_path, kept on the row with the path object it was worked out from: ingest gives
+    a device a new pcie_path object when its path changes (never edits one in place), so while the row holds the
+    same object, and its node's GPUs stay known or unknown, the key is the same. An 8-HCA host's eight paths of
+    four bridges cost ~1.5 µs each to key again at every poll."""
+    path, known = device.pcie_path, device.node.gpus is not None
+    kept = device.__dict__.get("_path_key")
+    if kept is not None and kept[0] is path and kept[1] is known:
+        return kept[2]
+    key = path_key(path, known)
+    device.__dict__["_path_key"] = (path, known, key)
+    return key
 
 
 def raw_inputs(obs: PortObservation, node: str, norms: Norms, device: tuple | None = None) -> tuple | None:
