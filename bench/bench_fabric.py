@@ -27,10 +27,12 @@ Everything the bench starts is stopped at the end, whatever happens; nothing is 
 4. The snapshots' size: the JSON text as signed and sent (nodeauth.signed_kwargs), and as Redis holds the
    message (the fabric agent's own Celery app and FabricAgent.deliver, to a private redis-server).
 5. In a child process on a throwaway PostgreSQL database (created, migrated with Django's migrate,
-   dropped): (a) reading, JSON decode (json.loads, as a signed message's text is read) and validation,
-   of the sweeps (parse_fabric) and of the same hosts' snapshots (parse_snapshot); (b) storing,
-   ingest_fabric per switch port against ingest_batch (100 snapshots a transaction, as the consumer's
-   batches) per host port-sample, in steady state: the first round (which creates everything) and
+   dropped): (a) reading, as the ingest consumer reads a signed message's text (jsonread.json_text_loads) and
+   checks it: the sweeps (parse_fabric) and the same hosts' snapshots in their wire form after an agent's first
+   poll (each device's attributes as last sent), typed by the wire's quick path (quickwire.parse_wire), as
+   the consumer types them; (b) storing, ingest_fabric per switch port (its parse_fabric included) against
+   ingest_batch of the typed snapshots (100 a transaction, as the consumer's batches) per host port-sample,
+   in steady state: the first round (which creates everything) and
    --warm rounds untimed, then --runs rounds alternating host polls and sweeps. The hosts' counters
    move as collectors.sim moves them (two real polls, then each step again, as bench_ingest.py's
    --warm does); ibsim's counters do not move, so each cabled switch port's traffic counters are
@@ -449,9 +451,16 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
             agent.deliver(json.loads((scratch / f"{mode}.json").read_text()))
             out[mode] = len(client.lindex(queue, 0))
             client.delete(queue)
-        # As the node agent's Agent.deliver sends a signed snapshot: its wire form, and beside it (the peer) the
-        # snapshot with named counters agents sent before it.
-        for form, encode in (("host", wire.encode), ("host_named", lambda snap: snap)):
+        # As the node agent's Agent.deliver sends a signed snapshot: its wire form, full (an agent's first poll, and
+        # one every wire.FULL_EVERY) and between (each device's attributes as last sent), and beside them (the
+        # peer) the snapshot with named counters agents sent before it.
+        between = wire.Encoder()
+
+        def after_first(snap: dict) -> dict:
+            between.encode(snap)
+            return between.encode(snap)
+
+        for form, encode in (("host", wire.encode), ("host_between", after_first), ("host_named", lambda snap: snap)):
             sizes = []
             for text in host_texts[:20]:
                 snap = json.loads(text)
@@ -604,6 +613,8 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     from fabricweb.fabric.ingest import ingest_fabric
     from fabricweb.fabric.schema import parse_fabric
     from fabricweb.telemetry.ingest import ingest_batch
+    from fabricweb.telemetry.intake.jsonread import json_text_loads
+    from fabricweb.telemetry.validation.quickwire import parse_wire
     from fabricweb.telemetry.validation.schema import parse_snapshot
 
     heap.settle()  # as `manage.py ingest` does
@@ -613,15 +624,30 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     others = []
     texts = {m: (scratch / f"{m}.json").read_text() for m in ("full", "counters")}
     polls = json.loads((scratch / "hosts.json").read_text())
-    # As sent: the wire form (collectors/wire.py), read back into the snapshot before it is checked.
-    host_texts = [json.dumps(wire.encode(s), separators=(",", ":"), allow_nan=False) for s in polls[1]]
+    # As an agent sends a poll after its first: the wire form (collectors/wire.py), each device's attributes as
+    # last sent (its Encoder sent them at the poll before). Read as the consumer reads a signed snapshot's text
+    # (jsonread) and types it (the wire's quick path, validation/quickwire.py).
+    encoder = wire.Encoder()
+    for snap in polls[0]:
+        encoder.encode(snap)
+    host_texts = [json.dumps(encoder.encode(s), separators=(",", ":"), allow_nan=False) for s in polls[1]]
+    long_way = {"reading": 0, "storing": 0}  # snapshots the quick path left to ingest's worded checks
+
+    def typed(data: dict, now: datetime, step: str):
+        snap = parse_wire(data, now)
+        if snap is None:
+            long_way[step] += 1
+            return parse_snapshot(wire.decode(data), now)
+        return snap
+
     out: dict = {"hwm_start_kb": proc_kb("VmHWM")}
 
     # (a) reading: decode + validate, per port, alternately.
     fabric_now = {m: datetime.fromisoformat(json.loads(t)["collected_at"]) + PROMPT for m, t in texts.items()}
     host_now = datetime.fromisoformat(polls[1][0]["collected_at"]) + PROMPT
-    parse_snapshot(wire.decode(json.loads(host_texts[0])), host_now)  # the worded checks learn the names once
-    parse_fabric(json.loads(texts["full"]), fabric_now["full"])
+    for snap in polls[0]:  # the worded checks learn each name once, as a consumer's first polls teach them
+        parse_snapshot(wire.decode(wire.encode(snap)), host_now)
+    parse_fabric(json_text_loads(texts["full"]), fabric_now["full"])
     reading = {k: [] for k in ("host", "full", "counters")}
 
     def read_hosts() -> None:
@@ -629,9 +655,9 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
         ports = 0
         for text in host_texts:
             t0 = time.perf_counter()
-            data = wire.decode(json.loads(text))
+            data = json_text_loads(text)
             t1 = time.perf_counter()
-            snap = parse_snapshot(data, host_now)
+            snap = typed(data, host_now, "reading")
             validate += time.perf_counter() - t1
             decode += t1 - t0
             ports += sum(len(d.ports) for d in snap.devices)
@@ -639,7 +665,7 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
 
     def read_fabric(mode: str) -> None:
         t0 = time.perf_counter()
-        data = json.loads(texts[mode])
+        data = json_text_loads(texts[mode])
         t1 = time.perf_counter()
         fabric = parse_fabric(data, fabric_now[mode])
         t2 = time.perf_counter()
@@ -663,12 +689,14 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     storing = {k: [] for k in ("host", "full", "counters")}
     hwm = {k: [] for k in ("host", "full", "counters")}
     grew = {k: [] for k in ("host", "full", "counters")}  # peak RSS during the step over RSS before it
+    sender = wire.Encoder()  # the hosts' agents': a device's attributes sent when they change (or every FULL_EVERY)
 
     def store_hosts(timed: bool) -> tuple[float, int]:
         k = clock["host"]
         clock["host"] += 1
         when = T0 + k * STEP
-        snaps = hosts.poll(k, when)
+        # Typed as the consumer types them before a batch (reading, above): storing is ingest_batch's alone.
+        snaps = [typed(sender.encode(snap), when + PROMPT, "storing") for snap in hosts.poll(k, when)]
         reset_hwm()
         rss = proc_kb("VmRSS")
         start, samples = time.perf_counter(), 0
@@ -724,6 +752,7 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
                 step()
             others.append(busy.cpus)
     out["others"] = others
+    out["long_way"] = long_way
     out["storing"] = storing
     out["hwm_kb"] = hwm
     out["grew_kb"] = grew
@@ -873,7 +902,8 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
             print(line)
         if isinstance(sizes, dict):
             print(
-                f"  a host snapshot (one port) in Redis, signed: {sizes['host']:,.0f} B per port in its wire form,"
+                f"  a host snapshot (one port) in Redis, signed: {sizes['host']:,.0f} B per port in its wire form"
+                f" ({sizes['host_between']:,.0f} B between full polls, its device's attributes as last sent),"
                 f" {sizes['host_named']:,.0f} B with named counters"
                 f" (before it; {sizes['host_named'] / sizes['host']:.2f}x)"
             )
@@ -886,17 +916,20 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
             f"load {ingest['load_before']} before, {ingest['load_after']} after):"
         )
         r = ingest["reading"]
-        print(f"  {'(a) reading':<44}{'decode':<24}{'validate':<24}both")
+        print(f"  {'(a) reading, as the consumer reads':<44}{'decode':<24}{'validate':<24}both")
         for label, key in (
-            (f"host port ({hp} hosts of 1 port)", "host"),
+            (f"host port ({hp} hosts of 1 port, wire form)", "host"),
             (f"switch port, full sweep ({ingest['read_full_ports']:,})", "full"),
             (f"switch port, counters-only ({ingest['read_counters_ports']:,})", "counters"),
         ):
             d, v, both = [x[0] for x in r[key]], [x[1] for x in r[key]], [a + b for a, b in r[key]]
             print(f"  {label:<44}{spread(d, '{:.1f}'):<24}{spread(v, '{:.1f}'):<24}{spread(both, '{:.1f}')}")
         s = ingest["storing"]
+        long_way = ingest["long_way"]
+        if any(long_way.values()):
+            print(f"  host snapshots the wire's quick path left to the worded checks: {long_way}")
         print(f"  (b) storing, after the first round and {args.warm} more untimed:")
-        print(f"  {'host port-sample (ingest_batch, 100 a call)':<44}{spread(s['host'], '{:.1f}')}")
+        print(f"  {'host port-sample (ingest_batch, typed, 100 a call)':<44}{spread(s['host'], '{:.1f}')}")
         print(
             f"  {'switch port, full sweep (ingest_fabric)':<44}{spread(s['full'], '{:.1f}'):<24}"
             f"({ingest['store_full_ports']:,} ports, {ingest['store_full_samples']:,} samples a sweep)"
