@@ -3,6 +3,7 @@ and what ingesting its sweeps costs per switch port against a host port.
 
     source /tmp/testenv.sh     # or: eval "$(scripts/test-services start)"   (TEST_POSTGRES_URL)
     .venv/bin/python bench/bench_fabric.py [--runs 5] [--warm 10] [--db URL] [--no-ingest] [--keep]
+                                           [--against DIR [--rounds R]]
 
 The fabric: `python -m collectors simulate --out DIR --nodes 471 --ports 1 --hcas 1 --fabric
 --switch-ports 40 --leaves 170 --spines 86 --once` in a scratch directory under /tmp: 256 switches of 40
@@ -38,6 +39,9 @@ Everything the bench starts is stopped at the end, whatever happens; nothing is 
    --warm does); ibsim's counters do not move, so each cabled switch port's traffic counters are
    moved by a fixed random step per sweep, so that neither side's samples are all zero deltas.
    Peak RSS of each store step: VmHWM after resetting it (/proc/self/clear_refs) before the step.
+   `--against DIR` runs step 5 again with another checkout's fabricweb and collectors (a git worktree of the
+   tree before) on the same fabric, snapshots and steps, R rounds of one child each, alternated, and prints
+   each figure of both with the ratio of their medians.
 """
 
 from __future__ import annotations
@@ -62,6 +66,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+# The ingest child of --against: that checkout's fabricweb and collectors, this bench's steps.
+CODE_ENV = "BENCH_FABRIC_CODE"
+if os.environ.get(CODE_ENV):
+    sys.path.insert(0, os.environ[CODE_ENV])
 
 from harness import running_redis, stop, wait_for  # noqa: E402
 
@@ -760,11 +768,13 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     return out
 
 
-def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str) -> dict:
+def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str, code: Path = REPO) -> dict:
+    """Step 5 in a child process, with the fabricweb and collectors of the checkout at `code`."""
     before = load()
+    env = {**os.environ, CODE_ENV: str(code)} if code != REPO else None
     done = subprocess.run(
         [sys.executable, __file__, "--ingest", str(scratch), "--runs", str(runs), "--warm", str(warm), "--db", db_url],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        capture_output=True, text=True, cwd=code, env=env, check=False,
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith(PREFIX)]
     if done.returncode != 0 or not lines:
@@ -773,6 +783,27 @@ def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str) -> dict:
 
 
 # -- report --------------------------------------------------------------------------------------
+def report_against(ours: list[dict], theirs: list[dict], peer: Path) -> None:
+    """Step 5's figures of this tree beside --against's, child by child (alternated), with the ratio of the medians
+    of all their runs."""
+
+    def figures(children: list[dict], step: str, kind: str) -> list[float]:
+        return [sum(x) if step == "reading" else x for c in children for x in c[step][kind]]
+
+    print(f"\ningest, this tree against {peer} ({len(ours)} child(ren) of each, alternated), µs per port:")
+    for step, kind, what in (
+        ("reading", "host", "reading a host port"),
+        ("reading", "full", "reading a switch port, full sweep"),
+        ("reading", "counters", "reading a switch port, counters-only"),
+        ("storing", "host", "storing a host port-sample"),
+        ("storing", "full", "storing a switch port, full sweep"),
+        ("storing", "counters", "storing a switch port, counters-only"),
+    ):
+        mine, peers = figures(ours, step, kind), figures(theirs, step, kind)
+        ratio = statistics.median(mine) / statistics.median(peers)
+        print(f"  {what:<40}{spread(mine, '{:.1f}'):<24} against {spread(peers, '{:.1f}'):<24} ratio {ratio:.2f}x")
+
+
 def per_port(sweeps: dict) -> None:
     """What a channel adapter's counters cost per port, against a switch port's: a switch port's is its
     counters-only poll over its ports (wall and CPU seconds, MADs, bytes as sent); a CA port's, what reading every
@@ -977,6 +1008,12 @@ def main() -> int:
         action="store_true",
         help="also sweep from a second collector process with Python's default GC settings, alternately",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of another tree (a git worktree): step 5 (ingest) run with its code too, alternated",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="with --against: ingest children of each tree")
     parser.add_argument("--sweeper", help=argparse.SUPPRESS)
     parser.add_argument("--settle-gc", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--ingest", help=argparse.SUPPRESS)
@@ -1009,9 +1046,17 @@ def main() -> int:
             sizes = redis_sizes(scratch, host_texts)
         except Exception as e:  # sizes in Redis are a side figure
             sizes = f"{type(e).__name__}: {e}"
+        peer: list[dict] = []
         if not args.no_ingest:
-            ingest = measure_ingest(scratch, args.runs, args.warm, args.db)
+            ours: list[dict] = []
+            for r in range(args.rounds if args.against else 1):
+                sides = [(ours, REPO), (peer, args.against)] if args.against else [(ours, REPO)]
+                for results, code in sides if r % 2 == 0 else sides[::-1]:
+                    results.append(measure_ingest(scratch, args.runs, args.warm, args.db, code))
+            ingest = ours[0] | {"rounds": ours}
         report(sim, sweeps, sizes, ingest, args)
+        if peer:
+            report_against(ingest["rounds"], peer, args.against)
         print(f"\n(in {time.monotonic() - started:.0f} s)")
     finally:
         sim.stop()
