@@ -1,5 +1,5 @@
 """Covers fabricweb/health/records/actions.py, fabricweb/telemetry/history/samples.py, fabricweb/telemetry/ingest.py,
-fabricweb/telemetry/signals.py, fabricweb/telemetry/storage/rowcache.py.
+fabricweb/telemetry/intake/spend.py, fabricweb/telemetry/signals.py, fabricweb/telemetry/storage/rowcache.py.
 
 Ingest reuses a node's rows between batches only while nobody else wrote them (telemetry/storage/rowcache.py).
 
@@ -16,6 +16,7 @@ from fabricweb.health.records.actions import accept_baseline, undo_baseline
 from fabricweb.inventory.models import Node, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
+from fabricweb.telemetry.intake.spend import NodeSpend, OverBudget
 from fabricweb.telemetry.signals import snapshots_ingested
 from fabricweb.telemetry.storage import rowcache
 from tests.telemetry.telemetry_support import PROCFS, T0, later, snapshot
@@ -160,3 +161,20 @@ def test_undoing_a_baseline_is_not_undone_by_the_next_poll(each_db, fresh_cache)
     assert (port.best_speed, port.best_lanes) == ("EDR", 4)
     assert port.expected_lanes == 4 and port.degraded
     assert fresh_cache.misses == 4  # the first poll, and after each write outside ingest: the edit, accept, undo
+
+
+def test_a_nodes_refusal_history_survives_its_next_stored_poll(each_db, fresh_cache):
+    """The consumer counts a flooding node's refused messages on its row (intake/spend.py) while ingest holds the
+    node's row in memory: the next poll it stores clears the reason and keeps the count and the time."""
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    spend = NodeSpend(1)
+    with pytest.raises(OverBudget):
+        spend.admit("cn001", 100)
+    spend.write()
+    refused = Node.objects.get(name="cn001")
+    assert refused.refused_snapshots == 1 and refused.refused_reason.startswith("sent more than its 1 bytes")
+
+    ingest_snapshot(later(first, 10, STEP))
+    node = Node.objects.get(name="cn001")
+    assert (node.refused_snapshots, node.refused_at, node.refused_reason) == (1, refused.refused_at, "")

@@ -79,12 +79,15 @@ class NodeSpend:
 
     def write(self) -> None:
         """Add the refusals counted so far to their nodes' rows, with the reason (after the consumer stored its
-        batch: a node new in that batch has its row by then). A node not stored yet keeps its count for later."""
+        batch: a node new in that batch has its row by then). A node not stored yet keeps its count for later.
+        Each row's ingest token is cleared with it: the ingest process holding the node's row (rowcache.py) reads
+        it afresh at its next poll, whose write would otherwise put back the count and time it held."""
         for node, count in list(self._unwritten.items()):
             written = Node.objects.filter(name=node, kind=self.kind).update(
                 refused_reason=self._reason(node),
                 refused_at=timezone.now(),
                 refused_snapshots=F("refused_snapshots") + count,
+                ingest_token=None,
             )
             if written:
                 del self._unwritten[node]

@@ -7,7 +7,8 @@ provided nobody else wrote them since. That is what `Node.ingest_token` tells:
 
 - ingest writes a new random token with every node it stores (store.write);
 - any other write of a node's devices or ports through the ORM (the admin, accept
-  baseline, a delete) clears the token (`on_row_changed`, connected in TelemetryConfig);
+  baseline, a delete) clears the token (`on_row_changed`, connected in TelemetryConfig), and so does
+  a write of the node row's fields ingest writes back (intake/spend.py's count of refused messages);
 - ingest takes the node row's lock before anything else (store.load_nodes), so the
   token it reads cannot change under it; rows are reused only when the token read
   there is the one this process wrote last.
