@@ -6,6 +6,8 @@ PMA counters do not wrap; they stop at all-ones for their width until reset
 
 from __future__ import annotations
 
+from functools import cache
+
 # Bits of each counter in the non-extended PortCounters attribute.
 PMA_WIDTH_BITS: dict[str, int] = {
     "symbol_error": 16,
@@ -45,3 +47,10 @@ def is_capped(name: str, raw: int) -> bool:
 def to_base_units(name: str, raw: int) -> int:
     """Bytes for data counters (the PMA counts 4-octet words), the raw value otherwise."""
     return raw * 4 if name in DATA_COUNTERS else raw
+
+
+@cache
+def facts(name: str) -> tuple[int, int]:
+    """(the raw value at which counter `name` stops: is_capped's, what a raw value is multiplied by to base units:
+    to_base_units'), looked up once a counter file: an agent reads ~100 at every poll."""
+    return (1 << width_bits(name)) - 1, 4 if name in DATA_COUNTERS else 1
