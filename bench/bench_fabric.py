@@ -791,17 +791,12 @@ def report_against(ours: list[dict], theirs: list[dict], peer: Path) -> None:
         return [sum(x) if step == "reading" else x for c in children for x in c[step][kind]]
 
     print(f"\ningest, this tree against {peer} ({len(ours)} child(ren) of each, alternated), µs per port:")
-    for step, kind, what in (
-        ("reading", "host", "reading a host port"),
-        ("reading", "full", "reading a switch port, full sweep"),
-        ("reading", "counters", "reading a switch port, counters-only"),
-        ("storing", "host", "storing a host port-sample"),
-        ("storing", "full", "storing a switch port, full sweep"),
-        ("storing", "counters", "storing a switch port, counters-only"),
-    ):
-        mine, peers = figures(ours, step, kind), figures(theirs, step, kind)
-        ratio = statistics.median(mine) / statistics.median(peers)
-        print(f"  {what:<40}{spread(mine, '{:.1f}'):<24} against {spread(peers, '{:.1f}'):<24} ratio {ratio:.2f}x")
+    kinds = {"host": "a host port", "full": "a switch port, full sweep", "counters": "a switch port, counters-only"}
+    for step in ("reading", "storing"):
+        for kind, what in kinds.items():
+            mine, peers = figures(ours, step, kind), figures(theirs, step, kind)
+            ratio, label = statistics.median(mine) / statistics.median(peers), f"{step} {what}"
+            print(f"  {label:<40}{spread(mine, '{:.1f}'):<24} against {spread(peers, '{:.1f}'):<24} ratio {ratio:.2f}x")
 
 
 def per_port(sweeps: dict) -> None:
