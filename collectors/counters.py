@@ -39,18 +39,19 @@ def width_bits(name: str) -> int:
     return PMA_WIDTH_BITS.get(name, DEFAULT_WIDTH_BITS)
 
 
+@cache
+def facts(name: str) -> tuple[int, int]:
+    """(the raw value at which counter `name` stops: all-ones for its PMA width, what a raw value is multiplied by
+    to base units: 4 for data counters, whose PMA counts 4-octet words), in one lookup: the agent reads ~100
+    counter files at every poll."""
+    return (1 << width_bits(name)) - 1, 4 if name in DATA_COUNTERS else 1
+
+
 def is_capped(name: str, raw: int) -> bool:
     """True when `raw` is all-ones for the counter's PMA width: the counter has stopped."""
-    return raw == (1 << width_bits(name)) - 1
+    return raw == facts(name)[0]
 
 
 def to_base_units(name: str, raw: int) -> int:
-    """Bytes for data counters (the PMA counts 4-octet words), the raw value otherwise."""
-    return raw * 4 if name in DATA_COUNTERS else raw
-
-
-@cache
-def facts(name: str) -> tuple[int, int]:
-    """(the raw value at which counter `name` stops: is_capped's, what a raw value is multiplied by to base units:
-    to_base_units'), looked up once a counter file: an agent reads ~100 at every poll."""
-    return (1 << width_bits(name)) - 1, 4 if name in DATA_COUNTERS else 1
+    """Bytes for data counters, the raw value otherwise."""
+    return raw * facts(name)[1]
