@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from operator import eq, itemgetter, sub
 
-from collectors.counters import to_base_units, width_bits
+from collectors.counters import facts
 from collectors.link import SPEEDS, WIDTHS
 
 from .columns import DELTA_COLUMNS, SOURCES
@@ -61,7 +61,8 @@ class Delta:
 @cache
 def all_ones(name: str) -> int:
     """The base-unit value a counter shows when it has stopped at its PMA maximum."""
-    return to_base_units(name, (1 << width_bits(name)) - 1)
+    ones, times = facts(name)
+    return ones * times
 
 
 def counter_delta(
