@@ -59,7 +59,7 @@ def shares() -> dict[int, tuple[float, str]]:
     """Port id -> (share of link time lost in its last poll, the unit in words), for every port that lost any."""
     waits: dict[int, list] = {}
     for document in NodeReadings.objects.order_by().values_list("counters", flat=True).iterator(chunk_size=500):
-        for pk, _, _, _, wait in readings.counters_of(document):
+        for pk, _, _, _, wait in readings.counters_of(document, hw=False):
             if wait and wait[0]:
                 waits[pk] = wait
     ports = (

@@ -1,11 +1,15 @@
 """A node's per-poll port readings as stored in its NodeReadings row, and reading them back onto ports.
 
 The layout, in one place. Two columns of JSON:
-- `counters`, an array with one entry per port: `[port_id, last_collected_at (µs since the
-  epoch, UTC) or null, counters, counters_ext, hw_counters, wait]`: what /metrics reads; written
-  at every poll, so it holds the node's last one. `wait` is that poll's `[port_xmit_wait counts or
-  null, seconds]` (null: not known), what /metrics turns into the share of link time lost; an entry
-  written before it was added has five items;
+- `counters`: `{"names": [[name, ...], ...], "ports": [[port_id, last_collected_at (µs since the
+  epoch, UTC) or null, counters, counters_ext, hw_counters, wait], ...]}`, one entry per port: what
+  /metrics reads; written at every poll, so it holds the node's last one. Each counter set is null
+  (none read) or `[k, value, ...]`: the values of the names `names[k]` lists, in that order. The names
+  go once a node, not once a port: a 64-port switch's row is a third of its named form (16 kB against 51),
+  which PostgreSQL compresses in a third of the time and writes a third less WAL for (BENCHMARKS.md). `wait` is
+  that poll's `[port_xmit_wait counts or null, seconds]` (null: not known), what /metrics turns into the
+  share of link time lost. Rows written before the names went once are a bare array of entries whose
+  sets are objects of name -> value (and whose first ones have no `wait`): read as they are;
 - `history`: `{"at": µs or null, "ports": [[port_id, state_polls, recent, state_id,
   phys_state_id], ...]}`: what ingest and health read, up to ~110 ring entries per port after
   an hour. It is a checkpoint, written only every CHECKPOINT_S of the node's polls (or when
@@ -55,19 +59,51 @@ def encode(ports: Iterable[Port], at: float | None = None) -> dict[str, bytes]:
 
 
 def encode_counters(ports: list[Port]) -> bytes:
-    return _dump(
+    names: dict[tuple[str, ...], int] = {}  # a counter set's names in its order -> k, its place in "names"
+    entries = [
         [
-            [
-                p.pk,
-                None if p.last_collected_at is None else (p.last_collected_at - EPOCH) // US,
-                p.counters,
-                p.counters_ext,
-                p.hw_counters,
-                last_wait(p),
-            ]
-            for p in ports
+            p.pk,
+            None if p.last_collected_at is None else (p.last_collected_at - EPOCH) // US,
+            _values(p.counters, names),
+            _values(p.counters_ext, names),
+            _values(p.hw_counters, names),
+            last_wait(p),
         ]
-    )
+        for p in ports
+    ]
+    return _dump({"names": list(names), "ports": entries})
+
+
+def _values(counters: dict | None, names: dict[tuple[str, ...], int]) -> list | None:
+    """[k, value, ...] of a counter set: its names are the k-th of `names` (added when new)."""
+    if counters is None:
+        return None
+    layout = tuple(counters)
+    k = names.get(layout)
+    if k is None:
+        k = names[layout] = len(names)
+    return [k, *counters.values()]
+
+
+def _named(values: list | dict | None, names: list[list[str]]) -> dict | None:
+    """A counter set as _values wrote it, as name -> value (a row of the older form holds it so already)."""
+    if type(values) is not list:
+        return values
+    it = iter(values)
+    return dict(zip(names[next(it)], it, strict=True))
+
+
+def _entries(counters: bytes | memoryview, hw: bool = True) -> Iterator[tuple]:
+    """(port id, µs or None, counters, counters_ext, hw_counters, wait) of each port of a counters value, either
+    form; hw_counters None unless `hw`."""
+    document = _load(counters)
+    if type(document) is list:  # the older form: sets named in each entry
+        for pk, us, counters_, ext, hw_counters, *wait in document:
+            yield pk, us, counters_, ext, hw_counters if hw else None, wait[0] if wait else None
+        return
+    names = document["names"]
+    for pk, us, counters_, ext, hw_counters, wait in document["ports"]:
+        yield pk, us, _named(counters_, names), _named(ext, names), _named(hw_counters, names) if hw else None, wait
 
 
 def last_wait(port: Port) -> list | None:
@@ -95,7 +131,7 @@ def _dump(entries: list) -> bytes:
         return BIG + _dumps(entries).encode()
 
 
-def _load(data: bytes | memoryview) -> list:
+def _load(data: bytes | memoryview) -> list | dict:
     raw = bytes(data)  # PostgreSQL's driver gives a memoryview
     return json.loads(raw) if raw.startswith(BIG) else orjson.loads(raw)
 
@@ -106,14 +142,14 @@ def decode(counters: bytes | memoryview | None, history: bytes | memoryview | No
     return _decode(counters, history)[0]
 
 
-def counters_of(counters: bytes | memoryview | None) -> Iterator[tuple]:
+def counters_of(counters: bytes | memoryview | None, hw: bool = True) -> Iterator[tuple]:
     """(port id, counters, counters_ext, hw_counters, wait) of each port of a NodeReadings.counters value: decode's
     counters alone and the last poll's wait (`last_wait`), without the history or a datetime per port (what
-    /metrics reads, a node at a time)."""
+    /metrics reads, a node at a time). hw_counters None unless `hw`: not named when not asked for."""
     if counters is None:
         return
-    for pk, _, *raw in _load(counters):
-        yield pk, *raw[:3], raw[3] if len(raw) > 3 else None
+    for pk, _, *raw in _entries(counters, hw):
+        yield pk, *raw
 
 
 def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, list]]:
@@ -131,9 +167,9 @@ def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, l
                 kept[pk] = (polls, recent)
                 states[pk] = [state_id, phys_state_id]
     out = {}
-    for pk, us, *raw in _load(counters):
+    for pk, us, counters_, ext, hw, _ in _entries(counters):
         polls, recent = kept.get(pk, (1, []))
-        out[pk] = [None if us is None else EPOCH + us * US, polls, *raw[:3], recent]
+        out[pk] = [None if us is None else EPOCH + us * US, polls, counters_, ext, hw, recent]
     return out, at, states
 
 
