@@ -85,12 +85,12 @@ def _values(counters: dict | None, names: dict[tuple[str, ...], int]) -> list | 
     return [k, *counters.values()]
 
 
-def _named(values: list | dict | None, names: list[list[str]]) -> dict | None:
-    """A counter set as _values wrote it, as name -> value (a row of the older form holds it so already)."""
-    if type(values) is not list:
-        return values
+def _named(values: list | None, names: list[list[str]]) -> dict | None:
+    """A counter set as _values wrote it, as name -> value."""
+    if values is None:
+        return None
     it = iter(values)
-    return dict(zip(names[next(it)], it, strict=True))
+    return dict(zip(names[next(it)], it, strict=False))  # (~0.2 µs a set less than strict: rows only we write)
 
 
 def _entries(counters: bytes | memoryview, hw: bool = True) -> Iterator[tuple]:
@@ -148,8 +148,8 @@ def counters_of(counters: bytes | memoryview | None, hw: bool = True) -> Iterato
     /metrics reads, a node at a time). hw_counters None unless `hw`: not named when not asked for."""
     if counters is None:
         return
-    for pk, _, *raw in _entries(counters, hw):
-        yield pk, *raw
+    for pk, _, counters_, ext, hw_counters, wait in _entries(counters, hw):
+        yield pk, counters_, ext, hw_counters, wait
 
 
 def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, list]]:
