@@ -778,6 +778,45 @@ def register(hosts: Hosts, switches: Switches) -> dict:
     return {"hosts_s": hosts_s, "sweep_s": sweep_s, "switch_samples": fabric.samples_written}
 
 
+def seed_rings(seconds: float) -> int:
+    """Give every port that is up a ring of `seconds` of history before its node's checkpoint, as a busy port's
+    after that long: polls older than ring.FINE_S merged into ring.COARSE_S entries, one entry a poll after,
+    port_xmit_wait moved in each (a few counts: no congestion). Each node's checkpoint is dated 0-119 s before its
+    first poll, so that, as in a fabric running for a while, a twelfth of the nodes write theirs at each poll.
+    Without it the rings are as young as the bench's polls and no checkpoint falls due in a run. Returns the ports
+    seeded."""
+    import orjson
+    from django.db import connection, connections
+
+    from collectors.facts import UP_STATE_IDS
+    from fabricweb.inventory.models import NodeReadings
+    from fabricweb.telemetry.storage.ring import COARSE_S, FINE_S
+
+    draw = random.Random(7)
+    seeded, rows = 0, []
+    for node_id, history in NodeReadings.objects.order_by("node_id").values_list("node_id", "history"):
+        document = orjson.loads(bytes(history))
+        if type(document) is not dict or document["at"] is None:
+            continue
+        document["at"] -= (node_id * 7_919 % 120) * 1_000_000
+        end = document["at"] / 1e6
+        fine_from = end - FINE_S
+        for port in document["ports"]:
+            if port[3] not in UP_STATE_IDS:
+                continue
+            coarse = [fine_from - COARSE_S * k for k in range(int((seconds - FINE_S) // COARSE_S) - 1, -1, -1)]
+            ring = [[ts, COARSE_S, {"port_xmit_wait": draw.randrange(6, 1200)}] for ts in coarse]
+            fine = [fine_from + POLL_S * k for k in range(1, int(FINE_S // POLL_S) + 1)]
+            ring += [[ts, POLL_S, {"port_xmit_wait": draw.randrange(1, 200)}] for ts in fine]
+            port[2] = ring
+            seeded += 1
+        rows.append((orjson.dumps(document), node_id))
+    with connection.cursor() as cursor:
+        cursor.executemany("UPDATE inventory_nodereadings SET history = %s WHERE node_id = %s", rows)
+    connections.close_all()
+    return seeded
+
+
 # -- report ----------------------------------------------------------------------------------------
 def report(n: int, result: dict, host_ports: int, switch_ports: int) -> dict:
     """Print a run's figures; its headline ones (medians of the timed polls, CPU over them) for --against."""
@@ -941,6 +980,13 @@ def main() -> int:
     parser.add_argument("--switch-ports", type=int, default=64)
     parser.add_argument("--polls", type=int, default=5, help="timed polls")
     parser.add_argument("--warm-polls", type=int, default=1, help="polls through the consumers before the timed")
+    parser.add_argument(
+        "--seed-rings",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="S seconds of waits in the ring of every port that is up, and checkpoints spread over 120 s (seed_rings)",
+    )
     parser.add_argument("--consumers", type=int, nargs="+", default=[1, 2], help="a run for each")
     parser.add_argument("--batch", type=int, default=100, help="the consumers' --batch")
     parser.add_argument("--sweep", choices=("counters", "full"), default="counters", help="the sweep every poll")
@@ -1000,6 +1046,9 @@ def main() -> int:
                 f"{label}; registered: {len(tree.hosts):,} hosts' first poll in {reg['hosts_s']:.1f} s, "
                 f"the first full sweep ({reg['switch_samples']:,} switch port-samples) in {reg['sweep_s']:.1f} s"
             )
+            if args.seed_rings:
+                seeded = seed_rings(args.seed_rings)
+                print(f"rings seeded with {args.seed_rings:.0f} s of waits: {seeded:,} Active ports")
             time.sleep(1.0)
             trees = [("this tree", REPO, "")]
             if args.against is not None:
