@@ -5,7 +5,7 @@ through Redis, by `manage.py ingest` with one consumer and with two (shards), po
     .venv/bin/python bench/bench_scale.py [--hosts 4000] [--hcas 8] [--switches 1000] [--switch-ports 64]
                                           [--polls 5] [--warm-polls 1] [--consumers 1 2] [--batch 100]
                                           [--sweep counters|full] [--profile] [--db URL]
-                                          [--degraded-uplinks] [--against DIR [--rounds R]]
+                                          [--degraded-uplinks] [--seed-rings S] [--against DIR [--rounds R]]
     .venv/bin/python bench/bench_scale.py --hosts 400 --switches 100 --polls 3 --consumers 1   # 1/10: ~50 s
     git worktree add /tmp/before HEAD~3        # the peer: another tree of the same migrations
     .venv/bin/python bench/bench_scale.py --consumers 1 --against /tmp/before --rounds 2
@@ -27,6 +27,9 @@ retrained to 4X HDR, as the hosts say, every port supporting up to 4X HDR: no sl
 bench_fabric.py's Sweeps moves them. `--degraded-uplinks` makes every switch port support 12X, so every
 switch-to-switch link is a width downgrade: a fabric in trouble, 12,800 critical events open at full size
 (what this bench ran before the widths were set, by an oversight).
+`--seed-rings 3600` gives every port that is up the ring of a busy port an hour old (~110 entries of waits)
+and spreads the nodes' history checkpoints over 120 s, as in a fabric that has run for a while (seed_rings);
+without it the rings are as young as the bench's polls, and no checkpoint falls due in a run.
 
 Every poll moves every host port's counters as traffic would: data at a rate of the port's own (busy and
 idle ports), packets and waits with it, hw_counters every 6th poll (the agent's FABRIC_HW_COUNTERS_EVERY),
