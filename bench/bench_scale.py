@@ -791,7 +791,7 @@ def seed_rings(seconds: float) -> int:
     import orjson
     from django.db import connection, connections
 
-    from collectors.facts import UP_STATE_IDS
+    from collectors.facts import UP_STATE_IDS, XMIT_WAIT
     from fabricweb.inventory.models import NodeReadings
     from fabricweb.telemetry.storage.ring import COARSE_S, FINE_S
 
@@ -801,16 +801,16 @@ def seed_rings(seconds: float) -> int:
         document = orjson.loads(bytes(history))
         if type(document) is not dict or document["at"] is None:
             continue
-        document["at"] -= (node_id * 7_919 % 120) * 1_000_000
+        document["at"] -= (node_id * 7_919 % 120) * 1_000_000  # (a prime: consecutive ids far apart in the 120 s)
         end = document["at"] / 1e6
         fine_from = end - FINE_S
         for port in document["ports"]:
             if port[3] not in UP_STATE_IDS:
                 continue
             coarse = [fine_from - COARSE_S * k for k in range(int((seconds - FINE_S) // COARSE_S) - 1, -1, -1)]
-            ring = [[ts, COARSE_S, {"port_xmit_wait": draw.randrange(6, 1200)}] for ts in coarse]
+            ring = [[ts, COARSE_S, {XMIT_WAIT: draw.randrange(6, 1200)}] for ts in coarse]
             fine = [fine_from + POLL_S * k for k in range(1, int(FINE_S // POLL_S) + 1)]
-            ring += [[ts, POLL_S, {"port_xmit_wait": draw.randrange(1, 200)}] for ts in fine]
+            ring += [[ts, POLL_S, {XMIT_WAIT: draw.randrange(1, 200)}] for ts in fine]
             port[2] = ring
             seeded += 1
         rows.append((orjson.dumps(document), node_id))
