@@ -239,8 +239,8 @@ def _counters(devices: QuerySet | None, hw: bool) -> dict[int, tuple]:
         rows = rows.filter(node_id__in=devices.values_list("node_id", flat=True))
     out: dict[int, tuple] = {}
     for document in _documents(rows.values_list("counters", flat=True)):
-        for pk, *polled in readings.counters_of(document, hw):
-            out[pk] = tuple(polled)
+        for pk, counters, counters_ext, hw_counters, wait in readings.counters_of(document, hw):
+            out[pk] = (counters, counters_ext, hw_counters, wait)
     return out
 
 

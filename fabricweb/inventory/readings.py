@@ -41,7 +41,6 @@ US = timedelta(microseconds=1)
 BIG = b" "  # leads a column written by json (integers past 64 bits)
 # What decode gives per port, in order; a port without history reads as never judged.
 FIELDS = ("last_collected_at", "state_polls", "counters", "counters_ext", "hw_counters", "recent")
-COUNTERS = slice(2, 5)  # counters, counters_ext, hw_counters of a decoded entry
 # The longest a node's history goes unwritten, in seconds of its own polls: a reader replays at most
 # this much (12 polls at 10 s) of packed samples, and a busy port's hour-long ring (~5 kB of JSON)
 # is rewritten once in 12 polls instead of at every one.
