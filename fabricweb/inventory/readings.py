@@ -12,10 +12,13 @@ The layout, in one place. Two columns of JSON:
   sets are objects of name -> value (and whose first ones have no `wait`): read as they are;
 - `history`: `{"at": µs or null, "ports": [[port_id, state_polls, recent, state_id,
   phys_state_id], ...]}`: what ingest and health read, up to ~110 ring entries per port after
-  an hour. It is a checkpoint, written only every CHECKPOINT_S of the node's polls (or when
-  a poll cannot be replayed, see telemetry/storage/catchup.py): `at` is the latest poll it includes, and
-  readers bring it up to date from the packed samples of the polls since (`catch_up`). The
-  older form, a bare array of `[port_id, state_polls, recent]`, was written at every poll.
+  an hour. `recent` is a list of entries or, for a ring held as columns (ringcolumns.py), its
+  `{"t": times, "i": intervals, "w": waits, "x": [[ts, deltas], ...]}`: 2.4 kB of JSON for an
+  hour of a busy port against 4.6 kB as entries. It is a checkpoint, written only every
+  CHECKPOINT_S of the node's polls (or when a poll cannot be replayed, see
+  telemetry/storage/catchup.py): `at` is the latest poll it includes, and readers bring it up
+  to date from the packed samples of the polls since (`catch_up`). The older form, a bare
+  array of `[port_id, state_polls, recent]`, was written at every poll.
 JSON text in a bytea, not jsonb: nobody queries inside it, so the database neither parses nor
 rebuilds it. Encoded with orjson; a column holding a counter past 64 bits (allowed up to
 4 x 2^64, schema.py), which orjson cannot write and would read back as a float, is written by
@@ -35,6 +38,7 @@ from django.db.models import QuerySet
 from collectors.facts import XMIT_WAIT
 
 from .models import Node, NodeReadings, Port
+from .ringcolumns import Ring
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US = timedelta(microseconds=1)
@@ -119,7 +123,10 @@ def last_wait(port: Port) -> list | None:
 
 
 def encode_history(ports: list[Port], at: float | None) -> bytes:
-    entries = [[p.pk, p.state_polls, p.recent, p.state_id, p.phys_state_id] for p in ports]
+    entries = [
+        [p.pk, p.state_polls, r.columns() if type(r := p.recent) is Ring else r, p.state_id, p.phys_state_id]
+        for p in ports
+    ]
     return _dump({"at": None if at is None else round(at * 1_000_000), "ports": entries})
 
 
@@ -159,17 +166,23 @@ def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, l
     if history is not None:
         raw = _load(history)
         if type(raw) is list:  # the older form, written at every poll: current
-            kept = {pk: (polls, recent) for pk, polls, recent in raw}
+            kept = {pk: (polls, _ring(recent)) for pk, polls, recent in raw}
         else:
             at = raw["at"]
             for pk, polls, recent, state_id, phys_state_id in raw["ports"]:
-                kept[pk] = (polls, recent)
+                kept[pk] = (polls, _ring(recent))
                 states[pk] = [state_id, phys_state_id]
     out = {}
     for pk, us, counters_, ext, hw, _ in _entries(counters):
         polls, recent = kept.get(pk, (1, []))
         out[pk] = [None if us is None else EPOCH + us * US, polls, counters_, ext, hw, recent]
     return out, at, states
+
+
+def _ring(recent: list | dict) -> list | Ring:
+    """A ring as a checkpoint holds it, as a Port does: a Ring when it can be one (a ring written as entries,
+    by a release before, becomes one here, its lists dropped a node at a time)."""
+    return Ring.from_columns(recent) if type(recent) is dict else Ring.of(recent) or recent
 
 
 def of_nodes(

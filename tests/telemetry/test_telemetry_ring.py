@@ -1,4 +1,5 @@
-"""Covers fabricweb/health/rules/view.py, fabricweb/health/rules/window.py, fabricweb/telemetry/storage/ring.py.
+"""Covers fabricweb/health/rules/view.py, fabricweb/health/rules/window.py, fabricweb/telemetry/storage/ring.py,
+fabricweb/inventory/ringcolumns.py.
 
 The `recent` ring: clean polls merged, the window kept, and readable by the health rules' windows."""
 
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from fabricweb.health.rules.view import PortView
 from fabricweb.health.rules.window import Windows
+from fabricweb.inventory.ringcolumns import Ring
 from fabricweb.telemetry.storage.ring import FINE_S, WINDOW_S, _coarsen, kept_deltas, push
 
 NOW = 1_772_366_400.0
@@ -103,6 +105,7 @@ def test_pushing_at_the_ends_matches_the_whole_ring_rules(rnd, length):
         ring = push(ring, ts, interval, deltas)
         whole = whole_ring_push(whole, ts, interval, dict(deltas))
         assert ring == whole
+    assert type(ring) is Ring  # pushed onto its columns (inventory/ringcolumns.py), the list rules kept
 
 
 @given(st.randoms(use_true_random=False), st.integers(min_value=1, max_value=600))

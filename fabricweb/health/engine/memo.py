@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from collectors.facts import is_ethernet
 from collectors.link import Rate
+from fabricweb.inventory.ringcolumns import Ring
 from fabricweb.telemetry.results import PortObservation
 from fabricweb.thresholds import Thresholds
 
@@ -211,6 +212,8 @@ def _plain(j: Judgement, wait_unknown: bool, congestion: str) -> bool:
 
 def _in_order_to(ring: object, ts: float) -> bool:
     """Entries with float times in strictly ascending order, the last at `ts` (this poll's, as ingest appends it)."""
+    if type(ring) is Ring:
+        return bool(ring.times) and ring.times[-1] == ts  # (in order as it holds them)
     if type(ring) not in (list, tuple):
         return False
     last = -math.inf

@@ -20,12 +20,12 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from operator import itemgetter
+
+from fabricweb.inventory.ringcolumns import Ring
 
 WAIT = "port_xmit_wait"
 TAIL = 4  # entries before this poll whose intervals make the span's lower bound
 _SLACK = 1e-6  # relative: far above the rounding of trailing's sums for polls of a millisecond or more
-_TS, _INTERVAL = itemgetter(0), itemgetter(1)
 
 
 def _odd(count: object, interval: object) -> bool:
@@ -39,7 +39,7 @@ class WaitLog:
 
     def __init__(self, ring: list) -> None:
         """Seeded with every entry of `ring` (in ascending order of float times: the caller checked)."""
-        self._times: list[float] = []  # the ring's own float objects: no copies
+        self._times: list[float] = []  # poll times, as the ring gave them
         self._counts: list[int] = []  # running totals, through each time
         self._odds: list[int] = []
         for entry in ring:
@@ -71,13 +71,14 @@ class WaitLog:
         """
         w = float(length)
         oldest = now - w
-        start = bisect_right(ring, oldest, key=_TS)
+        times = ring.times if type(ring) is Ring else [entry[0] for entry in ring]
+        start = bisect_right(times, oldest)
         now_count = deltas.get(WAIT, 0)
-        if type(now_count) is not int or now_count < 0 or len(ring) < 2:
+        if type(now_count) is not int or now_count < 0 or len(times) < 2:
             return None
         last = len(self._times) - 1
-        base = self._at(ring[start - 1][0]) if start else None
-        if last < 0 or self._times[last] != ring[-2][0] or (start and base is None):
+        base = self._at(times[start - 1]) if start else None
+        if last < 0 or self._times[last] != times[-2] or (start and base is None):
             return None  # not logged here
         if base:
             del self._times[:base], self._counts[:base], self._odds[:base]
@@ -86,10 +87,10 @@ class WaitLog:
         total = counts[last] - (counts[base] if base is not None else 0)
         if odds[last] != (odds[base] if base is not None else 0):
             return None  # an odd poll in the window
-        tail = ring[max(start + 1, len(ring) - 1 - TAIL) : -1]  # whole inside the window: checked below
-        if tail:
-            intervals = list(map(_INTERVAL, tail))
-            if set(map(type, intervals)) != {float} or not tail[0][0] - max(intervals) >= oldest + 1e-3:
+        first = max(start + 1, len(times) - 1 - TAIL)  # the tail, whole inside the window: checked below
+        if first < len(times) - 1:
+            intervals = ring.intervals[first:-1] if type(ring) is Ring else [entry[1] for entry in ring[first:-1]]
+            if set(map(type, intervals)) != {float} or not times[first] - max(intervals) >= oldest + 1e-3:
                 return None
             seconds = math.fsum(intervals)
         else:
