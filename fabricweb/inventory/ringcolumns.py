@@ -4,7 +4,7 @@ The ring's entries and the rules that keep it are telemetry/storage/ring.py's. A
 order (float times strictly ascending, float intervals, dicts of deltas) is held as three arrays,
 its times, intervals and waits (24 B an entry), and the deltas of the few entries that are more
 than a wait, by their time. An hour into a busy fabric ~110 entries a port held as Python lists
-and dicts took ~37 kB, and walking them at every poll missed the caches (BENCHMARKS.md). A Ring
+and dicts took ~35 kB, and walking them at every poll missed the caches (BENCHMARKS.md). A Ring
 reads as the list of entries it holds (indexing, slicing, iterating and == give `[ts, interval,
 deltas]` lists), so readers need not know which they have; any other ring stays a list. In the
 readings row (readings.py) a Ring is written as its columns.

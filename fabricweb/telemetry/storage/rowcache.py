@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 # Measured ~18 kB per 4-port node (rows and quiet-port judgements; tracemalloc over
 # 1,000 fixture nodes): 50,000 nodes (200,000 ports) ~0.9 GB, the bound on one ingest process. An hour into a
-# busy fabric each port's ring of waits adds ~37 kB (docs/scale.md, "Where one machine ends"): ~8 GB then.
+# busy fabric each port's ring of waits, held as columns, adds ~5 kB with the memo's running sums (docs/scale.md,
+# "Where one machine ends"): ~1.9 GB then.
 MAX_NODES = 50_000
 
 
