@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator
+from itertools import pairwise
 
 from collectors.facts import XMIT_WAIT
 
@@ -69,13 +70,23 @@ class Ring:
 
     @classmethod
     def from_columns(cls, document: dict) -> Ring:
-        """The Ring `columns()` wrote; ValueError when the columns do not make one."""
+        """The Ring `columns()` wrote; ValueError, saying why, when the columns do not make one."""
         ring = cls()
-        ring.times, ring.intervals = array("d", document["t"]), array("d", document["i"])
-        ring.waits = array("q", document["w"])
-        others = {ts: deltas for ts, deltas in document["x"]}
-        if not len(ring.times) == len(ring.intervals) == len(ring.waits) or ring.waits.count(OTHER) != len(others):
-            raise ValueError("a ring's columns differ in length, or its other deltas are not one an entry")
+        try:
+            ring.times, ring.intervals = array("d", document["t"]), array("d", document["i"])
+            ring.waits = array("q", document["w"])
+            others = {float(ts): deltas for ts, deltas in document["x"]}
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise ValueError(f"a ring's columns are not numbers in arrays t, i, w and pairs in x: {e!r}") from None
+        times = ring.times
+        if not len(times) == len(ring.intervals) == len(ring.waits):
+            raise ValueError("a ring's columns differ in length")
+        if any(not later > earlier for earlier, later in pairwise(times)):
+            raise ValueError("a ring's times are not in ascending order")
+        if {times[k] for k, wait in enumerate(ring.waits) if wait == OTHER} != others.keys() or any(
+            type(deltas) is not dict for deltas in others.values()
+        ):
+            raise ValueError("a ring's other deltas are not one an entry whose wait says so")
         ring.others = others or None
         return ring
 

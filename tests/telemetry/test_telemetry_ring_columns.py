@@ -104,5 +104,15 @@ def test_a_checkpoint_writes_the_ring_as_columns_and_reads_it_back_the_same():
 def test_columns_that_do_not_make_a_ring_are_refused_with_why():
     with pytest.raises(ValueError, match="differ in length"):
         Ring.from_columns({"t": [NOW, NOW + 10.0], "i": [10.0], "w": [0, 0], "x": []})
-    with pytest.raises(ValueError, match="other deltas are not one an entry"):
+    with pytest.raises(ValueError, match="other deltas are not one an entry whose wait says so"):
         Ring.from_columns({"t": [NOW], "i": [10.0], "w": [OTHER], "x": []})
+    with pytest.raises(ValueError, match="other deltas are not one an entry whose wait says so"):
+        Ring.from_columns({"t": [NOW], "i": [10.0], "w": [4], "x": [[NOW, {WAIT: None}]]})
+    with pytest.raises(ValueError, match="not in ascending order"):
+        Ring.from_columns({"t": [NOW + 10.0, NOW], "i": [10.0, 10.0], "w": [0, 0], "x": []})
+    with pytest.raises(ValueError, match="not numbers in arrays"):
+        Ring.from_columns({"t": ["yesterday"], "i": [10.0], "w": [0], "x": []})
+    with pytest.raises(ValueError, match="not numbers in arrays"):
+        Ring.from_columns({"t": [NOW], "i": [10.0], "w": [2**64], "x": []})
+    with pytest.raises(ValueError, match="not numbers in arrays"):
+        Ring.from_columns({"t": [NOW], "i": [10.0]})
