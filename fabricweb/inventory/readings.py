@@ -28,6 +28,7 @@ the standard library with a leading space, which tells to read it with it too.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -39,6 +40,8 @@ from collectors.facts import XMIT_WAIT
 
 from .models import Node, NodeReadings, Port
 from .ringcolumns import Ring
+
+log = logging.getLogger(__name__)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US = timedelta(microseconds=1)
@@ -158,25 +161,48 @@ def counters_of(counters: bytes | memoryview | None, hw: bool = True) -> Iterato
         yield pk, counters_, ext, hw_counters, wait
 
 
-def _decode(counters, history) -> tuple[dict[int, list], int | None, dict[int, list]]:
-    """(decode's result, the checkpoint's `at` in µs or None, port id -> [state_id, phys_state_id] at it)."""
+# What reading a row that is not as this module writes it raises (orjson's and json's errors are ValueErrors).
+UNREADABLE = (ValueError, TypeError, KeyError, IndexError)
+
+
+def _decode(counters, history, node_id: int | None = None) -> tuple[dict[int, list], int | None, dict[int, list]]:
+    """(decode's result, the checkpoint's `at` in µs or None, port id -> [state_id, phys_state_id] at it).
+
+    A column that cannot be read (a hand edit, a disk's damage) costs only what it holds, said in the log: a
+    history, the ports' polls in their state and rings, begun afresh (and the checkpoint written again at the
+    next poll, its `at` unknown); the counters, every reading, so that each port's next poll is its first."""
     if counters is None:
         return {}, None, {}
     at, kept, states = None, {}, {}
     if history is not None:
-        raw = _load(history)
-        if type(raw) is list:  # the older form, written at every poll: current
-            kept = {pk: (polls, _ring(recent)) for pk, polls, recent in raw}
-        else:
-            at = raw["at"]
-            for pk, polls, recent, state_id, phys_state_id in raw["ports"]:
-                kept[pk] = (polls, _ring(recent))
-                states[pk] = [state_id, phys_state_id]
+        try:
+            at, kept, states = _history(history)
+        except UNREADABLE as e:
+            log.warning("node %s: its readings' history cannot be read (%r): its ports' rings begin afresh", node_id, e)
+            at, kept, states = None, {}, {}
     out = {}
-    for pk, us, counters_, ext, hw, _ in _entries(counters):
-        polls, recent = kept.get(pk, (1, []))
-        out[pk] = [None if us is None else EPOCH + us * US, polls, counters_, ext, hw, recent]
+    try:
+        for pk, us, counters_, ext, hw, _ in _entries(counters):
+            polls, recent = kept.get(pk, (1, []))
+            out[pk] = [None if us is None else EPOCH + us * US, polls, counters_, ext, hw, recent]
+    except UNREADABLE as e:
+        why = "each port's next poll is its first"
+        log.warning("node %s: its readings' counters cannot be read (%r): %s", node_id, e, why)
+        return {}, None, {}
     return out, at, states
+
+
+def _history(history: bytes | memoryview) -> tuple[int | None, dict[int, tuple], dict[int, list]]:
+    at, kept, states = None, {}, {}
+    raw = _load(history)
+    if type(raw) is list:  # the older form, written at every poll: current
+        kept = {pk: (polls, _ring(recent)) for pk, polls, recent in raw}
+    else:
+        at = raw["at"]
+        for pk, polls, recent, state_id, phys_state_id in raw["ports"]:
+            kept[pk] = (polls, _ring(recent))
+            states[pk] = [state_id, phys_state_id]
+    return at, kept, states
 
 
 def _ring(recent: list | dict) -> list | Ring:
@@ -197,13 +223,13 @@ def of_nodes(
         rows = rows.filter(node_id__in=node_ids if isinstance(node_ids, QuerySet) else list(node_ids))
     out: dict[int, list] = {}
     if not history:
-        for counters in rows.values_list("counters", flat=True).iterator(chunk_size=500):
-            out.update(decode(counters, None))
+        for node_id, counters in rows.values_list("node_id", "counters").iterator(chunk_size=500):
+            out.update(_decode(counters, None, node_id)[0])
         return out
     states: dict[int, list] = {}
     found = {} if checkpoints is None else checkpoints
     for node_id, counters, kept in rows.values_list("node_id", "counters", "history").iterator(chunk_size=500):
-        by_port, at, at_states = _decode(counters, kept)
+        by_port, at, at_states = _decode(counters, kept, node_id)
         out.update(by_port)
         states.update(at_states)
         found[node_id] = [None, None] if at is None else [at / 1_000_000] * 2
@@ -244,7 +270,7 @@ def of_node(node: Node) -> dict[int, list]:
         row = node.readings
     except NodeReadings.DoesNotExist:  # never polled
         return {}
-    by_port, at, states = _decode(row.counters, row.history)
+    by_port, at, states = _decode(row.counters, row.history, node.pk)
     if at is not None:
         _catch_up(by_port, states, {node.pk: [at / 1_000_000] * 2})
     return by_port
