@@ -22,11 +22,19 @@ STEP = {"port_xmit_data": 4000, "symbol_error": 3}
 LOGGER = "fabricweb.inventory.readings"
 
 
-def four_polls() -> list[dict]:
-    out = [snapshot(PROCFS, host="cn001", at=T0)]
+def fourth_poll_after(fresh_cache, caplog, **column: bytes) -> tuple[dict, list[str]]:
+    """Store three polls of cn001, set a column of its readings row, store the fourth in a process that reads the
+    row: (that poll's snapshot, what the log said)."""
+    snaps = [snapshot(PROCFS, host="cn001", at=T0)]
     for _ in range(3):
-        out.append(later(out[-1], 10, STEP))
-    return out
+        snaps.append(later(snaps[-1], 10, STEP))
+    for snap in snaps[:3]:
+        ingest_snapshot(snap)
+    NodeReadings.objects.filter(node__name="cn001").update(**column)
+    fresh_cache.drop()
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        assert ingest_snapshot(snaps[3]).status == STORED
+    return snaps[3], [r.getMessage() for r in caplog.records if r.name == LOGGER]
 
 
 def at(snap: dict) -> float:
@@ -41,21 +49,16 @@ def port_1() -> tuple[list, list]:
 
 
 def test_an_unreadable_history_begins_the_rings_afresh_and_keeps_the_deltas(each_db, fresh_cache, caplog):
-    snaps = four_polls()
-    for snap in snaps[:3]:
-        ingest_snapshot(snap)
+    history = b'{"at": 1, "ports": [[1, 2, {"t": ["x"]}, 4, 5]]}'
+    fourth, said = fourth_poll_after(fresh_cache, caplog, history=history)
     node = Node.objects.get(name="cn001")
-    NodeReadings.objects.filter(node=node).update(history=b'{"at": 1, "ports": [[1, 2, {"t": ["x"]}, 4, 5]]}')
-    fresh_cache.drop()  # a process that reads the row
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert ingest_snapshot(snaps[3]).status == STORED
-    assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == [
+    assert said == [
         f"node {node.pk}: its readings' history cannot be read (ValueError(\"a ring's columns are not numbers in "
         "arrays t, i, w and pairs in x: TypeError('must be real number, not str')\")): its ports' rings begin afresh"
     ]
     deltas, (_, state_polls, _, _, _, recent) = port_1()
     assert deltas == [None, 4000, 4000, 4000]  # the counters were read: this poll's delta is there
-    assert recent == [[at(snaps[3]), 10.0, {"symbol_error": 3}]] and state_polls == 2
+    assert recent == [[at(fourth), 10.0, {"symbol_error": 3}]] and state_polls == 2
     caplog.clear()
     fresh_cache.drop()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
@@ -64,18 +67,12 @@ def test_an_unreadable_history_begins_the_rings_afresh_and_keeps_the_deltas(each
 
 
 def test_unreadable_counters_make_the_next_poll_each_ports_first(each_db, fresh_cache, caplog):
-    snaps = four_polls()
-    for snap in snaps[:3]:
-        ingest_snapshot(snap)
+    fourth, said = fourth_poll_after(fresh_cache, caplog, counters=b'{"ports": []}')
     node = Node.objects.get(name="cn001")
-    NodeReadings.objects.filter(node=node).update(counters=b'{"ports": []}')
-    fresh_cache.drop()
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
-        assert ingest_snapshot(snaps[3]).status == STORED
-    assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == [
+    assert said == [
         f"node {node.pk}: its readings' counters cannot be read (KeyError('names')): each port's next poll is its first"
     ]
     deltas, (last_collected_at, _, counters, _, _, _) = port_1()
     assert deltas == [None, 4000, 4000, None]  # no baseline for this poll, as for a port's first
-    assert counters["port_xmit_data"] == port_of(snaps[3], "mlx5_0", 1)["counters"]["port_xmit_data"]
-    assert last_collected_at.timestamp() == at(snaps[3])
+    assert counters["port_xmit_data"] == port_of(fourth, "mlx5_0", 1)["counters"]["port_xmit_data"]
+    assert last_collected_at.timestamp() == at(fourth)
