@@ -154,11 +154,15 @@ def decode(counters: bytes | memoryview | None, history: bytes | memoryview | No
 def counters_of(counters: bytes | memoryview | None, hw: bool = True) -> Iterator[tuple]:
     """(port id, counters, counters_ext, hw_counters, wait) of each port of a NodeReadings.counters value: decode's
     counters alone and the last poll's wait (`last_wait`), without the history or a datetime per port (what
-    /metrics reads, a node at a time). hw_counters None unless `hw`: not named when not asked for."""
+    /metrics reads, a node at a time). hw_counters None unless `hw`: not named when not asked for. A row that
+    cannot be read gives the ports read before the fault, and the log says so."""
     if counters is None:
         return
-    for pk, _, counters_, ext, hw_counters, wait in _entries(counters, hw):
-        yield pk, counters_, ext, hw_counters, wait
+    try:
+        for pk, _, counters_, ext, hw_counters, wait in _entries(counters, hw):
+            yield pk, counters_, ext, hw_counters, wait
+    except UNREADABLE as e:
+        log.warning("a node's readings: its counters cannot be read (%r): its ports' counters are left out", e)
 
 
 # What reading a row that is not as this module writes it raises (orjson's and json's errors are ValueErrors).

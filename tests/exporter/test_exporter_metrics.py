@@ -7,6 +7,7 @@ scrape splitting, content negotiation, credentials, and promtool's lint."""
 from __future__ import annotations
 
 import base64
+import logging
 import shutil
 import subprocess
 
@@ -15,6 +16,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from fabricweb.health.records.staleness import check_stale
+from fabricweb.inventory.models import NodeReadings
 from tests.exporter.exporter_support import EVERY_FAULT, LiveSim, by_name, port, samples, scrape
 
 COUNTER_NAMES = ("infiniband_port_data_received_bytes_total", "infiniband_symbol_error_total")
@@ -177,6 +179,18 @@ def test_shards_split_the_fabric_by_node_without_overlap(client, clean):
 
 def nodes_in_keys(s: dict) -> set[str]:
     return {dict(labels)["node"] for (_, labels) in s if "node" in dict(labels)}
+
+
+def test_a_node_whose_readings_cannot_be_read_loses_only_its_counters(client, clean, caplog):
+    NodeReadings.objects.filter(node__name="cn002").update(counters=b'{"ports": [[1, null, [0, 5]]]}')
+    with caplog.at_level(logging.WARNING, logger="fabricweb.inventory.readings"):
+        text = scrape(client)
+    received = by_name(text, COUNTER_NAMES[0])
+    assert {dict(labels)["node"] for labels in received} == set(clean.nodes) - {"cn002"}
+    assert "cn002" in nodes_in(text)  # its ports' state is still there
+    assert [r.getMessage() for r in caplog.records if r.name == "fabricweb.inventory.readings"] == [
+        "a node's readings: its counters cannot be read (KeyError('names')): its ports' counters are left out"
+    ]
 
 
 def test_a_node_glob_selects_those_nodes(client, clean):
