@@ -29,7 +29,9 @@ switch-to-switch link is a width downgrade: a fabric in trouble, 12,800 critical
 (what this bench ran before the widths were set, by an oversight).
 `--seed-rings 3600` gives every port that is up the ring of a busy port an hour old (~110 entries of waits)
 and spreads the nodes' history checkpoints over 120 s, as in a fabric that has run for a while (seed_rings);
-without it the rings are as young as the bench's polls, and no checkpoint falls due in a run.
+without it the rings are as young as the bench's polls, and no checkpoint falls due in a run. The rings are
+written as lists of entries, the form every tree reads (--against's too); a tree that holds them as columns
+(inventory/ringcolumns.py) makes them columns as it loads them, and writes columns at each node's next checkpoint.
 
 Every poll moves every host port's counters as traffic would: data at a rate of the port's own (busy and
 idle ports), packets and waits with it, hw_counters every 6th poll (the agent's FABRIC_HW_COUNTERS_EVERY),
