@@ -150,12 +150,18 @@ def reuse(obs: PortObservation, raw: tuple, ts: float, interval: float, t: Thres
     if held is None or held.ts is None or held.raw != raw or not ts > held.ts:
         return None
     ring = port.recent
-    try:
-        this, before = ring[-1], ring[-2]
-        if this[0] != ts or before[0] != held.ts or len(this) != 3 or type(this[2]) is not dict:
+    if type(ring) is Ring:  # (in order, its entries [float, float, dict]: read only the last)
+        times = ring.times
+        if len(times) < 2 or times[-1] != ts or times[-2] != held.ts:
             return None
-    except (TypeError, IndexError, KeyError):
-        return None
+        this = ring[-1]
+    else:
+        try:
+            this, before = ring[-1], ring[-2]
+            if this[0] != ts or before[0] != held.ts or len(this) != 3 or type(this[2]) is not dict:
+                return None
+        except (TypeError, IndexError, KeyError):
+            return None
     moved = this[2]
     if moved and (len(moved) > 1 or WAIT not in moved):
         for c in STILL:

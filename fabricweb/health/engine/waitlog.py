@@ -18,6 +18,7 @@ bounds (trailing then counts it exactly).
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 
@@ -39,9 +40,9 @@ class WaitLog:
 
     def __init__(self, ring: list) -> None:
         """Seeded with every entry of `ring` (in ascending order of float times: the caller checked)."""
-        self._times: list[float] = []  # poll times, as the ring gave them
-        self._counts: list[int] = []  # running totals, through each time
-        self._odds: list[int] = []
+        self._times = array("d")  # poll times (floats: the caller checked)
+        self._counts: list[int] = []  # running totals, through each time (unbounded: Python ints)
+        self._odds = array("q")
         for entry in ring:
             self.add(entry)
 
@@ -89,8 +90,13 @@ class WaitLog:
             return None  # an odd poll in the window
         first = max(start + 1, len(times) - 1 - TAIL)  # the tail, whole inside the window: checked below
         if first < len(times) - 1:
-            intervals = ring.intervals[first:-1] if type(ring) is Ring else [entry[1] for entry in ring[first:-1]]
-            if set(map(type, intervals)) != {float} or not times[first] - max(intervals) >= oldest + 1e-3:
+            if type(ring) is Ring:
+                intervals = ring.intervals[first:-1]  # (floats, as a Ring holds them)
+            else:
+                intervals = [entry[1] for entry in ring[first:-1]]
+                if set(map(type, intervals)) != {float}:
+                    return None
+            if not times[first] - max(intervals) >= oldest + 1e-3:
                 return None
             seconds = math.fsum(intervals)
         else:
