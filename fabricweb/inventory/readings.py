@@ -39,7 +39,7 @@ from django.db.models import QuerySet
 from collectors.facts import XMIT_WAIT
 
 from .models import Node, NodeReadings, Port
-from .ringcolumns import Ring
+from .ringcolumns import OTHER, Ring
 
 log = logging.getLogger(__name__)
 
@@ -119,10 +119,14 @@ def last_wait(port: Port) -> list | None:
     ring, at = port.recent, port.last_collected_at
     if not ring or at is None or XMIT_WAIT not in (port.counters or {}):
         return None
-    ts, seconds, deltas = ring[-1]
+    if type(ring) is Ring and ring.waits[-1] != OTHER:  # (its columns read, no entry made)
+        ts, seconds, count = ring.times[-1], ring.intervals[-1], ring.waits[-1]
+    else:
+        ts, seconds, deltas = ring[-1]
+        count = deltas.get(XMIT_WAIT, 0)
     if abs(ts - at.timestamp()) > 1e-3:
         return None  # the last poll left no entry (no interval: the port's first)
-    return [deltas.get(XMIT_WAIT, 0), seconds]
+    return [count, seconds]
 
 
 def encode_history(ports: list[Port], at: float | None) -> bytes:
