@@ -49,9 +49,11 @@ BIG = b" "  # leads a column written by json (integers past 64 bits)
 # What decode gives per port, in order; a port without history reads as never judged.
 FIELDS = ("last_collected_at", "state_polls", "counters", "counters_ext", "hw_counters", "recent")
 # The longest a node's history goes unwritten, in seconds of its own polls: a reader replays at most
-# this much (12 polls at 10 s) of packed samples, and a busy port's hour-long ring (~5 kB of JSON)
+# this much (12 polls at 10 s) of packed samples, and a busy port's hour-long ring (2.4 kB of JSON as columns)
 # is rewritten once in 12 polls instead of at every one.
 CHECKPOINT_S = 120.0
+# What reading a row that is not as this module writes it raises (orjson's and json's errors are ValueErrors).
+UNREADABLE = (ValueError, TypeError, KeyError, IndexError)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
@@ -167,10 +169,6 @@ def counters_of(counters: bytes | memoryview | None, hw: bool = True) -> Iterato
             yield pk, counters_, ext, hw_counters, wait
     except UNREADABLE as e:
         log.warning("a node's readings: its counters cannot be read (%r): its ports' counters are left out", e)
-
-
-# What reading a row that is not as this module writes it raises (orjson's and json's errors are ValueErrors).
-UNREADABLE = (ValueError, TypeError, KeyError, IndexError)
 
 
 def _decode(counters, history, node_id: int | None = None) -> tuple[dict[int, list], int | None, dict[int, list]]:

@@ -141,7 +141,7 @@ def _push_columns(ring: Ring, ts: float, interval: float, deltas: dict, window: 
         ring.intervals[first:],
         ring.waits[first:],
     )
-    out.others = {t: moved for t, moved in ring.others.items() if t > oldest} or None if ring.others else None
+    out.others = ({t: moved for t, moved in ring.others.items() if t > oldest} or None) if ring.others else None
     if len(times) >= 2 and not waits[-1] and not waits[-2] and intervals[-1] > 0 and intervals[-2] > 0:
         times[-2], intervals[-2] = times[-1], min(intervals[-2] + intervals[-1], window)  # _merge_clean_tail
         del times[-1], intervals[-1], waits[-1]
