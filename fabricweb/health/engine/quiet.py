@@ -17,6 +17,7 @@ else (a non-int value, a malformed ring entry) is not quiet: the full rules run.
 
 from __future__ import annotations
 
+from collectors.facts import XMIT_WAIT
 from fabricweb.thresholds import Thresholds
 
 from ..rules import (
@@ -34,7 +35,7 @@ from ..rules.findings import Finding, Kind, port_key
 from ..rules.view import LINK_UP, PortView
 from ..rules.window import Windows, known_delta
 
-WAIT = "port_xmit_wait"
+WAIT = XMIT_WAIT
 _PCIE_KINDS = (Kind.PCIE, Kind.PCIE_PATH)
 # Counters that must be still for a port to be quiet: every one a rule reads, but the wait.
 STILL: tuple[str, ...] = tuple(sorted({c for names in KIND_COUNTERS.values() for c in names} - {WAIT} - ROCE_COUNTERS))

@@ -22,9 +22,9 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 
+from collectors.facts import XMIT_WAIT as WAIT
 from fabricweb.inventory.ringcolumns import Ring
 
-WAIT = "port_xmit_wait"
 TAIL = 4  # entries before this poll whose intervals make the span's lower bound
 _SLACK = 1e-6  # relative: far above the rounding of trailing's sums for polls of a millisecond or more
 

@@ -31,6 +31,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from operator import itemgetter
 
+from collectors.facts import XMIT_WAIT
 from fabricweb.inventory.ringcolumns import WAIT_MAX, Ring, plain
 
 from .columns import RING_COUNTERS
@@ -38,7 +39,6 @@ from .columns import RING_COUNTERS
 WINDOW_S = 3600.0
 FINE_S = 600.0  # polls this recent stay whole
 COARSE_S = 60.0  # longest merged entry of quiet polls
-XMIT_WAIT = "port_xmit_wait"
 _RING = frozenset(RING_COUNTERS)
 _TS = itemgetter(0)
 
