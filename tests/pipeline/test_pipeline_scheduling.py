@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from celery import shared_task
+from celery.schedules import schedule as celery_interval
 from django.conf import settings
 from django.utils import timezone
 
@@ -29,7 +31,8 @@ def job() -> str:
 
 def test_every_periodic_job_expires_after_its_period():
     schedule = beat.beat_schedule(7.0)
-    assert {k: (e["schedule"], e["options"]["expires"]) for k, e in schedule.items()} == {
+    assert {type(e["schedule"]) for e in schedule.values()} == {beat.OnTheClock}
+    assert {k: (e["schedule"].seconds, e["options"]["expires"]) for k, e in schedule.items()} == {
         "dispatch-collect": (7.0, 7.0),
         "check-stale": (7.0, 7.0),
         "rollup-samples": (300.0, 300.0),
@@ -39,6 +42,55 @@ def test_every_periodic_job_expires_after_its_period():
     }
     assert schedule["check-stale"]["args"] == ["fabricweb.health.tasks.check_stale"]
     assert app.conf.beat_schedule == beat.beat_schedule(settings.FABRIC_POLL_INTERVAL)
+
+
+def _at(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _on_the_clock(every: float, now: list[float]) -> beat.OnTheClock:
+    return beat.OnTheClock(timedelta(seconds=every), nowfun=lambda: _at(now[0]))
+
+
+def test_a_late_run_leaves_the_next_one_on_time():
+    now = [1_000_000_101.0]
+    every = _on_the_clock(10, now)
+    # Run 0.4 s late, at ...100.4: due at ...110 all the same, not ...110.4.
+    assert every.is_due(_at(1_000_000_100.4)) == (False, 9.0)
+    now[0] = 1_000_000_110.0
+    assert every.is_due(_at(1_000_000_100.4)) == (True, 10.0)
+    assert every.remaining_estimate(_at(1_000_000_110.0)) == timedelta(seconds=10)
+
+
+def test_a_multiple_less_than_half_a_period_after_the_last_run_is_passed_over():
+    now = [1_000_000_110.0]
+    every = _on_the_clock(10, now)
+    # The run due at ...100 ran 8 s late: ...110 is 2 s after it, so the next is ...120.
+    assert every.is_due(_at(1_000_000_108.0)) == (False, 10.0)
+    now[0] = 1_000_000_120.5
+    assert every.is_due(_at(1_000_000_108.0)) == (True, 9.5)
+
+
+def test_runs_late_by_up_to_half_a_period_keep_one_run_a_period_where_celerys_interval_drifts():
+    lateness = [0.05 * (i % 9) for i in range(600)]  # 0 to 0.4 s late, 0.2 s on average
+
+    def mean_gap(make) -> float:
+        now = [1_000_000_000.0]
+        plan = make(now)
+        runs, last = [], now[0]
+        for late in lateness:
+            # Beat sleeps until the run is due, and wakes up late.
+            now[0] += max(0.0, plan.remaining_estimate(_at(last)).total_seconds()) + late
+            assert plan.is_due(_at(last))[0]
+            runs.append(now[0])
+            last = now[0]
+        return (runs[-1] - runs[0]) / (len(runs) - 1)
+
+    def drifting(now: list[float]) -> celery_interval:
+        return celery_interval(timedelta(seconds=1.0), nowfun=lambda: _at(now[0]))
+
+    assert round(mean_gap(lambda now: _on_the_clock(1.0, now)), 3) == 1.0
+    assert round(mean_gap(drifting), 3) == 1.2
 
 
 def test_guarded_jobs_keep_their_own_time_limits():
