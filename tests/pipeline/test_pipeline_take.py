@@ -17,7 +17,7 @@ import pytest
 
 from fabricweb.celery import SNAPSHOT_QUEUE
 from fabricweb.names import shard_queue
-from fabricweb.telemetry.intake.readers import transport_options
+from fabricweb.telemetry.intake.readers import TakingReader, transport_options
 from fabricweb.telemetry.intake.redisread import TAKERS_KEY, BatchReader, give_back, taken_count, taken_key
 from fabricweb.telemetry.intake.shards import backlog
 from tests.pipeline.pipeline_support import send
@@ -123,3 +123,22 @@ def test_a_reader_whose_messages_were_given_back_while_it_stalled_removes_only_w
     m6.ack()
     stalled.commit_acks()
     assert taken_count(client) == 0
+
+
+def test_an_idle_reader_looks_less_often_while_its_queues_stay_empty_and_at_once_again_when_a_message_comes(
+    broker, client
+):
+    waits, came = [], []
+    taking = TakingReader(reader(client), came.append, waits.append, redeliver_after=60)
+    with taking.reading([SNAPSHOT_QUEUE]):
+        for _ in range(5):
+            assert not taking.fetch(10, 64 << 20, 1.0)
+            taking.idle(1.0)
+        assert waits == [0.02, 0.04, 0.08, 0.1, 0.1]
+        taking.idle(0.05)  # never past the consumer's own deadline (a batch's max wait, a lease's beat)
+        assert waits[-1] == 0.05
+        sent = send(broker, 1)
+        assert taking.fetch(10, 64 << 20, 1.0)
+        assert [collected(m) for m in came] == sent
+        taking.idle(1.0)
+        assert waits[-1] == 0.02

@@ -31,7 +31,11 @@ from .redisread import BatchReader, give_back
 from .shards import unacked_keys
 
 BROKER_TIMEOUT_S = 5.0
-TAKE_EVERY_S = 0.02  # plain redis://: how often an idle consumer looks for messages (one cheap script call)
+# plain redis://: how often a consumer looks for messages once its queues run dry, then, while they stay empty,
+# twice as long each time up to IDLE_TAKE_EVERY_S (each look is a round trip, ~0.3 ms of the consumer's CPU:
+# 1.4 % of a core at every 20 ms, 0.3 % at 100 ms). A poll's first message then waits at most that long.
+TAKE_EVERY_S = 0.02
+IDLE_TAKE_EVERY_S = 0.1
 RESTORE_EVERY_S = 1.0  # ... and for messages a killed consumer left unacked past redeliver_after
 
 
@@ -130,6 +134,7 @@ class TakingReader:
         self.redeliver_after = redeliver_after
         self.names: list[str] = []
         self.next_restore = 0.0
+        self.take_every = TAKE_EVERY_S  # the next idle wait: doubled while nothing comes, back when something does
 
     @property
     def taker(self) -> str:
@@ -144,6 +149,8 @@ class TakingReader:
         taken = self.batches.take(self.names, room, room_bytes)
         for message in taken:
             self.receive(message)
+        if taken:
+            self.take_every = TAKE_EVERY_S
         return bool(taken)
 
     def idle(self, wait_s: float) -> None:
@@ -151,7 +158,8 @@ class TakingReader:
         if time.monotonic() >= self.next_restore:
             self.batches.restore_older_than(self.redeliver_after)
             self.next_restore = time.monotonic() + RESTORE_EVERY_S
-        self.sleep(min(TAKE_EVERY_S, wait_s))
+        self.sleep(min(self.take_every, wait_s))
+        self.take_every = min(IDLE_TAKE_EVERY_S, 2 * self.take_every)
 
     def commit_acks(self) -> None:
         self.batches.commit_acks()  # a batch's acks in one round trip
