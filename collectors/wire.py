@@ -16,13 +16,16 @@ the names go once, in the order the snapshot states, and each port carries its v
 A device's own fields (its attributes: GUIDs, firmware, model, PCIe link and path, verbs' view...) are
 sent when they change, and otherwise at most every FULL_EVERY polls (`Encoder`, the agent's): in between
 the device says `"same": true` and carries only its name, its hw_counters (counters, not attributes) and
-its ports; so does the host's GPU list (`"gpus_same": true`). Ingest keeps what it stored last for them
+its ports; so does the host's GPU list (`"gpus_same": true`). A port's hw_counters, which the agent reads
+every Nth poll only (fabricweb/agent/poll.py), go the same way: a port whose hw_counters are as last sent
+has no `hw_counters` key, and reads back as AS_LAST_SENT. Ingest keeps what it stored last for them
 (telemetry/storage/apply.py), so a restarted agent (whose first poll is full) or a new consumer (which
 reads the rows the last one stored) misses nothing but a device it never stored, until its next full poll.
 
 `link` holds PORT_LINK_FIELDS in that order, valued as in schema 2. A value is an integer or null (a file
 that could not be read), as in schema 2; a name a port has no file for is listed by index in `absent`,
-so `decode(encode(s)) == s` for every snapshot (tests/collectors/test_collectors_wire.py).
+so `decode(encode(s)) == s` for every snapshot (tests/collectors/test_collectors_wire.py); what an Encoder
+leaves out reads back as it says (`same`, `gpus_same`, AS_LAST_SENT).
 
 `encode` is the agent's; `decode` is ingest's, which reads only wire 2 (an agent of another version is
 refused with its version named: telemetry/intake/messages.py) and turns it back into schema 2 for the
@@ -32,7 +35,7 @@ builds more than the caps allow: names, devices and ports are counted before any
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import metadata
 
 WIRE_VERSION = 2
@@ -63,8 +66,33 @@ class WireError(ValueError):
     """A wire snapshot that cannot be read back, with the reason."""
 
 
-def encode(snapshot: Mapping, agent: str | None = None) -> dict:
-    """The wire form of a schema 2 snapshot (to_dict's), sent by `agent` (its name and version: agent_name())."""
+class _LastSent(Mapping):
+    """The hw_counters of a port its agent left out, being as it last sent them: empty to whoever reads them,
+    and told by identity (`is AS_LAST_SENT`) where the last ones are kept (ingest's rows)."""
+
+    __slots__ = ()
+
+    def __getitem__(self, name: str) -> int | None:
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "AS_LAST_SENT"
+
+
+AS_LAST_SENT = _LastSent()
+# (device name, port number, its hw_counters) -> whether to leave them out: the Encoder's, as last sent.
+LeaveOut = Callable[[str, object, Mapping], bool]
+
+
+def encode(snapshot: Mapping, agent: str | None = None, leave_out: LeaveOut | None = None) -> dict:
+    """The wire form of a schema 2 snapshot (to_dict's), sent by `agent` (its name and version: agent_name());
+    a port's hw_counters left out where `leave_out` says so."""
     names: dict[str, dict[str, int]] = {kind: {} for kind in COUNTER_SETS}
     for device in snapshot["devices"]:
         for port in device["ports"]:
@@ -76,25 +104,35 @@ def encode(snapshot: Mapping, agent: str | None = None) -> dict:
     out = {"wire": WIRE_VERSION, "agent": agent or agent_name()}
     out.update((key, value) for key, value in snapshot.items() if key != "devices")
     out["names"] = {kind: list(index) for kind, index in names.items()}
-    out["devices"] = [_device(device, names) for device in snapshot["devices"]]
+    out["devices"] = [_device(device, names, leave_out) for device in snapshot["devices"]]
     return out
 
 
 class Encoder:
     """The agent's: encodes each host's snapshots, leaving out what it sent already (the attributes of a
-    device, the GPU list) unless they changed or FULL_EVERY polls passed since the last full snapshot."""
+    device, the GPU list, a port's hw_counters) unless they changed or FULL_EVERY polls passed since the
+    last full snapshot."""
 
     def __init__(self, agent: str | None = None, full_every: int = FULL_EVERY) -> None:
         self.agent, self.full_every = agent or agent_name(), full_every
         self._polls: dict[str, int] = {}  # host -> snapshots encoded since its last full one
         self._sent: dict[tuple[str, str], dict] = {}  # (host, device) -> its attributes as last sent
         self._gpus: dict[str, object] = {}  # host -> its GPU list as last sent
+        self._hw: dict[tuple[str, str, object], Mapping] = {}  # (host, device, port) -> its hw_counters as last sent
 
     def encode(self, snapshot: Mapping) -> dict:
         host = snapshot["host"]
         full = self._polls.get(host, 0) % self.full_every == 0
         self._polls[host] = self._polls.get(host, 0) + 1
-        out = encode(snapshot, self.agent)
+
+        def leave_out(device: str, port: object, hw: Mapping) -> bool:
+            key = (host, device, port)
+            if not full and self._hw.get(key) == hw:
+                return True
+            self._hw[key] = hw
+            return False
+
+        out = encode(snapshot, self.agent, leave_out)
         for device in out["devices"]:
             attributes = {k: v for k, v in device.items() if k not in PER_POLL_FIELDS}
             key = (host, device["name"])
@@ -113,16 +151,22 @@ class Encoder:
         return out
 
 
-def _device(device: Mapping, names: dict[str, dict[str, int]]) -> dict:
+def _device(device: Mapping, names: dict[str, dict[str, int]], leave_out: LeaveOut | None) -> dict:
     out = {key: value for key, value in device.items() if key != "ports"}
-    out["ports"] = [_port(port, names) for port in device["ports"]]
+    name = device["name"]
+    out["ports"] = [
+        _port(port, names, leave_out is not None and leave_out(name, port["port"], port["hw_counters"]))
+        for port in device["ports"]
+    ]
     return out
 
 
-def _port(port: Mapping, names: dict[str, dict[str, int]]) -> dict:
+def _port(port: Mapping, names: dict[str, dict[str, int]], hw_as_last_sent: bool) -> dict:
     out = {"port": port["port"], "link": [port[field] for field in PORT_LINK_FIELDS]}
     absent = {}
     for kind in COUNTER_SETS:
+        if hw_as_last_sent and kind == "hw_counters":
+            continue
         values = port[kind]
         out[kind] = [values.get(name) for name in names[kind]]
         if len(values) != len(names[kind]):
@@ -189,6 +233,11 @@ def _read_port(port: object, where: str, columns: dict[str, list[str]]) -> dict:
         raise WireError(f"{where}.absent: expected an object")
     for kind, names in columns.items():
         values = port.get(kind)
+        if values is None and kind == "hw_counters" and "hw_counters" not in port:
+            if "hw_counters" in absent:
+                raise WireError(f"{where}: its hw_counters as last sent (none given) and absent ones both")
+            out[kind] = AS_LAST_SENT
+            continue
         if not isinstance(values, list) or len(values) != len(names):
             raise WireError(f"{where}.{kind}: expected {len(names)} values, one per name in names.{kind}")
         counters = dict(zip(names, values, strict=True))

@@ -7,8 +7,9 @@ prefork pool either, since a process does not die inside such a read.
 
 hw_counters/ (mlx5's driver counters) are the larger half of a port's files; the driver
 answers them from a cache (`lifespan`), and nothing central reads most of them every poll. So they
-are read every Nth poll of a node, and the values last read are sent again in between: every
-snapshot keeps the same shape. A RoCE port's lossless counters (collectors/roce.py: a few
+are read every Nth poll of a node, and the values last read fill the snapshot in between: every
+snapshot keeps the same shape, and the wire form leaves out a port's hw_counters as last sent
+(collectors/wire.py). A RoCE port's lossless counters (collectors/roce.py: a few
 hw_counters files and its netdev's ethtool statistics), which the lossless rules judge per poll,
 are read at every poll and sent over the values remembered.
 

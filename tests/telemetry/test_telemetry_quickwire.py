@@ -35,7 +35,15 @@ def long_way(data):
         return e
 
 
-WIRES = [on_the_wire(base) for base in BASES]
+def second_poll(snap: dict) -> dict:
+    """`snap`'s second poll as an agent sends it: its devices' attributes and ports' hw_counters as last sent."""
+    encoder = wire.Encoder("fabricweb (tests)")
+    encoder.encode(snap)
+    return on_the_wire(snap, encoder)
+
+
+# First polls, then second ones.
+WIRES = [on_the_wire(base) for base in BASES] + [second_poll(base) for base in BASES]
 
 
 def test_it_types_a_wire_snapshot_as_the_long_way_does():
@@ -56,6 +64,18 @@ def test_it_types_a_dgx_nodes_polls_with_devices_as_last_sent(tmp_path):
         quick = parse_wire(data, NOW)
         assert quick is not None and repr(quick) == repr(expected)
     assert len(quick.devices) == 8 and all(d.same for d in quick.devices) and quick.gpus_same
+
+
+def test_it_types_hw_counters_as_last_sent_as_the_long_way_does():
+    data = second_poll(BASES[0])
+    assert all("hw_counters" not in p for d in data["devices"] for p in d["ports"])
+    expected = long_way(data)
+    quick = parse_wire(copy.deepcopy(data), NOW)
+    assert quick is not None and repr(quick) == repr(expected)
+    assert all(p.hw_counters is wire.AS_LAST_SENT for d in quick.devices for p in d.ports)
+    data["devices"][0]["ports"][0]["absent"] = {"hw_counters": [0]}  # none sent, and some absent: contradicts
+    assert parse_wire(copy.deepcopy(data), NOW) is None
+    assert "its hw_counters as last sent (none given) and absent ones both" in str(long_way(data))
 
 
 def test_a_port_lacking_counters_its_node_names_is_typed_without_them():

@@ -2,9 +2,9 @@
 fabricweb/telemetry/intake/messages.py, fabricweb/telemetry/validation/quickparse.py,
 fabricweb/telemetry/validation/schema.py.
 
-Snapshots in their wire form (collectors/wire.py) through ingest: a device's attributes left out ("as last
-sent") keep what ingest stored of them, and what changes is stored at once (telemetry/storage/apply.py,
-telemetry/storage/normhold.py, the validation paths)."""
+Snapshots in their wire form (collectors/wire.py) through ingest: a device's attributes and a port's
+hw_counters left out ("as last sent") keep what ingest stored of them, and what changes is stored at once
+(telemetry/storage/apply.py, telemetry/storage/normhold.py, the validation paths)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import json
 from datetime import UTC, datetime
 
 from collectors import wire
-from fabricweb.inventory.models import Device, Node
+from fabricweb.inventory.models import Device, Node, Port
+from fabricweb.inventory.readings import attach
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.intake.messages import from_wire
@@ -66,3 +67,28 @@ def test_both_validation_paths_read_an_elided_snapshot_alike(tmp_path):
     quick, worded = parse_common(elided, now), parse_worded(elided, now)
     assert quick is not None and quick == worded
     assert all(d.same and set(d.attrs) == {"hw_counters"} for d in quick.devices) and quick.gpus_same
+
+
+def test_hw_counters_as_last_sent_keep_what_ingest_stored_and_read_both_ways_alike(each_db, tmp_path):
+    first, second = dgx_polls(tmp_path, 2)
+    # Read at the first poll only, as the agent reads them every Nth poll and sends the last read in between.
+    for device, was in zip(second["devices"], first["devices"], strict=True):
+        for port, before in zip(device["ports"], was["ports"], strict=True):
+            port["hw_counters"] = dict(before["hw_counters"])
+    moved = second["devices"][3]["ports"][0]["hw_counters"]
+    moved["out_of_buffer"] = moved.get("out_of_buffer", 0) + 5
+    encoder = wire.Encoder("fabricweb (tests)")
+    ingest_snapshot(sent(encoder, first))
+    elided = sent(encoder, second)
+    left_out = [p["hw_counters"] is wire.AS_LAST_SENT for d in elided["devices"] for p in d["ports"]]
+    assert left_out == [i != 3 for i in range(8)]
+    now = datetime.fromtimestamp(T0.timestamp() + 60, UTC)
+    quick, worded = parse_common(elided, now), parse_worded(elided, now)
+    assert quick is not None and repr(quick) == repr(worded)
+
+    assert ingest_snapshot(elided).status == "stored"
+    ports = attach(Port.objects.filter(device__node__name="cn001").select_related("device"))
+    kept = {d["name"]: d["ports"][0]["hw_counters"] for d in second["devices"]}
+    assert {port.device.name: port.hw_counters for port in ports} == kept
+    assert kept[second["devices"][3]["name"]]["out_of_buffer"] == moved["out_of_buffer"]
+    assert len(kept) == 8 and all(len(hw) == 24 for hw in kept.values())

@@ -14,6 +14,7 @@ from operator import attrgetter
 from collectors.facts import is_ethernet, is_up
 from collectors.link import Rate, better_link, make_rate
 from collectors.roce import WIRE_NAMES as LOSSLESS
+from collectors.wire import AS_LAST_SENT
 from fabricweb.inventory.models import Device, Node, Port
 
 from ..results import DUPLICATE, REFUSED, STALE, STORED, IngestResult, LinkState, PortObservation
@@ -254,12 +255,10 @@ def _port(
     same_state = previous is not None and (previous.state_id, previous.phys_state_id) == (p.state_id, p.phys_state_id)
     prev_hw = port.hw_counters if prev_reading is not None else None  # (before this poll's replace them)
     port.state_polls = port.state_polls + 1 if same_state else 1
-    port.counters, port.counters_ext, port.capped, port.hw_counters = (
-        p.counters,
-        p.counters_ext,
-        p.capped,
-        p.hw_counters,
-    )
+    hw = p.hw_counters
+    if hw is AS_LAST_SENT:  # the agent left them out: as it sent them last, which this row holds (or none yet)
+        hw = port.hw_counters if port.hw_counters is not None else {}
+    port.counters, port.counters_ext, port.capped, port.hw_counters = p.counters, p.counters_ext, p.capped, hw
     port.last_collected_at = snap.collected_at
     port.missed_polls = 0
     port.vanished_at = None
@@ -280,7 +279,7 @@ def _port(
 
     deltas = dict(zip(DELTA_COUNTERS, d.deltas, strict=True))
     if is_ethernet(p.link_layer):  # a RoCE port's lossless counters, for the health rules (not the samples)
-        deltas.update(named_deltas(LOSSLESS, prev_hw, p.hw_counters, interval))
+        deltas.update(named_deltas(LOSSLESS, prev_hw, hw, interval))
     resets = tuple(COUNTER_NAMES[c] for c in d.resets) if d.resets else ()
     capped = tuple(COUNTER_NAMES[c] for c in d.capped) if d.capped else ()
     if interval is not None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
+from collectors.wire import AS_LAST_SENT
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 # A node clock this far ahead is wrong: accepted, its snapshot would make every real poll after
@@ -128,7 +130,9 @@ def enum(value, where: str) -> tuple[int | None, str | None]:
 GOOD_NAMES: set[str] = set()
 
 
-def counters(value, where: str) -> dict[str, int | None]:
+def counters(value, where: str) -> Mapping[str, int | None]:
+    if value is AS_LAST_SENT:  # a port's hw_counters as its agent last sent them (collectors/wire.py)
+        return value
     d = mapping(value, where, optional=True)
     if len(d) > MAX_COUNTERS:
         raise mismatch(where, f"at most {MAX_COUNTERS} counters", f"{len(d)} counters")

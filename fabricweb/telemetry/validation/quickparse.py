@@ -14,11 +14,11 @@ those functions themselves, with no place named.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from collectors.facts import KNOWN_SCHEMAS
-from collectors.wire import PORT_LINK_FIELDS
+from collectors.wire import AS_LAST_SENT, PORT_LINK_FIELDS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 from . import checks, pcie
@@ -147,9 +147,11 @@ def _enum(value) -> tuple[int | None, str | None]:
     return ident, _optional_text(value.get("name"), ENUM_NAME_MAX)
 
 
-def _counters(value) -> dict[str, int | None]:
+def _counters(value) -> Mapping[str, int | None]:
     if value is None:
         return {}
+    if value is AS_LAST_SENT:  # (a port's hw_counters read back from the wire form: checks.counters)
+        return value
     if type(value) is not dict or len(value) > MAX_COUNTERS:
         raise _Doubt
     # A name the worded checks have not passed yet is left to them (they learn it).

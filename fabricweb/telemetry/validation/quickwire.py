@@ -83,12 +83,18 @@ def _port(p, columns: tuple[list[str], ...]) -> PortIn:
     if type(absent) is not dict:
         raise _Doubt
     counters, counters_ext, hw_counters = columns  # (names, in wire.COUNTER_SETS' order)
+    if "hw_counters" in p:
+        hw = _values(p["hw_counters"], hw_counters, absent.get("hw_counters", ()))
+    elif "hw_counters" in absent:
+        raise _Doubt
+    else:
+        hw = wire.AS_LAST_SENT
     return quickparse.port_in(
         p.get("port"),
         link,
         _values(p.get("counters"), counters, absent.get("counters", ())),
         _values(p.get("counters_ext"), counters_ext, absent.get("counters_ext", ())),
-        _values(p.get("hw_counters"), hw_counters, absent.get("hw_counters", ())),
+        hw,
     )
 
 
