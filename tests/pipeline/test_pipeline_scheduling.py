@@ -52,23 +52,23 @@ def _on_the_clock(every: float, now: list[float]) -> beat.OnTheClock:
     return beat.OnTheClock(timedelta(seconds=every), nowfun=lambda: _at(now[0]))
 
 
-def test_a_late_run_leaves_the_next_one_on_time():
-    now = [1_000_000_101.0]
+@pytest.mark.parametrize(
+    ("last_run", "before", "due"),
+    [
+        # Run 0.4 s late, at ...100.4: due at ...110 all the same, not ...110.4; then at ...120.
+        (100.4, (101.0, False, 9.0), (110.0, True, 10.0)),
+        # The run due at ...100 ran 8 s late: ...110 is 2 s after it, so passed over; the next is ...120.
+        (108.0, (110.0, False, 10.0), (120.5, True, 9.5)),
+    ],
+)
+def test_a_late_run_leaves_the_next_one_on_the_clock_at_least_half_a_period_later(last_run, before, due):
+    base = 1_000_000_000.0
+    now = [base + before[0]]
     every = _on_the_clock(10, now)
-    # Run 0.4 s late, at ...100.4: due at ...110 all the same, not ...110.4.
-    assert every.is_due(_at(1_000_000_100.4)) == (False, 9.0)
-    now[0] = 1_000_000_110.0
-    assert every.is_due(_at(1_000_000_100.4)) == (True, 10.0)
-    assert every.remaining_estimate(_at(1_000_000_110.0)) == timedelta(seconds=10)
-
-
-def test_a_multiple_less_than_half_a_period_after_the_last_run_is_passed_over():
-    now = [1_000_000_110.0]
-    every = _on_the_clock(10, now)
-    # The run due at ...100 ran 8 s late: ...110 is 2 s after it, so the next is ...120.
-    assert every.is_due(_at(1_000_000_108.0)) == (False, 10.0)
-    now[0] = 1_000_000_120.5
-    assert every.is_due(_at(1_000_000_108.0)) == (True, 9.5)
+    assert every.is_due(_at(base + last_run)) == before[1:]
+    assert every.remaining_estimate(_at(base + last_run)) == timedelta(seconds=before[2])
+    now[0] = base + due[0]
+    assert every.is_due(_at(base + last_run)) == due[1:]
 
 
 def test_runs_late_by_up_to_half_a_period_keep_one_run_a_period_where_celerys_interval_drifts():
