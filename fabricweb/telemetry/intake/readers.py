@@ -32,8 +32,9 @@ from .shards import unacked_keys
 
 BROKER_TIMEOUT_S = 5.0
 # plain redis://: how often a consumer looks for messages once its queues run dry, then, while they stay empty,
-# twice as long each time up to IDLE_TAKE_EVERY_S (each look is a round trip, ~0.3 ms of the consumer's CPU:
-# 1.4 % of a core at every 20 ms, 0.3 % at 100 ms). A poll's first message then waits at most that long.
+# twice as long each time up to IDLE_TAKE_EVERY_S (each look is a round trip of ~0.3 ms of the consumer's CPU:
+# an idle consumer took 16 ms of CPU a second, 8 with the back-off: bench/bench_idle.py). A poll's first message
+# then waits at most that long.
 TAKE_EVERY_S = 0.02
 IDLE_TAKE_EVERY_S = 0.1
 RESTORE_EVERY_S = 1.0  # ... and for messages a killed consumer left unacked past redeliver_after
