@@ -58,7 +58,9 @@ as making them takes, each pushed at its date), and for them:
 - port-samples/s: the poll's host and switch ports over the time the consumers spent on it (from its push,
   or the previous poll's end when that came later, to its end), all consumers and per consumer;
 - CPU: the consumers' and their PostgreSQL backends' (from /proc, each backend read while it lives),
-  µs per port-sample;
+  µs per port-sample; with the sweeps apart, by kind (a host port-sample on the snapshot queues' consumers, a
+  switch port-sample on the sweeps'), over the whole run and while busy (from each poll's push to the last row
+  of its kind: without the idle looks between polls, a fifth of a consumer's CPU at a tenth of the size);
 - consumer peak RSS: VmHWM of each `manage.py ingest` process at the end (not tracemalloc);
 - PostgreSQL disk: the samples tables (pg_partition_tree of telemetry_nodepoll), the whole database
   (pg_database_size: with the port rows' old versions, until vacuum) and WAL written (the cluster's: run
@@ -89,6 +91,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import math
 import os
@@ -520,6 +523,11 @@ class Poll:
     cpu: float = 0.0  # consumers' CPU s at its end
     cpus: list[float] | None = None  # ... each consumer's
     pg_cpu: float = 0.0
+    # Each consumer's CPU s when it was pushed, when the hosts' rows were all stored and when the sweep's was:
+    # the CPU of its busy stretches, without the idle looks between polls.
+    cpus_pushed: list[float] | None = None
+    cpus_hosts_done: list[float] | None = None
+    cpus_sweep_done: list[float] | None = None
 
     @property
     def sweep_when(self) -> datetime:
@@ -643,15 +651,16 @@ def drive(polls: list[Poll], client, watch: Watch, consumers: Consumers, n_hosts
             if before is None:
                 cpus = consumers.cpus()
                 before = {"sizes": watch.sizes(), "cpu": sum(cpus), "cpus": cpus, "pg_cpu": backends.total()}
+            poll.cpus_pushed = consumers.cpus()
             poll.pushed = time.time()
             push(client, poll.messages)
             pending.append(poll)
             continue
         for poll in list(pending):
             if poll.hosts_done is None and watch.hosts_stored(poll.when) >= n_hosts:
-                poll.hosts_done = time.time()
+                poll.hosts_done, poll.cpus_hosts_done = time.time(), consumers.cpus()
             if poll.sweep_done is None and watch.sweep_stored(poll.sweep_when):
-                poll.sweep_done = time.time()
+                poll.sweep_done, poll.cpus_sweep_done = time.time(), consumers.cpus()
             if poll.done is not None:
                 poll.sizes, poll.cpus, poll.pg_cpu = watch.sizes(), consumers.cpus(), backends.total()
                 poll.cpu = sum(poll.cpus)
@@ -870,6 +879,13 @@ def report(n: int, result: dict, host_ports: int, switch_ports: int) -> dict:
             f"{kinds['host']:.1f} µs, a switch port-sample {kinds['switch']:.1f} µs (host / switch "
             f"{kinds['host'] / kinds['switch']:.2f}x)"
         )
+        if kinds["busy"] is not None:
+            host, switch = kinds["busy"]
+            print(
+                f"  ... while busy (each consumer's CPU from a poll's push to its kind's last row, without its idle "
+                f"looks between polls): a host port-sample {host:.1f} µs, a switch port-sample {switch:.1f} µs "
+                f"(host / switch {host / switch:.2f}x)"
+            )
     print(f"  consumer peak RSS (VmHWM): {', '.join(f'{m:.0f} MB' for m in result['hwm_mb'])}")
     mb, polls = 1024 * 1024, len(timed)
     for key, what in (("samples", "samples tables"), ("database", "database"), ("wal", "WAL written")):
@@ -906,7 +922,21 @@ def per_kind(result: dict) -> dict | None:
     return {
         "host": (sum(spent) - switch) / sum(result["host_samples"]) * 1e6,
         "switch": switch / sum(result["switch_samples"]) * 1e6,
+        "busy": busy_by_kind(result["polls"], sweepers[0], result),
     }
+
+
+def busy_by_kind(polls: list[Poll], sweeper: int, result: dict) -> tuple[float, float] | None:
+    """CPU µs per host and per switch port-sample of the consumers' busy stretches (a poll's push to the last row of
+    its kind), or None where a poll was pushed before the last was stored (the stretches overlap)."""
+    if any(b.pushed < a.done for a, b in itertools.pairwise(polls)):
+        return None
+    host = switch = 0.0
+    for poll in polls:
+        start = poll.cpus_pushed
+        host += sum(e - s for i, (s, e) in enumerate(zip(start, poll.cpus_hosts_done, strict=True)) if i != sweeper)
+        switch += poll.cpus_sweep_done[sweeper] - start[sweeper]
+    return host / sum(result["host_samples"]) * 1e6, switch / sum(result["switch_samples"]) * 1e6
 
 
 def same_schema(peer: Path) -> str | None:
