@@ -66,12 +66,10 @@ def test_it_types_a_dgx_nodes_polls_with_devices_as_last_sent(tmp_path):
     assert len(quick.devices) == 8 and all(d.same for d in quick.devices) and quick.gpus_same
 
 
-def test_it_types_hw_counters_as_last_sent_as_the_long_way_does():
-    data = second_poll(BASES[0])
+def test_hw_counters_as_last_sent_are_typed_as_such_and_a_contradiction_goes_the_long_way():
+    data = second_poll(BASES[0])  # (typed alike both ways: test_it_types_a_wire_snapshot_as_the_long_way_does)
     assert all("hw_counters" not in p for d in data["devices"] for p in d["ports"])
-    expected = long_way(data)
     quick = parse_wire(copy.deepcopy(data), NOW)
-    assert quick is not None and repr(quick) == repr(expected)
     assert all(p.hw_counters is wire.AS_LAST_SENT for d in quick.devices for p in d.ports)
     data["devices"][0]["ports"][0]["absent"] = {"hw_counters": [0]}  # none sent, and some absent: contradicts
     assert parse_wire(copy.deepcopy(data), NOW) is None
