@@ -17,6 +17,7 @@ KNOWN_SCHEMAS = frozenset({1, SCHEMA_VERSION})
 # What one snapshot carries of a host's PCIe tree (schema 2), far past real hosts (a DGX path has 4 bridges, a
 # host 8-16 GPUs): the agent leaves out what goes past them, with a read error; the server refuses more.
 MAX_PCIE_HOPS = 16  # bridges above one function
+MAX_PCI_GTS = 1024.0  # GT/s a lane: past any PCIe generation's (7.0 runs at 128); a reading above it is refused
 MAX_PCIE_NEIGHBOURS = 64  # GPUs and RDMA functions below one path
 MAX_GPUS = 64
 

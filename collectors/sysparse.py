@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from .facts import MAX_PCI_GTS
 from .model import Enum
 
 # re.ASCII: \d would otherwise take any Unicode digit ('٤: ACTIVE'), which int() accepts.
@@ -69,7 +70,10 @@ def parse_pci_speed(text: str) -> float | None:
     m = _PCI_SPEED_RE.match(text)
     if m is None:
         raise Unparsable(f"unrecognised PCIe link speed {text[:40]!r}")
-    return float(m.group(1))
+    gts = float(m.group(1))
+    if gts > MAX_PCI_GTS:  # (hundreds of digits read as infinity, which JSON cannot hold)
+        raise Unparsable(f"PCIe link speed {text[:40]!r} past any PCIe generation's")
+    return gts
 
 
 def parse_numa(text: str) -> int | None:

@@ -1,4 +1,4 @@
-"""Covers fabricweb/agent/publish.py, fabricweb/agent/tasks.py.
+"""Covers fabricweb/agent/publish.py, fabricweb/agent/tasks.py, collectors/sysparse.py (a PCIe link speed).
 
 The agent pushes its snapshot's task message itself (one LPUSH) instead of through Celery's send_task: the
 message must be the one send_task writes, read back the same by kombu, and signed as before. Real Redis (a
@@ -105,3 +105,17 @@ def test_it_sends_again_at_the_first_poll_after_the_broker_restarted(tmp_path):
     finally:
         agent.stop()
         server.stop()
+
+
+def test_a_pcie_link_speed_past_any_generation_costs_that_value_alone(agent, broker, tmp_path):
+    pci = tmp_path / "cn001" / "class" / "infiniband" / "mlx5_0" / "device"
+    (pci / "current_link_speed").write_text("9" * 400 + " GT/s PCIe\n")  # read as a float: infinity
+    assert agent.collect("cn001")["node"] == "cn001"  # json.dumps refused the infinity: the whole poll was lost
+    (raw,) = broker[1].lrange(SNAPSHOT_QUEUE, 0, -1)
+    _, kwargs, _ = json.loads(json.loads(raw)["body"])
+    assert nodeauth.sign(KEY, "cn001", kwargs["snapshot"]) == kwargs["signature"]
+    snap = json.loads(kwargs["snapshot"])
+    (device,) = [d for d in snap["devices"] if d["name"] == "mlx5_0"]
+    assert device["pci"]["current_gts"] is None and device["pci"]["max_gts"] == 16.0
+    (error,) = [e for e in snap["errors"] if e["path"].endswith("current_link_speed")]
+    assert error["reason"].endswith("past any PCIe generation's")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from collectors.facts import MAX_GPUS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
+from collectors.facts import MAX_GPUS, MAX_PCI_GTS, MAX_PCIE_HOPS, MAX_PCIE_NEIGHBOURS
 from collectors.pcitopo import RELATIONS
 from fabricweb.inventory.models import NAME_MAX
 
@@ -60,9 +60,9 @@ def _function(value, where: str, index: int) -> dict:
             and (class_code is None or (type(class_code) is int and 0 <= class_code <= 0xFFFF))
             and (vendor is None or (type(vendor) is int and 0 <= vendor <= 0xFFFF))
             and (device is None or (type(device) is int and 0 <= device <= 0xFFFF))
-            and (cur_gts is None or (type(cur_gts) is float and 0 <= cur_gts <= 1024))
+            and (cur_gts is None or (type(cur_gts) is float and 0 <= cur_gts <= MAX_PCI_GTS))
             and (cur_width is None or (type(cur_width) is int and 0 <= cur_width <= 64))
-            and (max_gts is None or (type(max_gts) is float and 0 <= max_gts <= 1024))
+            and (max_gts is None or (type(max_gts) is float and 0 <= max_gts <= MAX_PCI_GTS))
             and (max_width is None or (type(max_width) is int and 0 <= max_width <= 64))
             and (numa is None or (type(numa) is int and 0 <= numa <= 4095))
             and (cpus is None or (type(cpus) is str and len(cpus) <= CPULIST_MAX and CPULIST_RE.fullmatch(cpus)))
@@ -94,9 +94,9 @@ def _function_worded(value, where: str) -> dict:
     for speed, width in zip(_SPEEDS, _WIDTHS, strict=True):
         v = value.get(speed)
         if v is not None:
-            # NaN fails the range test; infinities are past 1024.
-            if type(v) not in (int, float) or not 0 <= v <= 1024:
-                raise mismatch(f"{where}.{speed}", "null or a number of GT/s from 0 to 1024", v)
+            # NaN fails the range test; infinities are past MAX_PCI_GTS.
+            if type(v) not in (int, float) or not 0 <= v <= MAX_PCI_GTS:
+                raise mismatch(f"{where}.{speed}", f"null or a number of GT/s from 0 to {MAX_PCI_GTS:g}", v)
             v = float(v)
         out[speed] = v
         v = value.get(width)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from collectors.facts import KNOWN_SCHEMAS
+from collectors.facts import KNOWN_SCHEMAS, MAX_PCI_GTS
 from collectors.wire import AS_LAST_SENT, PORT_LINK_FIELDS
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
@@ -196,8 +196,8 @@ def device_in(d, tree: bool, ports: Callable[[dict], list[PortIn]] | None = None
     elif type(pci) is not dict:
         raise _Doubt
     attrs["pci_address"] = _optional_text(pci.get("address"), TEXT_MAX)
-    attrs["pci_current_gts"] = _optional_number(pci.get("current_gts"), 1024)
-    attrs["pci_max_gts"] = _optional_number(pci.get("max_gts"), 1024)
+    attrs["pci_current_gts"] = _optional_number(pci.get("current_gts"), MAX_PCI_GTS)
+    attrs["pci_max_gts"] = _optional_number(pci.get("max_gts"), MAX_PCI_GTS)
     attrs["pci_current_width"] = _optional_int(pci.get("current_width"), 0, 64)
     attrs["pci_max_width"] = _optional_int(pci.get("max_width"), 0, 64)
     attrs["numa_node"] = _optional_int(pci.get("numa_node"), 0, 4095)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from collectors.facts import KNOWN_SCHEMAS
+from collectors.facts import KNOWN_SCHEMAS, MAX_PCI_GTS
 from fabricweb.inventory.models import NAME_MAX
 
 from . import checks, pcie
@@ -113,7 +113,7 @@ def _device(value, where: str, tree: bool) -> DeviceIn:
     pci = checks.mapping(pci, f"{where}.pci") if pci is not None else {}
     attrs["pci_address"] = checks.text(pci.get("address"), f"{where}.pci.address")
     for key in ("current_gts", "max_gts"):
-        attrs[f"pci_{key}"] = checks.number(pci.get(key), f"{where}.pci.{key}", 1024)
+        attrs[f"pci_{key}"] = checks.number(pci.get(key), f"{where}.pci.{key}", MAX_PCI_GTS)
     for key in ("current_width", "max_width"):
         attrs[f"pci_{key}"] = checks.integer(pci.get(key), f"{where}.pci.{key}", 0, 64)
     attrs["numa_node"] = checks.integer(pci.get("numa_node"), f"{where}.pci.numa_node", 0, 4095)
