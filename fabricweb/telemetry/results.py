@@ -43,10 +43,12 @@ class PortObservation:
 
     `port` is the row as just updated (current link, raw counters, best link, `recent`
     ring including this poll, state_polls); `port.device` and `port.device.node` are
-    attached, so reading them costs no query.
+    attached, so reading them costs no query. `device` is `port.device`, without the ORM's descriptor (read
+    for every port at every poll).
     """
 
     port: Port
+    device: Device
     current: LinkState
     previous: LinkState | None  # None on the port's first poll
     interval_s: float | None  # since the port's previous poll; None first; <= 0 if the clock stepped back

@@ -139,7 +139,7 @@ def _nodes(results: list[IngestResult]) -> dict[str, Node]:
     nodes: dict[str, Node] = {}
     for r in results:
         for obs in r.observations:
-            nodes[r.node] = obs.port.device.node
+            nodes[r.node] = obs.device.node
             break
         else:
             for device in r.missing_devices or [p.device for p in r.missing_ports]:
@@ -281,7 +281,7 @@ def _judge(
         interval = obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0
         raw = None
         if alone and port.id is not None:
-            device = port.device
+            device = obs.device
             part = devices.get(id(device))
             if part is None:
                 part = devices[id(device)] = memo.device_inputs(device, norms)
@@ -291,7 +291,7 @@ def _judge(
             out.reused += 1
             out.fast += 1
             j = held.judgement
-            device = port.device
+            device = obs.device
             targets[held.target] = (device, port)
             targets.setdefault(held.device_target, (device, None))
         else:

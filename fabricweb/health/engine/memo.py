@@ -120,7 +120,7 @@ def raw_inputs(obs: PortObservation, node: str, norms: Norms, device: tuple | No
     ib = link.link_layer == "InfiniBand" or not is_ethernet(link.link_layer)  # (the common case, told at once)
     still = tuple(map(deltas.get, STILL if ib else STILL_ROCE))
     return (
-        device_inputs(port.device, norms) if device is None else device,
+        device_inputs(obs.device, norms) if device is None else device,
         node,
         port.number,
         link.state_id,

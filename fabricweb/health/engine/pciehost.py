@@ -59,8 +59,8 @@ def judge(
     expectations = {id(port): exp for port, exp in judged}
     ports: dict[int, list] = {}
     for obs in result.observations:
-        ports.setdefault(id(obs.port.device), []).append(obs)
-    devices = [group[0].port.device for group in ports.values()]
+        ports.setdefault(id(obs.device), []).append(obs)
+    devices = [group[0].device for group in ports.values()]
     if not node.gpus and all(known_numa(d.numa_node) is not None for d in devices):
         return out  # no GPU to share or reach, no NUMA node unknown: nothing these rules could say
     cards = tuple(_card(node.name, d, ports[id(d)], expectations, policies, cache) for d in devices)

@@ -309,6 +309,7 @@ def _port(
     result.observations.append(
         PortObservation(
             port=port,
+            device=device,
             current=current,
             previous=previous,
             interval_s=interval,
