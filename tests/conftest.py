@@ -196,6 +196,7 @@ KEPT_CACHES = (
     ("fabricweb.telemetry.storage.rowcache", "CACHE"),
     ("fabricweb.fabric.congested", "KEPT"),
     ("fabricweb.fabric.nodes", "KEPT"),
+    ("fabricweb.fabric.schema", "KEPT_ROWS"),
     ("fabricweb.dashboard.hostgrid", "KEPT"),
     ("fabricweb.dashboard.overviewmodel", "KEPT"),
     ("fabricweb.health.engine.memo", "HELD"),

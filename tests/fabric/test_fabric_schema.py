@@ -103,6 +103,29 @@ def test_a_broken_snapshot_is_refused_naming_what_is_wrong(change, reason):
     assert reason in e.value.reason
 
 
+def test_a_sweeps_nodes_as_the_last_sweeps_read_the_same_and_a_changed_one_reads_afresh():
+    first = parse_fabric(good(), NOW)
+    again = parse_fabric(good(), NOW)  # (the rows as the last sweep's: its nodes, kept)
+    assert again.nodes == first.nodes and again.nodes is not first.nodes
+    renamed = parse_fabric(broken(_set(("nodes", "rows", 0, 3), "MF0;leaf01b")), NOW)
+    assert [n.description for n in renamed.nodes] == ["MF0;leaf01b", "MF0;spine01:MQM8790-HS2F/U1", "cn001 mlx5_0"]
+    assert parse_fabric(good(), NOW).nodes == first.nodes
+
+
+@pytest.mark.parametrize(
+    ("row", "value", "reason"),
+    [
+        (2, True, "nodes row 2, type: expected 1 (CA), 2 (switch) or 3 (router), got True"),
+        (0, 2.0, "nodes row 0, type: expected 1 (CA), 2 (switch) or 3 (router), got 2.0"),
+    ],
+)
+def test_a_node_row_equal_to_the_last_sweeps_only_as_a_number_is_still_refused(row, value, reason):
+    parse_fabric(good(), NOW)
+    with pytest.raises(SnapshotRejected) as e:  # (True == 1 and 2.0 == 2: the rows compare equal)
+        parse_fabric(broken(_set(("nodes", "rows", row, 1), value)), NOW)
+    assert reason in e.value.reason
+
+
 def test_a_snapshot_past_the_caps_is_refused_before_it_is_walked(monkeypatch):
     monkeypatch.setattr(schema, "MAX_PORTS", 10)
     with pytest.raises(SnapshotRejected, match="ports: 11 rows, more than the 10 of any real fabric"):
