@@ -49,7 +49,7 @@ from .nodes import KEPT, NODE_TYPE_SWITCH, KeptNodes, fabric_nodes
 from .refusals import ALREADY, clear_refused, judge_refused
 from .routestore import store_routes
 from .schema import FabricIn, parse_fabric
-from .switchports import counted_ports, switch_snapshot
+from .switchports import counted_ports, errors_by_node, switch_snapshot
 from .viewfindings import cabling_findings, judge_absent, judge_claims
 
 log = logging.getLogger(__name__)
@@ -157,20 +157,19 @@ def _store(
     by_node = defaultdict(list)
     for reading in fabric.ports:
         by_node[reading.node].append(reading)
-    counted = counted_ports(fabric)
+    counted, errors = counted_ports(fabric), errors_by_node(fabric)
     changes = Changes()
     results: dict[str, IngestResult] = {}
     for index, fn in switches.items():
         node_rows, n = rows[fn.node.name], fabric.nodes[index]
-        snap = switch_snapshot(
-            fabric, index, n, fn.node.name, by_node.get(index, []), node_rows, counted.get(index, [])
-        )
+        readings, numbers = by_node.get(index, []), counted.get(index, [])
+        snap = switch_snapshot(fabric, index, n, fn.node.name, readings, node_rows, numbers, errors.get(index, []))
         results[fn.node.name] = apply_snapshot(snap, node_rows, changes, now, kind=Node.Kind.SWITCH)
     for index, fn in cas.items():
         n, node_rows = fabric.nodes[index], rows[fn.node.name]
         device = naming.device_name(n.description)
-        numbers = counted.get(index, [])
-        snap = switch_snapshot(fabric, index, n, fn.node.name, by_node.get(index, []), node_rows, numbers, device)
+        readings, numbers, own = by_node.get(index, []), counted.get(index, []), errors.get(index, [])
+        snap = switch_snapshot(fabric, index, n, fn.node.name, readings, node_rows, numbers, own, device)
         results[fn.node.name] = apply_snapshot(snap, node_rows, changes, now, kind=Node.Kind.ADAPTER)
     store.write(changes)
 

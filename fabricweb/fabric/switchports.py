@@ -6,6 +6,8 @@ and LIDs."""
 
 from __future__ import annotations
 
+import re
+
 from collectors.facts import PHYS_STATES, PORT_STATES, SWITCH_DEVICE
 from collectors.link import make_rate
 from collectors.mads.pma import COUNTER_NAMES
@@ -33,6 +35,24 @@ def counted_ports(fabric: FabricIn) -> dict[int, list[int]]:
     return counted
 
 
+_GUID = re.compile(r"0x[0-9a-f]{16}")  # as a sweep writes a node's GUID, in its labels (collectors.mads.model)
+
+
+def errors_by_node(fabric: FabricIn) -> dict[int, list[dict[str, str]]]:
+    """Node index -> the sweep's errors about it: those whose path begins with its label, `description (guid)`, or
+    its GUID. Made once a sweep from the GUIDs each path names (a node's label holds its GUID), not searched for
+    each switch: 20,000 errors (the sweep's cap) took seconds to search through for each of 1,000 switches."""
+    index = {n.guid: i for i, n in enumerate(fabric.nodes)}
+    out: dict[int, list[dict[str, str]]] = {}
+    for e in fabric.errors:
+        path = e["path"]
+        for guid in dict.fromkeys(_GUID.findall(path)):  # (each once, in order)
+            i = index.get(guid)
+            if i is not None and path.startswith((f"{fabric.nodes[i].description} ({guid})", guid)):
+                out.setdefault(i, []).append(e)
+    return out
+
+
 def switch_snapshot(
     fabric: FabricIn,
     index: int,
@@ -41,10 +61,12 @@ def switch_snapshot(
     readings,
     rows: NodeRows,
     counted: list[int],
+    errors: list[dict[str, str]],
     device: str = SWITCH_DEVICE,
 ) -> SnapshotIn:
     """The node snapshot of a switch, or with `device` the adapter's device name, of an agentless adapter;
-    `counted` its ports whose counters the sweep carries (counted_ports)."""
+    `counted` its ports whose counters the sweep carries (counted_ports), `errors` the sweep's about it
+    (errors_by_node)."""
     adapter = device != SWITCH_DEVICE
     stored = rows.ports.get(device, {})
     ports = []
@@ -91,7 +113,6 @@ def switch_snapshot(
         "verbs": None,
         "disagreements": [],
     }
-    errors = [e for e in fabric.errors if e["path"].startswith((f"{n.description} ({n.guid})", n.guid))]
     source = {"sysfs_root": None, "pyverbs": f"fabric collector {fabric.collector}"}
     return SnapshotIn(
         fabric.schema, name, fabric.collected_at, fabric.ts, [DeviceIn(device, attrs, ports)], errors, source

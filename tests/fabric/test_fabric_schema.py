@@ -1,4 +1,4 @@
-"""Covers collectors/mads/netfile.py, fabricweb/fabric/schema.py.
+"""Covers collectors/mads/netfile.py, fabricweb/fabric/schema.py, fabricweb/fabric/switchports.py (errors_by_node).
 
 Bad fabric snapshots get a clear error naming what was wrong, and nothing is stored.
 
@@ -15,6 +15,7 @@ import pytest
 from collectors.mads import netfile
 from fabricweb.fabric import schema
 from fabricweb.fabric.schema import SnapshotRejected, parse_fabric
+from fabricweb.fabric.switchports import errors_by_node
 from tests.fabric.fabric_support import SweepBuilder
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
@@ -161,3 +162,26 @@ def test_an_error_names_the_collector():
     with pytest.raises(SnapshotRejected) as e:
         parse_fabric(broken(_set(("mode",), "x")), NOW)
     assert str(e.value).startswith("snapshot from fabric collector fabric-a rejected: mode 'x'")
+
+
+def test_each_error_of_a_sweep_goes_to_each_node_whose_label_or_guid_begins_its_path():
+    snap = good()
+    snap["nodes"]["rows"][2][3] = "MF0;leaf01:MQM8790-HS2F/U1 (0xb8599f0300000001) hca"  # a CA's text holding a label
+    paths = [
+        "MF0;leaf01:MQM8790-HS2F/U1 (0xb8599f0300000001) port 3",
+        "0xb8599f0300000002",  # a node's GUID alone: a node with no description
+        "MF0;leaf01:MQM8790-HS2F/U1 (0xb8599f0300000001) hca (0x0c42a10300000010) port 1",  # both labels begin it
+        "directed route 0,1,4",
+        "spine01 (0xb8599f0300000002) port 1",  # not its label: its description is MF0;spine01:...
+    ]
+    snap["errors"] = [{"path": path, "reason": "no answer (timeout) after 3 tries"} for path in paths]
+    fabric = parse_fabric(snap, NOW)
+    by_node = errors_by_node(fabric)
+    assert {i: [e["path"] for e in errors] for i, errors in by_node.items()} == {
+        0: [paths[0], paths[2]],
+        1: [paths[1]],
+        2: [paths[2]],
+    }
+    for i, n in enumerate(fabric.nodes):  # the rule, node by node
+        labelled = [e for e in fabric.errors if e["path"].startswith((f"{n.description} ({n.guid})", n.guid))]
+        assert by_node.get(i, []) == labelled
