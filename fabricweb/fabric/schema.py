@@ -228,7 +228,8 @@ class KeptNodeRows:
         return list(self.nodes)
 
     def keep(self, columns: list[int], rows: list, nodes: list[FabricNodeIn]) -> None:
-        self.columns, self.rows, self.nodes = columns, rows, list(nodes)
+        # A copy of each row (of text, integers and nulls): rows edited in place after this are not the kept ones.
+        self.columns, self.rows, self.nodes = columns, [row[:] for row in rows], list(nodes)
 
 
 _PLAIN = frozenset({str, int, type(None)})

@@ -110,7 +110,10 @@ def test_a_sweeps_nodes_as_the_last_sweeps_read_the_same_and_a_changed_one_reads
     assert again.nodes == first.nodes and again.nodes is not first.nodes
     renamed = parse_fabric(broken(_set(("nodes", "rows", 0, 3), "MF0;leaf01b")), NOW)
     assert [n.description for n in renamed.nodes] == ["MF0;leaf01b", "MF0;spine01:MQM8790-HS2F/U1", "cn001 mlx5_0"]
-    assert parse_fabric(good(), NOW).nodes == first.nodes
+    snap = good()
+    assert parse_fabric(snap, NOW).nodes == first.nodes  # (checked: not the renamed rows, kept now)
+    snap["nodes"]["rows"][0][3] = "MF0;leaf01c"  # the same rows, edited in place, are not the kept ones
+    assert parse_fabric(snap, NOW).nodes[0].description == "MF0;leaf01c"
 
 
 @pytest.mark.parametrize(
