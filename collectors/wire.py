@@ -233,7 +233,7 @@ def _read_port(port: object, where: str, columns: dict[str, list[str]]) -> dict:
         raise WireError(f"{where}.absent: expected an object")
     for kind, names in columns.items():
         values = port.get(kind)
-        if values is None and kind == "hw_counters" and "hw_counters" not in port:
+        if kind == "hw_counters" and "hw_counters" not in port:
             if "hw_counters" in absent:
                 raise WireError(f"{where}: its hw_counters as last sent (none given) and absent ones both")
             out[kind] = AS_LAST_SENT

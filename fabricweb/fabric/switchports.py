@@ -42,8 +42,10 @@ def errors_by_node(fabric: FabricIn) -> dict[int, list[dict[str, str]]]:
     """Node index -> the sweep's errors about it: those whose path begins with its label, `description (guid)`, or
     its GUID. Made once a sweep from the GUIDs each path names (a node's label holds its GUID), not searched for
     each switch: 20,000 errors (the sweep's cap) took seconds to search through for each of 1,000 switches."""
-    index = {n.guid: i for i, n in enumerate(fabric.nodes)}
     out: dict[int, list[dict[str, str]]] = {}
+    if not fabric.errors:  # (most sweeps: no index of the fabric's nodes made for nothing)
+        return out
+    index = {n.guid: i for i, n in enumerate(fabric.nodes)}
     for e in fabric.errors:
         path = e["path"]
         for guid in dict.fromkeys(_GUID.findall(path)):  # (each once, in order)
