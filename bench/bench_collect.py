@@ -5,7 +5,9 @@
 The tree is one node of 2 HCAs x 2 ports with hw_counters, built in a temp dir from the
 real procfs fixture (mlx5_0 port 1's files copied to mlx5_0 ports 1,2 and mlx5_1 ports
 1,2). Ours: read_host(root, use_verbs=False), and separately read_host + to_dict +
-json.dumps (what a node worker does per poll), timed in-process after a warm-up.
+json.dumps (what a node worker does per poll), timed in-process after a warm-up; and read_host
+as the agent polls (its devices kept between polls, collectors/keptdevices.py), with their files held
+open (collectors/heldfiles.py) and, alternated in halves in the same process, opened at each poll.
 node_exporter: one long-running process on the same tree (only the infiniband collector),
 scraped over loopback; each scrape reports the collector's own time in
 node_scrape_collector_duration_seconds{collector="infiniband"}, which excludes HTTP and
@@ -35,7 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from collectors import read_host, to_dict  # noqa: E402
+from collectors import heldfiles, read_host, to_dict  # noqa: E402
+from collectors.keptdevices import KeptDevices  # noqa: E402
 from harness import free_port, listens, wait_for  # noqa: E402
 
 
@@ -66,14 +69,16 @@ def build_tree(dest: Path, hw_counters: bool = True) -> tuple[Path, int]:
 
 def summary(samples: list[float]) -> dict[str, float]:
     s = sorted(samples)
-    return {"median": statistics.median(s), "p90": s[int(0.9 * (len(s) - 1))], "n": len(s)}
+    return {"min": s[0], "median": statistics.median(s), "p90": s[int(0.9 * (len(s) - 1))], "max": s[-1], "n": len(s)}
 
 
-def time_ours(root: Path, iterations: int, serialise: bool) -> dict[str, float]:
+def time_ours(root: Path, iterations: int, serialise: bool, kept: KeptDevices | None = None) -> dict[str, float]:
+    """`kept`: read as the agent polls, its devices kept between reads (collectors/keptdevices.py) and their files
+    held open (collectors/heldfiles.py, as many as heldfiles.HELD_LIMIT lets it)."""
     r = str(root)
 
     def once() -> None:
-        snap = read_host(r, host="bench", use_verbs=False)
+        snap = read_host(r, host="bench", use_verbs=False, kept=kept)
         if serialise:
             json.dumps(to_dict(snap))
 
@@ -171,6 +176,17 @@ def main() -> int:
 
             read = time_ours(root, args.iterations, serialise=False)
             full = time_ours(root, args.iterations, serialise=True)
+            # The agent's polls: its devices kept, with their files held open, then opened at each poll (none held:
+            # as before heldfiles.py), alternated in halves so that both see the same machine.
+            polls: dict[str, list[dict]] = {"held": [], "opened": []}
+            for _ in range(2):
+                for way, limit in (("held", heldfiles.HELD_LIMIT), ("opened", 0)):
+                    held_limit, heldfiles.HELD_LIMIT = heldfiles.HELD_LIMIT, limit
+                    try:
+                        polls[way].append(time_ours(root, args.iterations // 2, False, KeptDevices()))
+                    finally:
+                        heldfiles.HELD_LIMIT = held_limit
+            kept = {way: _merged(halves) for way, halves in polls.items()}
             ne = time_node_exporter(binary, root, args.scrapes) if binary else None
 
             print()
@@ -179,6 +195,12 @@ def main() -> int:
             print(f"  {'ours: read_host':38} {us(read['median']):>10} {us(read['p90']):>10}   ({read['n']} runs)")
             print(f"  {'ours: read_host + to_dict + json':38} {us(full['median']):>10} {us(full['p90']):>10}")
             print(f"  {'ours: per file (read_host)':38} {read['median'] / files * 1e6:>7.1f} µs")
+            for way, words in (("held", "ours: agent's poll, files held"), ("opened", "ours: agent's poll, opened")):
+                k = kept[way]
+                print(
+                    f"  {words:38} {us(k['median']):>10} {us(k['p90']):>10}   (min {us(k['min'])}, max {us(k['max'])})"
+                )
+            print(f"  {'  held / opened (medians)':38} {kept['held']['median'] / kept['opened']['median']:.2f}x")
             if ne:
                 print(
                     f"  {'node_exporter: infiniband collector':38} {us(ne['median']):>10} {us(ne['p90']):>10}"
@@ -186,9 +208,31 @@ def main() -> int:
                 )
                 print(
                     f"  ratio ours/node_exporter (medians): read_host {read['median'] / ne['median']:.2f}, "
-                    f"read_host + to_dict + json {full['median'] / ne['median']:.2f}"
+                    f"read_host + to_dict + json {full['median'] / ne['median']:.2f}, "
+                    f"the agent's poll {kept['held']['median'] / ne['median']:.2f} "
+                    f"({kept['opened']['median'] / ne['median']:.2f} with its files opened each poll)"
                 )
+            print(f"  load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; peak RSS {peak_rss_mb():.1f} MB")
     return 0
+
+
+def _merged(halves: list[dict]) -> dict[str, float]:
+    """One summary of runs alternated in halves: the medians' median, the extremes of both."""
+    return {
+        "min": min(h["min"] for h in halves),
+        "median": statistics.median(h["median"] for h in halves),
+        "p90": max(h["p90"] for h in halves),
+        "max": max(h["max"] for h in halves),
+        "n": sum(h["n"] for h in halves),
+    }
+
+
+def peak_rss_mb() -> float:
+    """This process's VmHWM, from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .heldfiles import HeldFiles
 from .model import Device, PciLink, Port
 from .sysparse import parse_int, parse_numa, parse_pci_speed, parse_text
 
@@ -48,30 +49,40 @@ class Kept:
     # (number, its directory, (link layer, port GUID): port_statics, None where each is read at every poll)
     ports: list[tuple[int, str, tuple[str | None, str | None]]] = field(default_factory=list)
     names: dict[str, list[str] | None] = field(default_factory=dict)  # counter directory -> files (None: absent)
+    held: HeldFiles | None = None  # its directories read at every poll, held open (heldfiles.py)
 
 
 class KeptDevices:
     """Device directory -> Kept. Owner: the node agent's Poller (fabricweb/agent/poll.py), one per process. Bound:
     the devices of the trees it reads; a device no longer listed under its class/infiniband is dropped at the
     next poll of that tree. Checked on use: an entry whose identity() is not the device's now is read afresh.
-    forget() drops them all. A poll and an event's snapshot may use it at once: each step is one dict operation."""
+    forget() drops them all. Each entry holds files open (heldfiles.py), closed when it is dropped: one read at a
+    time may use it (the Poller's lock), so that no file is closed while another thread reads it."""
 
-    __slots__ = ("devices",)
+    __slots__ = ("devices", "held")
 
     def __init__(self) -> None:
         self.devices: dict[str, Kept] = {}
+        self.held = [0]  # files and directories its devices hold open (heldfiles.HELD_LIMIT)
 
     def forget(self) -> None:
-        self.devices = {}
+        for dev_dir in list(self.devices):
+            self._drop(dev_dir)
 
     def get(self, dev_dir: str, now: tuple | None) -> Kept | None:
         kept = self.devices.get(dev_dir)
         if kept is not None and (now is None or kept.identity != now):
-            self.devices.pop(dev_dir, None)
+            self._drop(dev_dir)
             return None
         return kept
 
+    def _drop(self, dev_dir: str) -> None:
+        kept = self.devices.pop(dev_dir, None)
+        if kept is not None and kept.held is not None:
+            kept.held.close()
+
     def keep(self, dev_dir: str, now: tuple, dev: Device | None, names: dict, skip: bool = False) -> None:
+        self._drop(dev_dir)  # (an entry read whole again: its files closed)
         if skip:
             self.devices[dev_dir] = Kept(now, skip=True)
             return
@@ -79,14 +90,14 @@ class KeptDevices:
         fields = {name: getattr(dev, name) for name in (*STATIC, "virtual_function", "physical_function")}
         pci = dev.pci and PciLink(dev.pci.address, max_gts=dev.pci.max_gts, max_width=dev.pci.max_width)
         ports = [(p.number, os.path.join(dev_dir, "ports", str(p.number)), port_statics(p)) for p in dev.ports]
-        self.devices[dev_dir] = Kept(now, False, fields, pci, ports, names)
+        self.devices[dev_dir] = Kept(now, False, fields, pci, ports, names, HeldFiles(self.held))
 
     def retain(self, class_dir: str, names: list[str]) -> None:
         """Drop the devices of `class_dir` not among `names` (listed there this poll)."""
         listed = {os.path.join(class_dir, name) for name in names}
         for dev_dir in list(self.devices):  # (a copy: the agent's event thread may read a tree at the same time)
             if os.path.dirname(dev_dir) == class_dir and dev_dir not in listed:
-                self.devices.pop(dev_dir, None)
+                self._drop(dev_dir)
 
 
 def port_statics(port: Port) -> tuple[str | None, str | None]:

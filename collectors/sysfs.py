@@ -13,9 +13,9 @@ import errno
 import os
 import stat
 import time
-from collections.abc import Callable
 
 from . import counters as pma
+from .heldfiles import DIR_FLAGS, MAX_READ, HeldDir, HeldDirContext, HeldFiles, OpenDir, read_held
 from .keptdevices import KeptDevices, identity, read_kept
 from .link import RateError, parse_rate
 from .model import Device, PciLink, Port, ReadError
@@ -35,11 +35,9 @@ from .sysparse import (
 )
 
 _U64_MAX = (1 << 64) - 1
-_MAX_READ = 4096
 # O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever and hang the
 # whole poll; regular (sysfs) files ignore the flag.
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY
 _REASONS = {
     errno.EINVAL: "EINVAL (the driver refuses this attribute)",
     errno.EOPNOTSUPP: "EOPNOTSUPP (not supported by this device or firmware)",
@@ -56,31 +54,6 @@ class DeadlinePassed(TimeoutError):
 
 def _join(dir_path: str, name: str) -> str:
     return os.path.join(dir_path, name) if dir_path else name
-
-
-class _OpenDir:
-    """SysfsReader._dir's context (a class: a generator's context manager cost ~1.5 µs a directory, 14 a poll)."""
-
-    __slots__ = ("fd", "path", "reader")
-
-    def __init__(self, reader: SysfsReader, path: str) -> None:
-        self.reader, self.path = reader, path
-        try:
-            self.fd: int | None = os.open(path, _DIR_FLAGS)
-        except OSError:
-            self.fd = None
-
-    def __enter__(self) -> Callable:
-        return self.at
-
-    def __exit__(self, *exc) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-
-    def at(self, name: str, parse):
-        if self.fd is None:  # read by full path instead: each file reports its own failure as it would alone
-            return self.reader._value(os.path.join(self.path, name), None, "", parse)
-        return self.reader._value(name, self.fd, self.path, parse)
 
 
 class SysfsReader:
@@ -110,6 +83,7 @@ class SysfsReader:
         # The device being read: its counter directories' files (None: no such directory), and whether one of
         # them was gone; consulted and filled only when there is `kept`.
         self.names: dict[str, list[str] | None] = {}
+        self.held: HeldFiles | None = None  # ... and its directories held open between polls (heldfiles.py)
         self.vanished = False
         self._static_errors: int | None = None
 
@@ -129,10 +103,16 @@ class SysfsReader:
         data = self._read(name, dir_fd, dir_path)
         return None if data is None else self._decode(data, name, dir_path)
 
-    def _read(self, name: str, dir_fd: int | None, dir_path: str, listed: bool = False) -> bytes | None:
-        """Bytes of a file; None when absent (an error only if it was `listed` a moment ago) or unreadable."""
+    def due(self, name: str, dir_path: str) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise DeadlinePassed(f"deadline passed before reading {_join(dir_path, name)}")
+
+    def _read(
+        self, name: str, dir_fd: int | None, dir_path: str, listed: bool = False, hold: HeldDir | None = None
+    ) -> bytes | None:
+        """Bytes of a file; None when absent (an error only if it was `listed` a moment ago) or unreadable. `hold`:
+        the held directory `dir_fd` is, where the file, once read, is kept open (heldfiles.py)."""
+        self.due(name, dir_path)
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except FileNotFoundError:
@@ -143,16 +123,19 @@ class SysfsReader:
         except OSError as e:
             self._fail(_join(dir_path, name), e)
             return None
+        held = False
         try:
-            data = os.read(fd, _MAX_READ)
+            data = os.read(fd, MAX_READ)
             if not data and not stat.S_ISREG(os.fstat(fd).st_mode):
                 self.errors.append(ReadError(_join(dir_path, name), "not a regular file (a FIFO, socket or device)"))
                 return None
+            held = hold is not None and self.held.hold(hold, name, fd)
         except OSError as e:
             self._fail(_join(dir_path, name), e)
             return None
         finally:
-            os.close(fd)
+            if not held:
+                os.close(fd)
         return data
 
     def _decode(self, data: bytes, name: str, dir_path: str) -> str | None:
@@ -176,9 +159,11 @@ class SysfsReader:
             self.errors.append(ReadError(_join(dir_path, name), str(e)))
             return None
 
-    def _dir(self, path: str) -> _OpenDir:
-        """`with reader._dir(path) as at`: at(name, parse) is the value() of path/name, with `path` opened once."""
-        return _OpenDir(self, path)
+    def _dir(self, path: str) -> OpenDir | HeldDirContext:
+        """`with reader._dir(path) as at`: at(name, parse) is the value() of path/name, with `path` opened once, or
+        held open with its files while the device read is kept (heldfiles.py)."""
+        held = self.held.enter(path) if self.held is not None else None
+        return OpenDir(self, path) if held is None else HeldDirContext(self, held, path)
 
     def _fail(self, path: str, e: OSError) -> None:
         reason = _REASONS.get(e.errno) or (e.strerror or type(e).__name__)
@@ -203,9 +188,16 @@ class SysfsReader:
         known = self.names.get(path, False) if self.kept is not None else False
         if known is None:
             return values  # absent since the device was registered
+        # A kept device's counters/ and counters_ext/ are held open between polls; hw_counters/, read every Nth poll
+        # and the largest, is not (heldfiles.py).
+        if known is not False and self.held is not None and not path.endswith("hw_counters"):
+            held = self.held.enter(path)
+            if held is not None:
+                self._counters(known, path, capped, values, None, held)
+                return values
         # Same outcomes as _listdir(path), with the directory kept open for the reads.
         try:
-            dir_fd = os.open(path, _DIR_FLAGS)
+            dir_fd = os.open(path, DIR_FLAGS)
         except FileNotFoundError:
             if self.kept is not None:
                 self.names[path] = None
@@ -227,32 +219,38 @@ class SysfsReader:
                     self.names[path] = names
             else:
                 names = known
-            read, facts = self._read, pma.facts
-            for name in names:
-                # lifespan: hw_counters cache time in ms, not a counter; dot-files: a writer's temp files
-                if name == "lifespan" or name.startswith("."):
-                    continue
-                data = read(name, dir_fd, path, listed=True)
-                if data is None:
-                    values[name] = None
-                    continue
-                # Most of a poll is plain decimal counters: take those straight from the bytes
-                # (bytes.isdigit() is ASCII only), exactly as _counter would; anything else,
-                # including leading zeros past 20 digits, goes the general way.
-                digits = data.strip()
-                raw = int(digits) if digits.isdigit() and len(digits) <= 20 else None
-                if raw is None or raw > _U64_MAX:
-                    raw = self._parse(data, name, path, _counter)
-                if raw is None:
-                    values[name] = None
-                    continue
-                ones, times = facts(name)
-                if capped is not None and raw == ones:
-                    capped.append(name)
-                values[name] = raw * times
+            self._counters(names, path, capped, values, dir_fd, None)
         finally:
             os.close(dir_fd)
         return values
+
+    def _counters(
+        self, names: list[str], path: str, capped: list | None, values: dict, dir_fd: int | None, held: HeldDir | None
+    ) -> None:
+        """counter_dir's reads of `names`, in the directory open as `dir_fd` or `held`."""
+        read, facts = self._read, pma.facts
+        for name in names:
+            # lifespan: hw_counters cache time in ms, not a counter; dot-files: a writer's temp files
+            if name == "lifespan" or name.startswith("."):
+                continue
+            data = read(name, dir_fd, path, listed=True) if held is None else read_held(self, held, name, path, True)
+            if data is None:
+                values[name] = None
+                continue
+            # Most of a poll is plain decimal counters: take those straight from the bytes
+            # (bytes.isdigit() is ASCII only), exactly as _counter would; anything else,
+            # including leading zeros past 20 digits, goes the general way.
+            digits = data.strip()
+            raw = int(digits) if digits.isdigit() and len(digits) <= 20 else None
+            if raw is None or raw > _U64_MAX:
+                raw = self._parse(data, name, path, _counter)
+            if raw is None:
+                values[name] = None
+                continue
+            ones, times = facts(name)
+            if capped is not None and raw == ones:
+                capped.append(name)
+            values[name] = raw * times
 
     # -- ports, devices ---------------------------------------------------
     def port(self, port_dir: str, number: int, kept: tuple[str | None, str | None] = (None, None)) -> Port:
@@ -340,14 +338,15 @@ class SysfsReader:
         kept = self.kept.get(d, now)
         self.vanished = False
         if kept is not None:
-            self.names = kept.names
+            self.names, self.held = kept.names, kept.held
             if kept.skip:
                 return None
             dev = read_kept(self, d, name, kept)
+            self.held = None  # (what is read after the devices, the PCIe path's bridges, is read the ordinary way)
             if self.vanished:  # a counter file listed when the device was kept is gone: list them again
                 self.kept.get(d, None)
             return dev
-        self.names = {}
+        self.names, self.held = {}, None
         start = len(self.errors)
         dev = self._device(d, name)
         if now is not None and self._static_errors is not None and self._static_errors == start:

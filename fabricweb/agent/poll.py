@@ -41,6 +41,9 @@ class Poller:
         self.kept = KeptDevices()
         # The task (main thread) and an event-triggered snapshot (watcher thread) may overlap.
         self._lock = threading.Lock()
+        # ... but read one at a time: `kept` holds files open, and closes them when a device changes
+        # (collectors/heldfiles.py): none may be closed while the other thread reads it.
+        self._reading = threading.Lock()
 
     def snapshot(self, node: str) -> dict:
         """Read `node` and return its JSON snapshot; NotServed, or DeadlinePassed when too slow."""
@@ -49,8 +52,8 @@ class Poller:
             polls = self._polls.get(node, 0)
             self._polls[node] = polls + 1
         fresh = polls % self.config.hw_counters_every == 0
-        snap = to_dict(
-            read_host(
+        with self._reading:
+            read = read_host(
                 root,
                 host=node,
                 use_verbs=self._use_verbs,
@@ -59,7 +62,7 @@ class Poller:
                 deadline=time.monotonic() + self.config.poll_deadline_s,
                 kept=self.kept,
             )
-        )
+        snap = to_dict(read)
         if fresh:
             self._remember(node, snap)
         else:

@@ -1,0 +1,141 @@
+"""Covers collectors/heldfiles.py, collectors/keptdevices.py, collectors/sysfs.py, fabricweb/agent/poll.py.
+
+A kept device's directories read at every poll are held open with their files: each poll reads them in place and
+gets what a fresh read gets, a file rewritten in place or replaced by rename included; a failed read on a held
+file reads it the ordinary way; the files are closed when their device goes, is registered anew or is forgotten,
+and past the process's limit files are read the ordinary way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from collectors import heldfiles, read_host, to_dict
+from collectors.keptdevices import KeptDevices
+from collectors.sim import Fabric
+from collectors.sysfs import SysfsReader
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    Fabric.create(str(tmp_path), 1, 2, hcas=2)
+    return tmp_path / "cn001"
+
+
+def poll(tree: Path, kept: KeptDevices | None, **options) -> dict:
+    return to_dict(read_host(str(tree), host="cn001", use_verbs=False, now=0.0, kept=kept, **options))
+
+
+def port_dir(tree: Path, device: str = "mlx5_0", number: int = 1) -> Path:
+    return (tree / "class" / "infiniband" / device).resolve() / "ports" / str(number)
+
+
+def port(snap: dict, device: str = "mlx5_0", number: int = 1) -> dict:
+    dev = next(d for d in snap["devices"] if d["name"] == device)
+    return next(p for p in dev["ports"] if p["port"] == number)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def held_files(kept: KeptDevices) -> int:
+    return sum(len(d.files) for k in kept.devices.values() if k.held for d in k.held.dirs.values())
+
+
+def test_a_kept_device_is_read_from_its_held_files_as_a_fresh_read_reads_it(tree, monkeypatch):
+    opened: list[str] = []
+    real = SysfsReader._read
+
+    def counting(self, name, *args, **kwargs):
+        opened.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(SysfsReader, "_read", counting)
+    with monkeypatch.context() as patch:  # a kept device's poll with nothing held: every file opened
+        patch.setattr(heldfiles, "HELD_LIMIT", 0)
+        unheld = KeptDevices()
+        poll(tree, unheld)
+        opened.clear()
+        poll(tree, unheld)
+        files = len(opened)
+    kept = KeptDevices()
+    poll(tree, kept)  # read whole and kept
+    poll(tree, kept)  # its directories held, their files opened and held
+    opened.clear()
+    assert poll(tree, kept) == poll(tree, None)
+    opened.clear()
+    poll(tree, kept)
+    # Per device, fw_ver, node_desc, its PCI link's speed, width and numa_node, each port's 7 files and its
+    # counters: none opened; hw_counters/, the netdevs' dev_port and the PCIe path's bridges (their own
+    # current_link_speed...) are, as before.
+    assert {"fw_ver", "node_desc", "state", "rate", "sm_lid", "symbol_error"}.isdisjoint(opened)
+    assert held_files(kept) == files - len(opened) > 100
+
+
+def test_a_held_file_rewritten_in_place_or_replaced_reads_its_new_value(tree):
+    kept = KeptDevices()
+    poll(tree, kept)
+    poll(tree, kept)
+    counters = port_dir(tree) / "counters"
+    (counters / "symbol_error").write_text("7\n")  # in place: the same file
+    (port_dir(tree) / "state").write_text("1: DOWN\n")
+    staged = counters / ".staged"
+    staged.write_text("9\n")
+    os.replace(staged, counters / "link_downed")  # by rename, as the simulator writes: a new file
+    snap = poll(tree, kept)
+    assert port(snap)["counters"]["symbol_error"] == 7 and port(snap)["counters"]["link_downed"] == 9
+    assert port(snap)["state"] == {"id": 1, "name": "DOWN"}
+    assert snap == poll(tree, None)
+
+
+def test_a_failed_read_of_a_held_file_reads_it_the_ordinary_way(tree, monkeypatch):
+    kept = KeptDevices()
+    poll(tree, kept)
+    poll(tree, kept)
+    held = held_files(kept)
+    failing = []
+
+    def pread(fd, size, offset):
+        failing.append(fd)
+        raise OSError(5, "Input/output error")  # (EIO: the device did not answer its held file)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(heldfiles.os, "pread", pread)
+        snap = poll(tree, kept)
+    assert len(failing) == held and held_files(kept) == held  # each closed, read afresh and held again
+    assert snap == poll(tree, None)
+
+
+def test_a_devices_held_files_are_closed_when_it_goes_comes_back_anew_or_is_forgotten(tree, tmp_path):
+    before = open_fds()
+    kept = KeptDevices()
+    poll(tree, kept)
+    poll(tree, kept)
+    per_device = held_files(kept) // 2
+    assert open_fds() - before == kept.held[0] > held_files(kept) > 100  # (its directories too)
+    (tree / "class" / "infiniband" / "mlx5_1").unlink()  # gone
+    poll(tree, kept)
+    assert held_files(kept) == per_device and open_fds() - before == kept.held[0]
+    device = port_dir(tree).parents[1]  # registered again: new directories, its files read whole
+    shutil.copytree(device, tmp_path / "copy", symlinks=True)
+    shutil.rmtree(device)
+    shutil.copytree(tmp_path / "copy", device, symlinks=True)
+    poll(tree, kept)
+    assert held_files(kept) == 0 and open_fds() == before
+    poll(tree, kept)
+    assert held_files(kept) == per_device
+    kept.forget()
+    assert kept.held == [0] and open_fds() == before
+
+
+def test_past_the_limit_files_are_read_the_ordinary_way(tree, monkeypatch):
+    monkeypatch.setattr(heldfiles, "HELD_LIMIT", 12)
+    kept = KeptDevices()
+    for _ in range(3):
+        assert poll(tree, kept) == poll(tree, None)
+    assert kept.held == [12]
