@@ -11,7 +11,9 @@ counters_ext/. hw_counters/, read every Nth poll and the largest, is read the or
 - A directory is held with its times and link count as they were when its files were opened: a file replaced in it
   (a tree on disk rewritten by rename, as the simulator's is) or the directory removed or moved changes them, and
   its files are opened afresh at the next poll. sysfs replaces no file of a registered device; a new registration
-  is a new device (keptdevices.identity), whose held files are closed.
+  is a new device (keptdevices.identity), whose held files are closed. (On a tree on disk under a kernel before
+  6.13, whose directory times tick by the jiffy, a file replaced within the tick of the directory's last change
+  is seen at its next change: the simulator's next step.)
 - A read that fails on a held file closes it and reads the file the ordinary way, which says why.
 - A process holds at most HELD_LIMIT of them, half its RLIMIT_NOFILE soft limit and at most MAX_HELD: past it,
   files are read the ordinary way (an agent serving many simulated trees).

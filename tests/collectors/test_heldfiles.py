@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,9 @@ from collectors import heldfiles, read_host, to_dict
 from collectors.keptdevices import KeptDevices
 from collectors.sim import Fabric
 from collectors.sysfs import SysfsReader
+from fabricweb.agent import poll as agent_poll
+from fabricweb.agent.config import AgentConfig
+from fabricweb.agent.poll import Poller
 
 
 @pytest.fixture
@@ -139,3 +144,28 @@ def test_past_the_limit_files_are_read_the_ordinary_way(tree, monkeypatch):
     for _ in range(3):
         assert poll(tree, kept) == poll(tree, None)
     assert kept.held == [12]
+
+
+def test_the_agents_poll_and_an_events_snapshot_read_the_tree_one_at_a_time(tree, monkeypatch):
+    reading, most = [0], [0]
+    real = agent_poll.read_host
+
+    def watched(*args, **kwargs):
+        reading[0] += 1
+        most[0] = max(most[0], reading[0])
+        try:
+            time.sleep(0.01)  # (long enough for the other thread to arrive)
+            return real(*args, **kwargs)
+        finally:
+            reading[0] -= 1
+
+    monkeypatch.setattr(agent_poll, "read_host", watched)
+    poller = Poller(AgentConfig(broker_url="redis://", node_name="cn001", sysfs_root=str(tree)))
+    snaps: list[dict] = []
+    threads = [threading.Thread(target=lambda: snaps.append(poller.snapshot("cn001"))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(snaps) == 4 and most == [1]
+    assert held_files(poller.kept) > 100  # (their later reads held the files)
