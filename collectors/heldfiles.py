@@ -6,7 +6,9 @@ open (pread at offset 0: sysfs calls the attribute's show() again, so the value 
 machine, /sys/class/net/lo/statistics, hot). So the directories of a device the agent keeps (keptdevices.py: one
 registration) that it reads at every poll stay open with their files: the device's own (fw_ver, node_desc), its
 PCI function's (the link's speed and width, numa_node), each port's (state, rate, LIDs...) and its counters/ and
-counters_ext/. hw_counters/, read every Nth poll and the largest, is read the ordinary way.
+counters_ext/; and the bridges' above them (their link's speed and width: pcipath.py), held by the KeptDevices and
+closed when no device's path crosses them. hw_counters/, read every Nth poll and the largest, is read the
+ordinary way.
 
 - A directory is held with its times and link count as they were when its files were opened: a file replaced in it
   (a tree on disk rewritten by rename, as the simulator's is) or the directory removed or moved changes them, and
@@ -61,15 +63,17 @@ class HeldFiles:
     """Directory path -> HeldDir, for one registration of one device. Owner: its keptdevices.Kept entry, which
     closes it when the entry is dropped; `count` is shared by every HeldFiles of a KeptDevices (HELD_LIMIT)."""
 
-    __slots__ = ("count", "dirs")
+    __slots__ = ("count", "dirs", "entered")
 
     def __init__(self, count: list[int]) -> None:
         self.count = count  # [files and directories held by this KeptDevices]
         self.dirs: dict[str, HeldDir] = {}
+        self.entered: set[str] = set()  # since the last prune()
 
     def enter(self, path: str) -> HeldDir | None:
         """The directory at `path` held for this poll, its files as its stamp says; None: read it the ordinary way
         (it could not be opened, or the process holds its limit)."""
+        self.entered.add(path)
         held = self.dirs.get(path)
         if held is not None:
             try:
@@ -106,6 +110,12 @@ class HeldFiles:
         if fd is not None:
             self.count[0] -= 1
             os.close(fd)
+
+    def prune(self) -> None:
+        """Close the directories not entered since the last prune (a PCIe bridge no longer on a device's path)."""
+        for path in [path for path in self.dirs if path not in self.entered]:
+            self._close(path)
+        self.entered.clear()
 
     def close(self) -> None:
         for path in list(self.dirs):

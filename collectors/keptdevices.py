@@ -59,15 +59,17 @@ class KeptDevices:
     forget() drops them all. Each entry holds files open (heldfiles.py), closed when it is dropped: one read at a
     time may use it (the Poller's lock), so that no file is closed while another thread reads it."""
 
-    __slots__ = ("devices", "held")
+    __slots__ = ("bridges", "devices", "held")
 
     def __init__(self) -> None:
         self.devices: dict[str, Kept] = {}
-        self.held = [0]  # files and directories its devices hold open (heldfiles.HELD_LIMIT)
+        self.held = [0]  # files and directories its devices and bridges hold open (heldfiles.HELD_LIMIT)
+        self.bridges = HeldFiles(self.held)  # the PCIe bridges' above the devices (pcipath.py)
 
     def forget(self) -> None:
         for dev_dir in list(self.devices):
             self._drop(dev_dir)
+        self.bridges.close()
 
     def get(self, dev_dir: str, now: tuple | None) -> Kept | None:
         kept = self.devices.get(dev_dir)

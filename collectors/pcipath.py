@@ -155,7 +155,7 @@ def _add(tree: PciTree, reader: SysfsReader, path: str) -> None:
 
 
 def _read_static(reader: SysfsReader, fn: Function, files: dict) -> None:
-    with reader._dir(fn.path) as at:
+    with reader._dir(fn.path, hold=False) as at:  # (read once a shape: not held open as the live link's files are)
         for name, parse in files.items():
             if name not in fn.values:
                 fn.values[name] = at(name, parse)

@@ -46,7 +46,14 @@ def read_host(
     devices = reader.devices()
     # A RoCE port's lossless counters: its netdev's ethtool statistics from the kernel on this machine's /sys.
     roce.read_ports(reader, devices, kernel=os.path.realpath(sysfs_root) == "/sys")
-    _, gpus = read_paths(reader, devices)
+    # The bridges above the devices: their files held open between polls, as the devices' are (heldfiles.py).
+    reader.held = kept.bridges if kept is not None else None
+    try:
+        _, gpus = read_paths(reader, devices)
+    finally:
+        reader.held = None
+    if kept is not None:
+        kept.bridges.prune()
     snap = Snapshot(
         host=host or socket.gethostname().split(".")[0],
         collected_at=collected_at,

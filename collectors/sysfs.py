@@ -159,10 +159,10 @@ class SysfsReader:
             self.errors.append(ReadError(_join(dir_path, name), str(e)))
             return None
 
-    def _dir(self, path: str) -> OpenDir | HeldDirContext:
+    def _dir(self, path: str, hold: bool = True) -> OpenDir | HeldDirContext:
         """`with reader._dir(path) as at`: at(name, parse) is the value() of path/name, with `path` opened once, or
-        held open with its files while the device read is kept (heldfiles.py)."""
-        held = self.held.enter(path) if self.held is not None else None
+        held open with its files while the device read is kept (heldfiles.py) and `hold` (what every poll reads)."""
+        held = self.held.enter(path) if self.held is not None and hold else None
         return OpenDir(self, path) if held is None else HeldDirContext(self, held, path)
 
     def _fail(self, path: str, e: OSError) -> None:

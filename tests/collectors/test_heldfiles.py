@@ -1,9 +1,11 @@
-"""Covers collectors/heldfiles.py, collectors/keptdevices.py, collectors/sysfs.py, fabricweb/agent/poll.py.
+"""Covers collectors/heldfiles.py, collectors/keptdevices.py, collectors/sysfs.py, collectors/snapshot.py,
+collectors/pcipath.py, fabricweb/agent/poll.py.
 
-A kept device's directories read at every poll are held open with their files: each poll reads them in place and
-gets what a fresh read gets, a file rewritten in place or replaced by rename included; a failed read on a held
-file reads it the ordinary way; the files are closed when their device goes, is registered anew or is forgotten,
-and past the process's limit files are read the ordinary way.
+A kept device's directories read at every poll, and the PCIe bridges' above it, are held open with their files:
+each poll reads them in place and gets what a fresh read gets, a file rewritten in place or replaced by rename
+included; a failed read on a held file reads it the ordinary way; the files are closed when their device goes, is
+registered anew or is forgotten (a bridge's when no device's path crosses it), and past the process's limit files
+are read the ordinary way. The agent's poll and an event's snapshot read the tree one at a time.
 """
 
 from __future__ import annotations
@@ -48,8 +50,13 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def held_files(kept: KeptDevices) -> int:
+def device_files(kept: KeptDevices) -> int:
     return sum(len(d.files) for k in kept.devices.values() if k.held for d in k.held.dirs.values())
+
+
+def held_files(kept: KeptDevices) -> int:
+    """The files held open: the devices', and the PCIe bridges' above them."""
+    return device_files(kept) + sum(len(d.files) for d in kept.bridges.dirs.values())
 
 
 def test_a_kept_device_is_read_from_its_held_files_as_a_fresh_read_reads_it(tree, monkeypatch):
@@ -76,9 +83,9 @@ def test_a_kept_device_is_read_from_its_held_files_as_a_fresh_read_reads_it(tree
     opened.clear()
     poll(tree, kept)
     # Per device, fw_ver, node_desc, its PCI link's speed, width and numa_node, each port's 7 files and its
-    # counters: none opened; hw_counters/, the netdevs' dev_port and the PCIe path's bridges (their own
-    # current_link_speed...) are, as before.
-    assert {"fw_ver", "node_desc", "state", "rate", "sm_lid", "symbol_error"}.isdisjoint(opened)
+    # counters, and the link's speed and width of each bridge above it: none opened; hw_counters/ and the netdevs'
+    # dev_port are, as before.
+    assert {"fw_ver", "node_desc", "state", "rate", "sm_lid", "symbol_error", "current_link_speed"}.isdisjoint(opened)
     assert held_files(kept) == files - len(opened) > 100
 
 
@@ -121,19 +128,20 @@ def test_a_devices_held_files_are_closed_when_it_goes_comes_back_anew_or_is_forg
     kept = KeptDevices()
     poll(tree, kept)
     poll(tree, kept)
-    per_device = held_files(kept) // 2
-    assert open_fds() - before == kept.held[0] > held_files(kept) > 100  # (its directories too)
-    (tree / "class" / "infiniband" / "mlx5_1").unlink()  # gone
+    per_device, bridges = device_files(kept) // 2, len(kept.bridges.dirs)
+    assert open_fds() - before == kept.held[0] > held_files(kept) > 100  # (their directories too)
+    (tree / "class" / "infiniband" / "mlx5_1").unlink()  # gone: its files, and its own bridges'
     poll(tree, kept)
-    assert held_files(kept) == per_device and open_fds() - before == kept.held[0]
+    assert device_files(kept) == per_device and 0 < len(kept.bridges.dirs) < bridges
+    assert open_fds() - before == kept.held[0]
     device = port_dir(tree).parents[1]  # registered again: new directories, its files read whole
     shutil.copytree(device, tmp_path / "copy", symlinks=True)
     shutil.rmtree(device)
     shutil.copytree(tmp_path / "copy", device, symlinks=True)
     poll(tree, kept)
-    assert held_files(kept) == 0 and open_fds() == before
+    assert device_files(kept) == 0 and open_fds() - before == kept.held[0]
     poll(tree, kept)
-    assert held_files(kept) == per_device
+    assert device_files(kept) == per_device
     kept.forget()
     assert kept.held == [0] and open_fds() == before
 

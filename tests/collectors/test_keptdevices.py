@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import read_host, to_dict
+from collectors import heldfiles, read_host, to_dict
 from collectors.keptdevices import KeptDevices
 from collectors.sim import Fabric
 from collectors.sysfs import SysfsReader
@@ -47,6 +47,7 @@ def test_it_reads_the_snapshot_an_uncached_read_does_at_every_poll(tree):
 
 
 def test_it_reads_a_kept_device_in_fewer_files(tree, monkeypatch):
+    monkeypatch.setattr(heldfiles, "HELD_LIMIT", 0)  # (every file a poll reads opened: none held, heldfiles.py)
     opened: list[str] = []
     real = SysfsReader._read
 
