@@ -276,6 +276,7 @@ def _judge(
     judged = []
     pcie: dict[int, PcieView] = {}
     devices: dict[int, tuple] = {}  # id(device) -> memo.device_inputs, once a device at this poll
+    gpus_known = node.gpus is not None
     for obs in result.observations:
         port = obs.port
         interval = obs.interval_s if obs.interval_s and obs.interval_s > 0 else 0.0
@@ -284,7 +285,7 @@ def _judge(
             device = obs.device
             part = devices.get(id(device))
             if part is None:
-                part = devices[id(device)] = memo.device_inputs(device, norms)
+                part = devices[id(device)] = memo.device_inputs(device, norms, gpus_known)
             raw = memo.raw_inputs(obs, name, norms, part)
         held = memo.reuse(obs, raw, ts, interval, t) if raw is not None else None
         if held is not None:

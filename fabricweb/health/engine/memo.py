@@ -76,9 +76,10 @@ class HeldJudgements:
 HELD = HeldJudgements()
 
 
-def device_inputs(device, norms: Norms) -> tuple:
+def device_inputs(device, norms: Norms, gpus_known: bool | None = None) -> tuple:
     """The part of raw_inputs that is the device's (and the norms'): the same for each of its ports at one poll,
-    so worked out once a device (a switch has dozens of ports)."""
+    so worked out once a device (a switch has dozens of ports). `gpus_known`: whether its node's GPUs are known
+    (the caller holds the node: not read through the device's descriptor)."""
     hca = device.hca_type
     return (
         norms.thresholds,
@@ -91,16 +92,16 @@ def device_inputs(device, norms: Norms) -> tuple:
         device.pci_current_width,
         device.pci_max_gts,
         device.pci_max_width,
-        _path_key(device),  # the bridges above it (rules/pciepath.py)
+        _path_key(device, device.node.gpus is not None if gpus_known is None else gpus_known),  # (rules/pciepath.py)
     )
 
 
-def _path_key(device) -> tuple | None:
+def _path_key(device, known: bool) -> tuple | None:
     """path_key of the device's pcie_path, kept on the row with the path object it was worked out from: ingest gives
     a device a new pcie_path object when its path changes (never edits one in place), so while the row holds the
     same object, and its node's GPUs stay known or unknown, the key is the same. An 8-HCA host's eight paths of
     four bridges cost ~1.5 µs each to key again at every poll."""
-    path, known = device.pcie_path, device.node.gpus is not None
+    path = device.pcie_path
     kept = device.__dict__.get("_path_key")
     if kept is not None and kept[0] is path and kept[1] is known:
         return kept[2]
