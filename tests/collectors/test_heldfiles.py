@@ -18,23 +18,19 @@ from pathlib import Path
 
 import pytest
 
-from collectors import heldfiles, read_host, to_dict
+from collectors import heldfiles
 from collectors.keptdevices import KeptDevices
 from collectors.sim import Fabric
-from collectors.sysfs import SysfsReader
 from fabricweb.agent import poll as agent_poll
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.poll import Poller
+from tests.collectors.kept_support import files_opened, poll
 
 
 @pytest.fixture
 def tree(tmp_path) -> Path:
     Fabric.create(str(tmp_path), 1, 2, hcas=2)
     return tmp_path / "cn001"
-
-
-def poll(tree: Path, kept: KeptDevices | None, **options) -> dict:
-    return to_dict(read_host(str(tree), host="cn001", use_verbs=False, now=0.0, kept=kept, **options))
 
 
 def port_dir(tree: Path, device: str = "mlx5_0", number: int = 1) -> Path:
@@ -60,14 +56,7 @@ def held_files(kept: KeptDevices) -> int:
 
 
 def test_a_kept_device_is_read_from_its_held_files_as_a_fresh_read_reads_it(tree, monkeypatch):
-    opened: list[str] = []
-    real = SysfsReader._read
-
-    def counting(self, name, *args, **kwargs):
-        opened.append(name)
-        return real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(SysfsReader, "_read", counting)
+    opened = files_opened(monkeypatch)
     with monkeypatch.context() as patch:  # a kept device's poll with nothing held: every file opened
         patch.setattr(heldfiles, "HELD_LIMIT", 0)
         unheld = KeptDevices()

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from collectors import heldfiles, read_host, to_dict
+from collectors import heldfiles
 from collectors.keptdevices import KeptDevices
 from collectors.sim import Fabric
-from collectors.sysfs import SysfsReader
 from fabricweb.agent.config import AgentConfig
 from fabricweb.agent.poll import Poller
+from tests.collectors.kept_support import files_opened, poll
 
 
 @pytest.fixture
@@ -28,10 +28,6 @@ def tree(tmp_path) -> Path:
 
 def device_dir(tree: Path, name: str = "mlx5_0") -> Path:
     return (tree / "class" / "infiniband" / name).resolve()
-
-
-def poll(tree: Path, kept: KeptDevices, **options) -> dict:
-    return to_dict(read_host(str(tree), host="cn001", use_verbs=False, now=0.0, kept=kept, **options))
 
 
 def device(snap: dict, name: str = "mlx5_0") -> dict:
@@ -48,14 +44,7 @@ def test_it_reads_the_snapshot_an_uncached_read_does_at_every_poll(tree):
 
 def test_it_reads_a_kept_device_in_fewer_files(tree, monkeypatch):
     monkeypatch.setattr(heldfiles, "HELD_LIMIT", 0)  # (every file a poll reads opened: none held, heldfiles.py)
-    opened: list[str] = []
-    real = SysfsReader._read
-
-    def counting(self, name, *args, **kwargs):
-        opened.append(name)
-        return real(self, name, *args, **kwargs)
-
-    monkeypatch.setattr(SysfsReader, "_read", counting)
+    opened = files_opened(monkeypatch)
     poll(tree, None)  # the PCI tree's shape is read once (collectors/pcipath.py): not counted
     opened.clear()
     poll(tree, None)
