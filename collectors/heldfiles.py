@@ -60,8 +60,9 @@ class HeldDir:
 
 
 class HeldFiles:
-    """Directory path -> HeldDir, for one registration of one device. Owner: its keptdevices.Kept entry, which
-    closes it when the entry is dropped; `count` is shared by every HeldFiles of a KeptDevices (HELD_LIMIT)."""
+    """Directory path -> HeldDir. Owner: a keptdevices.Kept entry (one registration of one device), which closes it
+    when the entry is dropped, or its KeptDevices (the bridges above the devices, pruned after each read of them);
+    `count` is shared by every HeldFiles of a KeptDevices (HELD_LIMIT)."""
 
     __slots__ = ("count", "dirs", "entered")
 

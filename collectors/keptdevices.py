@@ -127,7 +127,7 @@ def read_kept(reader, dev_dir: str, name: str, kept: Kept) -> Device:
                 numa_node=at("numa_node", parse_numa),
             )
     if reader.hw_counters:
-        dev.hw_counters = reader.counter_dir(os.path.join(dev_dir, "hw_counters"), None)
+        dev.hw_counters = reader.counter_dir(os.path.join(dev_dir, "hw_counters"), None, hold=False)
     dev.ports = [reader.port(port_dir, number, statics) for number, port_dir, statics in kept.ports]
     reader.netdevs(dev_dir, dev.ports)
     return dev

@@ -108,9 +108,9 @@ class SysfsReader:
             raise DeadlinePassed(f"deadline passed before reading {_join(dir_path, name)}")
 
     def _read(
-        self, name: str, dir_fd: int | None, dir_path: str, listed: bool = False, hold: HeldDir | None = None
+        self, name: str, dir_fd: int | None, dir_path: str, listed: bool = False, into: HeldDir | None = None
     ) -> bytes | None:
-        """Bytes of a file; None when absent (an error only if it was `listed` a moment ago) or unreadable. `hold`:
+        """Bytes of a file; None when absent (an error only if it was `listed` a moment ago) or unreadable. `into`:
         the held directory `dir_fd` is, where the file, once read, is kept open (heldfiles.py)."""
         self.due(name, dir_path)
         try:
@@ -123,18 +123,18 @@ class SysfsReader:
         except OSError as e:
             self._fail(_join(dir_path, name), e)
             return None
-        held = False
+        kept_open = False
         try:
             data = os.read(fd, MAX_READ)
             if not data and not stat.S_ISREG(os.fstat(fd).st_mode):
                 self.errors.append(ReadError(_join(dir_path, name), "not a regular file (a FIFO, socket or device)"))
                 return None
-            held = hold is not None and self.held.hold(hold, name, fd)
+            kept_open = into is not None and self.held.hold(into, name, fd)
         except OSError as e:
             self._fail(_join(dir_path, name), e)
             return None
         finally:
-            if not held:
+            if not kept_open:
                 os.close(fd)
         return data
 
@@ -183,14 +183,14 @@ class SysfsReader:
             return []
 
     # -- counters ---------------------------------------------------------
-    def counter_dir(self, path: str, capped: list[str] | None) -> dict[str, int | None]:
+    def counter_dir(self, path: str, capped: list[str] | None, hold: bool = True) -> dict[str, int | None]:
+        """A counter directory's values; `hold`: held open between polls while the device read is kept (heldfiles.py:
+        hw_counters/, read every Nth poll and the largest, is not)."""
         values: dict[str, int | None] = {}
         known = self.names.get(path, False) if self.kept is not None else False
         if known is None:
             return values  # absent since the device was registered
-        # A kept device's counters/ and counters_ext/ are held open between polls; hw_counters/, read every Nth poll
-        # and the largest, is not (heldfiles.py).
-        if known is not False and self.held is not None and not path.endswith("hw_counters"):
+        if known is not False and self.held is not None and hold:
             held = self.held.enter(path)
             if held is not None:
                 self._counters(known, path, capped, values, None, held)
@@ -272,7 +272,7 @@ class SysfsReader:
         p.counters = self.counter_dir(j(port_dir, "counters"), p.capped)
         p.counters_ext = self.counter_dir(j(port_dir, "counters_ext"), p.capped)
         if self.hw_counters:
-            p.hw_counters = self.counter_dir(j(port_dir, "hw_counters"), None)
+            p.hw_counters = self.counter_dir(j(port_dir, "hw_counters"), None, hold=False)
         return p
 
     def pci(self, dev_dir: str) -> PciLink | None:
@@ -342,7 +342,7 @@ class SysfsReader:
             if kept.skip:
                 return None
             dev = read_kept(self, d, name, kept)
-            self.held = None  # (what is read after the devices, the PCIe path's bridges, is read the ordinary way)
+            self.held = None  # (what is read after the devices holds its own: snapshot.read_host)
             if self.vanished:  # a counter file listed when the device was kept is gone: list them again
                 self.kept.get(d, None)
             return dev
@@ -374,7 +374,7 @@ class SysfsReader:
         if dev.pci is None:
             dev.virtual_function = None  # no PCI function (rxe, siw): neither PF nor VF
         if self.hw_counters:
-            dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None)
+            dev.hw_counters = self.counter_dir(j(d, "hw_counters"), None, hold=False)
         ports_dir = j(d, "ports")
         entries = self._listdir(ports_dir)
         self._static_errors = len(self.errors)
