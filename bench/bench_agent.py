@@ -1,6 +1,6 @@
 """The node agent against node_exporter on a compute node: CPU, memory, start-up, wake-ups.
 
-    .venv/bin/python bench/bench_agent.py [--runs 3] [--duration 90] [--interval 5] [--signed]
+    .venv/bin/python bench/bench_agent.py [--runs 3] [--duration 90] [--interval 5] [--signed] [--against DIR]
 
 Both run side by side in one run, on the same simulated node tree (1 node, 2 HCAs x 2
 ports, `collectors.sim`), polled at the same rate:
@@ -17,7 +17,10 @@ the first scrape with infiniband series), and context switches per second (every
 how often the process wakes up; most are wake-ups while idle). Printed with the ratios
 agent / node_exporter and the agent's goals (GOALS). `--signed` gives the agent a node key
 (FABRIC_NODE_KEY), as on a site with node auth: every snapshot is signed (fabricweb/nodeauth.py).
-The machine may be shared: compare the ratios of one run. `--runs N` starts both sides afresh N times
+`--against DIR` runs a second agent from another tree (a worktree of another commit) in every run, beside this
+tree's and node_exporter, on the same node tree at the same instants, each agent with a broker database of its own:
+the machine's drift, which moves node_exporter's own CPU by half between runs a minute apart, is then the same for
+all three. The machine may be shared: compare the ratios of one run. `--runs N` starts both sides afresh N times
 and ends with each figure's min / median / max over the runs, the ratio's too, with the load average.
 """
 
@@ -135,12 +138,14 @@ class Side:
         stop(self.proc)
 
 
-def start_agent(name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client, key: str = "") -> Side:
+def start_agent(
+    name: str, argv: list[str], tree: Path, redis_url: str, log: Path, client, key: str = "", cwd: Path = REPO
+) -> Side:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
     env.update(REDIS_URL=redis_url, FABRIC_NODE_NAME=NODE, FABRIC_SYSFS_ROOT=str(tree), LOG_LEVEL="WARNING")
     if key:
         env["FABRIC_NODE_KEY"] = key
-    side = Side(name, subprocess.Popen(argv, env=env, cwd=REPO, stdout=log.open("w"), stderr=subprocess.STDOUT))
+    side = Side(name, subprocess.Popen(argv, env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT))
     # Started when its hello snapshot is on the snapshots queue: it can read and send.
     wait_for(f"the {name}'s hello snapshot", lambda: client.blpop([SNAPSHOTS], timeout=0.05), 60, 0)
     side.startup_s = time.monotonic() - side.started
@@ -179,6 +184,11 @@ def main() -> int:
     p.add_argument("--settle", type=float, default=5.0, help="seconds after start-up before measuring (default 5)")
     p.add_argument("--signed", action="store_true", help="the agent signs its snapshots (FABRIC_NODE_KEY)")
     p.add_argument("--runs", type=int, default=3, help="runs, each starting both sides afresh (default 3)")
+    p.add_argument(
+        "--against",
+        type=Path,
+        help="a worktree of another commit: its agent runs too, beside this tree's and node_exporter, in every run",
+    )
     args = p.parse_args()
     runs = []
     for number in range(1, args.runs + 1):
@@ -202,15 +212,20 @@ def one_run(args) -> dict | None:
     tree = tmp / "sim" / NODE
     redis_server = start_redis(cwd=tmp)
     base = redis_server.url.rsplit("/", 1)[0]
-    agents = {"agent": [sys.executable, "-m", "fabricweb.agent"]}
+    # `python -m` puts its working directory first on the path: each agent runs its own tree's code.
+    agents = {"agent": REPO}
+    if args.against:
+        agents["against"] = args.against.resolve()
     sides: list[Side] = []
     beats: list[Celery] = []
     try:
         # Each agent has a Redis database of its own: its own node.<name> and snapshots queues.
-        for db, (name, argv) in enumerate(agents.items()):
+        for db, (name, cwd) in enumerate(agents.items()):
             url = f"{base}/{db}"
-            key = "ab" * 32 if args.signed and name == "agent" else ""
-            sides.append(start_agent(name, argv, tree, url, tmp / f"{name}.log", redis.Redis.from_url(url), key))
+            key = "ab" * 32 if args.signed else ""
+            client = redis.Redis.from_url(url)
+            argv = [sys.executable, "-m", "fabricweb.agent"]
+            sides.append(start_agent(name, argv, tree, url, tmp / f"{name}.log", client, key, cwd))
             beat = Celery(f"bench-beat-{name}", broker=url, set_as_current=False)
             beat.conf.update(task_serializer="json", accept_content=["json"])
             beats.append(beat)
@@ -220,9 +235,13 @@ def one_run(args) -> dict | None:
         before = {s.name: (cpu_ns(s.pids()), context_switches(s.pids())) for s in sides}
         t0 = time.monotonic()
         next_poll = t0
+        polls = 0
         while next_poll < t0 + args.duration:
-            for beat in beats:
+            # Two agents polled at once: the one asked second reads the files the first has just warmed (measured:
+            # the same tree asked second took 0.80x the CPU), so each is asked first at every other poll.
+            for beat in beats if polls % 2 == 0 else beats[::-1]:
                 beat.send_task(COLLECT, kwargs={"node": NODE}, queue=f"node.{NODE}", expires=args.interval)
+            polls += 1
             if "node_infiniband_" in scrape(metrics_url):
                 exporter.polls += 1
             next_poll += args.interval
@@ -286,6 +305,9 @@ def report(results: dict, args) -> None:
             ratio = a[key] / n[key] if n[key] else float("inf")
             line += f"{fmt.format(a[key]):>12}{ratio:>7.2f}x"
         print(line + f"{fmt.format(n[key]):>15}")
+    if "against" in results:
+        mine, theirs = results["agent"]["cpu_ms_per_min"], results["against"]["cpu_ms_per_min"]
+        print(f"CPU, this tree's agent against --against's: {mine / max(theirs, 1e-9):.2f}x")
     for name in agents:
         a = results[name]
         cpu_ratio = a["cpu_ms_per_min"] / max(n["cpu_ms_per_min"], 1e-9)
@@ -313,6 +335,10 @@ def summary(runs: list[dict], args) -> None:
             if ratios:
                 spread = (ratios[0], statistics.median(ratios), ratios[-1])
                 cells.append(f"ratio {' / '.join(f'{r:.2f}x' for r in spread)}")
+        if "against" in agents and key == "cpu_ms_per_min":
+            ratios = sorted(run["agent"][key] / run["against"][key] for run in runs if run["against"][key])
+            spread = (ratios[0], statistics.median(ratios), ratios[-1])
+            cells.append(f"this tree / --against {' / '.join(f'{r:.2f}x' for r in spread)}")
         print(f"  {key:16} " + "; ".join(cells))
 
 
