@@ -1,15 +1,15 @@
-"""A host's snapshot as the agent sends it: columnar (wire 2). Standard library only.
+"""A host's snapshot as the agent sends it: columnar (wire 3). Standard library only.
 
 The snapshot DESIGN.md describes (schema 2, `snapshot --format json`) names every counter of every port:
 a node of 8 one-port HCAs sends the same ~100 counter names eight times, each escaped twice more on its
 way through the broker (the signed text inside the task's body inside kombu's envelope). On the wire
 the names go once, in the order the snapshot states, and each port carries its values as arrays:
 
-    {"wire": 2, "agent": "fabricweb 0.1.0", "schema": 2, "host", "collected_at", "source", "errors",
+    {"wire": 3, "agent": "fabricweb 0.1.0", "schema": 2, "host", "collected_at", "source", "errors",
      "gpus" (when any),
-     "names": {"counters": [...], "counters_ext": [...], "hw_counters": [...]},
+     "names": {"counters": "name,name,...", "counters_ext": "...", "hw_counters": "..."},
      "devices": [{...the device's own fields as in schema 2...,
-                  "ports": [{"port": 1, "link": [state, phys_state, ..., disagreements],
+                  "ports": [{"port": 1, "link": [4, 5, "InfiniBand", ["HDR", 4], ..., disagreements],
                              "counters": [v, ...], "counters_ext": [...], "hw_counters": [...],
                              "absent": {"hw_counters": [i, ...]}  (only when a port lacks a name)}]}]}
 
@@ -22,12 +22,20 @@ has no `hw_counters` key, and reads back as AS_LAST_SENT. Ingest keeps what it s
 (telemetry/storage/apply.py), so a restarted agent (whose first poll is full) or a new consumer (which
 reads the rows the last one stored) misses nothing but a device it never stored, until its next full poll.
 
-`link` holds PORT_LINK_FIELDS in that order, valued as in schema 2. A value is an integer or null (a file
-that could not be read), as in schema 2; a name a port has no file for is listed by index in `absent`,
+`link` holds PORT_LINK_FIELDS in that order, valued as in schema 2, but shorter where schema 2's value can be told
+from less (wire 3): a state or physical state whose name is the one facts.PORT_STATES / PHYS_STATES give its id is
+its id alone (`4` for `{"id": 4, "name": "ACTIVE"}`), and a rate that is what the kernel prints for its speed and
+width is `[speed, lanes]` (`["HDR", 4]` for `{"gbps": 200.0, "lanes": 4, "speed": "HDR", "bytes_per_second":
+25000000000.0}`); anything else goes as in schema 2. A set's names go as one string, joined by commas, unless a
+name holds one (then as a list). Each quote in the snapshot's text costs four bytes in the broker (the text is
+escaped in the task's body, escaped again in kombu's envelope): these take 36 % off an 8-HCA host's message.
+Ingest reads wire 2 as well (its names as lists, its links as schema 2), what agents before wire 3 send.
+A counter's value is an integer or null (a file that could not be read), as in schema 2; a name a port has no file
+for is listed by index in `absent`,
 so `decode(encode(s)) == s` for every snapshot (tests/collectors/test_collectors_wire.py); what an Encoder
 leaves out reads back as it says (`same`, `gpus_same`, AS_LAST_SENT).
 
-`encode` is the agent's; `decode` is ingest's, which reads only wire 2 (an agent of another version is
+`encode` is the agent's; `decode` is ingest's, which reads only wire 3 and 2 (an agent of another version is
 refused with its version named: telemetry/intake/messages.py) and turns it back into schema 2 for the
 same checks every snapshot gets. It refuses what it cannot read, with the reason (WireError), and never
 builds more than the caps allow: names, devices and ports are counted before anything is built.
@@ -36,9 +44,14 @@ builds more than the caps allow: names, devices and ports are counted before any
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from importlib import metadata
 
-WIRE_VERSION = 2
+from .facts import PHYS_STATES, PORT_STATES
+from .link import SPEED_BY_NAME, WIDTHS, make_rate
+
+WIRE_VERSION = 3
+READABLE = (2, 3)  # what decode reads: wire 2 is an agent's from before wire 3 shortened the links and names
 COUNTER_SETS = ("counters", "counters_ext", "hw_counters")  # per-port name -> value maps, sent as arrays
 PORT_LINK_FIELDS = (
     "state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "lmc", "cap_mask", "port_guid",
@@ -50,6 +63,7 @@ PER_POLL_FIELDS = ("name", "hw_counters", "ports")
 FULL_EVERY = 30
 # Far past real hosts (typed.py's caps are checked again on the decoded snapshot): what decode builds at most.
 MAX_NAMES = 512
+MAX_NAME_CHARS = 256  # a name's longest, with its comma: what bounds a joined string of MAX_NAMES names
 MAX_DEVICES = 64
 MAX_PORTS = 128
 
@@ -103,7 +117,7 @@ def encode(snapshot: Mapping, agent: str | None = None, leave_out: LeaveOut | No
                         index[name] = len(index)
     out = {"wire": WIRE_VERSION, "agent": agent or agent_name()}
     out.update((key, value) for key, value in snapshot.items() if key != "devices")
-    out["names"] = {kind: list(index) for kind, index in names.items()}
+    out["names"] = {kind: _joined(list(index)) for kind, index in names.items()}
     out["devices"] = [_device(device, names, leave_out) for device in snapshot["devices"]]
     return out
 
@@ -161,8 +175,47 @@ def _device(device: Mapping, names: dict[str, dict[str, int]], leave_out: LeaveO
     return out
 
 
+def _joined(names: list[str]) -> str | list[str]:
+    """A set's names as sent: one string, joined by commas, unless a name holds one."""
+    return names if any("," in name for name in names) else ",".join(names)
+
+
+@cache
+def rate_of(speed: str, lanes: int) -> dict:
+    """A rate in schema 2's form, as the kernel prints it for `lanes`X `speed` (`make_rate`): what `[speed, lanes]`
+    in a wire 3 link stands for. Shared: copy it before handing it on."""
+    rate = make_rate(speed, lanes)
+    return {"gbps": rate.gbps, "lanes": lanes, "speed": speed, "bytes_per_second": rate.bytes_per_second}
+
+
+def _short_state(value, names: dict[int, str]):
+    if (
+        type(value) is dict
+        and len(value) == 2
+        and type(value.get("id")) is int
+        and names.get(value["id"]) == value.get("name")
+    ):
+        return value["id"]
+    return value
+
+
+def _short_rate(value):
+    if type(value) is dict and value.get("speed") in SPEED_BY_NAME and value.get("lanes") in WIDTHS:
+        short = [value["speed"], value["lanes"]]
+        full = rate_of(*short)
+        if value == full and all(type(value[key]) is type(held) for key, held in full.items()):
+            return short
+    return value
+
+
 def _port(port: Mapping, names: dict[str, dict[str, int]], hw_as_last_sent: bool) -> dict:
-    out = {"port": port["port"], "link": [port[field] for field in PORT_LINK_FIELDS]}
+    link = [port[field] for field in PORT_LINK_FIELDS]
+    link[0], link[1], link[3] = (
+        _short_state(link[0], PORT_STATES),
+        _short_state(link[1], PHYS_STATES),
+        _short_rate(link[3]),
+    )
+    out = {"port": port["port"], "link": link}
     absent = {}
     for kind in COUNTER_SETS:
         if hw_as_last_sent and kind == "hw_counters":
@@ -180,8 +233,8 @@ def decode(wire: object) -> dict:
     """The schema 2 snapshot of a wire snapshot; WireError saying why it cannot be read."""
     if not isinstance(wire, dict):
         raise WireError("a snapshot is a JSON object")
-    if wire.get("wire") != WIRE_VERSION:
-        raise WireError(f"wire {wire.get('wire')!r}, not {WIRE_VERSION}")
+    if wire.get("wire") not in READABLE:
+        raise WireError(f"wire {wire.get('wire')!r}, not {' or '.join(map(str, READABLE))}")
     names = wire.get("names")
     if not isinstance(names, dict):
         raise WireError("names: expected an object of counter names")
@@ -198,6 +251,10 @@ def decode(wire: object) -> dict:
 
 
 def _names(value: object, kind: str) -> list[str]:
+    if isinstance(value, str):  # wire 3's, joined; its length bounds the names it makes (each at least a comma)
+        if len(value) > MAX_NAMES * MAX_NAME_CHARS:
+            raise WireError(f"names.{kind}: more than {MAX_NAMES * MAX_NAME_CHARS} characters")
+        value = value.split(",") if value else []
     if not isinstance(value, list) or len(value) > MAX_NAMES or not all(isinstance(n, str) for n in value):
         raise WireError(f"names.{kind}: expected a list of at most {MAX_NAMES} names")
     if len(set(value)) != len(value):
@@ -228,6 +285,19 @@ def _read_port(port: object, where: str, columns: dict[str, list[str]]) -> dict:
     if not isinstance(link, list) or len(link) != len(PORT_LINK_FIELDS):
         raise WireError(f"{where}.link: expected {len(PORT_LINK_FIELDS)} values ({', '.join(PORT_LINK_FIELDS)})")
     out = {"port": port.get("port"), **dict(zip(PORT_LINK_FIELDS, link, strict=True))}
+    out["state"] = _long_state(out["state"], PORT_STATES, f"{where}.link[0]")
+    out["phys_state"] = _long_state(out["phys_state"], PHYS_STATES, f"{where}.link[1]")
+    rate = out["rate"]
+    if isinstance(rate, list):
+        if (
+            len(rate) != 2
+            or type(rate[0]) is not str
+            or rate[0] not in SPEED_BY_NAME
+            or type(rate[1]) is not int
+            or rate[1] not in WIDTHS
+        ):
+            raise WireError(f"{where}.link[3]: a rate as [speed, lanes], of {', '.join(SPEED_BY_NAME)} and {WIDTHS}")
+        out["rate"] = dict(rate_of(*rate))
     absent = port.get("absent") or {}
     if not isinstance(absent, dict):
         raise WireError(f"{where}.absent: expected an object")
@@ -249,6 +319,15 @@ def _read_port(port: object, where: str, columns: dict[str, list[str]]) -> dict:
         out[kind] = counters
     # Schema 2's key order: port, state ... hw_counters, verbs, disagreements (as to_dict writes it).
     return {key: out[key] for key in _PORT_ORDER}
+
+
+def _long_state(value, names: dict[int, str], where: str):
+    """A state as schema 2 has it: wire 3's id alone is its id and the name the tables give it."""
+    if type(value) is not int:
+        return value
+    if value not in names:
+        raise WireError(f"{where}: a state given by its id alone ({value}) must be one of {sorted(names)}")
+    return {"id": value, "name": names[value]}
 
 
 _PORT_ORDER = (

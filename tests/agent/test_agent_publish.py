@@ -87,7 +87,7 @@ def test_it_sends_a_signed_snapshot_kombu_reads_back(agent, broker):
         queue.close()
     assert args == [] and embed == {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
     snap = json.loads(kwargs["snapshot"])
-    assert snap["host"] == "cn001" and snap["wire"] == 2
+    assert snap["host"] == "cn001" and snap["wire"] == 3
     assert nodeauth.sign(KEY, "cn001", kwargs["snapshot"]) == kwargs["signature"]
 
 

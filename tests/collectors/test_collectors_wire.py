@@ -55,8 +55,55 @@ def test_a_gpu_server_of_8_hcas_reads_back_exactly_and_sends_each_counter_name_o
     encoded = wire.encode(snap, "fabricweb (tests)")
     assert round_trip(snap) == snap
     text = json.dumps(encoded)
-    assert text.count('"port_rcv_data"') == 1 and json.dumps(snap).count('"port_rcv_data"') == 8
-    assert len(text) < 0.8 * len(json.dumps(snap))
+    assert text.count("port_rcv_data,") == 1 and json.dumps(snap).count('"port_rcv_data"') == 8
+    assert len(text) < 0.7 * len(json.dumps(snap))
+
+
+def test_a_port_link_as_the_kernel_prints_it_goes_short_and_reads_back_as_schema_2():
+    snap = snapshot()
+    port = snap["devices"][0]["ports"][0]
+    assert (port["state"], port["phys_state"]) == ({"id": 4, "name": "ACTIVE"}, {"id": 5, "name": "LinkUp"})
+    encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
+    link = encoded["devices"][0]["ports"][0]["link"]
+    assert link[:2] == [4, 5] and link[3] == [port["rate"]["speed"], port["rate"]["lanes"]]
+    assert isinstance(encoded["names"]["counters"], str) and "symbol_error" in encoded["names"]["counters"].split(",")
+    assert wire.decode(encoded) == snap
+
+
+def test_a_link_the_tables_do_not_give_goes_as_schema_2_has_it():
+    snap = snapshot()
+    port = snap["devices"][0]["ports"][0]
+    port["state"] = {"id": 4, "name": "ACTIVE_ODD"}  # a name the kernel's table does not give that id
+    port["phys_state"] = {"id": 42, "name": "Mystery"}  # an id it does not know
+    port["rate"] = {"gbps": 199.0, "lanes": 4, "speed": "HDR", "bytes_per_second": 199e9 / 8}  # not 4X HDR's 200
+    encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
+    link = encoded["devices"][0]["ports"][0]["link"]
+    assert link[0] == port["state"] and link[1] == port["phys_state"] and link[3] == port["rate"]
+    assert wire.decode(encoded) == snap
+
+
+def test_names_holding_a_comma_go_as_a_list():
+    snap = snapshot()
+    snap["devices"][0]["ports"][0]["hw_counters"] = {"ethtool.rx_a,b": 1}
+    encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
+    assert isinstance(encoded["names"]["hw_counters"], list) and "ethtool.rx_a,b" in encoded["names"]["hw_counters"]
+    assert isinstance(encoded["names"]["counters"], str)
+    assert wire.decode(encoded) == snap
+
+
+def test_a_wire_2_snapshot_from_an_agent_before_wire_3_reads_back_the_same():
+    snap = snapshot()
+    encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb 0.1.0 (wire 2)")))
+    older = {
+        **encoded,
+        "wire": 2,
+        "names": {kind: names.split(",") if names else [] for kind, names in encoded["names"].items()},
+    }
+    for device, sent_device in zip(older["devices"], snap["devices"], strict=True):
+        for port, sent in zip(device["ports"], sent_device["ports"], strict=True):
+            port["link"] = [sent[field] for field in wire.PORT_LINK_FIELDS]  # as schema 2 has it
+    assert isinstance(older["devices"][0]["ports"][0]["link"][0], dict)
+    assert wire.decode(older) == snap
 
 
 def test_a_port_that_lacks_a_counter_file_reads_back_without_it():
@@ -91,10 +138,18 @@ def test_any_mix_of_counters_ports_and_unreadable_values_reads_back_exactly(port
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda w: w.update(wire=1), "wire 1, not 2"),
+        (lambda w: w.update(wire=1), "wire 1, not 2 or 3"),
         (lambda w: w.update(names=[]), "names: expected an object of counter names"),
         (lambda w: w["names"].update(counters=["a", "a"]), "names.counters: a name given twice"),
+        (lambda w: w["names"].update(counters="a,b,a"), "names.counters: a name given twice"),
         (lambda w: w["names"].update(counters=["x"] * 600), "names.counters: expected a list of at most 512 names"),
+        (lambda w: w["names"].update(counters=",".join(["x"] * 600)), "names.counters: expected a list of at most"),
+        (lambda w: w["names"].update(counters="x" * 200_000), "names.counters: more than 131072 characters"),
+        (lambda w: w["devices"][0]["ports"][0]["link"].__setitem__(0, 9), "link[0]: a state given by its id"),
+        (lambda w: w["devices"][0]["ports"][0]["link"].__setitem__(1, 99), "link[1]: a state given by its id"),
+        (lambda w: w["devices"][0]["ports"][0]["link"].__setitem__(3, ["HDR", 3]), "link[3]: a rate as"),
+        (lambda w: w["devices"][0]["ports"][0]["link"].__setitem__(3, ["ZDR", 4]), "link[3]: a rate as"),
+        (lambda w: w["devices"][0]["ports"][0]["link"].__setitem__(3, ["HDR"]), "link[3]: a rate as"),
         (lambda w: w.update(devices=[{}] * 65), "devices: expected a list of at most 64"),
         (lambda w: w["devices"][0]["ports"][0]["counters"].pop(), "devices[0].ports[0].counters: expected"),
         (lambda w: w["devices"][0]["ports"][0].update(link=[1]), "devices[0].ports[0].link: expected 13 values"),
@@ -122,7 +177,7 @@ def test_the_command_prints_the_wire_form_of_the_same_reading_as_its_json():
             capture_output=True, text=True, env=env, cwd=REPO, check=True,
         )  # fmt: skip
         outputs[form] = json.loads(run.stdout)
-    assert outputs["wire"]["wire"] == 2 and outputs["wire"]["agent"].startswith("fabricweb ")
+    assert outputs["wire"]["wire"] == 3 and outputs["wire"]["agent"].startswith("fabricweb ")
     decoded = wire.decode(outputs["wire"])
     for form in (decoded, outputs["json"]):
         form.pop("collected_at")  # two readings, a moment apart

@@ -125,7 +125,7 @@ def test_a_snapshot_with_named_counters_is_refused_naming_the_upgrade(each_db, b
     with caplog.at_level(logging.WARNING, logger="fabricweb.telemetry.intake.consumer"):
         consumer = consume(broker.url, lambda c: c.totals["snapshots"] + c.totals["dropped"] >= 2)
     assert "a snapshot with named counters (schema 2), as agents before the wire form sent them" in caplog.text
-    assert "this server reads wire 2 only (collectors/wire.py); upgrade the node's agent" in caplog.text
+    assert "this server reads wire 2 and 3 only (collectors/wire.py); upgrade the node's agent" in caplog.text
     assert consumer.totals["dropped"] == 1 and stored() == {"cn002": PORTS}
     assert broker.left() == (0, 0)
 

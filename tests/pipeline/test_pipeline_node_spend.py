@@ -17,6 +17,7 @@ from fabricweb.inventory.models import Node
 from fabricweb.telemetry.intake.consumer import BatchConsumer
 from fabricweb.telemetry.intake.messages import ONE
 from tests.fixture_trees import later, snapshot
+from tests.pipeline.pipeline_support import on_the_wire
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +26,7 @@ def test_a_host_past_its_bytes_a_minute_is_dropped_counted_and_named_while_other
     each_db, broker, settings, caplog
 ):
     flooder, honest = snapshot(host="cn001"), snapshot(host="cn002")
-    size = len(json.dumps(flooder))
+    size = len(json.dumps(on_the_wire(flooder)))  # (its message's body: this and the task's arguments around it)
     settings.FABRIC_NODE_MAX_BYTES_PER_MINUTE = int(size * 3.5)  # room for 3 of its messages a minute
     for k in range(10):
         broker.send(ONE, later(flooder, 10 * k))

@@ -100,9 +100,10 @@ def test_a_malformed_list_of_absent_counters_goes_the_long_way_which_words_it(ab
 @pytest.mark.parametrize(
     ("path", "value"),
     [
-        (("wire",), 3),
-        (("names", "counters", 0), "symbol_error_x"),  # a name the worded checks have not passed
+        (("wire",), 4),
+        (("names", "counters"), ["symbol_error_x"]),  # a name the worded checks have not passed
         (("names", "counters"), ["symbol_error", "symbol_error"]),
+        (("names", "counters"), "symbol_error_x," + WIRES[0]["names"]["counters"].split(",", 1)[1]),  # (joined)
         (("devices", 1, "ports", 0, "counters", 0), -1),
         (("devices", 1, "ports", 0, "counters", 0), 1.0),
         (("devices", 1, "ports", 0, "counters", 0), True),
@@ -120,6 +121,31 @@ def test_it_leaves_every_doubt_to_the_long_way(path, value):
         target = target[key]
     target[path[-1]] = value
     assert parse_wire(data, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "reason"),
+    [
+        (("names", "counters"), "symbol_error,symbol_error", "names.counters: a name given twice"),
+        (("names", "counters"), "x" * 200_000, "names.counters: more than 131072 characters"),
+        (("devices", 1, "ports", 0, "link", 0), 9, "link[0]: a state given by its id alone (9)"),
+        (("devices", 1, "ports", 0, "link", 1), 99, "link[1]: a state given by its id alone (99)"),
+        (("devices", 1, "ports", 0, "link", 3), ["HDR", 3], "link[3]: a rate as [speed, lanes]"),
+        (("devices", 1, "ports", 0, "link", 3), ["ZDR", 4], "link[3]: a rate as [speed, lanes]"),
+        (("devices", 1, "ports", 0, "link", 3), ["HDR", True], "link[3]: a rate as [speed, lanes]"),
+        (("devices", 1, "ports", 0, "link", 3), [["HDR"], 4], "link[3]: a rate as [speed, lanes]"),
+        (("devices", 1, "ports", 0, "link", 3), ["HDR"], "link[3]: a rate as [speed, lanes]"),
+    ],
+)
+def test_a_short_link_or_joined_names_it_cannot_read_goes_the_long_way_which_words_it(path, value, reason):
+    data = copy.deepcopy(WIRES[0])
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert parse_wire(copy.deepcopy(data), NOW) is None
+    refused = long_way(data)
+    assert isinstance(refused, Dropped | SnapshotRejected) and reason in str(refused)
 
 
 def test_gpus_as_last_sent_beside_gpus_go_the_long_way_which_refuses_them():

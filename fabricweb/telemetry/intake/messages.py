@@ -141,8 +141,8 @@ def from_wire(data: object) -> dict:
     if isinstance(data, dict) and "wire" not in data:
         raise Dropped(
             f"a snapshot with named counters (schema {str(data.get('schema'))[:8]}), as agents before the wire"
-            f" form sent them: this server reads wire {wire.WIRE_VERSION} only (collectors/wire.py); upgrade the"
-            " node's agent"
+            f" form sent them: this server reads wire {' and '.join(map(str, wire.READABLE))} only"
+            " (collectors/wire.py); upgrade the node's agent"
         )
     try:
         return wire.decode(data)

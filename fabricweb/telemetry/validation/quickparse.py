@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from collectors.facts import KNOWN_SCHEMAS, MAX_PCI_GTS
-from collectors.wire import AS_LAST_SENT, PORT_LINK_FIELDS
+from collectors.facts import KNOWN_SCHEMAS, MAX_PCI_GTS, PHYS_STATES, PORT_STATES
+from collectors.wire import AS_LAST_SENT, PORT_LINK_FIELDS, rate_of
 from fabricweb.inventory.models import NAME_MAX, TEXT_MAX
 
 from . import checks, pcie
@@ -43,6 +43,13 @@ _PORT_INT_HIGHS = tuple(FIELD[name].bounds[1] for name in ("lid", "sm_lid", "lmc
 _GBPS_HIGH = FIELD["rate_gbps"].bounds[0]
 _LANES = frozenset(FIELD["lanes"].bounds)
 _SPEEDS = frozenset(FIELD["speed"].bounds)
+# A wire 3 link's [speed, lanes] -> its Gb/s, as the long way types it (collectors.wire.rate_of, then the checks).
+_SHORT_RATES = {
+    (speed, lanes): float(gbps)
+    for speed in _SPEEDS
+    for lanes in _LANES
+    if (gbps := rate_of(speed, lanes)["gbps"]) <= _GBPS_HIGH
+}
 _LINK_LAYER_MAX = FIELD["link_layer"].bounds[0]
 _NETDEVS_MAX = FIELD["netdevs"].bounds[0]
 _CAPPED_MAX = FIELD["capped"].bounds[0]
@@ -242,16 +249,28 @@ def _port(p) -> PortIn:
     )
 
 
-def port_in(number, link: list, counters: dict, counters_ext: dict, hw_counters: dict) -> PortIn:
+def port_in(number, link: list, counters: dict, counters_ext: dict, hw_counters: dict, short: bool = False) -> PortIn:
     """A port's checks and typed form from its number, its `link` values in the wire form's order
-    (collectors.wire.PORT_LINK_FIELDS: state ... disagreements) and its counters, checked already (_counters)."""
+    (collectors.wire.PORT_LINK_FIELDS: state ... disagreements) and its counters, checked already (_counters).
+    `short`: a wire 3 link, whose states may be their ids alone and its rate [speed, lanes] (collectors/wire.py)."""
     state, phys_state, link_layer, rate, lid, sm_lid, lmc, cap_mask, port_guid, netdevs, capped, verbs, agree = link
     if type(number) is not int or not 0 <= number <= _NUMBER_HIGH:
         raise _Doubt
-    state_id, state_name = _enum(state)
-    phys_id, phys_name = _enum(phys_state)
+    if short and type(state) is int:
+        state_id, state_name = state, PORT_STATES[state]  # (KeyError: not a state wire 3 gives by its id)
+    else:
+        state_id, state_name = _enum(state)
+    if short and type(phys_state) is int:
+        phys_id, phys_name = phys_state, PHYS_STATES[phys_state]
+    else:
+        phys_id, phys_name = _enum(phys_state)
     gbps = lanes = speed = None
-    if rate is not None:
+    if short and type(rate) is list:
+        if len(rate) != 2 or type(rate[1]) is not int or type(rate[0]) is not str:
+            raise _Doubt
+        speed, lanes = rate
+        gbps = _SHORT_RATES[speed, lanes]  # (KeyError: not a rate the long way reads either)
+    elif rate is not None:
         if type(rate) is not dict:
             raise _Doubt
         gbps = _optional_number(rate.get("gbps"), _GBPS_HIGH)

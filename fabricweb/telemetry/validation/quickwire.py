@@ -36,7 +36,7 @@ def parse_wire(data, now: datetime) -> SnapshotIn | None:
 
 
 def _snapshot(data, now: datetime) -> SnapshotIn:
-    if type(data) is not dict or data.get("wire") != wire.WIRE_VERSION:
+    if type(data) is not dict or data.get("wire") not in wire.READABLE:
         raise _Doubt
     names = data.get("names")
     if type(names) is not dict:
@@ -65,7 +65,9 @@ def _snapshot(data, now: datetime) -> SnapshotIn:
 
 
 def _names(value) -> list[str]:
-    """A list of counter names, each one the worded checks have passed, none twice."""
+    """A list of counter names (wire 3: joined by commas), each one the worded checks have passed, none twice."""
+    if type(value) is str and len(value) <= wire.MAX_NAMES * wire.MAX_NAME_CHARS:
+        value = value.split(",") if value else []
     if type(value) is not list or len(value) > MAX_COUNTERS or not GOOD_NAMES.issuperset(value):
         raise _Doubt
     if len(set(value)) != len(value):
@@ -95,6 +97,7 @@ def _port(p, columns: tuple[list[str], ...]) -> PortIn:
         _values(p.get("counters"), counters, absent.get("counters", ())),
         _values(p.get("counters_ext"), counters_ext, absent.get("counters_ext", ())),
         hw,
+        short=True,
     )
 
 
