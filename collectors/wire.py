@@ -176,8 +176,8 @@ def _device(device: Mapping, names: dict[str, dict[str, int]], leave_out: LeaveO
 
 
 def _joined(names: list[str]) -> str | list[str]:
-    """A set's names as sent: one string, joined by commas, unless a name holds one."""
-    return names if any("," in name for name in names) else ",".join(names)
+    """A set's names as sent: one string, joined by commas, unless a name holds one (or is empty: `""` is no name)."""
+    return names if any("," in name or not name for name in names) else ",".join(names)
 
 
 @cache
@@ -189,22 +189,21 @@ def rate_of(speed: str, lanes: int) -> dict:
 
 
 def _short_state(value, names: dict[int, str]):
-    if (
-        type(value) is dict
-        and len(value) == 2
-        and type(value.get("id")) is int
-        and names.get(value["id"]) == value.get("name")
-    ):
-        return value["id"]
+    ident = value.get("id") if type(value) is dict and len(value) == 2 else None
+    if type(ident) is int and ident in names and names[ident] == value.get("name"):
+        return ident
     return value
 
 
 def _short_rate(value):
-    if type(value) is dict and value.get("speed") in SPEED_BY_NAME and value.get("lanes") in WIDTHS:
-        short = [value["speed"], value["lanes"]]
-        full = rate_of(*short)
+    if type(value) is not dict:
+        return value
+    speed, lanes = value.get("speed"), value.get("lanes")
+    # (by type first: True == 1, and rate_of's cache would hand a bool's entry to the int)
+    if type(speed) is str and speed in SPEED_BY_NAME and type(lanes) is int and lanes in WIDTHS:
+        full = rate_of(speed, lanes)
         if value == full and all(type(value[key]) is type(held) for key, held in full.items()):
-            return short
+            return [speed, lanes]
     return value
 
 

@@ -74,7 +74,7 @@ def test_a_link_the_tables_do_not_give_goes_as_schema_2_has_it():
     snap = snapshot()
     port = snap["devices"][0]["ports"][0]
     port["state"] = {"id": 4, "name": "ACTIVE_ODD"}  # a name the kernel's table does not give that id
-    port["phys_state"] = {"id": 42, "name": "Mystery"}  # an id it does not know
+    port["phys_state"] = {"id": 42, "name": None}  # an id it does not know, with no name
     port["rate"] = {"gbps": 199.0, "lanes": 4, "speed": "HDR", "bytes_per_second": 199e9 / 8}  # not 4X HDR's 200
     encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
     link = encoded["devices"][0]["ports"][0]["link"]
@@ -82,13 +82,24 @@ def test_a_link_the_tables_do_not_give_goes_as_schema_2_has_it():
     assert wire.decode(encoded) == snap
 
 
-def test_names_holding_a_comma_go_as_a_list():
+@pytest.mark.parametrize("name", ["ethtool.rx_a,b", ""])
+def test_names_holding_a_comma_or_empty_go_as_a_list(name):
     snap = snapshot()
-    snap["devices"][0]["ports"][0]["hw_counters"] = {"ethtool.rx_a,b": 1}
+    for device in snap["devices"]:
+        for port in device["ports"]:
+            port["hw_counters"] = {name: 1}
     encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
-    assert isinstance(encoded["names"]["hw_counters"], list) and "ethtool.rx_a,b" in encoded["names"]["hw_counters"]
-    assert isinstance(encoded["names"]["counters"], str)
+    assert encoded["names"]["hw_counters"] == [name] and isinstance(encoded["names"]["counters"], str)
     assert wire.decode(encoded) == snap
+
+
+def test_a_rate_whose_width_is_a_bool_goes_as_schema_2_has_it_and_leaves_the_int_alone():
+    snap = snapshot()
+    port = snap["devices"][0]["ports"][0]
+    port["rate"] = {**wire.rate_of("HDR", 1), "lanes": True}  # equal to 1X HDR's, but not of its types
+    encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
+    assert encoded["devices"][0]["ports"][0]["link"][3] == port["rate"]
+    assert wire.decode(encoded) == snap and type(wire.rate_of("HDR", 1)["lanes"]) is int
 
 
 def test_a_wire_2_snapshot_from_an_agent_before_wire_3_reads_back_the_same():
@@ -133,6 +144,38 @@ def test_any_mix_of_counters_ports_and_unreadable_values_reads_back_exactly(port
         for i, (c, x, h) in enumerate(port_counters)
     ]
     assert round_trip(snap) == snap
+
+
+states = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {
+            "id": st.one_of(st.integers(-1, 9), st.booleans()),
+            "name": st.sampled_from([None, "ACTIVE", "LinkUp", "DOWN"]),
+        }
+    ),
+)
+rates = st.one_of(
+    st.none(),
+    st.builds(
+        lambda speed, lanes, gbps: {"gbps": gbps, "lanes": lanes, "speed": speed, "bytes_per_second": gbps * 1e9 / 8},
+        st.sampled_from([None, "HDR", "NDR", "FDR10", "ZDR"]),
+        st.one_of(st.none(), st.booleans(), st.sampled_from([1, 2, 3, 4, 12])),
+        st.sampled_from([0.0, 10.0, 50.0, 200.0, 400.0]),
+    ),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(states, states, rates), min_size=1, max_size=4))
+def test_any_link_reads_back_exactly_whether_it_goes_short_or_not(links):
+    snap = snapshot()
+    template = snap["devices"][0]["ports"][0]
+    snap["devices"][0]["ports"] = [
+        {**template, "port": i + 1, "state": state, "phys_state": phys, "rate": rate}
+        for i, (state, phys, rate) in enumerate(links)
+    ]
+    assert json.dumps(round_trip(snap), sort_keys=True) == json.dumps(snap, sort_keys=True)  # (true is not 1 here)
 
 
 @pytest.mark.parametrize(
