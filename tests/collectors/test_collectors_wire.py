@@ -128,6 +128,14 @@ def test_a_port_that_lacks_a_counter_file_reads_back_without_it():
     assert round_trip(snap) == snap
 
 
+def with_ports(ports: list[dict]) -> dict:
+    """The fixture's snapshot, its first device's ports its first port with each of `ports`' fields instead."""
+    snap = snapshot()
+    template = snap["devices"][0]["ports"][0]
+    snap["devices"][0]["ports"] = [{**template, "port": i + 1, **fields} for i, fields in enumerate(ports)]
+    return snap
+
+
 counter_maps = st.dictionaries(
     st.sampled_from(["symbol_error", "port_rcv_data", "port_xmit_wait", "link_downed", "rx_write_requests"]),
     st.one_of(st.none(), st.integers(0, 2**64 - 1)),
@@ -137,12 +145,7 @@ counter_maps = st.dictionaries(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(counter_maps, counter_maps, counter_maps), min_size=1, max_size=6))
 def test_any_mix_of_counters_ports_and_unreadable_values_reads_back_exactly(port_counters):
-    snap = snapshot()
-    template = snap["devices"][0]["ports"][0]
-    snap["devices"][0]["ports"] = [
-        {**template, "port": i + 1, "counters": c, "counters_ext": x, "hw_counters": h}
-        for i, (c, x, h) in enumerate(port_counters)
-    ]
+    snap = with_ports([{"counters": c, "counters_ext": x, "hw_counters": h} for c, x, h in port_counters])
     assert round_trip(snap) == snap
 
 
@@ -169,12 +172,7 @@ rates = st.one_of(
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(states, states, rates), min_size=1, max_size=4))
 def test_any_link_reads_back_exactly_whether_it_goes_short_or_not(links):
-    snap = snapshot()
-    template = snap["devices"][0]["ports"][0]
-    snap["devices"][0]["ports"] = [
-        {**template, "port": i + 1, "state": state, "phys_state": phys, "rate": rate}
-        for i, (state, phys, rate) in enumerate(links)
-    ]
+    snap = with_ports([{"state": state, "phys_state": phys, "rate": rate} for state, phys, rate in links])
     assert json.dumps(round_trip(snap), sort_keys=True) == json.dumps(snap, sort_keys=True)  # (true is not 1 here)
 
 
