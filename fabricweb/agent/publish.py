@@ -22,6 +22,8 @@ from fabricweb.agent.resp import BrokerLost, Connection
 
 # Protocol 2's third body element: no callbacks, errbacks, chain or chord.
 EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+# No space after a separator: every reader parses the JSON, and the body's spaces are in every message.
+_COMPACT = (",", ":")
 
 
 def task_message(task: str, queue: str, args: list, kwargs: dict, argsrepr: str, kwargsrepr: str, origin: str) -> str:
@@ -29,7 +31,7 @@ def task_message(task: str, queue: str, args: list, kwargs: dict, argsrepr: str,
     task_id = str(uuid.uuid4())
     return json.dumps(
         {
-            "body": json.dumps([args, kwargs, EMBED]),
+            "body": json.dumps([args, kwargs, EMBED], separators=_COMPACT),
             "content-encoding": "utf-8",
             "content-type": "application/json",
             "headers": {
@@ -64,7 +66,8 @@ def task_message(task: str, queue: str, args: list, kwargs: dict, argsrepr: str,
                 "body_encoding": None,
                 "delivery_tag": str(uuid.uuid4()),
             },
-        }
+        },
+        separators=_COMPACT,
     )
 
 
