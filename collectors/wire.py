@@ -166,7 +166,8 @@ class Encoder:
 
 
 def _device(device: Mapping, names: dict[str, dict[str, int]], leave_out: LeaveOut | None) -> dict:
-    out = {key: value for key, value in device.items() if key != "ports"}
+    # (a device's own hw_counters, when it has none, go as nothing: read back as none)
+    out = {key: value for key, value in device.items() if key != "ports" and (key != "hw_counters" or value)}
     name = device["name"]
     out["ports"] = [
         _port(port, names, leave_out is not None and leave_out(name, port["port"], port["hw_counters"]))
@@ -219,6 +220,8 @@ def _port(port: Mapping, names: dict[str, dict[str, int]], hw_as_last_sent: bool
     for kind in COUNTER_SETS:
         if hw_as_last_sent and kind == "hw_counters":
             continue
+        if not names[kind] and kind in _NONE_IF_UNSENT:
+            continue  # no port of the host has such a file: read back as none
         values = port[kind]
         out[kind] = [values.get(name) for name in names[kind]]
         if len(values) != len(names[kind]):
@@ -273,6 +276,7 @@ def _read_device(device: object, index: int, columns: dict[str, list[str]]) -> d
     if same and set(device) - {*PER_POLL_FIELDS, "same"}:
         raise WireError(f"devices[{index}]: its attributes as last sent (same) and attributes both")
     out = {key: value for key, value in device.items() if key != "ports"}
+    out.setdefault("hw_counters", {})  # (none: not sent)
     out["ports"] = [_read_port(port, f"devices[{index}].ports[{i}]", columns) for i, port in enumerate(ports)]
     return out
 
@@ -302,6 +306,11 @@ def _read_port(port: object, where: str, columns: dict[str, list[str]]) -> dict:
         raise WireError(f"{where}.absent: expected an object")
     for kind, names in columns.items():
         values = port.get(kind)
+        if kind in _NONE_IF_UNSENT and not names and kind not in port:
+            if kind in absent:
+                raise WireError(f"{where}: no {kind} sent (none named), and absent ones")
+            out[kind] = {}
+            continue
         if kind == "hw_counters" and "hw_counters" not in port:
             if "hw_counters" in absent:
                 raise WireError(f"{where}: its hw_counters as last sent (none given) and absent ones both")
@@ -328,6 +337,10 @@ def _long_state(value, names: dict[int, str], where: str):
         raise WireError(f"{where}: a state given by its id alone ({value}) must be one of {sorted(names)}")
     return {"id": value, "name": names[value]}
 
+
+# A port's sets sent as nothing when the snapshot names none of their files (counters_ext/ is gone since Linux 4.5);
+# not hw_counters, whose absence says "as last sent".
+_NONE_IF_UNSENT = ("counters", "counters_ext")
 
 _PORT_ORDER = (
     "port", "state", "phys_state", "link_layer", "rate", "lid", "sm_lid", "lmc", "cap_mask", "port_guid",

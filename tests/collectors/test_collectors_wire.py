@@ -117,6 +117,29 @@ def test_a_wire_2_snapshot_from_an_agent_before_wire_3_reads_back_the_same():
     assert wire.decode(older) == snap
 
 
+def test_a_set_no_port_has_and_a_devices_empty_hw_counters_are_not_sent_and_read_back_empty():
+    snap = snapshot()
+    for device in snap["devices"]:
+        device["hw_counters"] = {}
+        for port in device["ports"]:
+            port["counters_ext"] = {}  # as on every kernel since 4.5
+    snap["devices"][0]["hw_counters"] = {"lifespan": 10}
+    encoded = json.loads(json.dumps(wire.encode(snap, "fabricweb (tests)")))
+    assert encoded["names"]["counters_ext"] == ""
+    assert all("counters_ext" not in port and "counters" in port for d in encoded["devices"] for port in d["ports"])
+    assert "hw_counters" in encoded["devices"][0] and all("hw_counters" not in d for d in encoded["devices"][1:])
+    assert round_trip(snap) == snap
+    older = json.loads(json.dumps(encoded))  # what this wire sent before: the empty sets given
+    for device in older["devices"]:
+        device.setdefault("hw_counters", {})
+        for port in device["ports"]:
+            port["counters_ext"] = []
+    assert wire.decode(older) == snap
+    del encoded["devices"][0]["ports"][0]["counters"]  # a set that has names is never left out
+    with pytest.raises(wire.WireError, match=r"devices\[0\]\.ports\[0\]\.counters: expected"):
+        wire.decode(encoded)
+
+
 def test_a_port_that_lacks_a_counter_file_reads_back_without_it():
     snap = snapshot()
     ports = [p for d in snap["devices"] for p in d["ports"]]
@@ -231,7 +254,8 @@ def test_the_agents_encoder_sends_a_devices_attributes_only_when_they_change_or_
     encoder = wire.Encoder("fabricweb (tests)", full_every=3)
     first, second = encoder.encode(snap), encoder.encode(snap)
     assert "same" not in first["devices"][0] and "gpus" in first and "gpus_same" not in first
-    assert all(d["same"] is True and set(d) == {"name", "same", "hw_counters", "ports"} for d in second["devices"])
+    # (a device's own hw_counters go only when it has some: the simulator's devices have none)
+    assert all(d["same"] is True and set(d) == {"name", "same", "ports"} for d in second["devices"])
     assert second["gpus_same"] is True and "gpus" not in second
     assert len(json.dumps(second)) < 0.5 * len(json.dumps(first))
     # The ports and counters go at every poll, read back as they were; hw_counters as last sent are left out.

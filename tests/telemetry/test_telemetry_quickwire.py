@@ -148,6 +148,21 @@ def test_a_short_link_or_joined_names_it_cannot_read_goes_the_long_way_which_wor
     assert isinstance(refused, Dropped | SnapshotRejected) and reason in str(refused)
 
 
+def test_a_set_no_port_has_is_typed_as_none_both_ways_and_absent_ones_beside_it_are_refused():
+    snap = copy.deepcopy(BASES[0])
+    for device in snap["devices"]:
+        for port in device["ports"]:
+            port["counters_ext"] = {}
+    data = on_the_wire(snap)
+    assert data["names"]["counters_ext"] == "" and "counters_ext" not in data["devices"][0]["ports"][0]
+    expected = long_way(data)
+    quick = parse_wire(copy.deepcopy(data), NOW)
+    assert quick is not None and repr(quick) == repr(expected) and quick.devices[0].ports[0].counters_ext == {}
+    data["devices"][0]["ports"][0]["absent"] = {"counters_ext": [0]}
+    assert parse_wire(copy.deepcopy(data), NOW) is None
+    assert "no counters_ext sent (none named), and absent ones" in str(long_way(data))
+
+
 def test_gpus_as_last_sent_beside_gpus_go_the_long_way_which_refuses_them():
     data = copy.deepcopy(WIRES[0])
     data["gpus"], data["gpus_same"] = [], True

@@ -94,11 +94,19 @@ def _port(p, columns: tuple[list[str], ...]) -> PortIn:
     return quickparse.port_in(
         p.get("port"),
         link,
-        _values(p.get("counters"), counters, absent.get("counters", ())),
-        _values(p.get("counters_ext"), counters_ext, absent.get("counters_ext", ())),
+        _sent_set(p, "counters", counters, absent),
+        _sent_set(p, "counters_ext", counters_ext, absent),
         hw,
         short=True,
     )
+
+
+def _sent_set(p: dict, kind: str, names: list[str], absent: dict) -> dict[str, int | None]:
+    """A port's counters or counters_ext: none where the snapshot names none of the set's files and sends nothing
+    (collectors/wire.py), else its values."""
+    if not names and kind not in p and kind not in absent:
+        return {}
+    return _values(p.get(kind), names, absent.get(kind, ()))
 
 
 def _values(values, names: list[str], absent) -> dict[str, int | None]:
