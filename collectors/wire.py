@@ -28,13 +28,13 @@ its id alone (`4` for `{"id": 4, "name": "ACTIVE"}`), and a rate that is what th
 width is `[speed, lanes]` (`["HDR", 4]` for `{"gbps": 200.0, "lanes": 4, "speed": "HDR", "bytes_per_second":
 25000000000.0}`); anything else goes as in schema 2. A set's names go as one string, joined by commas, unless a
 name holds one (then as a list); a set no port has a file of (counters_ext/ since Linux 4.5), and a device's own
-hw_counters when it has none, go as nothing and read back as none. Each quote in the snapshot's text costs four bytes in the broker (the text is
-escaped in the task's body, escaped again in kombu's envelope): an 8-HCA host's message takes 5,277 bytes of Redis
-where wire 2's took 7,421. Ingest reads wire 2 as well (names as lists, links as schema 2), what agents before
-wire 3 send. A counter's value is an integer or null (a file that could not be read), as in schema 2; a name a port
-has no file for is listed by index in `absent`, so `decode(encode(s)) == s` for every snapshot
-(tests/collectors/test_collectors_wire.py); what an Encoder leaves out reads back as it says (`same`, `gpus_same`,
-AS_LAST_SENT).
+hw_counters when it has none, go as nothing and read back as none. Each quote in the snapshot's text costs four
+bytes in the broker (the text is escaped in the task's body, escaped again in kombu's envelope): an 8-HCA host's
+message takes 5,277 bytes of Redis where wire 2's took 7,421. Ingest reads wire 2 as well (names as lists, links as
+schema 2), what agents before wire 3 send. A counter's value is an integer or null (a file that could not be
+read), as in schema 2; a name a port has no file for is listed by index in `absent`, so `decode(encode(s)) == s`
+for every snapshot (tests/collectors/test_collectors_wire.py); what an Encoder leaves out reads back as it says
+(`same`, `gpus_same`, AS_LAST_SENT).
 
 `encode` is the agent's; `decode` is ingest's, which reads only wire 3 and 2 (an agent of another version is
 refused with its version named: telemetry/intake/messages.py) and turns it back into schema 2 for the
