@@ -80,7 +80,7 @@ def fill(ports: int, port: dict) -> None:
 
     from fabricweb.health.models import Event
     from fabricweb.inventory import readings
-    from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+    from fabricweb.inventory.models import Device, Node, NodeHwReadings, NodeReadings, Port
 
     Event.objects.all().delete()
     Node.objects.all().delete()
@@ -139,6 +139,10 @@ def fill(ports: int, port: dict) -> None:
     NodeReadings.objects.bulk_create(
         (NodeReadings(node_id=n, **readings.encode(ports)) for n, ports in by_node.items()), batch_size=2000
     )
+    NodeHwReadings.objects.bulk_create(
+        (NodeHwReadings(readings_id=n, hw_counters=readings.encode_hw(ports)) for n, ports in by_node.items()),
+        batch_size=2000,
+    )
     Event.objects.bulk_create(
         Event(
             node=r.device.node,
@@ -162,7 +166,7 @@ def fill_switches(switches: int, ports_per_switch: int) -> int:
     from collectors.facts import SWITCH_DEVICE
     from fabricweb.fabric.models import FabricNode
     from fabricweb.inventory import readings
-    from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+    from fabricweb.inventory.models import Device, Node, NodeHwReadings, NodeReadings, Port
 
     FabricNode.objects.all().delete()  # fill() deleted their nodes
     now = timezone.now()
@@ -235,6 +239,10 @@ def fill_switches(switches: int, ports_per_switch: int) -> int:
         by_device.setdefault(r.device_id, []).append(r)
     NodeReadings.objects.bulk_create(
         (NodeReadings(node_id=dev.node_id, **readings.encode(by_device[dev.pk])) for dev in devices), batch_size=500
+    )
+    NodeHwReadings.objects.bulk_create(
+        (NodeHwReadings(readings_id=dev.node_id, hw_counters=readings.encode_hw(by_device[dev.pk])) for dev in devices),
+        batch_size=500,
     )
     # Cabling: the leaves' lower half to the hosts' ports (the host speaks for the link), their upper
     # half to the spines' ports (the leaf speaks: first by name); spare ports stay uncabled.

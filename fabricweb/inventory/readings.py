@@ -1,6 +1,6 @@
 """A node's per-poll port readings as stored in its NodeReadings row, and reading them back onto ports.
 
-The layout, in one place. Two columns of JSON:
+The layout, in one place. Three columns of JSON, two in NodeReadings, one in NodeHwReadings:
 - `counters`: `{"names": [[name, ...], ...], "ports": [[port_id, last_collected_at (µs since the
   epoch, UTC) or null, counters, counters_ext, hw_counters, wait], ...]}`, one entry per port: what
   /metrics reads; written at every poll, so it holds the node's last one. Each counter set is null
@@ -8,8 +8,13 @@ The layout, in one place. Two columns of JSON:
   go once a node, not once a port: a 64-port switch's row is a third of its named form (16 kB against 51),
   which halved PostgreSQL's CPU at 100,000 ports and cut the WAL by a quarter (BENCHMARKS.md). `wait` is
   that poll's `[port_xmit_wait counts or null, seconds]` (null: not known), what /metrics turns into the
-  share of link time lost. Rows written before the names went once are a bare array of entries whose
-  sets are objects of name -> value (and whose first ones have no `wait`): read as they are;
+  share of link time lost. Its hw_counters are null: they are NodeHwReadings' (a node without that row
+  has them here, as written before it). Rows written before the names went once are a bare array of entries
+  whose sets are objects of name -> value (and whose first ones have no `wait`): read as they are;
+- `hw_counters` (NodeHwReadings): `{"names": [...], "ports": [[port_id, hw_counters], ...]}`, the sets as in
+  `counters`, written only when one of them changed (a node's agent sends them every few polls, as last sent
+  between: collectors/wire.py) or the node's ports did, and at a process's first poll of the node: 24 values
+  a host port that the counters row would carry again at every poll (BENCHMARKS.md);
 - `history`: `{"at": µs or null, "ports": [[port_id, state_polls, recent, state_id,
   phys_state_id], ...]}`: what ingest and health read, up to ~110 ring entries per port after
   an hour. `recent` is a list of entries or, for a ring held as columns (ringcolumns.py), its
@@ -38,7 +43,7 @@ from django.db.models import QuerySet
 
 from collectors.facts import XMIT_WAIT
 
-from .models import Node, NodeReadings, Port
+from .models import Node, NodeHwReadings, NodeReadings, Port
 from .ringcolumns import OTHER, Ring
 
 log = logging.getLogger(__name__)
@@ -59,7 +64,8 @@ _dumps = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 def encode(ports: Iterable[Port], at: float | None = None) -> dict[str, bytes]:
-    """The NodeReadings columns for these ports (all of a node's): {"counters": ..., "history": ...}.
+    """The NodeReadings columns for these ports (all of a node's): {"counters": ..., "history": ...}; their
+    NodeHwReadings' is `encode_hw`.
 
     `at`: the latest poll (epoch seconds) the history includes, None when it is current."""
     ports = list(ports)
@@ -74,11 +80,18 @@ def encode_counters(ports: list[Port]) -> bytes:
             None if p.last_collected_at is None else (p.last_collected_at - EPOCH) // US,
             _values(p.counters, names),
             _values(p.counters_ext, names),
-            _values(p.hw_counters, names),
+            None,  # (in the hw_counters column)
             last_wait(p),
         ]
         for p in ports
     ]
+    return _dump({"names": list(names), "ports": entries})
+
+
+def encode_hw(ports: list[Port]) -> bytes:
+    """The hw_counters column: each port's hw_counters, their names once as in `counters`."""
+    names: dict[tuple[str, ...], int] = {}
+    entries = [[p.pk, _values(p.hw_counters, names)] for p in ports]
     return _dump({"names": list(names), "ports": entries})
 
 
@@ -101,17 +114,37 @@ def _named(values: list | None, names: list[list[str]]) -> dict | None:
     return dict(zip(names[next(it)], it, strict=False))  # (~0.2 µs a set less than strict: rows only we write)
 
 
-def _entries(counters: bytes | memoryview, hw: bool = True) -> Iterator[tuple]:
+def _entries(
+    counters: bytes | memoryview, hw: bool = True, hw_column: bytes | memoryview | None = None
+) -> Iterator[tuple]:
     """(port id, µs or None, counters, counters_ext, hw_counters, wait) of each port of a counters value, either
-    form; hw_counters None unless `hw`."""
+    form, its hw_counters from `hw_column` when that is set; hw_counters None unless `hw`."""
     document = _load(counters)
     if type(document) is list:  # the older form: sets named in each entry
         for pk, us, counters_, ext, hw_counters, *wait in document:
             yield pk, us, counters_, ext, hw_counters if hw else None, wait[0] if wait else None
         return
     names = document["names"]
+    apart = _hw_by_port(hw_column) if hw and hw_column is not None else None
     for pk, us, counters_, ext, hw_counters, wait in document["ports"]:
-        yield pk, us, _named(counters_, names), _named(ext, names), _named(hw_counters, names) if hw else None, wait
+        if not hw:
+            hw_counters = None
+        elif apart is not None:
+            hw_counters = apart.get(pk)
+        else:
+            hw_counters = _named(hw_counters, names)
+        yield pk, us, _named(counters_, names), _named(ext, names), hw_counters, wait
+
+
+def _hw_by_port(hw_column: bytes | memoryview) -> dict[int, dict | None]:
+    """Port id -> hw_counters of an hw_counters column; one that cannot be read costs only them, said in the log."""
+    try:
+        document = _load(hw_column)
+        names = document["names"]
+        return {pk: _named(values, names) for pk, values in document["ports"]}
+    except UNREADABLE as e:
+        log.warning("a node's readings: its hw_counters cannot be read (%r): its ports' hw_counters are unknown", e)
+        return {}
 
 
 def last_wait(port: Port) -> list | None:
@@ -151,27 +184,33 @@ def _load(data: bytes | memoryview) -> list | dict:
     return json.loads(raw) if raw.startswith(BIG) else orjson.loads(raw)
 
 
-def decode(counters: bytes | memoryview | None, history: bytes | memoryview | None) -> dict[int, list]:
-    """port id -> [last_collected_at (datetime or None), state_polls, counters, counters_ext, hw_counters, recent],
-    the history as of its checkpoint (see `catch_up`)."""
-    return _decode(counters, history)[0]
+def decode(
+    counters: bytes | memoryview | None, history: bytes | memoryview | None, hw_column: bytes | memoryview | None = None
+) -> dict[int, list]:
+    """port id -> [last_collected_at (datetime or None), state_polls, counters, counters_ext, hw_counters, recent]
+    of a NodeReadings row's columns, the history as of its checkpoint (see `catch_up`)."""
+    return _decode(counters, history, hw_column)[0]
 
 
-def counters_of(counters: bytes | memoryview | None, hw: bool = True) -> Iterator[tuple]:
-    """(port id, counters, counters_ext, hw_counters, wait) of each port of a NodeReadings.counters value: decode's
-    counters alone and the last poll's wait (`last_wait`), without the history or a datetime per port (what
-    /metrics reads, a node at a time). hw_counters None unless `hw`: not named when not asked for. A row that
-    cannot be read gives the ports read before the fault, and the log says so."""
+def counters_of(
+    counters: bytes | memoryview | None, hw: bool = True, hw_column: bytes | memoryview | None = None
+) -> Iterator[tuple]:
+    """(port id, counters, counters_ext, hw_counters, wait) of each port of a NodeReadings.counters value (and its
+    hw_counters column): decode's counters alone and the last poll's wait (`last_wait`), without the history or a
+    datetime per port (what /metrics reads, a node at a time). hw_counters None unless `hw`: not named when not
+    asked for. A row that cannot be read gives the ports read before the fault, and the log says so."""
     if counters is None:
         return
     try:
-        for pk, _, counters_, ext, hw_counters, wait in _entries(counters, hw):
+        for pk, _, counters_, ext, hw_counters, wait in _entries(counters, hw, hw_column):
             yield pk, counters_, ext, hw_counters, wait
     except UNREADABLE as e:
         log.warning("a node's readings: its counters cannot be read (%r): its ports' counters are left out", e)
 
 
-def _decode(counters, history, node_id: int | None = None) -> tuple[dict[int, list], int | None, dict[int, list]]:
+def _decode(
+    counters, history, hw_column=None, node_id: int | None = None
+) -> tuple[dict[int, list], int | None, dict[int, list]]:
     """(decode's result, the checkpoint's `at` in µs or None, port id -> [state_id, phys_state_id] at it).
 
     A column that cannot be read (a hand edit, a disk's damage) costs only what it holds, said in the log: a
@@ -188,7 +227,7 @@ def _decode(counters, history, node_id: int | None = None) -> tuple[dict[int, li
             at, kept, states = None, {}, {}
     out = {}
     try:
-        for pk, us, counters_, ext, hw, _ in _entries(counters):
+        for pk, us, counters_, ext, hw, _ in _entries(counters, True, hw_column):
             polls, recent = kept.get(pk, (1, []))
             out[pk] = [None if us is None else EPOCH + us * US, polls, counters_, ext, hw, recent]
     except UNREADABLE as e:
@@ -229,13 +268,16 @@ def of_nodes(
         rows = rows.filter(node_id__in=node_ids if isinstance(node_ids, QuerySet) else list(node_ids))
     out: dict[int, list] = {}
     if not history:
-        for node_id, counters in rows.values_list("node_id", "counters").iterator(chunk_size=500):
-            out.update(_decode(counters, None, node_id)[0])
+        for node_id, counters, hw in rows.values_list("node_id", "counters", "hw__hw_counters").iterator(
+            chunk_size=500
+        ):
+            out.update(_decode(counters, None, hw, node_id)[0])
         return out
     states: dict[int, list] = {}
     found = {} if checkpoints is None else checkpoints
-    for node_id, counters, kept in rows.values_list("node_id", "counters", "history").iterator(chunk_size=500):
-        by_port, at, at_states = _decode(counters, kept, node_id)
+    columns = rows.values_list("node_id", "counters", "history", "hw__hw_counters")
+    for node_id, counters, kept, hw in columns.iterator(chunk_size=500):
+        by_port, at, at_states = _decode(counters, kept, hw, node_id)
         out.update(by_port)
         states.update(at_states)
         found[node_id] = [None, None] if at is None else [at / 1_000_000] * 2
@@ -271,12 +313,16 @@ def _catch_up(by_port: dict[int, list], states: dict[int, list], checkpoints: di
 
 
 def of_node(node: Node) -> dict[int, list]:
-    """The readings of a node read with select_related("readings"), by port id."""
+    """The readings of a node read with select_related("readings__hw"), by port id."""
     try:
         row = node.readings
     except NodeReadings.DoesNotExist:  # never polled
         return {}
-    by_port, at, states = _decode(row.counters, row.history, node.pk)
+    try:
+        hw = row.hw.hw_counters
+    except NodeHwReadings.DoesNotExist:  # (written before its hw_counters had a row of their own)
+        hw = None
+    by_port, at, states = _decode(row.counters, row.history, hw, node.pk)
     if at is not None:
         _catch_up(by_port, states, {node.pk: [at / 1_000_000] * 2})
     return by_port

@@ -19,7 +19,7 @@ from fabricweb.exporter.encoder import encode
 from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.series import Families
 from fabricweb.inventory import readings
-from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+from fabricweb.inventory.models import Device, Node, NodeHwReadings, NodeReadings, Port
 from fabricweb.telemetry.ingest import ingest_snapshot
 from tests.fabric.fabric_support import FabricWorld
 from tests.health_db.health_db_fabric import STEP, SimFabric
@@ -145,7 +145,8 @@ def small_fabric(nodes: int = 2) -> None:
             )
             for number in (1, 2)
         ]  # fmt: skip
-        NodeReadings.objects.create(node=node, **readings.encode(ports))  # their counters, as ingest stores them
+        row = NodeReadings.objects.create(node=node, **readings.encode(ports))  # their counters, as ingest stores them
+        NodeHwReadings.objects.create(readings=row, hw_counters=readings.encode_hw(ports))
 
 
 def ingest_tree(root: Path, node: str) -> None:

@@ -24,7 +24,7 @@ from fabricweb.exporter.encoder import encode
 from fabricweb.exporter.selection import Selection
 from fabricweb.exporter.series import COUNTER, GAUGE, Families
 from fabricweb.inventory import readings
-from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+from fabricweb.inventory.models import Device, Node, NodeHwReadings, NodeReadings, Port
 from tests.exporter.exporter_support import (
     ACCEPTS,
     EVERY_FAULT,
@@ -91,7 +91,8 @@ def hostile_fabric() -> None:
             hw_counters={text or "x": i, "out_of_buffer": 2**53 + 1, "lifespan": 10},
             first_seen_at=now,
         )
-        NodeReadings.objects.create(node=node, **readings.encode([port]))  # its counters, as ingest stores them
+        row = NodeReadings.objects.create(node=node, **readings.encode([port]))  # its counters, as ingest stores them
+        NodeHwReadings.objects.create(readings=row, hw_counters=readings.encode_hw([port]))
 
 
 def test_hostile_device_strings_encode_as_prometheus_client_does(each_db):

@@ -4,7 +4,7 @@ Per-poll readings (raw counters, ring, state_polls) live in NodeReadings, not in
 
 Ingest keeps them in memory between batches (rowcache) and writes them once per node-poll; a
 process that starts empty, or takes a node over from another, continues from what is stored.
-Port rows are rewritten only when something on them changed.
+Port rows are rewritten only when something on them changed, and a node's hw_counters only when they did.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from collectors import wire
+from fabricweb.exporter import tables
 from fabricweb.inventory import readings
-from fabricweb.inventory.models import Node, Port
+from fabricweb.inventory.models import Node, NodeHwReadings, NodeReadings, Port
 from fabricweb.telemetry.history import samples
 from fabricweb.telemetry.ingest import ingest_snapshot
 from fabricweb.telemetry.intake.messages import from_wire
@@ -233,10 +234,86 @@ def test_a_reader_replays_no_poll_newer_than_the_counters_it_read(each_db, fresh
     snaps = polls("cn001", 5)
     for snap in snaps[:4]:
         ingest_snapshot(snap)
-    node = Node.objects.select_related("readings").get(name="cn001")  # the row as of poll 4, held
+    node = Node.objects.select_related("readings__hw").get(name="cn001")  # the row as of poll 4, held
     port = Port.objects.get(device__node__name="cn001", device__name="mlx5_0", number=1).pk
     before = readings.of_node(node)[port]
     assert before[0] == T0.replace(second=30) and before[1] == 4 and len(before[5]) == 3
     ingest_snapshot(snaps[4])  # committed meanwhile
     assert readings.of_node(node)[port] == before
-    assert readings.of_node(Node.objects.select_related("readings").get(name="cn001"))[port][1] == 5
+    assert readings.of_node(Node.objects.select_related("readings__hw").get(name="cn001"))[port][1] == 5
+
+
+# -- hw_counters: a row of their own, written when they changed -----------------------------------------------
+
+
+def _hw_column(host: str) -> bytes | None:
+    column = NodeHwReadings.objects.filter(readings__node__name=host).values_list("hw_counters", flat=True).first()
+    return None if column is None else bytes(column)
+
+
+def _stored_hw(host: str) -> dict:
+    ports = Port.objects.filter(device__node__name=host).select_related("device")
+    return {(p.device.name, p.number): p.hw_counters for p in readings.attach(ports)}
+
+
+def _mark(host: str) -> bytes:
+    """The node's hw_counters column, rewritten as the same JSON in other bytes: still there at the next read
+    only if nothing wrote the column meanwhile."""
+    marked = b" " + json.dumps(json.loads(_hw_column(host))).encode()  # (a leading space: read by json)
+    NodeHwReadings.objects.filter(readings__node__name=host).update(hw_counters=marked)
+    return marked
+
+
+def test_a_nodes_hw_counters_are_written_when_its_agent_sends_other_ones_only(each_db, fresh_cache):
+    encoder = wire.Encoder("fabricweb (tests)")
+    first = snapshot(PROCFS, at=T0)
+    second = later(first, 10, STEP)
+    third = later(second, 10, STEP)
+    port_of(third, "mlx5_0", 1)["hw_counters"]["out_of_buffer"] = 7
+    sent = [json.loads(json.dumps(encoder.encode(snap))) for snap in (first, second, third)]
+    assert "hw_counters" not in sent[1]["devices"][2]["ports"][0]  # as last sent
+    assert "hw_counters" in sent[2]["devices"][2]["ports"][0]
+
+    ingest_snapshot(from_wire(sent[0]))
+    assert _stored_hw("cn001")["mlx5_0", 1]["local_ack_timeout_err"] == 131
+    marked = _mark("cn001")
+    counters = bytes(Node.objects.get(name="cn001").readings.counters)
+    ingest_snapshot(from_wire(sent[1]))
+    assert _hw_column("cn001") == marked  # not written again
+    assert bytes(Node.objects.get(name="cn001").readings.counters) != counters  # the counters are, at every poll
+    assert _stored_hw("cn001") == {
+        ("hfi1_0", 1): {},
+        ("mlx4_0", 1): {},
+        ("mlx4_0", 2): {},
+        ("mlx5_0", 1): port_of(first, "mlx5_0", 1)["hw_counters"],
+    }
+    served = {row[0]: row[-2] for row in tables.ports(None, counters=True, hw=True)}  # what /metrics?set=hw reads
+    assert served[Port.objects.get(device__name="mlx5_0").pk] == port_of(first, "mlx5_0", 1)["hw_counters"]
+    ingest_snapshot(from_wire(sent[2]))
+    assert _hw_column("cn001") != marked
+    assert _stored_hw("cn001")["mlx5_0", 1]["out_of_buffer"] == 7
+    fresh_cache.drop()  # a process that starts reads them back as the last one held them
+    ingest_snapshot(from_wire(json.loads(json.dumps(encoder.encode(later(third, 10, STEP))))))
+    assert _stored_hw("cn001")["mlx5_0", 1]["out_of_buffer"] == 7
+
+
+def test_a_row_with_the_hw_counters_in_its_counters_gets_their_column_at_the_next_poll(each_db, fresh_cache):
+    first = snapshot(PROCFS, at=T0)
+    ingest_snapshot(first)
+    document = json.loads(bytes(Node.objects.get(name="cn001").readings.counters))
+    hw = json.loads(_hw_column("cn001"))
+    by_port = dict(hw["ports"])
+    names = document["names"]
+    for entry in document["ports"]:  # as the release before wrote it: the sets in the counters column
+        values = by_port[entry[0]]
+        if values is not None:
+            names.append(hw["names"][values[0]])
+            entry[4] = [len(names) - 1, *values[1:]]
+    NodeReadings.objects.filter(node__name="cn001").update(counters=json.dumps(document).encode())
+    NodeHwReadings.objects.filter(readings__node__name="cn001").delete()
+    before = _stored_hw("cn001")
+    assert before["mlx5_0", 1]["local_ack_timeout_err"] == 131  # read from the counters column
+    fresh_cache.drop()  # (the new release's first process)
+    ingest_snapshot(later(first, 10, STEP))
+    assert _hw_column("cn001") is not None
+    assert _stored_hw("cn001") == before

@@ -47,9 +47,10 @@ def test_the_migration_carries_every_ports_readings_over(tmp_path):
             ids = [i for (i,) in db.execute("SELECT id FROM inventory_port ORDER BY number")]
             compression = db.execute(
                 "SELECT array_agg(attcompression::text ORDER BY attname) FROM pg_attribute "
-                "WHERE attrelid = 'inventory_nodereadings'::regclass AND attname IN ('counters', 'history')"
+                "WHERE attrelid IN ('inventory_nodereadings'::regclass, 'inventory_nodehwreadings'::regclass) "
+                "AND attname IN ('counters', 'history', 'hw_counters')"
             ).fetchone()[0]
-        assert compression == ["l", "l"]  # lz4: this PostgreSQL has it
+        assert compression == ["l", "l", "l"]  # lz4: this PostgreSQL has it (inventory.0015: hw_counters too)
         got = readings.decode(counters, history)
         t0 = datetime(2026, 3, 1, 11, 50, tzinfo=UTC)
         for polls, pk in enumerate(ids, start=8):

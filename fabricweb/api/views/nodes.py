@@ -59,7 +59,7 @@ def node_list(request):
 @api_view
 def node_detail(request, name: str):
     params.read(request, {})
-    node = Node.objects.filter(name=name).select_related("readings").first()  # no query of its own
+    node = Node.objects.filter(name=name).select_related("readings__hw").first()  # no query of its own
     if node is None:
         raise not_found(f"node {name!r}")
     ports = readings.attach(

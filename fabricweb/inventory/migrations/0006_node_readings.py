@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 import django.db.models.deletion
 from django.db import migrations, models
 
+from . import _toast
+
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US = timedelta(microseconds=1)
 
@@ -37,16 +39,7 @@ def _json(entries):
 
 
 def compress_with_lz4(apps, schema_editor):
-    """PostgreSQL built with lz4: the readings, rewritten with every poll, compress in less than half of
-    pglz's time (BENCHMARKS.md). Elsewhere the default stays."""
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
-        row = cursor.fetchone()
-    if row and row[0]:
-        for column in ("counters", "history"):
-            schema_editor.execute(f"ALTER TABLE inventory_nodereadings ALTER COLUMN {column} SET COMPRESSION lz4")
+    _toast.compress_with_lz4(schema_editor, "inventory_nodereadings", ("counters", "history"))
 
 
 def copy_back(apps, schema_editor):

@@ -47,6 +47,9 @@ class NodeRows:
     checkpoint_at: float | None = None
     seen_until: float | None = None
     checkpoint_due: bool = True
+    # Its ports' hw_counters must be written (inventory.readings: their column is written only when they may
+    # have changed): a poll that carried other ones, a new port, and this process's first write of the node.
+    hw_due: bool = True
 
 
 @dataclass(slots=True)
@@ -165,6 +168,9 @@ def apply_snapshot(
         device = _device(d, rows, changes, snap, result)
         known = rows.ports.setdefault(d.name, {})
         for p in d.ports:
+            if not rows.hw_due and (p.hw_counters is not AS_LAST_SENT or p.number not in known):
+                port = known.get(p.number)  # (a switch port's are {} at every sweep: the same)
+                rows.hw_due = port is None or p.hw_counters != port.hw_counters
             if not _port(p, device, known, changes, samples, snap, result):
                 rows.checkpoint_due = True
         if len(known) > len(d.ports) and not _listing_failed(snap.errors, f"/class/infiniband/{d.name}/ports"):

@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db import connection, models
 
 from fabricweb.inventory import readings
-from fabricweb.inventory.models import Device, Node, NodeReadings, Port
+from fabricweb.inventory.models import Device, Node, NodeHwReadings, NodeReadings, Port
 
 from ..models import NodePoll
 from ..validation.portfields import LINK_FIELDS
@@ -162,11 +162,15 @@ def write(changes: Changes) -> None:
 
 def write_readings(nodes: Iterable[NodeRows]) -> None:
     """One NodeReadings row per node, all of its ports (present or not) in it: its counters at every poll,
-    its history when a checkpoint is due (readings.CHECKPOINT_S, apply.NodeRows); one statement per kind."""
-    whole, counters_only = [], []
+    its history when a checkpoint is due (readings.CHECKPOINT_S, apply.NodeRows); one statement per kind. Its
+    NodeHwReadings row when its hw_counters are due (NodeRows.hw_due), after it."""
+    whole, counters_only, hw = [], [], []
     for r in nodes:
         ports = [p for ports in r.ports.values() for p in ports.values()]
         counters = readings.encode_counters(ports)
+        if r.hw_due:
+            hw.append((r.node.pk, readings.encode_hw(ports)))
+            r.hw_due = False
         seen = r.seen_until
         if (
             r.checkpoint_due
@@ -195,12 +199,30 @@ def write_readings(nodes: Iterable[NodeRows]) -> None:
                 f"WHERE {table}.node_id = v.id_",
                 [list(column) for column in zip(*counters_only, strict=True)],
             )
+    else:
+        with connection.cursor() as cursor:
+            if whole:
+                cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", whole)
+            if counters_only:
+                cursor.executemany(f"{update} %s WHERE node_id = %s", [(c, n) for n, c in counters_only])
+    if hw:
+        _write_hw(hw)
+
+
+def _write_hw(rows: list[tuple[int, bytes]]) -> None:
+    """(node id, hw_counters column) of nodes whose NodeReadings row exists: their NodeHwReadings rows."""
+    qn = connection.ops.quote_name
+    table = qn(NodeHwReadings._meta.db_table)
+    insert = f"INSERT INTO {table} (readings_id, hw_counters)"
+    upsert = "ON CONFLICT (readings_id) DO UPDATE SET hw_counters = EXCLUDED.hw_counters"
+    if connection.vendor == "postgresql":
+        _server_bound(
+            f"{insert} SELECT * FROM unnest(%b::bigint[], %b::bytea[]) {upsert}",
+            [list(column) for column in zip(*rows, strict=True)],
+        )
         return
     with connection.cursor() as cursor:
-        if whole:
-            cursor.executemany(f"{insert} VALUES (%s, %s, %s) {upsert}", whole)
-        if counters_only:
-            cursor.executemany(f"{update} %s WHERE node_id = %s", [(c, n) for n, c in counters_only])
+        cursor.executemany(f"{insert} VALUES (%s, %s) {upsert}", rows)
 
 
 def insert_samples(polls: dict[tuple[int, datetime], list[tuple[Port, tuple, list]]]) -> None:
