@@ -47,8 +47,8 @@ class NodeRows:
     checkpoint_at: float | None = None
     seen_until: float | None = None
     checkpoint_due: bool = True
-    # Its ports' hw_counters must be written (inventory.readings: their column is written only when they may
-    # have changed): a poll that carried other ones, a new port, and this process's first write of the node.
+    # Its ports' hw_counters must be written (their NodeHwReadings row is written only when they may have
+    # changed): a poll that carried other ones, a new port, and this process's first write of the node.
     hw_due: bool = True
 
 
