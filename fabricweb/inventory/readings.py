@@ -80,7 +80,7 @@ def encode_counters(ports: list[Port]) -> bytes:
             None if p.last_collected_at is None else (p.last_collected_at - EPOCH) // US,
             _values(p.counters, names),
             _values(p.counters_ext, names),
-            None,  # (in the hw_counters column)
+            None,  # (in the node's NodeHwReadings row)
             last_wait(p),
         ]
         for p in ports
@@ -89,7 +89,7 @@ def encode_counters(ports: list[Port]) -> bytes:
 
 
 def encode_hw(ports: list[Port]) -> bytes:
-    """The hw_counters column: each port's hw_counters, their names once as in `counters`."""
+    """NodeHwReadings.hw_counters for these ports: each port's hw_counters, their names once as in `counters`."""
     names: dict[tuple[str, ...], int] = {}
     entries = [[p.pk, _values(p.hw_counters, names)] for p in ports]
     return _dump({"names": list(names), "ports": entries})
