@@ -31,12 +31,18 @@ Everything the bench starts is stopped at the end, whatever happens; nothing is 
    dropped): (a) reading, as the ingest consumer reads a signed message's text (jsonread.json_text_loads) and
    checks it: the sweeps (parse_fabric) and the same hosts' snapshots in their wire form after an agent's first
    poll (each device's attributes as last sent), typed by the wire's quick path (quickwire.parse_wire), as
-   the consumer types them; (b) storing, ingest_fabric per switch port (its parse_fabric included) against
-   ingest_batch of the typed snapshots (100 a transaction, as the consumer's batches) per host port-sample,
-   in steady state: the first round (which creates everything) and
-   --warm rounds untimed, then --runs rounds alternating host polls and sweeps. The hosts' counters
+   the consumer types them; and as many ports of hosts of 8 one-port HCAs (--gpu-hosts, simulated apart from
+   the ibsim fabric, InfiniBand only: the 100,000-port fabric's hosts in bench_scale.py), the same way (their
+   ConnectX-6 ports at 4X HDR stand below the 12X the ibsim hosts of that model train at, so each port holds a
+   width-downgrade event and each HCA a PCIe one: hosts whose open events are judged at every poll);
+   (b) storing, ingest_fabric per switch port (its parse_fabric included) against ingest_batch of the typed
+   snapshots (100 a transaction, as the consumer's batches) per host port-sample of each host shape, in steady
+   state: the first round (which creates everything) and --warm rounds untimed, then --runs rounds alternating
+   host polls and sweeps. The hosts' counters
    move as collectors.sim moves them (two real polls, then each step again, as bench_ingest.py's
-   --warm does); ibsim's counters do not move, so each cabled switch port's traffic counters are
+   --warm does), their hw_counters at every --hw-every'th poll only, as the agents read them (6, their
+   default FABRIC_HW_COUNTERS_EVERY; 1 moves them at every poll, as this bench did until December 8th);
+   ibsim's counters do not move, so each cabled switch port's traffic counters are
    moved by a fixed random step per sweep, so that neither side's samples are all zero deltas.
    Peak RSS of each store step: VmHWM after resetting it (/proc/self/clear_refs) before the step.
    `--against DIR` runs step 5 again with another checkout's fabricweb and collectors (a git worktree of the
@@ -61,6 +67,7 @@ import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,6 +88,9 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 STEP = timedelta(seconds=10)
 PROMPT = timedelta(milliseconds=100)  # from a snapshot's date to its storing
 HOST_BATCH = 100  # snapshots per ingest_batch call: the consumer's default batch
+EIGHT_HCAS = 8  # a GPU node's one-port HCAs (bench_scale.py's hosts)
+# The host shapes ingest is measured on: the ibsim fabric's one-port hosts, and hosts of EIGHT_HCAS one-port HCAs.
+HOST_SHAPES = ("host", "host8")
 PREFIX = "BENCH "  # a child's result lines on stdout
 LINK_UP = 5
 # Counters that traffic moves on a cabled switch port (ibsim's stay still): the 64-bit ones and the wait.
@@ -491,16 +501,40 @@ def redis_sizes(scratch: Path, host_texts: list[str]) -> dict | str:
 # -- host snapshots ------------------------------------------------------------------------------
 def host_polls(sim: Simulated) -> list[list[dict]]:
     """Two polls of the fabric's hosts, one simulated step apart (simulate --once made the first step)."""
-    from collectors import read_host, to_dict
     from collectors.sim import Fabric
 
-    fabric = Fabric.load(str(sim.dir))
+    return two_polls(Fabric.load(str(sim.dir)), sim.dir, sim.hosts)
+
+
+def gpu_host_polls(scratch: Path, hosts: int) -> list[list[dict]]:
+    """Two polls of `hosts` hosts of EIGHT_HCAS one-port HCAs each, the 100,000-port fabric's host shape
+    (bench_scale.py), simulated apart from the ibsim fabric: InfiniBand hosts only (simulate makes some RoCE)."""
+    from collectors.sim import Fabric
+
+    out = scratch / "sim8"
+    fabric = Fabric.open(str(out), hosts + hosts // 5 + 2, 1, seed=8, hcas=EIGHT_HCAS, fresh=True)
+    fabric.step(STEP.total_seconds())
+    names = sorted(p.name for p in out.iterdir() if p.name.startswith("cn"))
+    polls = two_polls(fabric, out, names)
+    infiniband = [
+        i
+        for i, snap in enumerate(polls[0])
+        if all(p["link_layer"] == "InfiniBand" for d in snap["devices"] for p in d["ports"])
+    ][:hosts]
+    # Named apart from the ibsim fabric's hosts (both simulations name theirs cn...).
+    return [[{**poll[i], "host": "gpu" + poll[i]["host"]} for i in infiniband] for poll in polls]
+
+
+def two_polls(fabric, tree: Path, hosts: list[str]) -> list[list[dict]]:
+    """`hosts`' snapshots read from `tree` twice, `fabric` stepped once between."""
+    from collectors import read_host, to_dict
+
     polls = []
     for k in range(2):
         if k:
             fabric.step(STEP.total_seconds())
         when = (T0 + timedelta(seconds=fabric.clock)).timestamp()
-        polls.append([to_dict(read_host(str(sim.dir / h), host=h, use_verbs=False, now=when)) for h in sim.hosts])
+        polls.append([to_dict(read_host(str(tree / h), host=h, use_verbs=False, now=when)) for h in hosts])
     return polls
 
 
@@ -545,18 +579,28 @@ def drop_database(base_url: str, name: str) -> None:
 
 
 class Hosts:
-    """Host poll k: the first real poll with every counter moved k times as much as from the first to the second."""
+    """Host poll k: the first real poll with every counter moved k times as much as from the first to the second,
+    its hw_counters as an agent reads them, every `hw_every` polls (FABRIC_HW_COUNTERS_EVERY, docs/agent.md): moved
+    at those polls only, so that between them the agents send them as last sent (collectors/wire.py)."""
 
-    def __init__(self, polls: list[list[dict]]) -> None:
+    def __init__(self, polls: list[list[dict]], hw_every: int) -> None:
         from bench_ingest import _steps
 
-        self.first = polls[0]
-        self.steps = [_steps(a, b) for a, b in zip(polls[0], polls[1], strict=True)]
+        self.first, self.hw_every = polls[0], hw_every
+        self.steps, self.hw_steps = [], []
+        for a, b in zip(polls[0], polls[1], strict=True):
+            steps = _steps(a, b)
+            self.steps.append({key: moves for key, moves in steps.items() if key[2] != "hw_counters"})
+            self.hw_steps.append({key: moves for key, moves in steps.items() if key[2] == "hw_counters"})
 
     def poll(self, k: int, when: datetime) -> list[dict]:
         from bench_ingest import advanced
 
-        return [advanced(snap, steps, k, iso(when)) for snap, steps in zip(self.first, self.steps, strict=True)]
+        read_at = k // self.hw_every * self.hw_every  # the last poll that read the hw_counters
+        return [
+            advanced(advanced(snap, hw, read_at, iso(when)), steps, k, iso(when))
+            for snap, steps, hw in zip(self.first, self.steps, self.hw_steps, strict=True)
+        ]
 
 
 class Sweeps:
@@ -602,18 +646,18 @@ class Sweeps:
         return snap
 
 
-def ingest_child(scratch: str, runs: int, warm: int, db_url: str) -> int:
+def ingest_child(scratch: str, runs: int, warm: int, db_url: str, hw_every: int) -> int:
     scratch = Path(scratch)
     name = database_name(scratch)
     label = setup_django(db_url, name)
     try:
-        emit(_ingest(scratch, runs, warm) | {"db": label})
+        emit(_ingest(scratch, runs, warm, hw_every) | {"db": label})
     finally:
         drop_database(db_url, name)
     return 0
 
 
-def _ingest(scratch: Path, runs: int, warm: int) -> dict:
+def _ingest(scratch: Path, runs: int, warm: int, hw_every: int) -> dict:
     from django.db import connection
 
     from collectors import wire
@@ -631,14 +675,16 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
         backend = cursor.fetchone()[0]  # its CPU is this ingest's, not other work's
     others = []
     texts = {m: (scratch / f"{m}.json").read_text() for m in ("full", "counters")}
-    polls = json.loads((scratch / "hosts.json").read_text())
-    # As an agent sends a poll after its first: the wire form (collectors/wire.py), each device's attributes as
-    # last sent (its Encoder sent them at the poll before). Read as the consumer reads a signed snapshot's text
-    # (jsonread) and types it (the wire's quick path, validation/quickwire.py).
-    encoder = wire.Encoder()
-    for snap in polls[0]:
-        encoder.encode(snap)
-    host_texts = [json.dumps(encoder.encode(s), separators=(",", ":"), allow_nan=False) for s in polls[1]]
+    # Per host shape (HOST_SHAPES): its two polls. As an agent sends a poll after its first: the wire form
+    # (collectors/wire.py), each device's attributes as last sent (its Encoder sent them at the poll before). Read as
+    # the consumer reads a signed snapshot's text (jsonread) and types it (the wire's quick path, quickwire.py).
+    polls = {kind: json.loads((scratch / f"{kind}s.json").read_text()) for kind in HOST_SHAPES}
+    host_texts = {}
+    for kind, two in polls.items():
+        encoder = wire.Encoder()
+        for snap in two[0]:
+            encoder.encode(snap)
+        host_texts[kind] = [json.dumps(encoder.encode(s), separators=(",", ":"), allow_nan=False) for s in two[1]]
     long_way = {"reading": 0, "storing": 0}  # snapshots the quick path left to ingest's worded checks
 
     def typed(data: dict, now: datetime, step: str):
@@ -652,24 +698,25 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
 
     # (a) reading: decode + validate, per port, alternately.
     fabric_now = {m: datetime.fromisoformat(json.loads(t)["collected_at"]) + PROMPT for m, t in texts.items()}
-    host_now = datetime.fromisoformat(polls[1][0]["collected_at"]) + PROMPT
-    for snap in polls[0]:  # the worded checks learn each name once, as a consumer's first polls teach them
-        parse_snapshot(wire.decode(wire.encode(snap)), host_now)
+    host_now = {kind: datetime.fromisoformat(two[1][0]["collected_at"]) + PROMPT for kind, two in polls.items()}
+    for kind, two in polls.items():  # the worded checks learn each name once, as a consumer's first polls teach them
+        for snap in two[0]:
+            parse_snapshot(wire.decode(wire.encode(snap)), host_now[kind])
     parse_fabric(json_text_loads(texts["full"]), fabric_now["full"])
-    reading = {k: [] for k in ("host", "full", "counters")}
+    reading = {k: [] for k in (*HOST_SHAPES, "full", "counters")}
 
-    def read_hosts() -> None:
+    def read_hosts(kind: str) -> None:
         decode = validate = 0.0
         ports = 0
-        for text in host_texts:
+        for text in host_texts[kind]:
             t0 = time.perf_counter()
             data = json_text_loads(text)
             t1 = time.perf_counter()
-            snap = typed(data, host_now, "reading")
+            snap = typed(data, host_now[kind], "reading")
             validate += time.perf_counter() - t1
             decode += t1 - t0
             ports += sum(len(d.ports) for d in snap.devices)
-        reading["host"].append((decode / ports * 1e6, validate / ports * 1e6))
+        reading[kind].append((decode / ports * 1e6, validate / ports * 1e6))
 
     def read_fabric(mode: str) -> None:
         t0 = time.perf_counter()
@@ -682,29 +729,34 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
         out[f"read_{mode}_ports"] = ports
 
     for run in range(runs):
-        steps = [read_hosts, lambda: read_fabric("full"), lambda: read_fabric("counters")]
+        steps = [*(partial(read_hosts, kind) for kind in HOST_SHAPES), partial(read_fabric, "full"),
+                 partial(read_fabric, "counters")]  # fmt: skip
         for step in steps if run % 2 == 0 else steps[::-1]:
             with Others(lambda: [backend]) as busy:
                 step()
             others.append(busy.cpus)
     out["reading"] = reading
-    out["host_ports_per_poll"] = sum(len(d["ports"]) for s in polls[1] for d in s["devices"])
+    out["host_ports_per_poll"] = {kind: sum(len(d["ports"]) for s in two[1] for d in s["devices"]) for kind, two in
+                                  polls.items()}  # fmt: skip
+    out["hosts_per_poll"] = {kind: len(two[1]) for kind, two in polls.items()}
 
     # (b) storing, in steady state.
-    hosts, sweeps = Hosts(polls), Sweeps(texts["full"], texts["counters"])
+    hosts = {kind: Hosts(two, hw_every) for kind, two in polls.items()}
+    sweeps = Sweeps(texts["full"], texts["counters"])
     out["cabled_switch_ports"] = sweeps.cabled
-    clock = {"host": 0, "fabric": 0}
-    storing = {k: [] for k in ("host", "full", "counters")}
-    hwm = {k: [] for k in ("host", "full", "counters")}
-    grew = {k: [] for k in ("host", "full", "counters")}  # peak RSS during the step over RSS before it
-    sender = wire.Encoder()  # the hosts' agents': a device's attributes sent when they change (or every FULL_EVERY)
+    clock = dict.fromkeys((*HOST_SHAPES, "fabric"), 0)
+    storing = {k: [] for k in (*HOST_SHAPES, "full", "counters")}
+    hwm = {k: [] for k in (*HOST_SHAPES, "full", "counters")}
+    grew = {k: [] for k in (*HOST_SHAPES, "full", "counters")}  # peak RSS during the step over RSS before it
+    # The hosts' agents': a device's attributes sent when they change (or every FULL_EVERY).
+    senders = {kind: wire.Encoder() for kind in HOST_SHAPES}
 
-    def store_hosts(timed: bool) -> tuple[float, int]:
-        k = clock["host"]
-        clock["host"] += 1
+    def store_hosts(kind: str, timed: bool) -> tuple[float, int]:
+        k = clock[kind]
+        clock[kind] += 1
         when = T0 + k * STEP
         # Typed as the consumer types them before a batch (reading, above): storing is ingest_batch's alone.
-        snaps = [typed(sender.encode(snap), when + PROMPT, "storing") for snap in hosts.poll(k, when)]
+        snaps = [typed(senders[kind].encode(snap), when + PROMPT, "storing") for snap in hosts[kind].poll(k, when)]
         reset_hwm()
         rss = proc_kb("VmRSS")
         start, samples = time.perf_counter(), 0
@@ -715,9 +767,9 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
             samples += result.samples_written
         seconds = time.perf_counter() - start
         if timed:
-            storing["host"].append(seconds / samples * 1e6)
-            hwm["host"].append(proc_kb("VmHWM"))
-            grew["host"].append(proc_kb("VmHWM") - rss)
+            storing[kind].append(seconds / samples * 1e6)
+            hwm[kind].append(proc_kb("VmHWM"))
+            grew[kind].append(proc_kb("VmHWM") - rss)
         return seconds, samples
 
     def store_fabric(mode: str, timed: bool) -> tuple[float, object]:
@@ -740,22 +792,21 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
             out[f"store_{mode}_samples"] = result.samples_written
         return seconds, result
 
-    seconds, samples = store_hosts(False)
-    out["first_host_us"] = seconds / samples * 1e6
+    for kind in HOST_SHAPES:
+        seconds, samples = store_hosts(kind, False)
+        out[f"first_{kind}_us"] = seconds / samples * 1e6
     seconds, result = store_fabric("full", False)
     out["first_full_us"] = seconds / result.ports * 1e6
     out["first_full_s"] = seconds
     for _ in range(warm):
-        store_hosts(False)
+        for kind in HOST_SHAPES:
+            store_hosts(kind, False)
         store_fabric("full", False)
     for run in range(runs):
-        steps = [
-            lambda: store_hosts(True),
-            lambda: store_fabric("full", True),
-            lambda: store_hosts(True),
-            lambda: store_fabric("counters", True),
-        ]
-        for step in steps if run % 2 == 0 else [steps[1], steps[0], steps[3], steps[2]]:
+        # Each host shape's poll beside each sweep, the order flipped every other run.
+        host_steps = [partial(store_hosts, kind, True) for kind in HOST_SHAPES]
+        steps = [*host_steps, partial(store_fabric, "full", True), *host_steps, partial(store_fabric, "counters", True)]
+        for step in steps if run % 2 == 0 else steps[::-1]:
             with Others(lambda: [backend]) as busy:
                 step()
             others.append(busy.cpus)
@@ -768,12 +819,13 @@ def _ingest(scratch: Path, runs: int, warm: int) -> dict:
     return out
 
 
-def measure_ingest(scratch: Path, runs: int, warm: int, db_url: str, code: Path = REPO) -> dict:
+def measure_ingest(scratch: Path, args: argparse.Namespace, code: Path = REPO) -> dict:
     """Step 5 in a child process, with the fabricweb and collectors of the checkout at `code`."""
     before = load()
     env = {**os.environ, CODE_ENV: str(code)} if code != REPO else None
     done = subprocess.run(
-        [sys.executable, __file__, "--ingest", str(scratch), "--runs", str(runs), "--warm", str(warm), "--db", db_url],
+        [sys.executable, __file__, "--ingest", str(scratch), "--runs", str(args.runs), "--warm", str(args.warm),
+         "--db", args.db, "--hw-every", str(args.hw_every)],
         capture_output=True, text=True, cwd=code, env=env, check=False,
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith(PREFIX)]
@@ -791,12 +843,17 @@ def report_against(ours: list[dict], theirs: list[dict], peer: Path) -> None:
         return [sum(x) if step == "reading" else x for c in children for x in c[step][kind]]
 
     print(f"\ningest, this tree against {peer} ({len(ours)} child(ren) of each, alternated), µs per port:")
-    kinds = {"host": "a host port", "full": "a switch port, full sweep", "counters": "a switch port, counters-only"}
+    kinds = {
+        "host": "a one-port host's port",
+        "host8": f"a port of a host of {EIGHT_HCAS} HCAs",
+        "full": "a switch port, full sweep",
+        "counters": "a switch port, counters-only",
+    }
     for step in ("reading", "storing"):
         for kind, what in kinds.items():
             mine, peers = figures(ours, step, kind), figures(theirs, step, kind)
             ratio, label = statistics.median(mine) / statistics.median(peers), f"{step} {what}"
-            print(f"  {label:<40}{spread(mine, '{:.1f}'):<24} against {spread(peers, '{:.1f}'):<24} ratio {ratio:.2f}x")
+            print(f"  {label:<50}{spread(mine, '{:.1f}'):<24} against {spread(peers, '{:.1f}'):<24} ratio {ratio:.2f}x")
 
 
 def per_port(sweeps: dict) -> None:
@@ -936,42 +993,49 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
         elif sizes:
             print(f"  in Redis: not measured ({sizes})")
     if ingest:
-        hp = ingest["host_ports_per_poll"]
+        hp, hn = ingest["host_ports_per_poll"], ingest["hosts_per_poll"]
         print(
             f"\ningest, {ingest['db']}, µs per port (min / median / max over {args.runs} runs, alternated; "
             f"load {ingest['load_before']} before, {ingest['load_after']} after):"
         )
         r = ingest["reading"]
-        print(f"  {'(a) reading, as the consumer reads':<44}{'decode':<24}{'validate':<24}both")
+        shapes = {
+            "host": f"host port ({hp['host']} hosts of 1 port, wire form)",
+            "host8": f"host port ({hn['host8']} hosts of {EIGHT_HCAS} HCAs, {hp['host8']} ports)",
+        }
+        print(f"  {'(a) reading, as the consumer reads':<50}{'decode':<24}{'validate':<24}both")
         for label, key in (
-            (f"host port ({hp} hosts of 1 port, wire form)", "host"),
+            *((label, kind) for kind, label in shapes.items()),
             (f"switch port, full sweep ({ingest['read_full_ports']:,})", "full"),
             (f"switch port, counters-only ({ingest['read_counters_ports']:,})", "counters"),
         ):
             d, v, both = [x[0] for x in r[key]], [x[1] for x in r[key]], [a + b for a, b in r[key]]
-            print(f"  {label:<44}{spread(d, '{:.1f}'):<24}{spread(v, '{:.1f}'):<24}{spread(both, '{:.1f}')}")
+            print(f"  {label:<50}{spread(d, '{:.1f}'):<24}{spread(v, '{:.1f}'):<24}{spread(both, '{:.1f}')}")
         s = ingest["storing"]
         long_way = ingest["long_way"]
         if any(long_way.values()):
             print(f"  host snapshots the wire's quick path left to the worded checks: {long_way}")
         print(f"  (b) storing, after the first round and {args.warm} more untimed:")
-        print(f"  {'host port-sample (ingest_batch, typed, 100 a call)':<44}{spread(s['host'], '{:.1f}')}")
+        for kind, label in shapes.items():
+            print(f"  {label.replace('host port', 'host port-sample', 1):<50}{spread(s[kind], '{:.1f}')}")
         print(
-            f"  {'switch port, full sweep (ingest_fabric)':<44}{spread(s['full'], '{:.1f}'):<24}"
+            f"  {'switch port, full sweep (ingest_fabric)':<50}{spread(s['full'], '{:.1f}'):<24}"
             f"({ingest['store_full_ports']:,} ports, {ingest['store_full_samples']:,} samples a sweep)"
         )
-        print(f"  {'switch port, counters-only (ingest_fabric)':<44}{spread(s['counters'], '{:.1f}')}")
-        hs, fs = statistics.median(s["host"]), statistics.median(s["full"])
-        hr = statistics.median(a + b for a, b in r["host"])
+        print(f"  {'switch port, counters-only (ingest_fabric)':<50}{spread(s['counters'], '{:.1f}')}")
+        fs, cs = statistics.median(s["full"]), statistics.median(s["counters"])
         fr = statistics.median(a + b for a, b in r["full"])
+        cr = statistics.median(a + b for a, b in r["counters"])
+        for kind, what in (("host", "a one-port host's port"), ("host8", f"a port of a host of {EIGHT_HCAS} HCAs")):
+            hs, hr = statistics.median(s[kind]), statistics.median(a + b for a, b in r[kind])
+            print(
+                f"  {what} against a switch port (medians): reading {hr / fr:.2f}x a full sweep's, {hr / cr:.2f}x a "
+                f"counters-only one's; storing {hs / fs:.2f}x and {hs / cs:.2f}x"
+            )
         print(
-            f"  switch port vs host port (medians): reading {fr / hr:.2f}x, storing a full sweep {fs / hs:.2f}x, "
-            f"counters-only {statistics.median(s['counters']) / hs:.2f}x; claim 'a switch port costs less': "
-            + ("holds" if fr < hr and fs < hs else "does NOT hold")
-        )
-        print(
-            f"  first round (creates everything): host {ingest['first_host_us']:.0f} µs per port-sample, "
-            f"full sweep {ingest['first_full_us']:.0f} µs per switch port ({ingest['first_full_s']:.1f} s)"
+            "  first round (creates everything): "
+            + ", ".join(f"{kind} {ingest[f'first_{kind}_us']:.0f} µs per port-sample" for kind in shapes)
+            + f", full sweep {ingest['first_full_us']:.0f} µs per switch port ({ingest['first_full_s']:.1f} s)"
         )
         print(
             f"  other work on the machine during these steps: {spread(ingest['others'], '{:.2f}')} CPUs "
@@ -981,7 +1045,8 @@ def report(sim: Simulated, sweeps: dict | None, sizes: dict | str | None, ingest
         print(
             f"  peak RSS of the ingest process: {max(max(v) for v in h.values()) / 1024:.0f} MB "
             f"({ingest['hwm_start_kb'] / 1024:.0f} MB after migrate); above the RSS before the step (VmHWM reset "
-            f"before each): a host poll {max(g['host']) / 1024:.1f} MB, a full sweep {max(g['full']) / 1024:.1f} MB, "
+            f"before each): a host poll {max(g['host']) / 1024:.1f} MB ({max(g['host8']) / 1024:.1f} MB of the "
+            f"{EIGHT_HCAS}-HCA hosts), a full sweep {max(g['full']) / 1024:.1f} MB, "
             f"a counters-only sweep {max(g['counters']) / 1024:.1f} MB"
         )
         print(f"  ({ingest['cabled_switch_ports']:,} cabled switch ports' traffic counters moved each sweep)")
@@ -996,6 +1061,12 @@ def main() -> int:
     parser.add_argument("--leaves", type=int, default=170)
     parser.add_argument("--spines", type=int, default=86)
     parser.add_argument("--switch-ports", type=int, default=40)
+    parser.add_argument(
+        "--gpu-hosts", type=int, default=56, help=f"hosts of {EIGHT_HCAS} one-port HCAs measured in ingest too"
+    )
+    parser.add_argument(
+        "--hw-every", type=int, default=6, help="polls between the hosts' hw_counters reads (the agents' default: 6)"
+    )
     parser.add_argument("--no-ingest", action="store_true", help="only the sweeps and the sizes")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, snapshots)")
     parser.add_argument(
@@ -1016,7 +1087,7 @@ def main() -> int:
     if args.sweeper:
         return sweeper_child(args.sweeper, args.settle_gc)
     if args.ingest:
-        return ingest_child(args.ingest, args.runs, args.warm, args.db)
+        return ingest_child(args.ingest, args.runs, args.warm, args.db, args.hw_every)
 
     missing = [t for t in ("ibsim", "ibsim-run", "opensm", "ibnetdiscover", "ibqueryerrors") if not shutil.which(t)]
     if missing:
@@ -1036,6 +1107,7 @@ def main() -> int:
         sim.stop()
         polls = host_polls(sim)
         (scratch / "hosts.json").write_text(json.dumps(polls))
+        (scratch / "host8s.json").write_text(json.dumps(gpu_host_polls(scratch, args.gpu_hosts)))
         host_texts = [json.dumps(s, separators=(",", ":")) for s in polls[1]]
         try:
             sizes = redis_sizes(scratch, host_texts)
@@ -1047,7 +1119,7 @@ def main() -> int:
             for r in range(args.rounds if args.against else 1):
                 sides = [(ours, REPO), (peer, args.against)] if args.against else [(ours, REPO)]
                 for results, code in sides if r % 2 == 0 else sides[::-1]:
-                    results.append(measure_ingest(scratch, args.runs, args.warm, args.db, code))
+                    results.append(measure_ingest(scratch, args, code))
             ingest = ours[0] | {"rounds": ours}
         report(sim, sweeps, sizes, ingest, args)
         if peer:
