@@ -116,7 +116,7 @@ def _values(values, names: list[str], absent) -> dict[str, int | None]:
         raise _Doubt
     if not all_counters(values):
         raise _Doubt
-    counters = dict(zip(names, values, strict=True))
+    counters = dict(zip(names, values, strict=False))  # (as long as each other: checked above)
     if absent:
         if type(absent) is not list:
             raise _Doubt
