@@ -2,7 +2,8 @@
 
 One EventBook serves a whole batch: actions change the rows in memory (so a second
 snapshot of the same node in the batch sees the first one's events), and `write`
-ends with one INSERT for the new events and one UPDATE for the changed ones.
+ends with one INSERT for the new events, one UPDATE for the changed ones and one for
+the clean-poll counts of those only counted.
 """
 
 from __future__ import annotations

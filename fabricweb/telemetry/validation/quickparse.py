@@ -320,6 +320,6 @@ def port_in(number, link: list, counters: dict, counters_ext: dict, hw_counters:
         counters_ext,
         capped,
         hw_counters,
-        None if verbs is None else _verbs(verbs),
-        [] if agree is None or (type(agree) is list and not agree) else _disagreements(agree),
+        _verbs(verbs),
+        _disagreements(agree),
     )
