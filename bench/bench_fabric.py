@@ -32,9 +32,10 @@ Everything the bench starts is stopped at the end, whatever happens; nothing is 
    checks it: the sweeps (parse_fabric) and the same hosts' snapshots in their wire form after an agent's first
    poll (each device's attributes as last sent), typed by the wire's quick path (quickwire.parse_wire), as
    the consumer types them; and as many ports of hosts of 8 one-port HCAs (--gpu-hosts, simulated apart from
-   the ibsim fabric, InfiniBand only: the 100,000-port fabric's hosts in bench_scale.py), the same way (their
-   ConnectX-6 ports at 4X HDR stand below the 12X the ibsim hosts of that model train at, so each port holds a
-   width-downgrade event and each HCA a PCIe one: hosts whose open events are judged at every poll);
+   the ibsim fabric, InfiniBand only: the 100,000-port fabric's hosts in bench_scale.py), the same way (a link
+   policy says they run 4X HDR: without it, --gpu-hosts-unruled, their ConnectX-6 ports stand below the 12X the
+   ibsim hosts of that model train at, so each port holds a width-downgrade event and each HCA a PCIe one: hosts
+   whose open events are judged at every poll);
    (b) storing, ingest_fabric per switch port (its parse_fabric included) against ingest_batch of the typed
    snapshots (100 a transaction, as the consumer's batches) per host port-sample of each host shape, in steady
    state: the first round (which creates everything) and --warm rounds untimed, then --runs rounds alternating
@@ -91,6 +92,7 @@ HOST_BATCH = 100  # snapshots per ingest_batch call: the consumer's default batc
 EIGHT_HCAS = 8  # a GPU node's one-port HCAs (bench_scale.py's hosts)
 # The host shapes ingest is measured on: the ibsim fabric's one-port hosts, and hosts of EIGHT_HCAS one-port HCAs.
 HOST_SHAPES = ("host", "host8")
+GPU_PREFIX = "gpu"  # before the 8-HCA hosts' simulated names
 PREFIX = "BENCH "  # a child's result lines on stdout
 LINK_UP = 5
 # Counters that traffic moves on a cabled switch port (ibsim's stay still): the 64-bit ones and the wait.
@@ -522,7 +524,7 @@ def gpu_host_polls(scratch: Path, hosts: int) -> list[list[dict]]:
         if all(p["link_layer"] == "InfiniBand" for d in snap["devices"] for p in d["ports"])
     ][:hosts]
     # Named apart from the ibsim fabric's hosts (both simulations name theirs cn...).
-    return [[{**poll[i], "host": "gpu" + poll[i]["host"]} for i in infiniband] for poll in polls]
+    return [[{**poll[i], "host": GPU_PREFIX + poll[i]["host"]} for i in infiniband] for poll in polls]
 
 
 def two_polls(fabric, tree: Path, hosts: list[str]) -> list[list[dict]]:
@@ -646,24 +648,25 @@ class Sweeps:
         return snap
 
 
-def ingest_child(scratch: str, runs: int, warm: int, db_url: str, hw_every: int) -> int:
-    scratch = Path(scratch)
+def ingest_child(args: argparse.Namespace) -> int:
+    scratch = Path(args.ingest)
     name = database_name(scratch)
-    label = setup_django(db_url, name)
+    label = setup_django(args.db, name)
     try:
-        emit(_ingest(scratch, runs, warm, hw_every) | {"db": label})
+        emit(_ingest(scratch, args) | {"db": label})
     finally:
-        drop_database(db_url, name)
+        drop_database(args.db, name)
     return 0
 
 
-def _ingest(scratch: Path, runs: int, warm: int, hw_every: int) -> dict:
+def _ingest(scratch: Path, args: argparse.Namespace) -> dict:
     from django.db import connection
 
     from collectors import wire
     from fabricweb import heap
     from fabricweb.fabric.ingest import ingest_fabric
     from fabricweb.fabric.schema import parse_fabric
+    from fabricweb.health.models import LinkPolicy
     from fabricweb.telemetry.ingest import ingest_batch
     from fabricweb.telemetry.intake.jsonread import json_text_loads
     from fabricweb.telemetry.validation.quickwire import parse_wire
@@ -728,7 +731,7 @@ def _ingest(scratch: Path, runs: int, warm: int, hw_every: int) -> dict:
         reading[mode].append(((t1 - t0) / ports * 1e6, (t2 - t1) / ports * 1e6))
         out[f"read_{mode}_ports"] = ports
 
-    for run in range(runs):
+    for run in range(args.runs):
         steps = [*(partial(read_hosts, kind) for kind in HOST_SHAPES), partial(read_fabric, "full"),
                  partial(read_fabric, "counters")]  # fmt: skip
         for step in steps if run % 2 == 0 else steps[::-1]:
@@ -740,8 +743,12 @@ def _ingest(scratch: Path, runs: int, warm: int, hw_every: int) -> dict:
                                   polls.items()}  # fmt: skip
     out["hosts_per_poll"] = {kind: len(two[1]) for kind, two in polls.items()}
 
-    # (b) storing, in steady state.
-    hosts = {kind: Hosts(two, hw_every) for kind, two in polls.items()}
+    # (b) storing, in steady state. The 8-HCA hosts' ports run 4X HDR, as a site's link policy says of its GPU nodes:
+    # without it (--gpu-hosts-unruled) they stand below the 12X the ibsim hosts of their model train at, and each port
+    # holds a width-downgrade event and each HCA a PCIe one.
+    if not args.gpu_hosts_unruled:
+        LinkPolicy.objects.create(name="GPU nodes", node_glob=f"{GPU_PREFIX}*", speed="HDR", lanes=4)
+    hosts = {kind: Hosts(two, args.hw_every) for kind, two in polls.items()}
     sweeps = Sweeps(texts["full"], texts["counters"])
     out["cabled_switch_ports"] = sweeps.cabled
     clock = dict.fromkeys((*HOST_SHAPES, "fabric"), 0)
@@ -798,11 +805,11 @@ def _ingest(scratch: Path, runs: int, warm: int, hw_every: int) -> dict:
     seconds, result = store_fabric("full", False)
     out["first_full_us"] = seconds / result.ports * 1e6
     out["first_full_s"] = seconds
-    for _ in range(warm):
+    for _ in range(args.warm):
         for kind in HOST_SHAPES:
             store_hosts(kind, False)
         store_fabric("full", False)
-    for run in range(runs):
+    for run in range(args.runs):
         # Each host shape's poll beside each sweep, the order flipped every other run.
         host_steps = [partial(store_hosts, kind, True) for kind in HOST_SHAPES]
         steps = [*host_steps, partial(store_fabric, "full", True), *host_steps, partial(store_fabric, "counters", True)]
@@ -825,7 +832,8 @@ def measure_ingest(scratch: Path, args: argparse.Namespace, code: Path = REPO) -
     env = {**os.environ, CODE_ENV: str(code)} if code != REPO else None
     done = subprocess.run(
         [sys.executable, __file__, "--ingest", str(scratch), "--runs", str(args.runs), "--warm", str(args.warm),
-         "--db", args.db, "--hw-every", str(args.hw_every)],
+         "--db", args.db, "--hw-every", str(args.hw_every),
+         *(["--gpu-hosts-unruled"] if args.gpu_hosts_unruled else [])],
         capture_output=True, text=True, cwd=code, env=env, check=False,
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith(PREFIX)]
@@ -1067,6 +1075,11 @@ def main() -> int:
     parser.add_argument(
         "--hw-every", type=int, default=6, help="polls between the hosts' hw_counters reads (the agents' default: 6)"
     )
+    parser.add_argument(
+        "--gpu-hosts-unruled",
+        action="store_true",
+        help=f"no link policy for the {EIGHT_HCAS}-HCA hosts: each of their ports then holds a width-downgrade event",
+    )
     parser.add_argument("--no-ingest", action="store_true", help="only the sweeps and the sizes")
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory (logs, snapshots)")
     parser.add_argument(
@@ -1087,7 +1100,7 @@ def main() -> int:
     if args.sweeper:
         return sweeper_child(args.sweeper, args.settle_gc)
     if args.ingest:
-        return ingest_child(args.ingest, args.runs, args.warm, args.db, args.hw_every)
+        return ingest_child(args)
 
     missing = [t for t in ("ibsim", "ibsim-run", "opensm", "ibnetdiscover", "ibqueryerrors") if not shutil.which(t)]
     if missing:
